@@ -1,0 +1,87 @@
+# backend-operator Makefile. Every tool comes from the Go module proxy:
+# controller-gen is a go.mod tool, and the envtest control plane, kubectl and
+# terraform are built from Go modules by hack/ scripts into a cache outside
+# the repository.
+
+IMG ?= ghcr.io/infrastate/backend-operator:latest
+CONTAINER_TOOL ?= docker
+GO ?= go
+CONTROLLER_GEN ?= $(GO) tool controller-gen
+KUBECTL ?= kubectl
+KUSTOMIZE ?= $(KUBECTL) kustomize
+GO_TEST_FLAGS ?= -race -count=1 -timeout 30m
+
+# Paths controller-gen writes. make test fails when they are stale.
+GENERATED_PATHS := api config/crd/bases config/rbac/role.yaml
+
+.PHONY: all
+all: build
+
+##@ General
+
+.PHONY: help
+help: ## Show this help.
+	@awk 'BEGIN {FS = ":.*##"; printf "Usage: make <target>\n"} /^[a-zA-Z_0-9-]+:.*?##/ { printf "  %-18s %s\n", $$1, $$2 } /^##@/ { printf "\n%s\n", substr($$0, 5) }' $(MAKEFILE_LIST)
+
+##@ Development
+
+.PHONY: manifests
+manifests: ## Generate the CRDs and the manager's RBAC role.
+	$(CONTROLLER_GEN) rbac:roleName=manager-role crd paths="./..." output:crd:artifacts:config=config/crd/bases
+
+.PHONY: generate
+generate: ## Generate the DeepCopy methods of the API types.
+	$(CONTROLLER_GEN) object:headerFile="hack/boilerplate.go.txt" paths="./..."
+
+.PHONY: fmt
+fmt: ## Run go fmt.
+	$(GO) fmt ./...
+
+.PHONY: vet
+vet: ## Run go vet.
+	$(GO) vet ./...
+
+.PHONY: verify-generated
+verify-generated: ## Fail when make manifests generate would change tracked files.
+	hack/verify-generated.sh
+
+.PHONY: verify-fmt
+verify-fmt: ## Fail when a Go file is not gofmt-formatted.
+	@out="$$(gofmt -l $$(git ls-files '*.go'))"; if [ -n "$$out" ]; then echo "not gofmt-formatted:"; echo "$$out"; exit 1; fi
+
+.PHONY: test
+test: verify-generated verify-fmt vet ## Run every test against a real kube-apiserver and etcd.
+	KUBEBUILDER_ASSETS="$$(hack/setup-envtest.sh)" $(GO) test $(GO_TEST_FLAGS) ./...
+
+##@ Build
+
+.PHONY: build
+build: ## Build the manager binary.
+	CGO_ENABLED=0 $(GO) build -trimpath -o bin/manager ./cmd/manager
+
+.PHONY: run
+run: manifests generate fmt vet ## Run the manager against the cluster in the current kubeconfig.
+	$(GO) run ./cmd/manager
+
+.PHONY: docker-build
+docker-build: ## Build the manager image.
+	$(CONTAINER_TOOL) build -t $(IMG) .
+
+##@ Deployment
+
+.PHONY: install
+install: manifests ## Install the CRDs into the cluster in the current kubeconfig.
+	$(KUSTOMIZE) config/crd | $(KUBECTL) apply --server-side -f -
+
+.PHONY: uninstall
+uninstall: manifests ## Remove the CRDs from the cluster in the current kubeconfig.
+	$(KUSTOMIZE) config/crd | $(KUBECTL) delete --ignore-not-found -f -
+
+.PHONY: deploy
+deploy: manifests ## Deploy the manager into the cluster in the current kubeconfig.
+	cd config/manager && $(KUSTOMIZE) edit set image controller=$(IMG) 2>/dev/null || true
+	$(KUSTOMIZE) config/default | $(KUBECTL) apply --server-side -f -
+
+.PHONY: undeploy
+undeploy: ## Remove the manager from the cluster in the current kubeconfig.
+	$(KUSTOMIZE) config/default | $(KUBECTL) delete --ignore-not-found -f -

@@ -1,0 +1,110 @@
+package v1alpha1
+
+// Condition types. Ready, Reconciling and Stalled follow kstatus so that
+// kubectl wait, Flux and Argo CD understand every kind of this API.
+const (
+	// ReadyCondition summarises the object: True when the backend is
+	// rendered and, where probing is enabled, reachable.
+	ReadyCondition = "Ready"
+
+	// ReconcilingCondition is True while the controller works towards the
+	// desired state and the outcome is not yet known.
+	ReconcilingCondition = "Reconciling"
+
+	// StalledCondition is True when the controller cannot make progress
+	// until the user changes the spec or a referenced object.
+	StalledCondition = "Stalled"
+
+	// StateReachableCondition reports whether the HttpBackend's address
+	// answers state requests with the configured credentials.
+	StateReachableCondition = "StateReachable"
+
+	// BucketReadyCondition reports whether the CosBackend's bucket exists
+	// and can be read with the configured credentials.
+	BucketReadyCondition = "BucketReady"
+
+	// LockedCondition is informational: True while a state lock is held.
+	// It never makes Ready False.
+	LockedCondition = "Locked"
+)
+
+// Condition reasons.
+const (
+	// ProgressingReason means the controller is working on a new generation.
+	ProgressingReason = "Progressing"
+
+	// SucceededReason means the last reconciliation succeeded.
+	SucceededReason = "Succeeded"
+
+	// SecretNotFoundReason means a referenced Secret does not exist.
+	SecretNotFoundReason = "SecretNotFound"
+
+	// SecretKeyMissingReason means a referenced Secret lacks the key.
+	SecretKeyMissingReason = "SecretKeyMissing"
+
+	// ConfigMapNotFoundReason means a referenced ConfigMap does not exist.
+	ConfigMapNotFoundReason = "ConfigMapNotFound"
+
+	// ConfigMapKeyMissingReason means a referenced ConfigMap lacks the key.
+	ConfigMapKeyMissingReason = "ConfigMapKeyMissing"
+
+	// InvalidCertificateReason means a PEM does not parse, a certificate
+	// and key do not match, or a CA bundle holds no certificate.
+	InvalidCertificateReason = "InvalidCertificate"
+
+	// InvalidSpecReason means the spec is invalid in a way admission
+	// validation cannot express.
+	InvalidSpecReason = "InvalidSpec"
+
+	// RegionMissingReason means a CosBackend has no region and the manager
+	// has no default region.
+	RegionMissingReason = "RegionMissing"
+
+	// RenderFailedReason means the rendered objects could not be written.
+	RenderFailedReason = "RenderFailed"
+
+	// ReachableReason means the last probe succeeded.
+	ReachableReason = "Reachable"
+
+	// UnauthorizedReason means the backend answered 401.
+	UnauthorizedReason = "Unauthorized"
+
+	// ForbiddenReason means the backend answered 403.
+	ForbiddenReason = "Forbidden"
+
+	// TLSErrorReason means the TLS handshake with the backend failed.
+	TLSErrorReason = "TLSError"
+
+	// UnreachableReason means the backend could not be reached.
+	UnreachableReason = "Unreachable"
+
+	// ServerErrorReason means the backend answered with an unexpected status.
+	ServerErrorReason = "ServerError"
+
+	// ProbeDisabledReason means probe.interval is 0s.
+	ProbeDisabledReason = "ProbeDisabled"
+
+	// BucketNotFoundReason means the COS bucket does not exist.
+	BucketNotFoundReason = "BucketNotFound"
+
+	// AccessDeniedReason means COS refused the credentials.
+	AccessDeniedReason = "AccessDenied"
+
+	// LockHeldReason means a lock holder was seen.
+	LockHeldReason = "LockHeld"
+
+	// NotLockedReason means no lock holder was seen.
+	NotLockedReason = "NotLocked"
+
+	// LockCheckDisabledReason means the lock cannot be observed: lock
+	// checking is off or the backend has no lock address.
+	LockCheckDisabledReason = "LockCheckDisabled"
+
+	// ForceUnlockedReason means the controller released the lock named by
+	// forceUnlock.lockID.
+	ForceUnlockedReason = "ForceUnlocked"
+
+	// ForceUnlockSkippedReason means forceUnlock.lockID does not name the
+	// current holder, so the controller left the lock alone.
+	ForceUnlockSkippedReason = "ForceUnlockSkipped"
+)

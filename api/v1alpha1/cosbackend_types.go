@@ -1,0 +1,215 @@
+package v1alpha1
+
+import (
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+)
+
+// CosBackendSpec describes a Tencent Cloud Object Storage ("cos") state
+// backend.
+//
+// +kubebuilder:validation:XValidation:rule="!has(self.overrides) || self.overrides.all(o, !(o.path in ['secret_id', 'secret_key', 'security_token']))",message="overrides cannot set secret_id, secret_key or security_token: use credentialsSecretRef"
+// +kubebuilder:validation:XValidation:rule="!has(self.accelerate) || !self.accelerate || !has(self.endpoint)",message="accelerate and endpoint cannot be used together: choose the global acceleration domain or a private endpoint"
+type CosBackendSpec struct {
+	// bucket holding the state, "<name>-<appid>". It must already exist.
+	// +required
+	// +kubebuilder:validation:MinLength=3
+	// +kubebuilder:validation:MaxLength=60
+	// +kubebuilder:validation:XValidation:rule="self.matches('^[a-z0-9]([a-z0-9-]*[a-z0-9])?-[0-9]+$')",message="bucket must be <name>-<appid> of lower-case letters, digits and hyphens, for example tfstate-1250000000"
+	Bucket string `json:"bucket"`
+
+	// region of the bucket, for example ap-guangzhou. Defaults to the
+	// manager's --cos-default-region (or TENCENTCLOUD_REGION); the backend
+	// is Stalled when neither is set, as Terraform requires a region.
+	// +optional
+	// +kubebuilder:validation:MinLength=1
+	// +kubebuilder:validation:MaxLength=64
+	// +kubebuilder:validation:XValidation:rule="self.matches('^[a-z]+(-[a-z0-9]+)+$')",message="region must be a COS region such as ap-guangzhou"
+	Region string `json:"region,omitempty"`
+
+	// prefix is the directory of the state in the bucket. Unset places the
+	// state at the bucket root.
+	// +optional
+	// +kubebuilder:validation:MinLength=1
+	// +kubebuilder:validation:MaxLength=512
+	// +kubebuilder:validation:XValidation:rule="!self.startsWith('/') && !self.startsWith('./')",message="prefix must not start with '/' or './'"
+	Prefix string `json:"prefix,omitempty"`
+
+	// key is the name of the state object. Terraform defaults it to
+	// terraform.tfstate.
+	// +optional
+	// +kubebuilder:validation:MinLength=1
+	// +kubebuilder:validation:MaxLength=512
+	// +kubebuilder:validation:XValidation:rule="!self.startsWith('/') && !self.endsWith('/')",message="key must not start or end with '/'"
+	Key string `json:"key,omitempty"`
+
+	// encrypt enables AES256 server-side encryption of the state.
+	// +optional
+	Encrypt *bool `json:"encrypt,omitempty"`
+
+	// acl of the state object. Unset means private.
+	// +optional
+	// +kubebuilder:validation:Enum=private;public-read
+	ACL string `json:"acl,omitempty"`
+
+	// accelerate uses the global acceleration domain.
+	// +optional
+	Accelerate *bool `json:"accelerate,omitempty"`
+
+	// endpoint is a private network endpoint,
+	// https://cos-internal.<region>.tencentcos.cn. Defaults to the public
+	// endpoint of the region.
+	// +optional
+	// +kubebuilder:validation:MaxLength=256
+	// +kubebuilder:validation:XValidation:rule="self.matches('^https?://cos-internal\\\\.[a-z0-9-]+\\\\.tencentcos\\\\.cn$')",message="endpoint must look like https://cos-internal.<region>.tencentcos.cn"
+	Endpoint string `json:"endpoint,omitempty"`
+
+	// domain is the root domain of the Tencent Cloud APIs (STS for
+	// assumeRole), tencentcloudapi.com by default.
+	// +optional
+	// +kubebuilder:validation:MaxLength=253
+	// +kubebuilder:validation:XValidation:rule="self.matches('^[a-z0-9]([-a-z0-9]*[a-z0-9])?(\\\\.[a-z0-9]([-a-z0-9]*[a-z0-9])?)+$')",message="domain must be a DNS domain name such as tencentcloudapi.com"
+	Domain string `json:"domain,omitempty"`
+
+	// credentialsSecretRef names a Secret with the keys secretId and
+	// secretKey, and optionally securityToken. They are rendered only into
+	// the credentials Secret, as TENCENTCLOUD_SECRET_ID,
+	// TENCENTCLOUD_SECRET_KEY and TENCENTCLOUD_SECURITY_TOKEN.
+	// +optional
+	CredentialsSecretRef *LocalSecretRef `json:"credentialsSecretRef,omitempty"`
+
+	// assumeRole makes Terraform assume a CAM role before using the bucket.
+	// +optional
+	AssumeRole *AssumeRole `json:"assumeRole,omitempty"`
+
+	// probe controls how often the controller checks the bucket and state.
+	// +optional
+	// +kubebuilder:default={interval: "5m"}
+	Probe *ProbeSpec `json:"probe,omitempty"`
+
+	// configMapName is the name of the rendered ConfigMap. Defaults to
+	// "<name>-backend".
+	// +optional
+	// +kubebuilder:validation:MinLength=1
+	// +kubebuilder:validation:MaxLength=253
+	// +kubebuilder:validation:Pattern=`^[a-z0-9]([-a-z0-9]*[a-z0-9])?(\.[a-z0-9]([-a-z0-9]*[a-z0-9])?)*$`
+	ConfigMapName string `json:"configMapName,omitempty"`
+
+	// overrides set attributes of the rendered backend block that no typed
+	// field covers. Credential attributes are rejected.
+	// +optional
+	// +listType=map
+	// +listMapKey=path
+	// +kubebuilder:validation:MaxItems=32
+	Overrides []Override `json:"overrides,omitempty"`
+}
+
+// AssumeRole is the CAM role Terraform assumes for the COS backend.
+type AssumeRole struct {
+	// roleArn of the role to assume, for example
+	// qcs::cam::uin/100000000001:roleName/tfstate.
+	// +required
+	// +kubebuilder:validation:MinLength=1
+	// +kubebuilder:validation:MaxLength=512
+	RoleArn string `json:"roleArn"`
+
+	// sessionName identifies the session in audit logs.
+	// +required
+	// +kubebuilder:validation:MinLength=2
+	// +kubebuilder:validation:MaxLength=128
+	// +kubebuilder:validation:XValidation:rule="self.matches('^[-a-zA-Z0-9_+=,.@]+$')",message="sessionName may contain only letters, digits and the characters _+=,.@-"
+	SessionName string `json:"sessionName"`
+
+	// sessionDuration of the assumed role's credentials, in seconds.
+	// +optional
+	// +kubebuilder:default=7200
+	// +kubebuilder:validation:Minimum=0
+	// +kubebuilder:validation:Maximum=43200
+	SessionDuration *int32 `json:"sessionDuration,omitempty"`
+
+	// policy further restricts the assumed role, as a CAM policy document.
+	// +optional
+	// +kubebuilder:validation:MaxLength=2048
+	Policy string `json:"policy,omitempty"`
+
+	// externalId the role's trust policy requires, if any.
+	// +optional
+	// +kubebuilder:validation:MaxLength=256
+	ExternalID string `json:"externalId,omitempty"`
+}
+
+// CosBackendStatus is the observed state of a CosBackend.
+type CosBackendStatus struct {
+	// conditions: Ready, Reconciling, Stalled, BucketReady and Locked.
+	// +optional
+	// +listType=map
+	// +listMapKey=type
+	// +kubebuilder:validation:MaxItems=16
+	Conditions []metav1.Condition `json:"conditions,omitempty"`
+
+	// observedGeneration is the generation the status describes; -1 until
+	// the controller has processed the object.
+	// +optional
+	ObservedGeneration int64 `json:"observedGeneration,omitempty"`
+
+	// region in effect: spec.region or the manager's default.
+	// +optional
+	// +kubebuilder:validation:MaxLength=64
+	Region string `json:"region,omitempty"`
+
+	// rendered names the ConfigMap and Secret for runner pods.
+	// +optional
+	Rendered *RenderedObjects `json:"rendered,omitempty"`
+
+	// state summarises the state object of the default workspace.
+	// +optional
+	State *StateSummary `json:"state,omitempty"`
+
+	// lock is the holder recorded in the state's .tflock object, if any.
+	// +optional
+	Lock *LockInfo `json:"lock,omitempty"`
+}
+
+// CosBackend is a Tencent Cloud Object Storage state backend. The
+// controller renders its configuration into a ConfigMap and its
+// credentials into a Secret for runner pods, and checks the bucket, the
+// state object and its lock.
+//
+// +kubebuilder:object:root=true
+// +kubebuilder:subresource:status
+// +kubebuilder:resource:shortName=cosb,categories=infrastate
+// +kubebuilder:printcolumn:name="Ready",type=string,JSONPath=`.status.conditions[?(@.type=="Ready")].status`
+// +kubebuilder:printcolumn:name="Bucket",type=string,JSONPath=`.spec.bucket`
+// +kubebuilder:printcolumn:name="Region",type=string,JSONPath=`.status.region`
+// +kubebuilder:printcolumn:name="Serial",type=integer,JSONPath=`.status.state.serial`,priority=1
+// +kubebuilder:printcolumn:name="Locked",type=string,JSONPath=`.status.conditions[?(@.type=="Locked")].status`
+// +kubebuilder:printcolumn:name="Lock ID",type=string,JSONPath=`.status.lock.id`,priority=1
+// +kubebuilder:printcolumn:name="Age",type=date,JSONPath=`.metadata.creationTimestamp`
+// +kubebuilder:validation:XValidation:rule="self.metadata.name.size() <= 233",message="metadata.name must be at most 233 characters, so that <name>-backend-credentials is a valid Secret name"
+type CosBackend struct {
+	metav1.TypeMeta   `json:",inline"`
+	metav1.ObjectMeta `json:"metadata,omitempty"`
+
+	// spec describes the backend.
+	// +required
+	Spec CosBackendSpec `json:"spec"`
+
+	// status is the observed state of the backend.
+	// +optional
+	// +kubebuilder:default={"observedGeneration":-1}
+	Status CosBackendStatus `json:"status,omitempty"`
+}
+
+// CosBackendList is a list of CosBackend.
+//
+// +kubebuilder:object:root=true
+type CosBackendList struct {
+	metav1.TypeMeta `json:",inline"`
+	metav1.ListMeta `json:"metadata,omitempty"`
+
+	// items is the list of CosBackend.
+	Items []CosBackend `json:"items"`
+}
+
+func init() {
+	SchemeBuilder.Register(&CosBackend{}, &CosBackendList{})
+}

@@ -1,0 +1,261 @@
+package v1alpha1
+
+import (
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+)
+
+// HttpBackendSpec describes a Terraform "http" (REST) state backend.
+//
+// +kubebuilder:validation:XValidation:rule="!has(self.retryWaitMin) || !has(self.retryWaitMax) || self.retryWaitMin <= self.retryWaitMax",message="retryWaitMin must be less than or equal to retryWaitMax"
+// +kubebuilder:validation:XValidation:rule="!has(self.passwordSecretRef) || has(self.username)",message="passwordSecretRef needs username: Terraform sends basic auth only when a username is set"
+// +kubebuilder:validation:XValidation:rule="!has(self.probe) || !has(self.probe.lockCheck) || !self.probe.lockCheck || (has(self.lockAddress) && has(self.unlockAddress))",message="probe.lockCheck needs lockAddress and unlockAddress"
+// +kubebuilder:validation:XValidation:rule="!has(self.forceUnlock) || (has(self.lockAddress) && has(self.unlockAddress))",message="forceUnlock needs lockAddress (to learn the holder) and unlockAddress"
+// +kubebuilder:validation:XValidation:rule="!has(self.overrides) || self.overrides.all(o, !(o.path in ['password', 'client_certificate_pem', 'client_private_key_pem', 'client_ca_certificate_pem']))",message="overrides cannot set password, client_certificate_pem, client_private_key_pem or client_ca_certificate_pem: use passwordSecretRef and tls"
+type HttpBackendSpec struct {
+	// address of the state, the REST endpoint Terraform GETs and updates.
+	// +required
+	// +kubebuilder:validation:MinLength=1
+	// +kubebuilder:validation:MaxLength=2048
+	// +kubebuilder:validation:XValidation:rule="(self.startsWith('http://') || self.startsWith('https://')) && isURL(self) && url(self).getHostname() != ''",message="address must be an absolute http:// or https:// URL with a host"
+	Address string `json:"address"`
+
+	// updateMethod is the HTTP method used to write the state.
+	// +optional
+	// +kubebuilder:default=POST
+	// +kubebuilder:validation:MinLength=1
+	// +kubebuilder:validation:MaxLength=32
+	// +kubebuilder:validation:XValidation:rule="self.matches('^[A-Z][A-Z0-9_-]*$')",message="updateMethod must be an upper-case HTTP method token such as POST or PUT"
+	UpdateMethod string `json:"updateMethod,omitempty"`
+
+	// lockAddress is the URL of the lock endpoint. Unset disables locking.
+	// +optional
+	// +kubebuilder:validation:MinLength=1
+	// +kubebuilder:validation:MaxLength=2048
+	// +kubebuilder:validation:XValidation:rule="(self.startsWith('http://') || self.startsWith('https://')) && isURL(self) && url(self).getHostname() != ''",message="lockAddress must be an absolute http:// or https:// URL with a host"
+	LockAddress string `json:"lockAddress,omitempty"`
+
+	// lockMethod is the HTTP method used to take the lock.
+	// +optional
+	// +kubebuilder:default=LOCK
+	// +kubebuilder:validation:MinLength=1
+	// +kubebuilder:validation:MaxLength=32
+	// +kubebuilder:validation:XValidation:rule="self.matches('^[A-Z][A-Z0-9_-]*$')",message="lockMethod must be an upper-case HTTP method token such as LOCK or POST"
+	LockMethod string `json:"lockMethod,omitempty"`
+
+	// unlockAddress is the URL of the unlock endpoint. Unset makes unlock a
+	// no-op in Terraform. forceUnlock needs both lockAddress and
+	// unlockAddress.
+	// +optional
+	// +kubebuilder:validation:MinLength=1
+	// +kubebuilder:validation:MaxLength=2048
+	// +kubebuilder:validation:XValidation:rule="(self.startsWith('http://') || self.startsWith('https://')) && isURL(self) && url(self).getHostname() != ''",message="unlockAddress must be an absolute http:// or https:// URL with a host"
+	UnlockAddress string `json:"unlockAddress,omitempty"`
+
+	// unlockMethod is the HTTP method used to release the lock.
+	// +optional
+	// +kubebuilder:default=UNLOCK
+	// +kubebuilder:validation:MinLength=1
+	// +kubebuilder:validation:MaxLength=32
+	// +kubebuilder:validation:XValidation:rule="self.matches('^[A-Z][A-Z0-9_-]*$')",message="unlockMethod must be an upper-case HTTP method token such as UNLOCK or DELETE"
+	UnlockMethod string `json:"unlockMethod,omitempty"`
+
+	// username for HTTP basic auth. It is not secret and is rendered into
+	// the backend configuration.
+	// +optional
+	// +kubebuilder:validation:MinLength=1
+	// +kubebuilder:validation:MaxLength=256
+	Username string `json:"username,omitempty"`
+
+	// passwordSecretRef selects the basic auth password; key defaults to
+	// "password". It is rendered only into the credentials Secret, as
+	// TF_HTTP_PASSWORD.
+	// +optional
+	PasswordSecretRef *SecretKeyRef `json:"passwordSecretRef,omitempty"`
+
+	// retryMax is the number of retries of a failed request.
+	// +optional
+	// +kubebuilder:default=2
+	// +kubebuilder:validation:Minimum=0
+	// +kubebuilder:validation:Maximum=20
+	RetryMax *int32 `json:"retryMax,omitempty"`
+
+	// retryWaitMin is the minimum wait between retries, in seconds.
+	// +optional
+	// +kubebuilder:default=1
+	// +kubebuilder:validation:Minimum=0
+	// +kubebuilder:validation:Maximum=3600
+	RetryWaitMin *int32 `json:"retryWaitMin,omitempty"`
+
+	// retryWaitMax is the maximum wait between retries, in seconds.
+	// +optional
+	// +kubebuilder:default=30
+	// +kubebuilder:validation:Minimum=0
+	// +kubebuilder:validation:Maximum=3600
+	RetryWaitMax *int32 `json:"retryWaitMax,omitempty"`
+
+	// skipCertVerification disables verification of the server's TLS
+	// certificate. Use only for testing.
+	// +optional
+	SkipCertVerification bool `json:"skipCertVerification,omitempty"`
+
+	// tls configures the client certificate and the CA bundle.
+	// +optional
+	TLS *HttpBackendTLS `json:"tls,omitempty"`
+
+	// probe controls how often the controller reads the state.
+	// +optional
+	// +kubebuilder:default={interval: "5m"}
+	Probe *HttpProbeSpec `json:"probe,omitempty"`
+
+	// forceUnlock releases a stuck lock, GitOps-safe: the controller acts
+	// only while the current holder has exactly this ID, so leaving it in a
+	// manifest is harmless.
+	// +optional
+	ForceUnlock *ForceUnlockSpec `json:"forceUnlock,omitempty"`
+
+	// configMapName is the name of the rendered ConfigMap. Defaults to
+	// "<name>-backend".
+	// +optional
+	// +kubebuilder:validation:MinLength=1
+	// +kubebuilder:validation:MaxLength=253
+	// +kubebuilder:validation:Pattern=`^[a-z0-9]([-a-z0-9]*[a-z0-9])?(\.[a-z0-9]([-a-z0-9]*[a-z0-9])?)*$`
+	ConfigMapName string `json:"configMapName,omitempty"`
+
+	// overrides set attributes of the rendered backend block that no typed
+	// field covers. Credential attributes are rejected.
+	// +optional
+	// +listType=map
+	// +listMapKey=path
+	// +kubebuilder:validation:MaxItems=32
+	Overrides []Override `json:"overrides,omitempty"`
+}
+
+// HttpBackendTLS configures mutual TLS and the trusted CA of an HttpBackend.
+type HttpBackendTLS struct {
+	// clientCertificateSecretRef names a kubernetes.io/tls Secret whose
+	// tls.crt and tls.key are the client certificate and private key
+	// (client_certificate_pem and client_private_key_pem). Both keys are
+	// required and must form a pair.
+	// +optional
+	ClientCertificateSecretRef *LocalSecretRef `json:"clientCertificateSecretRef,omitempty"`
+
+	// caCertificate is the CA bundle (client_ca_certificate_pem). It
+	// replaces the system roots, as in Terraform.
+	// +optional
+	CACertificate *CACertificateSource `json:"caCertificate,omitempty"`
+}
+
+// CACertificateSource selects a PEM CA bundle from a Secret or a ConfigMap.
+//
+// +kubebuilder:validation:XValidation:rule="has(self.secretRef) != has(self.configMapRef)",message="caCertificate must set exactly one of secretRef or configMapRef"
+type CACertificateSource struct {
+	// secretRef names a Secret holding the bundle.
+	// +optional
+	SecretRef *LocalSecretRef `json:"secretRef,omitempty"`
+
+	// configMapRef names a ConfigMap holding the bundle.
+	// +optional
+	ConfigMapRef *LocalConfigMapRef `json:"configMapRef,omitempty"`
+
+	// key holding the PEM bundle.
+	// +optional
+	// +kubebuilder:default="ca.crt"
+	// +kubebuilder:validation:MinLength=1
+	// +kubebuilder:validation:MaxLength=253
+	// +kubebuilder:validation:Pattern=`^[-._a-zA-Z0-9]+$`
+	Key string `json:"key,omitempty"`
+}
+
+// HttpProbeSpec controls the probes of an HttpBackend.
+type HttpProbeSpec struct {
+	ProbeSpec `json:",inline"`
+
+	// lockCheck opts in to learning the lock holder: the protocol has no
+	// call to read a lock, so the probe takes the lock and releases it at
+	// once. A conflict reveals the holder.
+	// +optional
+	LockCheck bool `json:"lockCheck,omitempty"`
+}
+
+// ForceUnlockSpec names the lock to release.
+type ForceUnlockSpec struct {
+	// lockID of the holder to release, as shown in status.lock.id.
+	// +required
+	// +kubebuilder:validation:MinLength=1
+	// +kubebuilder:validation:MaxLength=256
+	LockID string `json:"lockID"`
+}
+
+// HttpBackendStatus is the observed state of an HttpBackend.
+type HttpBackendStatus struct {
+	// conditions: Ready, Reconciling, Stalled, StateReachable and Locked.
+	// +optional
+	// +listType=map
+	// +listMapKey=type
+	// +kubebuilder:validation:MaxItems=16
+	Conditions []metav1.Condition `json:"conditions,omitempty"`
+
+	// observedGeneration is the generation the status describes; -1 until
+	// the controller has processed the object.
+	// +optional
+	ObservedGeneration int64 `json:"observedGeneration,omitempty"`
+
+	// rendered names the ConfigMap and Secret for runner pods.
+	// +optional
+	Rendered *RenderedObjects `json:"rendered,omitempty"`
+
+	// state summarises the state held at address, from the last probe.
+	// +optional
+	State *StateSummary `json:"state,omitempty"`
+
+	// lock is the holder of the state lock, when the last probe saw one.
+	// +optional
+	Lock *LockInfo `json:"lock,omitempty"`
+
+	// lastForceUnlock records the last lock the controller released.
+	// +optional
+	LastForceUnlock *ForceUnlockStatus `json:"lastForceUnlock,omitempty"`
+}
+
+// HttpBackend is a Terraform REST ("http") state backend. The controller
+// renders its configuration into a ConfigMap and its credentials into a
+// Secret for runner pods, and probes the state it holds.
+//
+// +kubebuilder:object:root=true
+// +kubebuilder:subresource:status
+// +kubebuilder:resource:shortName=hb;httpbe,categories=infrastate
+// +kubebuilder:printcolumn:name="Ready",type=string,JSONPath=`.status.conditions[?(@.type=="Ready")].status`
+// +kubebuilder:printcolumn:name="Address",type=string,JSONPath=`.spec.address`
+// +kubebuilder:printcolumn:name="Serial",type=integer,JSONPath=`.status.state.serial`,priority=1
+// +kubebuilder:printcolumn:name="Locked",type=string,JSONPath=`.status.conditions[?(@.type=="Locked")].status`
+// +kubebuilder:printcolumn:name="Lock ID",type=string,JSONPath=`.status.lock.id`,priority=1
+// +kubebuilder:printcolumn:name="Age",type=date,JSONPath=`.metadata.creationTimestamp`
+// +kubebuilder:validation:XValidation:rule="self.metadata.name.size() <= 233",message="metadata.name must be at most 233 characters, so that <name>-backend-credentials is a valid Secret name"
+type HttpBackend struct {
+	metav1.TypeMeta   `json:",inline"`
+	metav1.ObjectMeta `json:"metadata,omitempty"`
+
+	// spec describes the backend.
+	// +required
+	Spec HttpBackendSpec `json:"spec"`
+
+	// status is the observed state of the backend.
+	// +optional
+	// +kubebuilder:default={"observedGeneration":-1}
+	Status HttpBackendStatus `json:"status,omitempty"`
+}
+
+// HttpBackendList is a list of HttpBackend.
+//
+// +kubebuilder:object:root=true
+type HttpBackendList struct {
+	metav1.TypeMeta `json:",inline"`
+	metav1.ListMeta `json:"metadata,omitempty"`
+
+	// items is the list of HttpBackend.
+	Items []HttpBackend `json:"items"`
+}
+
+func init() {
+	SchemeBuilder.Register(&HttpBackend{}, &HttpBackendList{})
+}

@@ -1,0 +1,168 @@
+package v1alpha1
+
+import (
+	apiextensionsv1 "k8s.io/apiextensions-apiserver/pkg/apis/apiextensions/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+)
+
+// SecretKeyRef selects one key of a Secret in the object's own namespace.
+// There are no cross-namespace references anywhere in this API.
+type SecretKeyRef struct {
+	// name of the Secret, in the same namespace as the referring object.
+	// +required
+	// +kubebuilder:validation:MinLength=1
+	// +kubebuilder:validation:MaxLength=253
+	// +kubebuilder:validation:Pattern=`^[a-z0-9]([-a-z0-9]*[a-z0-9])?(\.[a-z0-9]([-a-z0-9]*[a-z0-9])?)*$`
+	Name string `json:"name"`
+
+	// key within the Secret. Each field that uses a SecretKeyRef documents
+	// the key it reads when this is empty.
+	// +optional
+	// +kubebuilder:validation:MinLength=1
+	// +kubebuilder:validation:MaxLength=253
+	// +kubebuilder:validation:Pattern=`^[-._a-zA-Z0-9]+$`
+	Key string `json:"key,omitempty"`
+}
+
+// LocalSecretRef names a Secret in the object's own namespace.
+type LocalSecretRef struct {
+	// name of the Secret, in the same namespace as the referring object.
+	// +required
+	// +kubebuilder:validation:MinLength=1
+	// +kubebuilder:validation:MaxLength=253
+	// +kubebuilder:validation:Pattern=`^[a-z0-9]([-a-z0-9]*[a-z0-9])?(\.[a-z0-9]([-a-z0-9]*[a-z0-9])?)*$`
+	Name string `json:"name"`
+}
+
+// LocalConfigMapRef names a ConfigMap in the object's own namespace.
+type LocalConfigMapRef struct {
+	// name of the ConfigMap, in the same namespace as the referring object.
+	// +required
+	// +kubebuilder:validation:MinLength=1
+	// +kubebuilder:validation:MaxLength=253
+	// +kubebuilder:validation:Pattern=`^[a-z0-9]([-a-z0-9]*[a-z0-9])?(\.[a-z0-9]([-a-z0-9]*[a-z0-9])?)*$`
+	Name string `json:"name"`
+}
+
+// ProbeSpec controls how often the controller checks the backend.
+type ProbeSpec struct {
+	// interval between two probes of the backend, jittered by up to 10%.
+	// "0s" disables probing; otherwise it must be between 10s and 24h.
+	// +optional
+	// +kubebuilder:default="5m"
+	// +kubebuilder:validation:Type=string
+	// +kubebuilder:validation:Pattern=`^([0-9]+(\.[0-9]+)?(ms|s|m|h))+$`
+	// +kubebuilder:validation:MaxLength=32
+	// +kubebuilder:validation:XValidation:rule="duration(self) == duration('0s') || (duration(self) >= duration('10s') && duration(self) <= duration('24h'))",message="probe.interval must be 0s (probing disabled) or between 10s and 24h"
+	Interval *metav1.Duration `json:"interval,omitempty"`
+}
+
+// Override sets one attribute of the rendered backend block that the typed
+// fields do not cover. It is an escape hatch: typed fields are preferred.
+type Override struct {
+	// path of the attribute inside the backend block, in Terraform's
+	// snake_case; nested blocks are separated by dots, for example
+	// "assume_role.policy". Credential attributes cannot be overridden:
+	// they come only from Secret references.
+	// +required
+	// +kubebuilder:validation:MinLength=1
+	// +kubebuilder:validation:MaxLength=128
+	// +kubebuilder:validation:Pattern=`^[a-z_][a-z0-9_]*(\.[a-z_][a-z0-9_]*)*$`
+	Path string `json:"path"`
+
+	// value of the attribute, as JSON: a string, number, bool, list or object.
+	// +required
+	// +kubebuilder:validation:XPreserveUnknownFields
+	// +kubebuilder:validation:Schemaless
+	Value apiextensionsv1.JSON `json:"value"`
+}
+
+// LockInfo describes the holder of a state lock, as Terraform writes it.
+type LockInfo struct {
+	// id of the lock, the value to give to forceUnlock.lockID.
+	// +optional
+	// +kubebuilder:validation:MaxLength=256
+	ID string `json:"id,omitempty"`
+
+	// operation the holder is running, for example OperationTypeApply.
+	// +optional
+	// +kubebuilder:validation:MaxLength=256
+	Operation string `json:"operation,omitempty"`
+
+	// info is the free-form information the holder attached to the lock.
+	// +optional
+	// +kubebuilder:validation:MaxLength=4096
+	Info string `json:"info,omitempty"`
+
+	// who holds the lock, usually user@host.
+	// +optional
+	// +kubebuilder:validation:MaxLength=512
+	Who string `json:"who,omitempty"`
+
+	// version of Terraform that took the lock.
+	// +optional
+	// +kubebuilder:validation:MaxLength=64
+	Version string `json:"version,omitempty"`
+
+	// created is when the lock was taken.
+	// +optional
+	Created *metav1.Time `json:"created,omitempty"`
+
+	// path of the state the lock protects, when the holder recorded it.
+	// +optional
+	// +kubebuilder:validation:MaxLength=1024
+	Path string `json:"path,omitempty"`
+}
+
+// StateSummary describes the state the backend holds, without its contents.
+type StateSummary struct {
+	// present is true when the backend holds a state for the default workspace.
+	Present bool `json:"present"`
+
+	// serial of the state, incremented by Terraform on every write.
+	// +optional
+	Serial int64 `json:"serial,omitempty"`
+
+	// lineage of the state, a UUID fixed when the state was first created.
+	// +optional
+	// +kubebuilder:validation:MaxLength=128
+	Lineage string `json:"lineage,omitempty"`
+
+	// terraformVersion that last wrote the state.
+	// +optional
+	// +kubebuilder:validation:MaxLength=64
+	TerraformVersion string `json:"terraformVersion,omitempty"`
+
+	// sizeBytes is the size of the state document.
+	// +optional
+	SizeBytes int64 `json:"sizeBytes,omitempty"`
+
+	// outputCount is the number of root module outputs in the state.
+	// +optional
+	OutputCount int32 `json:"outputCount,omitempty"`
+}
+
+// ForceUnlockStatus records the last force unlock the controller performed.
+type ForceUnlockStatus struct {
+	// lockID that was released.
+	// +kubebuilder:validation:MaxLength=256
+	LockID string `json:"lockID"`
+
+	// time the lock was released.
+	Time metav1.Time `json:"time"`
+}
+
+// RenderedObjects names the objects the controller renders for runner pods.
+type RenderedObjects struct {
+	// configMapName is the ConfigMap holding backend.tf, backend.tf.json and
+	// backend.tfbackend.
+	// +optional
+	// +kubebuilder:validation:MaxLength=253
+	ConfigMapName string `json:"configMapName,omitempty"`
+
+	// secretName is the Secret holding the credentials as environment
+	// variables, for envFrom.
+	// +optional
+	// +kubebuilder:validation:MaxLength=253
+	SecretName string `json:"secretName,omitempty"`
+}

@@ -1,0 +1,60 @@
+// Command manager runs the backend-operator controllers.
+package main
+
+import (
+	"flag"
+	"fmt"
+	"os"
+
+	"k8s.io/apimachinery/pkg/runtime"
+	utilruntime "k8s.io/apimachinery/pkg/util/runtime"
+	clientgoscheme "k8s.io/client-go/kubernetes/scheme"
+	ctrl "sigs.k8s.io/controller-runtime"
+	"sigs.k8s.io/controller-runtime/pkg/log/zap"
+
+	backendsv1alpha1 "github.com/infrastate/backend-operator/api/v1alpha1"
+)
+
+// scheme holds the built-in kinds and the backends.infrastate.io kinds.
+var scheme = runtime.NewScheme()
+
+func init() {
+	utilruntime.Must(clientgoscheme.AddToScheme(scheme))
+	utilruntime.Must(backendsv1alpha1.AddToScheme(scheme))
+}
+
+func main() {
+	if err := run(); err != nil {
+		fmt.Fprintf(os.Stderr, "manager: %v\n", err)
+		os.Exit(1)
+	}
+}
+
+func run() error {
+	zapOpts := zap.Options{Development: false}
+	zapOpts.BindFlags(flag.CommandLine)
+	opts, err := parseOptions(flag.CommandLine, os.Args[1:], getenv)
+	if err != nil {
+		return err
+	}
+	ctrl.SetLogger(zap.New(zap.UseFlagOptions(&zapOpts)))
+	log := ctrl.Log.WithName("setup")
+
+	cfg, err := ctrl.GetConfig()
+	if err != nil {
+		return fmt.Errorf("loading kubeconfig: %w", err)
+	}
+	mgr, err := ctrl.NewManager(cfg, managerOptions(opts))
+	if err != nil {
+		return fmt.Errorf("creating manager: %w", err)
+	}
+	if err := addHealthChecks(mgr); err != nil {
+		return err
+	}
+
+	log.Info("Starting manager", "watchNamespaces", opts.watchNamespaces, "leaderElection", opts.leaderElect)
+	if err := mgr.Start(ctrl.SetupSignalHandler()); err != nil {
+		return fmt.Errorf("running manager: %w", err)
+	}
+	return nil
+}

@@ -1,0 +1,119 @@
+package main
+
+import (
+	"flag"
+	"io"
+	"strings"
+	"testing"
+
+	"github.com/google/go-cmp/cmp"
+	corev1 "k8s.io/api/core/v1"
+	"sigs.k8s.io/controller-runtime/pkg/cache"
+)
+
+func TestParseOptions(t *testing.T) {
+	cases := map[string]struct {
+		args    []string
+		env     map[string]string
+		want    options
+		wantErr string
+	}{
+		"defaults": {
+			want: options{metricsAddr: "0", secureMetrics: true, probeAddr: ":8081", maxConcurrentReconciles: 4},
+		},
+		"region from the environment": {
+			env:  map[string]string{"TENCENTCLOUD_REGION": "ap-shanghai"},
+			want: options{metricsAddr: "0", secureMetrics: true, probeAddr: ":8081", maxConcurrentReconciles: 4, cosDefaultRegion: "ap-shanghai"},
+		},
+		"flag wins over the environment": {
+			args: []string{"--cos-default-region=ap-guangzhou"},
+			env:  map[string]string{"TENCENTCLOUD_REGION": "ap-shanghai"},
+			want: options{metricsAddr: "0", secureMetrics: true, probeAddr: ":8081", maxConcurrentReconciles: 4, cosDefaultRegion: "ap-guangzhou"},
+		},
+		"every flag": {
+			args: []string{
+				"--metrics-bind-address=:8443", "--metrics-secure=false", "--health-probe-bind-address=:9000",
+				"--leader-elect", "--watch-namespaces= team-a,team-b,,team-a ", "--max-concurrent-reconciles=8",
+			},
+			want: options{
+				metricsAddr: ":8443", probeAddr: ":9000", leaderElect: true,
+				watchNamespaces: []string{"team-a", "team-b"}, maxConcurrentReconciles: 8,
+			},
+		},
+		"invalid namespace": {
+			args:    []string{"--watch-namespaces=team-a,Team_B"},
+			wantErr: `--watch-namespaces: "Team_B" is not a valid namespace`,
+		},
+		"zero concurrency": {
+			args:    []string{"--max-concurrent-reconciles=0"},
+			wantErr: "--max-concurrent-reconciles must be at least 1, got 0",
+		},
+	}
+	for name, tc := range cases {
+		t.Run(name, func(t *testing.T) {
+			fs := flag.NewFlagSet("manager", flag.ContinueOnError)
+			fs.SetOutput(io.Discard)
+			got, err := parseOptions(fs, tc.args, func(k string) string { return tc.env[k] })
+			if tc.wantErr != "" {
+				if err == nil || !strings.Contains(err.Error(), tc.wantErr) {
+					t.Fatalf("parseOptions() error = %v, want one containing %q", err, tc.wantErr)
+				}
+				return
+			}
+			if err != nil {
+				t.Fatalf("parseOptions() error = %v", err)
+			}
+			if diff := cmp.Diff(tc.want, got, cmp.AllowUnexported(options{})); diff != "" {
+				t.Errorf("parseOptions() mismatch (-want +got):\n%s", diff)
+			}
+		})
+	}
+}
+
+func TestManagerOptions(t *testing.T) {
+	cases := map[string]struct {
+		in             options
+		wantNamespaces map[string]cache.Config
+		wantFilter     bool
+	}{
+		"all namespaces, secure metrics": {
+			in:         options{metricsAddr: ":8443", secureMetrics: true, probeAddr: ":8081", leaderElect: true},
+			wantFilter: true,
+		},
+		"some namespaces, plain metrics": {
+			in:             options{metricsAddr: ":8080", probeAddr: ":8081", watchNamespaces: []string{"a", "b"}},
+			wantNamespaces: map[string]cache.Config{"a": {}, "b": {}},
+		},
+	}
+	for name, tc := range cases {
+		t.Run(name, func(t *testing.T) {
+			got := managerOptions(tc.in)
+			if got.Metrics.BindAddress != tc.in.metricsAddr || got.Metrics.SecureServing != tc.in.secureMetrics {
+				t.Errorf("metrics = %q secure=%v, want %q secure=%v", got.Metrics.BindAddress, got.Metrics.SecureServing, tc.in.metricsAddr, tc.in.secureMetrics)
+			}
+			if (got.Metrics.FilterProvider != nil) != tc.wantFilter {
+				t.Errorf("metrics filter set = %v, want %v", got.Metrics.FilterProvider != nil, tc.wantFilter)
+			}
+			if got.LeaderElection != tc.in.leaderElect || got.LeaderElectionID != leaderElectionID {
+				t.Errorf("leader election = %v %q, want %v %q", got.LeaderElection, got.LeaderElectionID, tc.in.leaderElect, leaderElectionID)
+			}
+			if diff := cmp.Diff(tc.wantNamespaces, got.Cache.DefaultNamespaces); diff != "" {
+				t.Errorf("cache namespaces mismatch (-want +got):\n%s", diff)
+			}
+			// Secrets and ConfigMaps must never be cached cluster-wide.
+			var uncached []string
+			for _, obj := range got.Client.Cache.DisableFor {
+				switch obj.(type) {
+				case *corev1.Secret:
+					uncached = append(uncached, "Secret")
+				case *corev1.ConfigMap:
+					uncached = append(uncached, "ConfigMap")
+				}
+			}
+			if diff := cmp.Diff([]string{"Secret", "ConfigMap"}, uncached); diff != "" {
+				t.Errorf("uncached kinds mismatch (-want +got):\n%s", diff)
+			}
+		})
+	}
+}
+
