@@ -7,8 +7,8 @@ import (
 // CosBackendSpec describes a Tencent Cloud Object Storage ("cos") state
 // backend.
 //
-// +kubebuilder:validation:XValidation:rule="!has(self.overrides) || self.overrides.all(o, !(o.path in ['secret_id', 'secret_key', 'security_token']))",message="overrides cannot set secret_id, secret_key or security_token: use credentialsSecretRef"
-// +kubebuilder:validation:XValidation:rule="!has(self.accelerate) || !self.accelerate || !has(self.endpoint)",message="accelerate and endpoint cannot be used together: choose the global acceleration domain or a private endpoint"
+// +kubebuilder:validation:XValidation:rule="!has(self.overrides) || self.overrides.all(o, !(o.path in ['secret_id', 'secret_key', 'security_token']))",message="overrides cannot set secret_id, secret_key or security_token: use credentialsSecretRef",fieldPath=".overrides"
+// +kubebuilder:validation:XValidation:rule="!has(self.accelerate) || !self.accelerate || !has(self.endpoint)",message="accelerate and endpoint cannot be used together: choose the global acceleration domain or a private endpoint",fieldPath=".endpoint"
 type CosBackendSpec struct {
 	// bucket holding the state, "<name>-<appid>". It must already exist.
 	// +required

@@ -6,11 +6,11 @@ import (
 
 // HttpBackendSpec describes a Terraform "http" (REST) state backend.
 //
-// +kubebuilder:validation:XValidation:rule="!has(self.retryWaitMin) || !has(self.retryWaitMax) || self.retryWaitMin <= self.retryWaitMax",message="retryWaitMin must be less than or equal to retryWaitMax"
-// +kubebuilder:validation:XValidation:rule="!has(self.passwordSecretRef) || has(self.username)",message="passwordSecretRef needs username: Terraform sends basic auth only when a username is set"
-// +kubebuilder:validation:XValidation:rule="!has(self.probe) || !has(self.probe.lockCheck) || !self.probe.lockCheck || (has(self.lockAddress) && has(self.unlockAddress))",message="probe.lockCheck needs lockAddress and unlockAddress"
-// +kubebuilder:validation:XValidation:rule="!has(self.forceUnlock) || (has(self.lockAddress) && has(self.unlockAddress))",message="forceUnlock needs lockAddress (to learn the holder) and unlockAddress"
-// +kubebuilder:validation:XValidation:rule="!has(self.overrides) || self.overrides.all(o, !(o.path in ['password', 'client_certificate_pem', 'client_private_key_pem', 'client_ca_certificate_pem']))",message="overrides cannot set password, client_certificate_pem, client_private_key_pem or client_ca_certificate_pem: use passwordSecretRef and tls"
+// +kubebuilder:validation:XValidation:rule="!has(self.retryWaitMin) || !has(self.retryWaitMax) || self.retryWaitMin <= self.retryWaitMax",message="retryWaitMin must be less than or equal to retryWaitMax",fieldPath=".retryWaitMin"
+// +kubebuilder:validation:XValidation:rule="!has(self.passwordSecretRef) || has(self.username)",message="passwordSecretRef needs username: Terraform sends basic auth only when a username is set",fieldPath=".passwordSecretRef"
+// +kubebuilder:validation:XValidation:rule="!has(self.probe) || !has(self.probe.lockCheck) || !self.probe.lockCheck || (has(self.lockAddress) && has(self.unlockAddress))",message="probe.lockCheck needs lockAddress and unlockAddress",fieldPath=".probe.lockCheck"
+// +kubebuilder:validation:XValidation:rule="!has(self.forceUnlock) || (has(self.lockAddress) && has(self.unlockAddress))",message="forceUnlock needs lockAddress (to learn the holder) and unlockAddress",fieldPath=".forceUnlock"
+// +kubebuilder:validation:XValidation:rule="!has(self.overrides) || self.overrides.all(o, !(o.path in ['password', 'client_certificate_pem', 'client_private_key_pem', 'client_ca_certificate_pem']))",message="overrides cannot set password, client_certificate_pem, client_private_key_pem or client_ca_certificate_pem: use passwordSecretRef and tls",fieldPath=".overrides"
 type HttpBackendSpec struct {
 	// address of the state, the REST endpoint Terraform GETs and updates.
 	// +required

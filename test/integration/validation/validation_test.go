@@ -1,0 +1,244 @@
+package validation
+
+import (
+	"context"
+	"fmt"
+	"strings"
+	"time"
+
+	. "github.com/onsi/ginkgo/v2"
+	. "github.com/onsi/gomega"
+	"github.com/onsi/gomega/types"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+)
+
+// mutation changes one part of a valid manifest.
+type mutation func(obj map[string]any)
+
+// set writes value at a dotted path, creating the maps on the way.
+func set(path string, value any) mutation {
+	return func(obj map[string]any) {
+		Expect(unstructured.SetNestedField(obj, value, strings.Split(path, ".")...)).To(Succeed())
+	}
+}
+
+// del removes the field at a dotted path.
+func del(path string) mutation {
+	return func(obj map[string]any) {
+		unstructured.RemoveNestedField(obj, strings.Split(path, ".")...)
+	}
+}
+
+// build returns a valid manifest of kind with spec, changed by mutations.
+func build(kind string, spec map[string]any, mutations ...mutation) *unstructured.Unstructured {
+	obj := &unstructured.Unstructured{Object: map[string]any{
+		"apiVersion": "backends.infrastate.io/v1alpha1",
+		"kind":       kind,
+		"metadata":   map[string]any{"name": "subject"},
+		"spec":       spec,
+	}}
+	for _, m := range mutations {
+		m(obj.Object)
+	}
+	return obj
+}
+
+// httpBackend returns a valid HttpBackend changed by mutations.
+func httpBackend(mutations ...mutation) *unstructured.Unstructured {
+	return build("HttpBackend", map[string]any{
+		"address":       "https://state.example.com/state/app",
+		"lockAddress":   "https://state.example.com/state/app",
+		"unlockAddress": "https://state.example.com/state/app",
+	}, mutations...)
+}
+
+// cosBackend returns a valid CosBackend changed by mutations.
+func cosBackend(mutations ...mutation) *unstructured.Unstructured {
+	return build("CosBackend", map[string]any{
+		"bucket": "tfstate-1250000000",
+		"region": "ap-guangzhou",
+	}, mutations...)
+}
+
+func assumeRole(members map[string]any) mutation {
+	return set("spec.assumeRole", members)
+}
+
+func overrides(paths ...string) mutation {
+	items := make([]any, 0, len(paths))
+	for _, p := range paths {
+		items = append(items, map[string]any{"path": p, "value": "x"})
+	}
+	return set("spec.overrides", items)
+}
+
+// beInvalid matches an "is invalid" rejection whose message names the
+// field and the rule.
+func beInvalid(field, message string) types.GomegaMatcher {
+	return SatisfyAll(
+		WithTransform(apierrors.IsInvalid, BeTrue()),
+		MatchError(ContainSubstring(field)),
+		MatchError(ContainSubstring(message)),
+	)
+}
+
+var _ = Describe("Admission validation", func() {
+	DescribeTable("rejects a bad manifest",
+		func(ctx context.Context, obj *unstructured.Unstructured, field, message string) {
+			obj.SetNamespace(newNamespace(ctx))
+			err := k8sClient.Create(ctx, obj)
+			Expect(err).To(beInvalid(field, message))
+		},
+
+		// HttpBackend
+		Entry("http: address is required", httpBackend(del("spec.address")),
+			"spec.address", "Required value"),
+		Entry("http: address must be http or https", httpBackend(set("spec.address", "ftp://state.example.com/app")),
+			"spec.address", "address must be an absolute http:// or https:// URL with a host"),
+		Entry("http: address must have a host", httpBackend(set("spec.address", "https://")),
+			"spec.address", "address must be an absolute http:// or https:// URL with a host"),
+		Entry("http: address length is bounded", httpBackend(set("spec.address", "https://e.com/"+strings.Repeat("a", 2048))),
+			"spec.address", "Too long"),
+		Entry("http: lockAddress must be http or https", httpBackend(set("spec.lockAddress", "state.example.com/lock")),
+			"spec.lockAddress", "lockAddress must be an absolute http:// or https:// URL with a host"),
+		Entry("http: unlockAddress must be http or https", httpBackend(set("spec.unlockAddress", "file:///tmp/lock")),
+			"spec.unlockAddress", "unlockAddress must be an absolute http:// or https:// URL with a host"),
+		Entry("http: updateMethod is an upper-case token", httpBackend(set("spec.updateMethod", "post")),
+			"spec.updateMethod", "updateMethod must be an upper-case HTTP method token"),
+		Entry("http: lockMethod is an upper-case token", httpBackend(set("spec.lockMethod", "LO CK")),
+			"spec.lockMethod", "lockMethod must be an upper-case HTTP method token"),
+		Entry("http: unlockMethod is an upper-case token", httpBackend(set("spec.unlockMethod", "unlock")),
+			"spec.unlockMethod", "unlockMethod must be an upper-case HTTP method token"),
+		Entry("http: retryMax at most 20", httpBackend(set("spec.retryMax", int64(21))),
+			"spec.retryMax", "should be less than or equal to 20"),
+		Entry("http: retryMax not negative", httpBackend(set("spec.retryMax", int64(-1))),
+			"spec.retryMax", "should be greater than or equal to 0"),
+		Entry("http: retryWaitMin not negative", httpBackend(set("spec.retryWaitMin", int64(-1))),
+			"spec.retryWaitMin", "should be greater than or equal to 0"),
+		Entry("http: retryWaitMin <= retryWaitMax", httpBackend(set("spec.retryWaitMin", int64(40)), set("spec.retryWaitMax", int64(30))),
+			"spec.retryWaitMin", "retryWaitMin must be less than or equal to retryWaitMax"),
+		Entry("http: retryWaitMin <= the default retryWaitMax", httpBackend(set("spec.retryWaitMin", int64(31))),
+			"spec.retryWaitMin", "retryWaitMin must be less than or equal to retryWaitMax"),
+		Entry("http: username length is bounded", httpBackend(set("spec.username", strings.Repeat("u", 257))),
+			"spec.username", "Too long"),
+		Entry("http: a password needs a username", httpBackend(set("spec.passwordSecretRef", map[string]any{"name": "pw"})),
+			"spec.passwordSecretRef", "passwordSecretRef needs username"),
+		Entry("http: Secret names are DNS names", httpBackend(set("spec.username", "u"), set("spec.passwordSecretRef", map[string]any{"name": "Bad_Name"})),
+			"spec.passwordSecretRef.name", "should match"),
+		Entry("http: Secret keys are valid keys", httpBackend(set("spec.username", "u"), set("spec.passwordSecretRef", map[string]any{"name": "pw", "key": "a/b"})),
+			"spec.passwordSecretRef.key", "should match"),
+		Entry("http: CA from exactly one source, not two", httpBackend(set("spec.tls.caCertificate", map[string]any{
+			"secretRef": map[string]any{"name": "ca"}, "configMapRef": map[string]any{"name": "ca"},
+		})), "spec.tls.caCertificate", "caCertificate must set exactly one of secretRef or configMapRef"),
+		Entry("http: CA from exactly one source, not none", httpBackend(set("spec.tls.caCertificate", map[string]any{"key": "ca.pem"})),
+			"spec.tls.caCertificate", "caCertificate must set exactly one of secretRef or configMapRef"),
+		Entry("http: client certificate Secret needs a name", httpBackend(set("spec.tls.clientCertificateSecretRef", map[string]any{})),
+			"spec.tls.clientCertificateSecretRef.name", "Required value"),
+		Entry("http: probe interval is a duration", httpBackend(set("spec.probe.interval", "five minutes")),
+			"spec.probe.interval", "should match"),
+		Entry("http: probe interval at least 10s", httpBackend(set("spec.probe.interval", "5s")),
+			"spec.probe.interval", "probe.interval must be 0s (probing disabled) or between 10s and 24h"),
+		Entry("http: probe interval at most 24h", httpBackend(set("spec.probe.interval", "25h")),
+			"spec.probe.interval", "probe.interval must be 0s (probing disabled) or between 10s and 24h"),
+		Entry("http: lockCheck needs a lock address", httpBackend(del("spec.lockAddress"), set("spec.probe.lockCheck", true)),
+			"spec.probe.lockCheck", "probe.lockCheck needs lockAddress and unlockAddress"),
+		Entry("http: forceUnlock needs an unlock address", httpBackend(del("spec.unlockAddress"), set("spec.forceUnlock.lockID", "abc")),
+			"spec.forceUnlock", "forceUnlock needs lockAddress (to learn the holder) and unlockAddress"),
+		Entry("http: forceUnlock needs a lockID", httpBackend(set("spec.forceUnlock", map[string]any{})),
+			"spec.forceUnlock.lockID", "Required value"),
+		Entry("http: configMapName is a DNS name", httpBackend(set("spec.configMapName", "Backend Config")),
+			"spec.configMapName", "should match"),
+		Entry("http: overrides cannot set the password", httpBackend(overrides("password")),
+			"spec.overrides", "overrides cannot set password, client_certificate_pem, client_private_key_pem or client_ca_certificate_pem"),
+		Entry("http: overrides cannot set the client key", httpBackend(overrides("update_method", "client_private_key_pem")),
+			"spec.overrides", "overrides cannot set password, client_certificate_pem"),
+		Entry("http: override paths are snake_case", httpBackend(overrides("Lock-Method")),
+			"spec.overrides[0].path", "should match"),
+		Entry("http: override paths are unique", httpBackend(overrides("lock_method", "lock_method")),
+			"spec.overrides[1]", "Duplicate value"),
+		Entry("http: overrides are bounded", httpBackend(overrides(numbered("attr_", 33)...)),
+			"spec.overrides", "Too many"),
+		Entry("http: the name leaves room for the credentials Secret", httpBackend(func(o map[string]any) {
+			o["metadata"] = map[string]any{"name": strings.Repeat("a", 234)}
+		}), "metadata.name must be at most 233 characters", "valid Secret name"),
+
+		// CosBackend
+		Entry("cos: bucket is required", cosBackend(del("spec.bucket")),
+			"spec.bucket", "Required value"),
+		Entry("cos: bucket has an appid", cosBackend(set("spec.bucket", "tfstate")),
+			"spec.bucket", "bucket must be <name>-<appid>"),
+		Entry("cos: bucket is lower-case", cosBackend(set("spec.bucket", "TFState-1250000000")),
+			"spec.bucket", "bucket must be <name>-<appid>"),
+		Entry("cos: bucket length is bounded", cosBackend(set("spec.bucket", strings.Repeat("b", 60)+"-1250000000")),
+			"spec.bucket", "Too long"),
+		Entry("cos: region is a region name", cosBackend(set("spec.region", "Guangzhou")),
+			"spec.region", "region must be a COS region such as ap-guangzhou"),
+		Entry("cos: acl is private or public-read", cosBackend(set("spec.acl", "public-read-write")),
+			"spec.acl", "Unsupported value"),
+		Entry("cos: endpoint is a private COS endpoint", cosBackend(set("spec.endpoint", "https://cos.ap-guangzhou.myqcloud.com")),
+			"spec.endpoint", "endpoint must look like https://cos-internal.<region>.tencentcos.cn"),
+		Entry("cos: endpoint and accelerate exclude each other", cosBackend(set("spec.accelerate", true), set("spec.endpoint", "https://cos-internal.ap-guangzhou.tencentcos.cn")),
+			"spec.endpoint", "accelerate and endpoint cannot be used together"),
+		Entry("cos: domain is a domain name", cosBackend(set("spec.domain", "https://tencentcloudapi.com")),
+			"spec.domain", "domain must be a DNS domain name"),
+		Entry("cos: prefix is not absolute", cosBackend(set("spec.prefix", "/platform")),
+			"spec.prefix", "prefix must not start with '/' or './'"),
+		Entry("cos: prefix is not dot-relative", cosBackend(set("spec.prefix", "./platform")),
+			"spec.prefix", "prefix must not start with '/' or './'"),
+		Entry("cos: key does not start with a slash", cosBackend(set("spec.key", "/terraform.tfstate")),
+			"spec.key", "key must not start or end with '/'"),
+		Entry("cos: key does not end with a slash", cosBackend(set("spec.key", "states/")),
+			"spec.key", "key must not start or end with '/'"),
+		Entry("cos: prefix length is bounded", cosBackend(set("spec.prefix", strings.Repeat("p", 513))),
+			"spec.prefix", "Too long"),
+		Entry("cos: assumeRole needs roleArn", cosBackend(assumeRole(map[string]any{"sessionName": "operator"})),
+			"spec.assumeRole.roleArn", "Required value"),
+		Entry("cos: assumeRole needs sessionName", cosBackend(assumeRole(map[string]any{"roleArn": "qcs::cam::uin/1:roleName/r"})),
+			"spec.assumeRole.sessionName", "Required value"),
+		Entry("cos: assumeRole sessionName characters", cosBackend(assumeRole(map[string]any{"roleArn": "qcs::cam::uin/1:roleName/r", "sessionName": "my session"})),
+			"spec.assumeRole.sessionName", "sessionName may contain only letters, digits"),
+		Entry("cos: assumeRole sessionDuration at most 43200", cosBackend(assumeRole(map[string]any{"roleArn": "r", "sessionName": "op", "sessionDuration": int64(43201)})),
+			"spec.assumeRole.sessionDuration", "should be less than or equal to 43200"),
+		Entry("cos: assumeRole sessionDuration not negative", cosBackend(assumeRole(map[string]any{"roleArn": "r", "sessionName": "op", "sessionDuration": int64(-1)})),
+			"spec.assumeRole.sessionDuration", "should be greater than or equal to 0"),
+		Entry("cos: assumeRole policy length is bounded", cosBackend(assumeRole(map[string]any{"roleArn": "r", "sessionName": "op", "policy": strings.Repeat("p", 2049)})),
+			"spec.assumeRole.policy", "Too long"),
+		Entry("cos: credentials Secret needs a name", cosBackend(set("spec.credentialsSecretRef", map[string]any{})),
+			"spec.credentialsSecretRef.name", "Required value"),
+		Entry("cos: overrides cannot set the secret key", cosBackend(overrides("secret_key")),
+			"spec.overrides", "overrides cannot set secret_id, secret_key or security_token"),
+		Entry("cos: overrides cannot set the security token", cosBackend(overrides("security_token")),
+			"spec.overrides", "overrides cannot set secret_id, secret_key or security_token"),
+		Entry("cos: probe interval at least 10s", cosBackend(set("spec.probe.interval", "1s")),
+			"spec.probe.interval", "probe.interval must be 0s (probing disabled) or between 10s and 24h"),
+	)
+
+	It("accepts every rule's valid edge", func(ctx context.Context) {
+		ns := newNamespace(ctx)
+		valid := []*unstructured.Unstructured{
+			httpBackend(set("spec.address", "http://10.0.0.1:8080/state?env=prod"), set("spec.retryMax", int64(20)),
+				set("spec.retryWaitMin", int64(30)), set("spec.updateMethod", "PUT"), set("spec.probe.interval", "24h"),
+				set("spec.probe.lockCheck", true), set("spec.forceUnlock.lockID", "3f0a3c51"),
+				overrides("skip_cert_verification", "lock_method")),
+			cosBackend(set("spec.prefix", "platform/network"), set("spec.key", "dir/terraform.tfstate"), set("spec.acl", "public-read"),
+				set("spec.endpoint", "http://cos-internal.ap-guangzhou.tencentcos.cn"), set("spec.domain", "tencentcloudapi.com"),
+				assumeRole(map[string]any{"roleArn": "qcs::cam::uin/1:roleName/r", "sessionName": "op@team.io", "sessionDuration": int64(0)}),
+				overrides("assume_role.policy")),
+		}
+		for i, obj := range valid {
+			obj.SetName(fmt.Sprintf("valid-%d", i))
+			obj.SetNamespace(ns)
+			Expect(k8sClient.Create(ctx, obj)).To(Succeed(), "creating %s", obj.GetKind())
+		}
+	}, SpecTimeout(time.Minute))
+})
+
+// numbered returns n distinct names with a prefix.
+func numbered(prefix string, n int) []string {
+	names := make([]string, n)
+	for i := range names {
+		names[i] = fmt.Sprintf("%s%d", prefix, i)
+	}
+	return names
+}
