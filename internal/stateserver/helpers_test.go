@@ -1,0 +1,70 @@
+package stateserver
+
+import (
+	"bytes"
+	"crypto/md5"
+	"encoding/base64"
+	"io"
+	"net/http"
+	"net/http/httptest"
+	"testing"
+)
+
+// lockInfo returns a LockInfo JSON document with the given ID, shaped like
+// the ones Terraform sends.
+func lockInfo(id string) []byte {
+	return []byte(`{"ID":"` + id + `","Operation":"OperationTypeApply","Info":"","Who":"user@host","Version":"1.5.7","Created":"2026-01-02T03:04:05.123456789Z","Path":""}`)
+}
+
+func md5Header(b []byte) string {
+	sum := md5.Sum(b)
+	return base64.StdEncoding.EncodeToString(sum[:])
+}
+
+// response is what the tests compare of an HTTP answer.
+type response struct {
+	Status int
+	Body   string
+}
+
+// startServer serves srv over real TCP for the duration of the test.
+func startServer(t *testing.T, srv *Server) *httptest.Server {
+	t.Helper()
+	ts := httptest.NewServer(srv)
+	t.Cleanup(ts.Close)
+	return ts
+}
+
+// send makes one request. header may be nil. A body is sent with
+// Content-Type and a correct Content-MD5 unless header sets its own.
+func send(t *testing.T, client *http.Client, method, url string, body []byte, header http.Header) (response, http.Header) {
+	t.Helper()
+	var reader io.Reader
+	if body != nil {
+		reader = bytes.NewReader(body)
+	}
+	req, err := http.NewRequestWithContext(t.Context(), method, url, reader)
+	if err != nil {
+		t.Fatalf("new request: %v", err)
+	}
+	if body != nil {
+		req.Header.Set("Content-Type", "application/json")
+		req.Header.Set("Content-MD5", md5Header(body))
+	}
+	for k, vs := range header {
+		req.Header.Del(k)
+		for _, v := range vs {
+			req.Header.Add(k, v)
+		}
+	}
+	resp, err := client.Do(req)
+	if err != nil {
+		t.Fatalf("%s %s: %v", method, url, err)
+	}
+	defer resp.Body.Close()
+	b, err := io.ReadAll(resp.Body)
+	if err != nil {
+		t.Fatalf("reading the answer of %s %s: %v", method, url, err)
+	}
+	return response{Status: resp.StatusCode, Body: string(b)}, resp.Header
+}

@@ -1,0 +1,93 @@
+package stateserver
+
+import (
+	"bytes"
+	"encoding/json"
+	"net/http"
+)
+
+// lockInfoID is the part of Terraform's LockInfo the server reads; the rest
+// is stored and returned verbatim.
+type lockInfoID struct {
+	ID string `json:"ID"`
+}
+
+// holderID returns the ID of a stored LockInfo. ok is false when it cannot be
+// read, in which case the lock must be treated as held by someone else.
+func holderID(lock []byte) (id string, ok bool) {
+	var info lockInfoID
+	if err := json.Unmarshal(lock, &info); err != nil || info.ID == "" {
+		return "", false
+	}
+	return info.ID, true
+}
+
+// lock takes the lock of name. The body must be a LockInfo JSON object with a
+// non-empty ID (else 400). While unlocked the body is stored and the answer is
+// 200; while locked, by anyone, the answer is 423 with the holder's LockInfo.
+func (s *Server) lock(w http.ResponseWriter, r *http.Request, name string) {
+	body, ok := readBody(w, r)
+	if !ok {
+		return
+	}
+	if _, ok := holderID(body); !ok {
+		http.Error(w, "the body must be a LockInfo JSON object with a non-empty ID", http.StatusBadRequest)
+		return
+	}
+	err := s.store.Update(name, func(rec *Record) error {
+		if rec.Lock != nil {
+			return &conflictError{status: http.StatusLocked, holder: rec.Lock}
+		}
+		rec.Lock = body
+		return nil
+	})
+	if err != nil {
+		s.storeError(w, r, err)
+		return
+	}
+	w.WriteHeader(http.StatusOK)
+}
+
+// unlock releases the lock of name and answers 200 with the released
+// LockInfo.
+//
+// The body is the LockInfo sent at lock time (Terraform), or a LockInfo
+// holding at least the ID (OpenTofu's force-unlock); an ID other than the
+// holder's gets 409 with the holder's LockInfo. An empty body is a force
+// unlock, as `terraform force-unlock` sends from a new process: it releases
+// whatever lock is held. Unlocking an unlocked state gets 409 with an empty
+// body. A non-empty body that is not a LockInfo with an ID gets 400.
+func (s *Server) unlock(w http.ResponseWriter, r *http.Request, name string) {
+	body, ok := readBody(w, r)
+	if !ok {
+		return
+	}
+	force := len(bytes.TrimSpace(body)) == 0
+	var id string
+	if !force {
+		if id, ok = holderID(body); !ok {
+			http.Error(w, "the body must be empty (force unlock) or a LockInfo JSON object with a non-empty ID", http.StatusBadRequest)
+			return
+		}
+	}
+	var released []byte
+	err := s.store.Update(name, func(rec *Record) error {
+		if rec.Lock == nil {
+			return &conflictError{status: http.StatusConflict}
+		}
+		if !force {
+			if holder, ok := holderID(rec.Lock); !ok || holder != id {
+				return &conflictError{status: http.StatusConflict, holder: rec.Lock}
+			}
+		}
+		released, rec.Lock = rec.Lock, nil
+		return nil
+	})
+	if err != nil {
+		s.storeError(w, r, err)
+		return
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(http.StatusOK)
+	_, _ = w.Write(released)
+}

@@ -1,0 +1,147 @@
+package stateserver
+
+import (
+	"bytes"
+	"encoding/json"
+	"log/slog"
+	"net/http"
+	"strings"
+	"sync"
+	"testing"
+
+	"github.com/google/go-cmp/cmp"
+)
+
+func TestBasicAuth(t *testing.T) {
+	cases := map[string]struct {
+		opts       []Option
+		user, pass string
+		noAuth     bool
+		wantStatus int
+		wantChall  string
+	}{
+		"auth off, no credentials": {
+			noAuth: true, wantStatus: http.StatusNotFound,
+		},
+		"auth off, credentials ignored": {
+			user: "u", pass: "p", wantStatus: http.StatusNotFound,
+		},
+		"auth on, no credentials": {
+			opts: []Option{WithBasicAuth("admin", "s3cret")}, noAuth: true,
+			wantStatus: http.StatusUnauthorized, wantChall: `Basic realm="stateserver", charset="UTF-8"`,
+		},
+		"auth on, wrong password": {
+			opts: []Option{WithBasicAuth("admin", "s3cret")}, user: "admin", pass: "wrong",
+			wantStatus: http.StatusUnauthorized, wantChall: `Basic realm="stateserver", charset="UTF-8"`,
+		},
+		"auth on, wrong username": {
+			opts: []Option{WithBasicAuth("admin", "s3cret")}, user: "root", pass: "s3cret",
+			wantStatus: http.StatusUnauthorized, wantChall: `Basic realm="stateserver", charset="UTF-8"`,
+		},
+		"auth on, password prefix": {
+			opts: []Option{WithBasicAuth("admin", "s3cret")}, user: "admin", pass: "s3cre",
+			wantStatus: http.StatusUnauthorized, wantChall: `Basic realm="stateserver", charset="UTF-8"`,
+		},
+		"auth on, right credentials": {
+			opts: []Option{WithBasicAuth("admin", "s3cret")}, user: "admin", pass: "s3cret",
+			wantStatus: http.StatusNotFound,
+		},
+	}
+	for name, tc := range cases {
+		t.Run(name, func(t *testing.T) {
+			t.Parallel()
+			ts := startServer(t, New(NewMemoryStore(), tc.opts...))
+			req, err := http.NewRequestWithContext(t.Context(), http.MethodGet, ts.URL+"/state/x", nil)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if !tc.noAuth {
+				req.SetBasicAuth(tc.user, tc.pass)
+			}
+			resp, err := ts.Client().Do(req)
+			if err != nil {
+				t.Fatal(err)
+			}
+			resp.Body.Close()
+			if resp.StatusCode != tc.wantStatus {
+				t.Errorf("status = %d, want %d", resp.StatusCode, tc.wantStatus)
+			}
+			if got := resp.Header.Get("WWW-Authenticate"); got != tc.wantChall {
+				t.Errorf("WWW-Authenticate = %q, want %q", got, tc.wantChall)
+			}
+		})
+	}
+}
+
+// syncBuffer is a bytes.Buffer safe for the concurrent writes of a logger.
+type syncBuffer struct {
+	mu  sync.Mutex
+	buf bytes.Buffer
+}
+
+func (b *syncBuffer) Write(p []byte) (int, error) {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	return b.buf.Write(p)
+}
+
+func (b *syncBuffer) String() string {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	return b.buf.String()
+}
+
+func TestLogger(t *testing.T) {
+	var logs syncBuffer
+	logger := slog.New(slog.NewJSONHandler(&logs, nil))
+	ts := startServer(t, New(NewMemoryStore(), WithLogger(logger), WithBasicAuth("admin", "hunter2")))
+
+	body := []byte(`{"secret_output":"top-secret-value"}`)
+	req, err := http.NewRequestWithContext(t.Context(), http.MethodPost, ts.URL+"/state/x?ID=lock-id-in-query", bytes.NewReader(body))
+	if err != nil {
+		t.Fatal(err)
+	}
+	req.SetBasicAuth("admin", "hunter2")
+	resp, err := ts.Client().Do(req)
+	if err != nil {
+		t.Fatal(err)
+	}
+	resp.Body.Close()
+	send(t, ts.Client(), http.MethodGet, ts.URL+"/state/x", nil, nil) // 401
+
+	lines := strings.Split(strings.TrimSpace(logs.String()), "\n")
+	if len(lines) != 2 {
+		t.Fatalf("got %d log lines, want 2:\n%s", len(lines), logs.String())
+	}
+	type entry struct {
+		Msg, Method, Path string
+		Status            int
+	}
+	var got []entry
+	for _, line := range lines {
+		var e entry
+		var raw map[string]any
+		if err := json.Unmarshal([]byte(line), &e); err != nil {
+			t.Fatalf("log line %q: %v", line, err)
+		}
+		if err := json.Unmarshal([]byte(line), &raw); err != nil {
+			t.Fatal(err)
+		}
+		if _, ok := raw["duration"]; !ok {
+			t.Errorf("log line %q has no duration", line)
+		}
+		got = append(got, e)
+	}
+	want := []entry{
+		{Msg: "request", Method: "POST", Path: "/state/x", Status: http.StatusOK},
+		{Msg: "request", Method: "GET", Path: "/state/x", Status: http.StatusUnauthorized},
+	}
+	if diff := cmp.Diff(want, got); diff != "" {
+		t.Errorf("log entries (-want +got):\n%s", diff)
+	}
+	for _, secret := range []string{"hunter2", "top-secret-value", "lock-id-in-query", "YWRtaW46aHVudGVyMg"} {
+		if strings.Contains(logs.String(), secret) {
+			t.Errorf("the log contains %q:\n%s", secret, logs.String())
+		}
+	}
+}

@@ -1,0 +1,140 @@
+package stateserver
+
+import (
+	"crypto/sha256"
+	"crypto/subtle"
+	"io"
+	"log/slog"
+	"net/http"
+	"time"
+)
+
+// Server serves the REST state protocol from a [Store]. It implements
+// [http.Handler]; serve it with net/http or httptest. Create it with [New].
+type Server struct {
+	store  Store
+	logger *slog.Logger
+	auth   *basicAuth
+	faults faultSet
+}
+
+var _ http.Handler = (*Server)(nil)
+
+// Option configures a [Server] in [New].
+type Option func(*Server)
+
+// WithBasicAuth requires HTTP basic authentication with this username and
+// password on every request. Missing or wrong credentials are answered with
+// 401 Unauthorized and a WWW-Authenticate challenge. Credentials are compared
+// in constant time.
+func WithBasicAuth(username, password string) Option {
+	return func(s *Server) {
+		s.auth = &basicAuth{
+			username: sha256.Sum256([]byte(username)),
+			password: sha256.Sum256([]byte(password)),
+		}
+	}
+}
+
+// WithLogger logs one line per request to logger, with the method, URL path,
+// status and duration. Bodies, query strings and credentials are never
+// logged. Without this option (or with a nil logger) nothing is logged.
+func WithLogger(logger *slog.Logger) Option {
+	return func(s *Server) {
+		if logger != nil {
+			s.logger = logger
+		}
+	}
+}
+
+// New returns a Server keeping state and locks in store.
+func New(store Store, opts ...Option) *Server {
+	s := &Server{
+		store:  store,
+		logger: slog.New(slog.NewTextHandler(io.Discard, nil)),
+		faults: faultSet{counts: map[requestKey]int{}},
+	}
+	for _, opt := range opts {
+		opt(s)
+	}
+	return s
+}
+
+// ServeHTTP implements [http.Handler]: it counts the request, applies any
+// injected [Fault], checks credentials and then serves the protocol.
+func (s *Server) ServeHTTP(w http.ResponseWriter, r *http.Request) {
+	start := time.Now()
+	rec := &recorder{ResponseWriter: w}
+	// Deferred so that aborted handlers (dropped HTTP/2 streams) are
+	// logged too.
+	defer s.logRequest(rec, r, start)
+
+	if f, ok := s.faults.arrive(r); ok && s.applyFault(rec, r, f) {
+		return
+	}
+	if s.auth != nil && !s.auth.allows(r) {
+		rec.Header().Set("WWW-Authenticate", `Basic realm="stateserver", charset="UTF-8"`)
+		http.Error(rec, "authentication required", http.StatusUnauthorized)
+		return
+	}
+	s.route(rec, r)
+}
+
+func (s *Server) logRequest(rec *recorder, r *http.Request, start time.Time) {
+	status := rec.status
+	if status == 0 && !rec.dropped {
+		status = http.StatusOK
+	}
+	attrs := []slog.Attr{
+		slog.String("method", r.Method),
+		slog.String("path", r.URL.Path),
+		slog.Int("status", status),
+		slog.Duration("duration", time.Since(start)),
+	}
+	if rec.dropped {
+		attrs = append(attrs, slog.Bool("dropped", true))
+	}
+	s.logger.LogAttrs(r.Context(), slog.LevelInfo, "request", attrs...)
+}
+
+// basicAuth holds digests of the expected credentials, so that comparisons
+// take the same time whatever the lengths involved.
+type basicAuth struct {
+	username, password [sha256.Size]byte
+}
+
+func (a *basicAuth) allows(r *http.Request) bool {
+	user, pass, ok := r.BasicAuth()
+	if !ok {
+		return false
+	}
+	u := sha256.Sum256([]byte(user))
+	p := sha256.Sum256([]byte(pass))
+	userOK := subtle.ConstantTimeCompare(u[:], a.username[:])
+	passOK := subtle.ConstantTimeCompare(p[:], a.password[:])
+	return userOK&passOK == 1
+}
+
+// recorder remembers the status written, for the request log.
+type recorder struct {
+	http.ResponseWriter
+	status  int
+	dropped bool
+}
+
+func (r *recorder) WriteHeader(code int) {
+	if r.status == 0 {
+		r.status = code
+	}
+	r.ResponseWriter.WriteHeader(code)
+}
+
+func (r *recorder) Write(b []byte) (int, error) {
+	if r.status == 0 {
+		r.status = http.StatusOK
+	}
+	return r.ResponseWriter.Write(b)
+}
+
+// Unwrap lets http.ResponseController reach the underlying writer.
+func (r *recorder) Unwrap() http.ResponseWriter { return r.ResponseWriter }
