@@ -116,4 +116,3 @@ func TestManagerOptions(t *testing.T) {
 		})
 	}
 }
-

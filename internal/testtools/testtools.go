@@ -1,0 +1,98 @@
+// Package testtools locates the command-line tools that test suites drive
+// (terraform, kubectl) and prepares a clean environment for them.
+//
+// The tools are built from Go modules by hack/install-tools.sh and handed to
+// the tests through environment variables; `make test` does this. A test that
+// needs a tool fails, never skips, when it is missing: a skipped end-to-end
+// test would pass silently.
+package testtools
+
+import (
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strings"
+	"testing"
+)
+
+// Terraform returns the path of the terraform binary named by the TERRAFORM
+// environment variable, and fails the test when it is unset or not an
+// executable file.
+func Terraform(t testing.TB) string {
+	t.Helper()
+	return tool(t, "TERRAFORM", "terraform")
+}
+
+// Kubectl returns the path of the kubectl binary named by the KUBECTL
+// environment variable, and fails the test when it is unset or not an
+// executable file.
+func Kubectl(t testing.TB) string {
+	t.Helper()
+	return tool(t, "KUBECTL", "kubectl")
+}
+
+// tool resolves the binary named by the environment variable env. A bare
+// command name is looked up in PATH; other relative paths are refused because
+// `go test` runs each package in its own directory.
+func tool(t testing.TB, env, name string) string {
+	t.Helper()
+	hint := "run the tests through `make test`, or `export " + env + "=$(hack/install-tools.sh " + name + ")` from the repository root"
+	path := os.Getenv(env)
+	if path == "" {
+		t.Fatalf("%s is not set: %s", env, hint)
+	}
+	if !filepath.IsAbs(path) {
+		if strings.ContainsRune(path, filepath.Separator) {
+			t.Fatalf("%s=%q must be an absolute path (tests run in their package directory): %s", env, path, hint)
+		}
+		found, err := exec.LookPath(path)
+		if err != nil {
+			t.Fatalf("%s=%q is not in PATH: %s", env, path, hint)
+		}
+		if path, err = filepath.Abs(found); err != nil {
+			t.Fatalf("%s=%q: %v", env, found, err)
+		}
+	}
+	info, err := os.Stat(path)
+	switch {
+	case err != nil:
+		t.Fatalf("%s=%q: %v: %s", env, path, err, hint)
+	case !info.Mode().IsRegular() || info.Mode().Perm()&0o111 == 0:
+		t.Fatalf("%s=%q is not an executable file: %s", env, path, hint)
+	}
+	return path
+}
+
+// TerraformEnv returns a clean environment for running terraform in dir: HOME
+// and the CLI configuration point into dir (an empty config, so no settings,
+// credentials or plugin caches leak in from the developer's machine), the
+// data directory is dir/.terraform, checkpoint calls and interactive hints are
+// off, and no TF_* variable of the test process is inherited. PATH and the
+// temporary directory are kept. Append TF_HTTP_* or other variables to the
+// result as needed.
+func TerraformEnv(t testing.TB, dir string) []string {
+	t.Helper()
+	home := filepath.Join(dir, ".home")
+	if err := os.MkdirAll(home, 0o700); err != nil {
+		t.Fatalf("creating terraform home: %v", err)
+	}
+	cliConfig := filepath.Join(home, ".terraformrc")
+	if err := os.WriteFile(cliConfig, nil, 0o600); err != nil {
+		t.Fatalf("writing terraform CLI configuration: %v", err)
+	}
+	env := []string{
+		"HOME=" + home,
+		"TF_CLI_CONFIG_FILE=" + cliConfig,
+		"TF_DATA_DIR=" + filepath.Join(dir, ".terraform"),
+		"TF_IN_AUTOMATION=1",
+		"TF_INPUT=0",
+		"CHECKPOINT_DISABLE=1",
+		"NO_COLOR=1",
+	}
+	for _, key := range []string{"PATH", "TMPDIR", "SYSTEMROOT"} {
+		if v, ok := os.LookupEnv(key); ok {
+			env = append(env, key+"="+v)
+		}
+	}
+	return env
+}
