@@ -49,9 +49,18 @@ verify-generated: ## Fail when make manifests generate would change tracked file
 verify-fmt: ## Fail when a Go file is not gofmt-formatted.
 	@out="$$(gofmt -l $$(git ls-files '*.go'))"; if [ -n "$$out" ]; then echo "not gofmt-formatted:"; echo "$$out"; exit 1; fi
 
+.PHONY: test-tools
+test-tools: ## Build (once, cached outside the repository) the control plane, terraform and kubectl the tests drive.
+	@hack/setup-envtest.sh >/dev/null
+	@hack/install-tools.sh terraform >/dev/null
+	@hack/install-tools.sh kubectl >/dev/null
+
 .PHONY: test
-test: verify-generated verify-fmt vet ## Run every test against a real kube-apiserver and etcd.
-	KUBEBUILDER_ASSETS="$$(hack/setup-envtest.sh)" $(GO) test $(GO_TEST_FLAGS) ./...
+test: verify-generated verify-fmt vet test-tools ## Run every test against a real kube-apiserver, etcd, terraform and kubectl.
+	KUBEBUILDER_ASSETS="$$(hack/setup-envtest.sh)" \
+	TERRAFORM="$$(hack/install-tools.sh terraform)" \
+	KUBECTL="$$(hack/install-tools.sh kubectl)" \
+	$(GO) test $(GO_TEST_FLAGS) ./...
 
 ##@ Build
 

@@ -12,13 +12,19 @@ import (
 	"os/exec"
 	"path/filepath"
 	"strings"
-	"testing"
 )
+
+// T is the part of testing.TB these helpers use. Both *testing.T and
+// Ginkgo's GinkgoT() satisfy it.
+type T interface {
+	Helper()
+	Fatalf(format string, args ...any)
+}
 
 // Terraform returns the path of the terraform binary named by the TERRAFORM
 // environment variable, and fails the test when it is unset or not an
 // executable file.
-func Terraform(t testing.TB) string {
+func Terraform(t T) string {
 	t.Helper()
 	return tool(t, "TERRAFORM", "terraform")
 }
@@ -26,7 +32,7 @@ func Terraform(t testing.TB) string {
 // Kubectl returns the path of the kubectl binary named by the KUBECTL
 // environment variable, and fails the test when it is unset or not an
 // executable file.
-func Kubectl(t testing.TB) string {
+func Kubectl(t T) string {
 	t.Helper()
 	return tool(t, "KUBECTL", "kubectl")
 }
@@ -34,7 +40,7 @@ func Kubectl(t testing.TB) string {
 // tool resolves the binary named by the environment variable env. A bare
 // command name is looked up in PATH; other relative paths are refused because
 // `go test` runs each package in its own directory.
-func tool(t testing.TB, env, name string) string {
+func tool(t T, env, name string) string {
 	t.Helper()
 	hint := "run the tests through `make test`, or `export " + env + "=$(hack/install-tools.sh " + name + ")` from the repository root"
 	path := os.Getenv(env)
@@ -70,7 +76,7 @@ func tool(t testing.TB, env, name string) string {
 // off, and no TF_* variable of the test process is inherited. PATH and the
 // temporary directory are kept. Append TF_HTTP_* or other variables to the
 // result as needed.
-func TerraformEnv(t testing.TB, dir string) []string {
+func TerraformEnv(t T, dir string) []string {
 	t.Helper()
 	home := filepath.Join(dir, ".home")
 	if err := os.MkdirAll(home, 0o700); err != nil {

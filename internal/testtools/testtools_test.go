@@ -27,7 +27,7 @@ func (f *fakeTB) Fatalf(format string, args ...any) {
 func (f *fakeTB) Fatal(args ...any) { f.Fatalf("%v", args...) }
 
 // run calls fn with f and returns the path it returned, or "" after a fatal.
-func (f *fakeTB) run(fn func(testing.TB) string) (path string) {
+func (f *fakeTB) run(fn func(T) string) (path string) {
 	defer func() {
 		if r := recover(); r != nil {
 			if _, ok := r.(fatalPanic); !ok {

@@ -1,0 +1,59 @@
+package validation
+
+import (
+	"context"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strings"
+	"time"
+
+	. "github.com/onsi/ginkgo/v2"
+	. "github.com/onsi/gomega"
+	"sigs.k8s.io/controller-runtime/pkg/envtest"
+
+	"github.com/infrastate/backend-operator/internal/testtools"
+)
+
+// badManifest breaks three rules at once: a scheme, a method token and the
+// ordering of the retry waits.
+const badManifest = `apiVersion: backends.infrastate.io/v1alpha1
+kind: HttpBackend
+metadata:
+  name: broken
+spec:
+  address: ftp://state.example.com/app
+  updateMethod: post
+  retryWaitMin: 60
+`
+
+var _ = Describe("kubectl apply", func() {
+	It("shows the user which field breaks which rule", func(ctx context.Context) {
+		kubectl := testtools.Kubectl(GinkgoT())
+		user, err := testEnv.AddUser(envtest.User{Name: "validation-admin", Groups: []string{"system:masters"}}, nil)
+		Expect(err).NotTo(HaveOccurred())
+		kubeconfig, err := user.KubeConfig()
+		Expect(err).NotTo(HaveOccurred())
+
+		dir := GinkgoT().TempDir()
+		kubeconfigPath := filepath.Join(dir, "kubeconfig")
+		Expect(os.WriteFile(kubeconfigPath, kubeconfig, 0o600)).To(Succeed())
+		manifestPath := filepath.Join(dir, "broken.yaml")
+		Expect(os.WriteFile(manifestPath, []byte(badManifest), 0o600)).To(Succeed())
+
+		cmd := exec.CommandContext(ctx, kubectl, "--kubeconfig", kubeconfigPath,
+			"--namespace", newNamespace(ctx), "apply", "-f", manifestPath)
+		cmd.Env = append(os.Environ(), "HOME="+dir)
+		out, err := cmd.CombinedOutput()
+		Expect(err).To(HaveOccurred(), "kubectl apply should fail:\n%s", out)
+		output := strings.TrimSpace(string(out))
+		Expect(output).To(ContainSubstring(`HttpBackend "broken" is invalid`))
+		Expect(output).To(ContainSubstring("spec.address: Invalid value"))
+		Expect(output).To(ContainSubstring("address must be an absolute http:// or https:// URL with a host"))
+		Expect(output).To(ContainSubstring("spec.updateMethod: Invalid value"))
+		Expect(output).To(ContainSubstring("updateMethod must be an upper-case HTTP method token"))
+		Expect(output).To(ContainSubstring("spec.retryWaitMin: Invalid value"))
+		Expect(output).To(ContainSubstring("retryWaitMin must be less than or equal to retryWaitMax"))
+		GinkgoWriter.Println(output)
+	}, SpecTimeout(2*time.Minute))
+})
