@@ -1,0 +1,304 @@
+package statefile
+
+import (
+	"bufio"
+	"bytes"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+)
+
+const (
+	// maxDepth bounds the nesting of arrays and objects, as encoding/json does.
+	maxDepth = 10000
+	// maxKeptBytes bounds any single token or value ReadSummary keeps (keys,
+	// strings such as the lineage, output types): metadata is small, values
+	// are skipped without being kept.
+	maxKeptBytes = 1 << 20
+	// readBufferSize is the size of the streaming read buffer.
+	readBufferSize = 32 << 10
+)
+
+// errDepth is returned when a document nests deeper than maxDepth.
+var errDepth = errors.New("exceeded max depth")
+
+// scanner is a validating, streaming JSON reader. It can skip a value of any
+// size without allocating, or capture small values (bounded by maxKeptBytes)
+// into a buffer. Errors carry the byte offset where they were detected.
+type scanner struct {
+	r     *bufio.Reader
+	off   int64 // bytes consumed so far
+	depth int
+}
+
+func newScanner(r io.Reader) *scanner {
+	return &scanner{r: bufio.NewReaderSize(r, readBufferSize)}
+}
+
+// syntaxError describes malformed JSON at a byte offset.
+func (s *scanner) syntaxError(format string, args ...any) error {
+	return fmt.Errorf("invalid JSON at offset %d: %s", s.off, fmt.Sprintf(format, args...))
+}
+
+// readErr turns a read error into a syntax error for io.EOF and wraps others.
+func (s *scanner) readErr(err error) error {
+	if errors.Is(err, io.EOF) {
+		return s.syntaxError("unexpected end of JSON input")
+	}
+	return fmt.Errorf("reading state: %w", err)
+}
+
+func (s *scanner) readByte() (byte, error) {
+	c, err := s.r.ReadByte()
+	if err != nil {
+		return 0, s.readErr(err)
+	}
+	s.off++
+	return c, nil
+}
+
+// peek returns the next non-whitespace byte without consuming it. At the end
+// of the input it returns io.EOF unwrapped.
+func (s *scanner) peek() (byte, error) {
+	for {
+		c, err := s.r.ReadByte()
+		if err != nil {
+			return 0, err
+		}
+		switch c {
+		case ' ', '\t', '\n', '\r':
+			s.off++
+			continue
+		}
+		if err := s.r.UnreadByte(); err != nil {
+			return 0, err
+		}
+		return c, nil
+	}
+}
+
+// next consumes the next non-whitespace byte.
+func (s *scanner) next() (byte, error) {
+	if _, err := s.peek(); err != nil {
+		return 0, s.readErr(err)
+	}
+	return s.readByte()
+}
+
+// expect consumes the next non-whitespace byte and checks it is want.
+func (s *scanner) expect(want byte) error {
+	c, err := s.next()
+	if err != nil {
+		return err
+	}
+	if c != want {
+		s.off--
+		return s.syntaxError("expected %q, found %q", want, c)
+	}
+	return nil
+}
+
+// sink receives the raw bytes of a captured value.
+type sink struct {
+	buf bytes.Buffer
+}
+
+func (k *sink) write(p []byte) error {
+	if k == nil {
+		return nil
+	}
+	if k.buf.Len()+len(p) > maxKeptBytes {
+		return fmt.Errorf("value longer than %d bytes", maxKeptBytes)
+	}
+	k.buf.Write(p)
+	return nil
+}
+
+func (k *sink) writeByte(c byte) error {
+	return k.write([]byte{c})
+}
+
+// value reads one JSON value, validating it, and copies its bytes to k
+// unless k is nil (skip).
+func (s *scanner) value(k *sink) error {
+	c, err := s.peek()
+	if err != nil {
+		return s.readErr(err)
+	}
+	switch {
+	case c == '"':
+		return s.str(k)
+	case c == '{':
+		return s.composite(k, '{', '}')
+	case c == '[':
+		return s.composite(k, '[', ']')
+	case c == '-' || (c >= '0' && c <= '9'):
+		return s.number(k)
+	case c == 't':
+		return s.literal(k, "true")
+	case c == 'f':
+		return s.literal(k, "false")
+	case c == 'n':
+		return s.literal(k, "null")
+	}
+	return s.syntaxError("invalid character %q looking for beginning of value", c)
+}
+
+// composite reads an object or an array.
+func (s *scanner) composite(k *sink, open, closing byte) error {
+	s.depth++
+	if s.depth > maxDepth {
+		return s.syntaxError("%v", errDepth)
+	}
+	defer func() { s.depth-- }()
+	if _, err := s.readByte(); err != nil {
+		return err
+	}
+	if err := k.writeByte(open); err != nil {
+		return s.syntaxError("%v", err)
+	}
+	c, err := s.peek()
+	if err != nil {
+		return s.readErr(err)
+	}
+	if c == closing {
+		s.readByte() //nolint:errcheck // peeked: cannot fail
+		return k.writeByte(closing)
+	}
+	for {
+		if open == '{' {
+			if c, err := s.peek(); err != nil {
+				return s.readErr(err)
+			} else if c != '"' {
+				return s.syntaxError("invalid character %q looking for beginning of object key string", c)
+			}
+			if err := s.str(k); err != nil {
+				return err
+			}
+			if err := s.expect(':'); err != nil {
+				return err
+			}
+			if err := k.writeByte(':'); err != nil {
+				return s.syntaxError("%v", err)
+			}
+		}
+		if err := s.value(k); err != nil {
+			return err
+		}
+		c, err := s.next()
+		if err != nil {
+			return err
+		}
+		if err := k.writeByte(c); err != nil {
+			return s.syntaxError("%v", err)
+		}
+		switch c {
+		case ',':
+			continue
+		case closing:
+			return nil
+		}
+		s.off--
+		if open == '{' {
+			return s.syntaxError("invalid character %q after object key:value pair", c)
+		}
+		return s.syntaxError("invalid character %q after array element", c)
+	}
+}
+
+// capture reads one value and returns its raw bytes (at most maxKeptBytes).
+func (s *scanner) capture() ([]byte, error) {
+	var k sink
+	if err := s.value(&k); err != nil {
+		return nil, err
+	}
+	return k.buf.Bytes(), nil
+}
+
+// readString reads a string value, with escapes decoded.
+func (s *scanner) readString() (string, error) {
+	var k sink
+	if err := s.str(&k); err != nil {
+		return "", err
+	}
+	var out string
+	if err := json.Unmarshal(k.buf.Bytes(), &out); err != nil {
+		return "", fmt.Errorf("decoding string at offset %d: %w", s.off, err)
+	}
+	return out, nil
+}
+
+// isNull consumes a null literal if one comes next and reports whether it did.
+func (s *scanner) isNull() (bool, error) {
+	c, err := s.peek()
+	if err != nil {
+		return false, s.readErr(err)
+	}
+	if c != 'n' {
+		return false, nil
+	}
+	return true, s.literal(nil, "null")
+}
+
+// object calls field for every key of an object; field must consume the
+// value. A null object calls nothing.
+func (s *scanner) object(field func(key string) error) error {
+	if null, err := s.isNull(); err != nil || null {
+		return err
+	}
+	if err := s.expect('{'); err != nil {
+		return err
+	}
+	s.depth++
+	defer func() { s.depth-- }()
+	c, err := s.peek()
+	if err != nil {
+		return s.readErr(err)
+	}
+	if c == '}' {
+		_, err := s.readByte()
+		return err
+	}
+	for {
+		if c, err := s.peek(); err != nil {
+			return s.readErr(err)
+		} else if c != '"' {
+			return s.syntaxError("invalid character %q looking for beginning of object key string", c)
+		}
+		key, err := s.readString()
+		if err != nil {
+			return err
+		}
+		if err := s.expect(':'); err != nil {
+			return err
+		}
+		if err := field(key); err != nil {
+			return err
+		}
+		c, err := s.next()
+		if err != nil {
+			return err
+		}
+		switch c {
+		case ',':
+			continue
+		case '}':
+			return nil
+		}
+		s.off--
+		return s.syntaxError("invalid character %q after object key:value pair", c)
+	}
+}
+
+// end checks that only whitespace follows the document.
+func (s *scanner) end() error {
+	c, err := s.peek()
+	if errors.Is(err, io.EOF) {
+		return nil
+	}
+	if err != nil {
+		return s.readErr(err)
+	}
+	return s.syntaxError("invalid character %q after top-level value", c)
+}

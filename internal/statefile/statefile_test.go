@@ -1,0 +1,347 @@
+package statefile
+
+import (
+	"bytes"
+	"encoding/json"
+	"errors"
+	"io"
+	"runtime"
+	"strings"
+	"testing"
+
+	"github.com/google/go-cmp/cmp"
+	"github.com/google/go-cmp/cmp/cmpopts"
+)
+
+// fullState is a state as Terraform 1.x writes it, with every output shape.
+const fullState = `{
+  "version": 4,
+  "terraform_version": "1.5.7",
+  "serial": 42,
+  "lineage": "3f0a3c51-6f9b-2c8e-1d2a-9b7c6e5d4f3a",
+  "outputs": {
+    "str": {"value": "hello \"world\" \u00e9", "type": "string"},
+    "num": {"value": 1.5e3, "type": "number"},
+    "flag": {"value": false, "type": "bool"},
+    "dyn": {"value": null, "type": "dynamic"},
+    "names": {"value": ["a", "b"], "type": ["list", "string"]},
+    "ids": {"value": [1, 2], "type": [ "set", "number" ]},
+    "tags": {"value": {"env": "prod"}, "type": ["map", "string"]},
+    "obj": {"value": {"a": 1, "b": ["x"]}, "type": ["object", {"a": "number", "b": ["list", "string"]}]},
+    "tup": {"value": ["a", 1, true], "type": ["tuple", ["string", "number", "bool"]]},
+    "secret": {"value": "hunter2", "type": "string", "sensitive": true},
+    "nested": {"value": [{"k": {"x": "y"}}], "type": ["list", ["object", {"k": ["map", "string"]}]]}
+  },
+  "resources": [
+    {"mode": "managed", "type": "null_resource", "name": "n", "provider": "provider[\"registry.terraform.io/hashicorp/null\"]",
+     "instances": [{"schema_version": 0, "attributes": {"id": "1", "triggers": null}, "sensitive_attributes": []}]}
+  ],
+  "check_results": null
+}
+`
+
+func fullSummary() Summary {
+	return Summary{
+		Serial:           42,
+		Lineage:          "3f0a3c51-6f9b-2c8e-1d2a-9b7c6e5d4f3a",
+		TerraformVersion: "1.5.7",
+		Outputs: []OutputMeta{
+			{Name: "dyn", Type: `"dynamic"`},
+			{Name: "flag", Type: `"bool"`},
+			{Name: "ids", Type: `["set","number"]`},
+			{Name: "names", Type: `["list","string"]`},
+			{Name: "nested", Type: `["list",["object",{"k":["map","string"]}]]`},
+			{Name: "num", Type: `"number"`},
+			{Name: "obj", Type: `["object",{"a":"number","b":["list","string"]}]`},
+			{Name: "secret", Type: `"string"`, Sensitive: true},
+			{Name: "str", Type: `"string"`},
+			{Name: "tags", Type: `["map","string"]`},
+			{Name: "tup", Type: `["tuple",["string","number","bool"]]`},
+		},
+	}
+}
+
+// summaryCases are shared by ReadSummary and Parse: both must agree.
+var summaryCases = map[string]struct {
+	in      string
+	want    Summary
+	wantErr string // substring; empty means success
+	is      error  // errors.Is target when set
+}{
+	"full state":       {in: fullState, want: fullSummary()},
+	"minimal":          {in: `{"version":4}`, want: Summary{Outputs: []OutputMeta{}}},
+	"no outputs":       {in: `{"version":4,"serial":1,"lineage":"l","outputs":{}}`, want: Summary{Serial: 1, Lineage: "l", Outputs: []OutputMeta{}}},
+	"null fields":      {in: `{"version":4,"serial":null,"lineage":null,"terraform_version":null,"outputs":null}`, want: Summary{Outputs: []OutputMeta{}}},
+	"keys fold case":   {in: `{"Version":4,"SERIAL":7,"Lineage":"x"}`, want: Summary{Serial: 7, Lineage: "x", Outputs: []OutputMeta{}}},
+	"version last":     {in: `{"serial":3,"outputs":{"a":{"value":1,"type":"number"}},"version":4}`, want: Summary{Serial: 3, Outputs: []OutputMeta{{Name: "a", Type: `"number"`}}}},
+	"max serial":       {in: `{"version":4,"serial":18446744073709551615}`, want: Summary{Serial: 18446744073709551615, Outputs: []OutputMeta{}}},
+	"sensitive false":  {in: `{"version":4,"outputs":{"a":{"value":"x","type":"string","sensitive":false}}}`, want: Summary{Outputs: []OutputMeta{{Name: "a", Type: `"string"`}}}},
+	"sensitive null":   {in: `{"version":4,"outputs":{"a":{"type":"string","sensitive":true,"sensitive":null}}}`, want: Summary{Outputs: []OutputMeta{{Name: "a", Type: `"string"`, Sensitive: true}}}},
+	"object optional":  {in: `{"version":4,"outputs":{"o":{"value":{},"type":["object",{"a":"string"},["a"]]}}}`, want: Summary{Outputs: []OutputMeta{{Name: "o", Type: `["object",{"a":"string"},["a"]]`}}}},
+	"escaped key":      {in: `{"version":4,"outputs":{"a\u0062":{"value":1,"type":"number"}}}`, want: Summary{Outputs: []OutputMeta{{Name: "ab", Type: `"number"`}}}},
+	"trailing spaces":  {in: "{\"version\":4}\n\t ", want: Summary{Outputs: []OutputMeta{}}},
+	"empty":            {in: ``, wantErr: "no state", is: ErrNoState},
+	"whitespace only":  {in: "  \n", wantErr: "invalid JSON"},
+	"truncated":        {in: `{"version":4,"outputs":{"a":{"value":[1,2`, wantErr: "invalid JSON"},
+	"not an object":    {in: `[4]`, wantErr: "reading state"},
+	"trailing data":    {in: `{"version":4} {}`, wantErr: "invalid JSON"},
+	"bad literal":      {in: `{"version":4,"x":tru}`, wantErr: "invalid"},
+	"bad number":       {in: `{"version":4,"x":01}`, wantErr: "invalid"},
+	"bad escape":       {in: `{"version":4,"x":"\q"}`, wantErr: "invalid"},
+	"control char":     {in: "{\"version\":4,\"x\":\"a\nb\"}", wantErr: "invalid"},
+	"missing colon":    {in: `{"version" 4}`, wantErr: "invalid"},
+	"trailing comma":   {in: `{"version":4,}`, wantErr: "invalid"},
+	"version 3":        {in: `{"version":3,"serial":1,"modules":[]}`, wantErr: "unsupported state format version 3", is: ErrUnsupportedVersion},
+	"version 5":        {in: `{"version":5}`, wantErr: "version 5", is: ErrUnsupportedVersion},
+	"no version":       {in: `{"serial":1}`, wantErr: "has no version", is: ErrUnsupportedVersion},
+	"version string":   {in: `{"version":"4"}`, wantErr: "version"},
+	"version float":    {in: `{"version":4.0}`, wantErr: "version"},
+	"negative serial":  {in: `{"version":4,"serial":-1}`, wantErr: "serial"},
+	"serial overflow":  {in: `{"version":4,"serial":18446744073709551616}`, wantErr: "serial"},
+	"lineage number":   {in: `{"version":4,"lineage":5}`, wantErr: "lineage"},
+	"outputs array":    {in: `{"version":4,"outputs":[]}`, wantErr: "reading state"},
+	"output no type":   {in: `{"version":4,"outputs":{"a":{"value":1}}}`, wantErr: `output "a" has no type`},
+	"output null":      {in: `{"version":4,"outputs":{"a":null}}`, wantErr: `output "a" has no type`},
+	"output null type": {in: `{"version":4,"outputs":{"a":{"value":1,"type":null}}}`, wantErr: `output "a" has no type`},
+	"unknown type":     {in: `{"version":4,"outputs":{"a":{"value":1,"type":"int"}}}`, wantErr: `unknown primitive type "int"`, is: ErrInvalidType},
+	"sensitive string": {in: `{"version":4,"outputs":{"a":{"type":"string","sensitive":"yes"}}}`, wantErr: "sensitive"},
+}
+
+func TestReadSummary(t *testing.T) {
+	for name, tc := range summaryCases {
+		t.Run(name, func(t *testing.T) {
+			got, err := ReadSummary(strings.NewReader(tc.in))
+			checkErr(t, err, tc.wantErr, tc.is)
+			if tc.wantErr != "" {
+				return
+			}
+			if diff := cmp.Diff(tc.want, got); diff != "" {
+				t.Errorf("ReadSummary() mismatch (-want +got):\n%s", diff)
+			}
+		})
+	}
+}
+
+func TestParseSummary(t *testing.T) {
+	for name, tc := range summaryCases {
+		t.Run(name, func(t *testing.T) {
+			st, err := Parse([]byte(tc.in))
+			checkErr(t, err, tc.wantErr, tc.is)
+			if tc.wantErr != "" {
+				return
+			}
+			if st.Version != SupportedVersion {
+				t.Errorf("Version = %d, want %d", st.Version, SupportedVersion)
+			}
+			if diff := cmp.Diff(tc.want, st.Summary()); diff != "" {
+				t.Errorf("Parse().Summary() mismatch (-want +got):\n%s", diff)
+			}
+		})
+	}
+}
+
+func checkErr(t *testing.T, err error, wantErr string, is error) {
+	t.Helper()
+	switch {
+	case wantErr == "" && err != nil:
+		t.Fatalf("unexpected error: %v", err)
+	case wantErr != "" && err == nil:
+		t.Fatalf("expected an error containing %q, got none", wantErr)
+	case wantErr != "" && !strings.Contains(err.Error(), wantErr):
+		t.Fatalf("error %q does not contain %q", err, wantErr)
+	case is != nil && !errors.Is(err, is):
+		t.Fatalf("error %q is not %v", err, is)
+	}
+}
+
+func TestParseOutputs(t *testing.T) {
+	st, err := Parse([]byte(fullState))
+	if err != nil {
+		t.Fatal(err)
+	}
+	cases := map[string]struct {
+		value     string
+		typ       string
+		kind      TypeKind
+		sensitive bool
+	}{
+		"str":    {value: `"hello \"world\" \u00e9"`, typ: `"string"`, kind: KindString},
+		"num":    {value: `1.5e3`, typ: `"number"`, kind: KindNumber},
+		"flag":   {value: `false`, typ: `"bool"`, kind: KindBool},
+		"dyn":    {value: `null`, typ: `"dynamic"`, kind: KindDynamic},
+		"names":  {value: `["a", "b"]`, typ: `["list","string"]`, kind: KindList},
+		"ids":    {value: `[1, 2]`, typ: `["set","number"]`, kind: KindList},
+		"tags":   {value: `{"env": "prod"}`, typ: `["map","string"]`, kind: KindMap},
+		"obj":    {value: `{"a": 1, "b": ["x"]}`, typ: `["object",{"a":"number","b":["list","string"]}]`, kind: KindObject},
+		"tup":    {value: `["a", 1, true]`, typ: `["tuple",["string","number","bool"]]`, kind: KindList},
+		"secret": {value: `"hunter2"`, typ: `"string"`, kind: KindString, sensitive: true},
+		"nested": {value: `[{"k": {"x": "y"}}]`, typ: `["list",["object",{"k":["map","string"]}]]`, kind: KindList},
+	}
+	if len(st.Outputs) != len(cases) {
+		t.Errorf("got %d outputs, want %d", len(st.Outputs), len(cases))
+	}
+	for name, tc := range cases {
+		t.Run(name, func(t *testing.T) {
+			o, ok := st.Outputs[name]
+			if !ok {
+				t.Fatalf("output %q missing", name)
+			}
+			want := Output{Value: json.RawMessage(tc.value), Type: json.RawMessage(tc.typ), Sensitive: tc.sensitive}
+			if diff := cmp.Diff(want, o, cmpopts.EquateEmpty()); diff != "" {
+				t.Errorf("output mismatch (-want +got):\n%s", diff)
+			}
+			kind, err := o.Kind()
+			if err != nil {
+				t.Fatal(err)
+			}
+			if kind != tc.kind {
+				t.Errorf("Kind() = %q, want %q", kind, tc.kind)
+			}
+		})
+	}
+}
+
+func TestKind(t *testing.T) {
+	cases := map[string]struct {
+		typ     string
+		want    TypeKind
+		wantErr string
+	}{
+		"string":            {typ: `"string"`, want: KindString},
+		"number":            {typ: `"number"`, want: KindNumber},
+		"bool":              {typ: `"bool"`, want: KindBool},
+		"dynamic":           {typ: `"dynamic"`, want: KindDynamic},
+		"list":              {typ: `["list","string"]`, want: KindList},
+		"set":               {typ: `["set","number"]`, want: KindList},
+		"tuple":             {typ: `["tuple",["string",["list","bool"]]]`, want: KindList},
+		"empty tuple":       {typ: `["tuple",[]]`, want: KindList},
+		"map":               {typ: `["map",["object",{"a":"string"}]]`, want: KindMap},
+		"object":            {typ: `["object",{"a":"string","b":["set","dynamic"]}]`, want: KindObject},
+		"empty object":      {typ: `["object",{}]`, want: KindObject},
+		"object optional":   {typ: `["object",{"a":"string"},["a"]]`, want: KindObject},
+		"list of dynamic":   {typ: ` [ "list" , "dynamic" ] `, want: KindList},
+		"empty":             {typ: ``, wantErr: "empty"},
+		"null":              {typ: `null`, wantErr: "not null"},
+		"number literal":    {typ: `4`, wantErr: "not a number"},
+		"unknown primitive": {typ: `"int"`, wantErr: `unknown primitive type "int"`},
+		"unknown complex":   {typ: `["array","string"]`, wantErr: `unknown complex type "array"`},
+		"list no element":   {typ: `["list"]`, wantErr: "needs a kind and an element type"},
+		"list two elements": {typ: `["list","string","number"]`, wantErr: "has 3 elements"},
+		"bad element":       {typ: `["map",["list","str"]]`, wantErr: `map element: list element: unknown primitive type "str"`},
+		"kind not string":   {typ: `[1,"string"]`, wantErr: "must be a string"},
+		"tuple not list":    {typ: `["tuple","string"]`, wantErr: "tuple type must be"},
+		"bad tuple element": {typ: `["tuple",["string",7]]`, wantErr: "tuple element 1"},
+		"object not object": {typ: `["object",["a"]]`, wantErr: "object type must be"},
+		"bad attribute":     {typ: `["object",{"a":"x"}]`, wantErr: `object attribute "a"`},
+		"bad optional":      {typ: `["object",{"a":"string"},["b"]]`, wantErr: `optional attribute "b"`},
+		"optional not list": {typ: `["object",{"a":"string"},"a"]`, wantErr: "list of names"},
+		"malformed":         {typ: `["list",`, wantErr: "invalid output type"},
+	}
+	for name, tc := range cases {
+		t.Run(name, func(t *testing.T) {
+			got, err := Kind(json.RawMessage(tc.typ))
+			checkErr(t, err, tc.wantErr, nil)
+			if tc.wantErr != "" {
+				if !errors.Is(err, ErrInvalidType) {
+					t.Errorf("error %q is not ErrInvalidType", err)
+				}
+				return
+			}
+			if got != tc.want {
+				t.Errorf("Kind(%s) = %q, want %q", tc.typ, got, tc.want)
+			}
+		})
+	}
+}
+
+// repeatReader yields n copies of b without holding them in memory.
+type repeatReader struct {
+	b []byte
+	n int64 // bytes left
+	i int
+}
+
+func (r *repeatReader) Read(p []byte) (int, error) {
+	if r.n <= 0 {
+		return 0, io.EOF
+	}
+	if int64(len(p)) > r.n {
+		p = p[:r.n]
+	}
+	for k := range p {
+		p[k] = r.b[r.i]
+		r.i = (r.i + 1) % len(r.b)
+	}
+	r.n -= int64(len(p))
+	return len(p), nil
+}
+
+// TestReadSummaryIgnoresHugeValues streams a 48 MiB state (a 16 MiB string
+// output, a 16 MiB list output and 16 MiB of resources) and checks that
+// ReadSummary allocates a small, constant amount: values are never kept.
+func TestReadSummaryIgnoresHugeValues(t *testing.T) {
+	const size = 16 << 20
+	elem := []byte(`{"k":[1,2.5e-3,true,null,"\u00e9\"x"]},`)
+	in := io.MultiReader(
+		strings.NewReader(`{"version":4,"serial":9,"lineage":"big","outputs":{"blob":{"sensitive":true,"value":"`),
+		&repeatReader{b: []byte(`abcdefgh\"\\\u00e9 `), n: size / 20 * 20},
+		strings.NewReader(`","type":"string"},"list":{"value":[`),
+		&repeatReader{b: elem, n: size / int64(len(elem)) * int64(len(elem))},
+		strings.NewReader(`0],"type":["list","dynamic"]}},"resources":[`),
+		&repeatReader{b: elem, n: size / int64(len(elem)) * int64(len(elem))},
+		strings.NewReader(`{}]}`),
+	)
+	var before, after runtime.MemStats
+	runtime.GC()
+	runtime.ReadMemStats(&before)
+	got, err := ReadSummary(in)
+	runtime.ReadMemStats(&after)
+	if err != nil {
+		t.Fatal(err)
+	}
+	want := Summary{Serial: 9, Lineage: "big", Outputs: []OutputMeta{
+		{Name: "blob", Type: `"string"`, Sensitive: true},
+		{Name: "list", Type: `["list","dynamic"]`},
+	}}
+	if diff := cmp.Diff(want, got); diff != "" {
+		t.Errorf("ReadSummary() mismatch (-want +got):\n%s", diff)
+	}
+	// 48 MiB streamed; the read buffer and metadata need well under 1 MiB.
+	if alloc := after.TotalAlloc - before.TotalAlloc; alloc > 1<<20 {
+		t.Errorf("ReadSummary allocated %d bytes for a %d-byte state; values must not be kept", alloc, 3*size)
+	}
+}
+
+// TestReadSummaryReadError checks that a failing reader's error is wrapped.
+func TestReadSummaryReadError(t *testing.T) {
+	boom := errors.New("boom")
+	_, err := ReadSummary(io.MultiReader(strings.NewReader(`{"version":4,`), &errReader{boom}))
+	if !errors.Is(err, boom) {
+		t.Fatalf("error %v does not wrap the read error", err)
+	}
+}
+
+type errReader struct{ err error }
+
+func (r *errReader) Read([]byte) (int, error) { return 0, r.err }
+
+// FuzzReadSummary checks that the streaming reader and the encoding/json
+// based Parse agree on every input: same success, same summary.
+func FuzzReadSummary(f *testing.F) {
+	for _, tc := range summaryCases {
+		f.Add([]byte(tc.in))
+	}
+	f.Fuzz(func(t *testing.T, data []byte) {
+		sum, err := ReadSummary(bytes.NewReader(data))
+		st, perr := Parse(data)
+		if (err == nil) != (perr == nil) {
+			t.Fatalf("ReadSummary error %v, Parse error %v", err, perr)
+		}
+		if err != nil {
+			return
+		}
+		if diff := cmp.Diff(st.Summary(), sum); diff != "" {
+			t.Fatalf("summaries differ (-Parse +ReadSummary):\n%s", diff)
+		}
+	})
+}

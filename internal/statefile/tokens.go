@@ -1,0 +1,174 @@
+package statefile
+
+import (
+	"errors"
+	"io"
+)
+
+// The token readers of the scanner: literals, numbers and strings. Each
+// validates the JSON grammar and copies the raw bytes to k unless k is nil.
+
+// literal reads true, false or null.
+func (s *scanner) literal(k *sink, word string) error {
+	for i := 0; i < len(word); i++ {
+		c, err := s.readByte()
+		if err != nil {
+			return err
+		}
+		if c != word[i] {
+			s.off--
+			return s.syntaxError("invalid character %q in literal %s", c, word)
+		}
+	}
+	if err := k.write([]byte(word)); err != nil {
+		return s.syntaxError("%v", err)
+	}
+	return nil
+}
+
+// number reads a number following the JSON grammar
+// -?(0|[1-9][0-9]*)(\.[0-9]+)?([eE][+-]?[0-9]+)?.
+func (s *scanner) number(k *sink) error {
+	// accept consumes the next byte if ok accepts it and reports whether it did.
+	accept := func(ok func(byte) bool) (bool, error) {
+		b, err := s.r.ReadByte()
+		if errors.Is(err, io.EOF) {
+			return false, nil
+		}
+		if err != nil {
+			return false, s.readErr(err)
+		}
+		if !ok(b) {
+			return false, s.r.UnreadByte()
+		}
+		s.off++
+		if err := k.writeByte(b); err != nil {
+			return false, s.syntaxError("number %v", err)
+		}
+		return true, nil
+	}
+	digits := func(where string) error {
+		for n := 0; ; n++ {
+			ok, err := accept(isDigit)
+			if err != nil {
+				return err
+			}
+			if !ok {
+				if n == 0 {
+					return s.syntaxError("invalid number: expected a digit %s", where)
+				}
+				return nil
+			}
+		}
+	}
+	if _, err := accept(is('-')); err != nil {
+		return err
+	}
+	if zero, err := accept(is('0')); err != nil {
+		return err
+	} else if !zero {
+		if err := digits("in the integer part"); err != nil {
+			return err
+		}
+	}
+	if dot, err := accept(is('.')); err != nil {
+		return err
+	} else if dot {
+		if err := digits("after the decimal point"); err != nil {
+			return err
+		}
+	}
+	if exp, err := accept(func(b byte) bool { return b == 'e' || b == 'E' }); err != nil {
+		return err
+	} else if exp {
+		if _, err := accept(func(b byte) bool { return b == '+' || b == '-' }); err != nil {
+			return err
+		}
+		if err := digits("in the exponent"); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+func isDigit(c byte) bool { return c >= '0' && c <= '9' }
+
+// is returns a predicate matching exactly c.
+func is(c byte) func(byte) bool { return func(b byte) bool { return b == c } }
+
+// str reads a string literal, validating escapes and rejecting control
+// characters. Long runs of plain bytes are scanned in the read buffer
+// without copying unless they are captured.
+func (s *scanner) str(k *sink) error {
+	if err := s.expect('"'); err != nil {
+		return err
+	}
+	if err := k.writeByte('"'); err != nil {
+		return s.syntaxError("%v", err)
+	}
+	for {
+		// Fast path: scan what is buffered for the first special byte.
+		if _, err := s.r.Peek(1); err != nil {
+			return s.readErr(err)
+		}
+		buf, _ := s.r.Peek(s.r.Buffered())
+		i := 0
+		for i < len(buf) && buf[i] != '"' && buf[i] != '\\' && buf[i] >= 0x20 {
+			i++
+		}
+		if err := k.write(buf[:i]); err != nil {
+			return s.syntaxError("string %v", err)
+		}
+		s.r.Discard(i) //nolint:errcheck // i bytes are buffered
+		s.off += int64(i)
+		if i == len(buf) {
+			continue
+		}
+		c, err := s.readByte()
+		if err != nil {
+			return err
+		}
+		if err := k.writeByte(c); err != nil {
+			return s.syntaxError("string %v", err)
+		}
+		switch {
+		case c == '"':
+			return nil
+		case c < 0x20:
+			s.off--
+			return s.syntaxError("invalid character %q in string literal", c)
+		}
+		// c == '\\'
+		e, err := s.readByte()
+		if err != nil {
+			return err
+		}
+		if err := k.writeByte(e); err != nil {
+			return s.syntaxError("string %v", err)
+		}
+		switch e {
+		case '"', '\\', '/', 'b', 'f', 'n', 'r', 't':
+		case 'u':
+			for j := 0; j < 4; j++ {
+				h, err := s.readByte()
+				if err != nil {
+					return err
+				}
+				if !isHex(h) {
+					s.off--
+					return s.syntaxError("invalid character %q in \\u hexadecimal character escape", h)
+				}
+				if err := k.writeByte(h); err != nil {
+					return s.syntaxError("string %v", err)
+				}
+			}
+		default:
+			s.off--
+			return s.syntaxError("invalid character %q in string escape code", e)
+		}
+	}
+}
+
+func isHex(c byte) bool {
+	return (c >= '0' && c <= '9') || (c >= 'a' && c <= 'f') || (c >= 'A' && c <= 'F')
+}
