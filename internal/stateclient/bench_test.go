@@ -1,0 +1,298 @@
+package stateclient
+
+import (
+	"bufio"
+	"bytes"
+	"context"
+	"crypto/md5" //nolint:gosec // protocol checksum
+	"encoding/base64"
+	"encoding/json"
+	"fmt"
+	"io"
+	"net/http"
+	"os"
+	"os/exec"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+)
+
+// The benchmarks run the reference state server (memory store) in a child
+// process and talk to it over loopback TCP. Each client benchmark has a
+// bare net/http baseline doing the same transfer in the same run, on an
+// identical transport (a clone of http.DefaultTransport). Allocations
+// (B/op) are therefore the client's alone.
+
+var benchSizes = []struct {
+	name string
+	size int
+}{{"1MiB", 1 << 20}, {"16MiB", 16 << 20}}
+
+var reference struct {
+	once sync.Once
+	url  string
+	err  error
+	cmd  *exec.Cmd
+	stop io.Closer
+}
+
+// referenceURL starts the child server once per test binary run.
+func referenceURL(b *testing.B) string {
+	b.Helper()
+	reference.once.Do(func() {
+		cmd := exec.Command(os.Args[0], "-test.run=^$")
+		cmd.Env = append(os.Environ(), serverModeEnv+"=1")
+		cmd.Stderr = os.Stderr
+		stdin, err := cmd.StdinPipe()
+		if err != nil {
+			reference.err = err
+			return
+		}
+		stdout, err := cmd.StdoutPipe()
+		if err != nil {
+			reference.err = err
+			return
+		}
+		if err := cmd.Start(); err != nil {
+			reference.err = err
+			return
+		}
+		reference.cmd, reference.stop = cmd, stdin
+		line, err := bufio.NewReader(stdout).ReadString('\n')
+		reference.url, reference.err = strings.TrimSpace(line), err
+	})
+	if reference.err != nil {
+		b.Fatalf("starting the reference server: %v", reference.err)
+	}
+	return reference.url
+}
+
+// stopReference stops the child server, if started; TestMain calls it.
+func stopReference() {
+	if reference.cmd == nil {
+		return
+	}
+	_ = reference.stop.Close()
+	done := make(chan struct{})
+	go func() { _ = reference.cmd.Wait(); close(done) }()
+	select {
+	case <-done:
+	case <-time.After(5 * time.Second):
+		_ = reference.cmd.Process.Kill()
+	}
+}
+
+// benchState returns a plausible version 4 state of exactly size bytes:
+// a few outputs and many resource instances, the last one padded.
+func benchState(size int) []byte {
+	const tail = `]}`
+	instance := func(i int, pad string) string {
+		return fmt.Sprintf(`{"mode":"managed","type":"aws_instance","name":"web_%d","provider":"provider[\"registry.terraform.io/hashicorp/aws\"]",`+
+			`"instances":[{"schema_version":1,"attributes":{"id":"i-%08x","ami":"ami-0abcdef","cpu":2,"ebs_optimized":true,"tags":{"Name":"web-%d","env":"bench"},"pad":"%s"}}]}`, i, i, i, pad)
+	}
+	var b bytes.Buffer
+	b.WriteString(`{"version":4,"terraform_version":"1.9.0","serial":7,"lineage":"bench","outputs":{` +
+		`"vpc_id":{"value":"vpc-0123","type":"string"},"subnets":{"value":["a","b","c"],"type":["list","string"]},` +
+		`"db":{"value":{"host":"db.internal","port":5432},"type":["object",{"host":"string","port":"number"}],"sensitive":true}},"resources":[`)
+	for i := 0; ; i++ {
+		next := instance(i, strings.Repeat("x", 100)) + ","
+		if b.Len()+len(next)+len(instance(i+1, ""))+len(tail) > size {
+			b.WriteString(instance(i, strings.Repeat("y", size-b.Len()-len(instance(i, ""))-len(tail))))
+			break
+		}
+		b.WriteString(next)
+	}
+	b.WriteString(tail)
+	return b.Bytes()
+}
+
+func TestBenchState(t *testing.T) {
+	t.Parallel()
+	for _, s := range benchSizes {
+		data := benchState(s.size)
+		if len(data) != s.size || !json.Valid(data) {
+			t.Fatalf("benchState(%d): %d bytes, valid JSON %v", s.size, len(data), json.Valid(data))
+		}
+	}
+}
+
+func benchClient(b *testing.B, name string) (*Client, string) {
+	b.Helper()
+	url := referenceURL(b) + "/state/" + name
+	return mustNewB(b, Config{Address: url, RetryMax: 2, RetryWaitMin: time.Millisecond, RetryWaitMax: 10 * time.Millisecond}), url
+}
+
+func mustNewB(b *testing.B, cfg Config) *Client {
+	b.Helper()
+	c, err := New(cfg)
+	if err != nil {
+		b.Fatal(err)
+	}
+	return c
+}
+
+// warmUp runs op untimed a few times so that the server process has grown
+// its heap before the first sub-benchmark: otherwise whichever runs first
+// pays for it.
+func warmUp(b *testing.B, op func() error) {
+	b.Helper()
+	for range 10 {
+		if err := op(); err != nil {
+			b.Fatal(err)
+		}
+	}
+}
+
+// baselineClient is net/http on the same transport the client clones.
+func baselineClient() *http.Client {
+	return &http.Client{Transport: http.DefaultTransport.(*http.Transport).Clone()}
+}
+
+func BenchmarkFetch(b *testing.B) {
+	ctx := context.Background()
+	for _, s := range benchSizes {
+		c, url := benchClient(b, "fetch-"+s.name)
+		data := benchState(s.size)
+		if err := c.Update(ctx, data); err != nil {
+			b.Fatal(err)
+		}
+		warmUp(b, func() error { _, err := c.Fetch(ctx); return err })
+		b.Run(s.name+"/client", func(b *testing.B) {
+			b.SetBytes(int64(s.size))
+			b.ReportAllocs()
+			for b.Loop() {
+				p, err := c.Fetch(ctx)
+				if err != nil || len(p.Data) != s.size {
+					b.Fatalf("Fetch() = %d bytes, %v", len(p.Data), err)
+				}
+			}
+		})
+		b.Run(s.name+"/baseline", func(b *testing.B) {
+			hc := baselineClient()
+			b.SetBytes(int64(s.size))
+			b.ReportAllocs()
+			for b.Loop() {
+				resp, err := hc.Get(url)
+				if err != nil {
+					b.Fatal(err)
+				}
+				buf := bytes.NewBuffer(make([]byte, 0, resp.ContentLength+bytes.MinRead))
+				_, err = buf.ReadFrom(resp.Body)
+				resp.Body.Close()
+				if err != nil || buf.Len() != s.size {
+					b.Fatalf("GET = %d bytes, %v", buf.Len(), err)
+				}
+			}
+		})
+	}
+}
+
+func BenchmarkUpdate(b *testing.B) {
+	ctx := context.Background()
+	for _, s := range benchSizes {
+		c, url := benchClient(b, "update-"+s.name)
+		data := benchState(s.size)
+		warmUp(b, func() error { return c.Update(ctx, data) })
+		b.Run(s.name+"/client", func(b *testing.B) {
+			b.SetBytes(int64(s.size))
+			b.ReportAllocs()
+			for b.Loop() {
+				if err := c.Update(ctx, data); err != nil {
+					b.Fatal(err)
+				}
+			}
+		})
+		// What the brief asks for: a plain POST of the bytes.
+		b.Run(s.name+"/baseline", func(b *testing.B) {
+			hc := baselineClient()
+			b.SetBytes(int64(s.size))
+			b.ReportAllocs()
+			for b.Loop() {
+				resp, err := hc.Post(url, "application/json", bytes.NewReader(data))
+				if err != nil {
+					b.Fatal(err)
+				}
+				_, _ = io.Copy(io.Discard, resp.Body)
+				resp.Body.Close()
+				if resp.StatusCode != http.StatusOK {
+					b.Fatalf("POST: %s", resp.Status)
+				}
+			}
+		})
+		// The same POST with the Content-MD5 the protocol requires: the
+		// client computes it, and the server then verifies it.
+		b.Run(s.name+"/baseline-md5", func(b *testing.B) {
+			hc := baselineClient()
+			b.SetBytes(int64(s.size))
+			b.ReportAllocs()
+			for b.Loop() {
+				req, err := http.NewRequest(http.MethodPost, url, bytes.NewReader(data))
+				if err != nil {
+					b.Fatal(err)
+				}
+				sum := md5.Sum(data) //nolint:gosec // protocol checksum
+				req.Header.Set("Content-Type", "application/json")
+				req.Header.Set("Content-MD5", base64.StdEncoding.EncodeToString(sum[:]))
+				resp, err := hc.Do(req)
+				if err != nil {
+					b.Fatal(err)
+				}
+				_, _ = io.Copy(io.Discard, resp.Body)
+				resp.Body.Close()
+				if resp.StatusCode != http.StatusOK {
+					b.Fatalf("POST: %s", resp.Status)
+				}
+			}
+		})
+	}
+}
+
+// BenchmarkFetchSummary compares the streaming summary with the naive way:
+// read the whole body, then decode it.
+func BenchmarkFetchSummary(b *testing.B) {
+	ctx := context.Background()
+	for _, s := range benchSizes {
+		c, url := benchClient(b, "summary-"+s.name)
+		if err := c.Update(ctx, benchState(s.size)); err != nil {
+			b.Fatal(err)
+		}
+		warmUp(b, func() error { _, err := c.FetchSummary(ctx); return err })
+		b.Run(s.name+"/client", func(b *testing.B) {
+			b.SetBytes(int64(s.size))
+			b.ReportAllocs()
+			for b.Loop() {
+				sum, err := c.FetchSummary(ctx)
+				if err != nil || sum.Serial != 7 || len(sum.Outputs) != 3 {
+					b.Fatalf("FetchSummary() = %+v, %v", sum, err)
+				}
+			}
+		})
+		b.Run(s.name+"/baseline-readall-unmarshal", func(b *testing.B) {
+			hc := baselineClient()
+			b.SetBytes(int64(s.size))
+			b.ReportAllocs()
+			for b.Loop() {
+				resp, err := hc.Get(url)
+				if err != nil {
+					b.Fatal(err)
+				}
+				body, err := io.ReadAll(resp.Body)
+				resp.Body.Close()
+				if err != nil {
+					b.Fatal(err)
+				}
+				var st struct {
+					Serial  uint64 `json:"serial"`
+					Outputs map[string]struct {
+						Type      json.RawMessage `json:"type"`
+						Sensitive bool            `json:"sensitive"`
+					} `json:"outputs"`
+				}
+				if err := json.Unmarshal(body, &st); err != nil || st.Serial != 7 {
+					b.Fatal(err)
+				}
+			}
+		})
+	}
+}

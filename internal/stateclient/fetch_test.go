@@ -1,0 +1,208 @@
+package stateclient
+
+import (
+	"crypto/md5" //nolint:gosec // protocol checksum
+	"errors"
+	"net/http"
+	"strconv"
+	"strings"
+	"testing"
+
+	"github.com/google/go-cmp/cmp"
+	"github.com/google/go-cmp/cmp/cmpopts"
+
+	"github.com/infrastate/backend-operator/internal/statefile"
+)
+
+const smallState = `{"version":4,"terraform_version":"1.5.7","serial":3,"lineage":"lin","outputs":{"b":{"value":"x","type":"string","sensitive":true},"a":{"value":[1],"type":["list","number"]}},"resources":[]}`
+
+func md5Of(s string) []byte {
+	sum := md5.Sum([]byte(s)) //nolint:gosec // protocol checksum
+	return sum[:]
+}
+
+// chunked streams body without Content-Length.
+func chunked(state string) http.HandlerFunc {
+	return func(w http.ResponseWriter, _ *http.Request) {
+		body := state
+		w.WriteHeader(http.StatusOK)
+		for len(body) > 0 {
+			n := min(len(body), 100)
+			_, _ = w.Write([]byte(body[:n]))
+			w.(http.Flusher).Flush()
+			body = body[n:]
+		}
+	}
+}
+
+func TestFetch(t *testing.T) {
+	t.Parallel()
+	cases := map[string]struct {
+		handler  http.HandlerFunc
+		want     *Payload
+		wantErr  string
+		is       error
+		status   int // of a *StatusError in the chain, when set
+		attempts int
+	}{
+		"200 with state":       {handler: respond(200, smallState), want: &Payload{Data: []byte(smallState), MD5: md5Of(smallState)}, attempts: 1},
+		"200 chunked":          {handler: chunked(smallState), want: &Payload{Data: []byte(smallState), MD5: md5Of(smallState)}, attempts: 1},
+		"200 with Content-MD5": {handler: respond(200, "{}", "Content-MD5", "AAECAwQFBgcICQoLDA0ODw=="), want: &Payload{Data: []byte("{}"), MD5: []byte{0, 1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11, 12, 13, 14, 15}}, attempts: 1},
+		"200 bad Content-MD5":  {handler: respond(200, "{}", "Content-MD5", "%%%"), wantErr: "decoding Content-MD5", attempts: 1},
+		"200 empty":            {handler: respond(200, ""), attempts: 1},
+		"204":                  {handler: respond(204, ""), attempts: 1},
+		"404":                  {handler: respond(404, "not found"), attempts: 1},
+		"401":                  {handler: respond(401, ""), wantErr: "GET " + "URL/state: HTTP remote state endpoint requires auth (401 Unauthorized)", is: ErrUnauthorized, status: 401, attempts: 1},
+		"403":                  {handler: respond(403, ""), wantErr: "HTTP remote state endpoint invalid auth (403 Forbidden)", is: ErrForbidden, status: 403, attempts: 1},
+		"400":                  {handler: respond(400, ""), wantErr: "unexpected HTTP response (400 Bad Request)", status: 400, attempts: 1},
+		"409":                  {handler: respond(409, ""), wantErr: "unexpected HTTP response (409 Conflict)", status: 409, attempts: 1},
+		"501 not retried":      {handler: respond(501, ""), wantErr: "(501 Not Implemented)", status: 501, attempts: 1},
+		"500 retried":          {handler: respond(500, ""), wantErr: "GET URL/state giving up after 3 attempt(s): last answer 500 Internal Server Error", status: 500, attempts: 3},
+		"503 then 200":         {handler: sequence(respond(503, ""), respond(200, smallState)), want: &Payload{Data: []byte(smallState), MD5: md5Of(smallState)}, attempts: 2},
+		"429 retried":          {handler: respond(429, ""), wantErr: "giving up after 3 attempt(s)", status: 429, attempts: 3},
+		"hang up retried":      {handler: hangUp, wantErr: "GET URL/state giving up after 3 attempt(s): Get \"URL/state\": EOF", attempts: 3},
+		"hang up then 204":     {handler: sequence(hangUp, respond(204, "")), attempts: 2},
+		"302 followed":         {handler: sequence(respond(302, "", "Location", "/elsewhere"), respond(200, "{}")), want: &Payload{Data: []byte("{}"), MD5: md5Of("{}")}, attempts: 2},
+	}
+	for name, tc := range cases {
+		t.Run(name, func(t *testing.T) {
+			t.Parallel()
+			srv := newServer(t, tc.handler)
+			c := mustNew(t, fastConfig(srv.URL))
+			got, err := c.Fetch(ctxT(t))
+			checkErr(t, err, strings.ReplaceAll(tc.wantErr, "URL", srv.URL), tc.is)
+			checkStatus(t, err, tc.status)
+			if diff := cmp.Diff(tc.want, got); diff != "" {
+				t.Errorf("Fetch() mismatch (-want +got):\n%s", diff)
+			}
+			if n := len(srv.requests()); n != tc.attempts {
+				t.Errorf("server saw %d requests, want %d", n, tc.attempts)
+			}
+			for _, r := range srv.requests() {
+				if r.Auth != "" || r.ContentMD5 != "" || r.Body != "" {
+					t.Errorf("GET carried auth, Content-MD5 or a body: %+v", r)
+				}
+			}
+		})
+	}
+}
+
+func checkErr(t *testing.T, err error, wantErr string, is error) {
+	t.Helper()
+	switch {
+	case wantErr == "" && err != nil:
+		t.Fatalf("unexpected error: %v", err)
+	case wantErr != "" && err == nil:
+		t.Fatalf("expected an error containing %q, got none", wantErr)
+	case wantErr != "" && !strings.Contains(err.Error(), wantErr):
+		t.Fatalf("error %q does not contain %q", err, wantErr)
+	case is != nil && !errors.Is(err, is):
+		t.Fatalf("error %q is not %v", err, is)
+	}
+}
+
+// checkStatus checks the *StatusError in err's chain (status 0: none).
+func checkStatus(t *testing.T, err error, status int) {
+	t.Helper()
+	var se *StatusError
+	if got := errors.As(err, &se); got != (status != 0) {
+		t.Fatalf("errors.As(%v, *StatusError) = %v, want %v", err, got, status != 0)
+	}
+	if se != nil && se.StatusCode != status {
+		t.Errorf("StatusCode = %d, want %d", se.StatusCode, status)
+	}
+}
+
+func TestFetchSummary(t *testing.T) {
+	t.Parallel()
+	cases := map[string]struct {
+		handler http.HandlerFunc
+		want    *StateSummary
+		wantErr string
+		is      error
+	}{
+		"state": {handler: respond(200, smallState), want: &StateSummary{Present: true, SizeBytes: int64(len(smallState)), Summary: statefile.Summary{
+			Serial: 3, Lineage: "lin", TerraformVersion: "1.5.7",
+			Outputs: []statefile.OutputMeta{{Name: "a", Type: `["list","number"]`}, {Name: "b", Type: `"string"`, Sensitive: true}},
+		}}},
+		"chunked":   {handler: chunked(smallState), want: &StateSummary{Present: true, SizeBytes: int64(len(smallState)), Summary: statefile.Summary{Serial: 3, Lineage: "lin", TerraformVersion: "1.5.7", Outputs: []statefile.OutputMeta{{Name: "a", Type: `["list","number"]`}, {Name: "b", Type: `"string"`, Sensitive: true}}}}},
+		"empty 200": {handler: respond(200, ""), want: &StateSummary{}},
+		"204":       {handler: respond(204, ""), want: &StateSummary{}},
+		"404":       {handler: respond(404, ""), want: &StateSummary{}},
+		"401":       {handler: respond(401, ""), wantErr: "requires auth", is: ErrUnauthorized},
+		"403":       {handler: respond(403, ""), wantErr: "invalid auth", is: ErrForbidden},
+		"malformed": {handler: respond(200, `{"version":4,`), wantErr: "invalid JSON"},
+		"version 3": {handler: respond(200, `{"version":3}`), wantErr: "unsupported state format version 3", is: statefile.ErrUnsupportedVersion},
+	}
+	for name, tc := range cases {
+		t.Run(name, func(t *testing.T) {
+			t.Parallel()
+			srv := newServer(t, tc.handler)
+			got, err := mustNew(t, fastConfig(srv.URL)).FetchSummary(ctxT(t))
+			checkErr(t, err, tc.wantErr, tc.is)
+			if diff := cmp.Diff(tc.want, got, cmpopts.EquateEmpty()); diff != "" {
+				t.Errorf("FetchSummary() mismatch (-want +got):\n%s", diff)
+			}
+		})
+	}
+}
+
+func TestSizeLimit(t *testing.T) {
+	t.Parallel()
+	const limit = 1000
+	const prefix = `{"version":4,"serial":1,"x":"`
+	exact := prefix + strings.Repeat("a", limit-len(prefix)-2) + `"}`
+	over := prefix + strings.Repeat("a", limit-len(prefix)-1) + `"}`
+	cases := map[string]struct {
+		handler  http.HandlerFunc
+		maxBytes int64
+		wantErr  string // empty: the fetch succeeds
+	}{
+		"exact with length":       {handler: respond(200, exact), maxBytes: limit},
+		"exact chunked":           {handler: chunked(exact), maxBytes: limit},
+		"over with length":        {handler: respond(200, over), maxBytes: limit, wantErr: "state is larger than the 1000 bytes limit (Content-Length 1001)"},
+		"over chunked":            {handler: chunked(over), maxBytes: limit, wantErr: "state is larger than the 1000 bytes limit"},
+		"announced 64 MiB plus 1": {handler: respond(200, "", "Content-Length", strconv.Itoa(64<<20+1)), wantErr: "state is larger than the 64 MiB limit (Content-Length 67108865)"},
+		"chunked 1 KiB limit":     {handler: chunked(over), maxBytes: 1 << 10},
+	}
+	for name, tc := range cases {
+		t.Run(name, func(t *testing.T) {
+			t.Parallel()
+			srv := newServer(t, tc.handler)
+			cfg := fastConfig(srv.URL)
+			cfg.MaxStateBytes = tc.maxBytes
+			c := mustNew(t, cfg)
+			p, err := c.Fetch(ctxT(t))
+			checkErr(t, err, tc.wantErr, nil)
+			s, serr := c.FetchSummary(ctxT(t))
+			checkErr(t, serr, tc.wantErr, nil)
+			if tc.wantErr != "" {
+				if !errors.Is(err, ErrStateTooLarge) || !errors.Is(serr, ErrStateTooLarge) {
+					t.Errorf("errors %v, %v are not ErrStateTooLarge", err, serr)
+				}
+				return
+			}
+			if p == nil || len(p.Data) == 0 || !s.Present || s.SizeBytes != int64(len(p.Data)) {
+				t.Errorf("Fetch() = %v, FetchSummary() = %+v", p, s)
+			}
+		})
+	}
+}
+
+func TestReadChunks(t *testing.T) {
+	t.Parallel()
+	cases := map[string]int{"empty": 0, "one byte": 1, "one chunk": 32 << 10, "several chunks": 3<<20 + 7}
+	for name, size := range cases {
+		t.Run(name, func(t *testing.T) {
+			t.Parallel()
+			in := strings.Repeat("x", size)
+			got, err := readChunks(strings.NewReader(in), int64(size))
+			if err != nil {
+				t.Fatal(err)
+			}
+			if string(got) != in {
+				t.Errorf("readChunks returned %d bytes, want %d", len(got), size)
+			}
+		})
+	}
+}

@@ -1,0 +1,245 @@
+package stateclient
+
+import (
+	"context"
+	"crypto/ecdsa"
+	"crypto/elliptic"
+	"crypto/rand"
+	"crypto/tls"
+	"crypto/x509"
+	"crypto/x509/pkix"
+	"encoding/pem"
+	"io"
+	"log"
+	"math/big"
+	"net"
+	"net/http"
+	"net/http/httptest"
+	"strconv"
+	"sync"
+	"sync/atomic"
+	"testing"
+	"time"
+)
+
+// request is what the test server saw of one request.
+type request struct {
+	Method      string
+	Path        string
+	Query       string
+	Auth        string // Authorization header
+	ContentType string
+	ContentMD5  string
+	Body        string
+	At          time.Time
+}
+
+// server is an httptest server that records requests before handing them
+// to its handler.
+type server struct {
+	*httptest.Server
+	mu      sync.Mutex
+	reqs    []request
+	handler http.HandlerFunc
+}
+
+func (s *server) ServeHTTP(w http.ResponseWriter, r *http.Request) {
+	body, _ := io.ReadAll(r.Body)
+	s.mu.Lock()
+	s.reqs = append(s.reqs, request{
+		Method: r.Method, Path: r.URL.Path, Query: r.URL.RawQuery,
+		Auth: r.Header.Get("Authorization"), ContentType: r.Header.Get("Content-Type"),
+		ContentMD5: r.Header.Get("Content-MD5"), Body: string(body), At: time.Now(),
+	})
+	s.mu.Unlock()
+	if s.handler != nil {
+		s.handler(w, r)
+	}
+}
+
+func (s *server) requests() []request {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return append([]request(nil), s.reqs...)
+}
+
+// newServer starts a plain HTTP test server.
+func newServer(t *testing.T, h http.HandlerFunc) *server {
+	t.Helper()
+	s := &server{handler: h}
+	s.Server = httptest.NewServer(s)
+	t.Cleanup(s.Close)
+	return s
+}
+
+// newTLSServer starts an HTTPS test server with cfg (certificates, client
+// auth) and counts accepted connections.
+func newTLSServer(t *testing.T, cfg *tls.Config, h http.HandlerFunc) (*server, *countingConns) {
+	t.Helper()
+	s := &server{handler: h}
+	s.Server = httptest.NewUnstartedServer(s)
+	conns := &countingConns{}
+	s.Config.ConnState = conns.track
+	s.Config.ErrorLog = discardLogger()
+	s.TLS = cfg
+	s.StartTLS()
+	t.Cleanup(s.Close)
+	return s, conns
+}
+
+type countingConns struct {
+	mu sync.Mutex
+	n  int
+}
+
+func (c *countingConns) track(_ net.Conn, st http.ConnState) {
+	if st == http.StateNew {
+		c.mu.Lock()
+		c.n++
+		c.mu.Unlock()
+	}
+}
+
+func (c *countingConns) count() int {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	return c.n
+}
+
+// respond answers with a status, a body and header pairs.
+func respond(status int, body string, header ...string) http.HandlerFunc {
+	return func(w http.ResponseWriter, _ *http.Request) {
+		for i := 0; i+1 < len(header); i += 2 {
+			w.Header().Set(header[i], header[i+1])
+		}
+		w.WriteHeader(status)
+		_, _ = io.WriteString(w, body)
+	}
+}
+
+// sequence serves the handlers in turn, repeating the last one.
+func sequence(hs ...http.HandlerFunc) http.HandlerFunc {
+	var mu sync.Mutex
+	n := 0
+	return func(w http.ResponseWriter, r *http.Request) {
+		mu.Lock()
+		h := hs[min(n, len(hs)-1)]
+		n++
+		mu.Unlock()
+		h(w, r)
+	}
+}
+
+// hangUp closes the connection without an answer: a transport error.
+func hangUp(w http.ResponseWriter, _ *http.Request) {
+	conn, _, err := http.NewResponseController(w).Hijack()
+	if err == nil {
+		conn.Close()
+	}
+}
+
+// fastConfig is a Config for addr with millisecond retries.
+func fastConfig(addr string) Config {
+	return Config{
+		Address:       addr + "/state",
+		LockAddress:   addr + "/state/lock",
+		UnlockAddress: addr + "/state/lock",
+		RetryMax:      2,
+		RetryWaitMin:  time.Millisecond,
+		RetryWaitMax:  5 * time.Millisecond,
+	}
+}
+
+// mustNew creates a client or fails the test.
+func mustNew(t *testing.T, cfg Config, opts ...Option) *Client {
+	t.Helper()
+	c, err := New(cfg, opts...)
+	if err != nil {
+		t.Fatalf("New: %v", err)
+	}
+	return c
+}
+
+func ctxT(t *testing.T) context.Context {
+	t.Helper()
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	t.Cleanup(cancel)
+	return ctx
+}
+
+// testCA is a certificate authority for tests.
+type testCA struct {
+	cert *x509.Certificate
+	key  *ecdsa.PrivateKey
+	pem  []byte
+}
+
+var serial atomic.Int64
+
+// discardLogger silences a test server's TLS handshake errors.
+func discardLogger() *log.Logger { return log.New(io.Discard, "", 0) }
+
+func newCA(t *testing.T, name string) *testCA {
+	t.Helper()
+	key, err := ecdsa.GenerateKey(elliptic.P256(), rand.Reader)
+	if err != nil {
+		t.Fatal(err)
+	}
+	tmpl := &x509.Certificate{
+		SerialNumber:          big.NewInt(serial.Add(1)),
+		Subject:               pkix.Name{CommonName: name},
+		NotBefore:             time.Now().Add(-time.Hour),
+		NotAfter:              time.Now().Add(time.Hour),
+		IsCA:                  true,
+		BasicConstraintsValid: true,
+		KeyUsage:              x509.KeyUsageCertSign | x509.KeyUsageDigitalSignature,
+	}
+	der, err := x509.CreateCertificate(rand.Reader, tmpl, tmpl, &key.PublicKey, key)
+	if err != nil {
+		t.Fatal(err)
+	}
+	cert, err := x509.ParseCertificate(der)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return &testCA{cert: cert, key: key, pem: pem.EncodeToMemory(&pem.Block{Type: "CERTIFICATE", Bytes: der})}
+}
+
+// issue returns a leaf certificate and key as PEM and as a tls.Certificate,
+// valid for 127.0.0.1 (server) or as a client certificate.
+func (ca *testCA) issue(t *testing.T, name string, server bool) (certPEM, keyPEM []byte, pair tls.Certificate) {
+	t.Helper()
+	key, err := ecdsa.GenerateKey(elliptic.P256(), rand.Reader)
+	if err != nil {
+		t.Fatal(err)
+	}
+	n := serial.Add(1)
+	tmpl := &x509.Certificate{
+		SerialNumber: big.NewInt(n),
+		Subject:      pkix.Name{CommonName: name + strconv.FormatInt(n, 10)},
+		NotBefore:    time.Now().Add(-time.Hour),
+		NotAfter:     time.Now().Add(time.Hour),
+		KeyUsage:     x509.KeyUsageDigitalSignature,
+		ExtKeyUsage:  []x509.ExtKeyUsage{x509.ExtKeyUsageClientAuth},
+	}
+	if server {
+		tmpl.ExtKeyUsage = []x509.ExtKeyUsage{x509.ExtKeyUsageServerAuth}
+		tmpl.IPAddresses = []net.IP{net.ParseIP("127.0.0.1")}
+		tmpl.DNSNames = []string{"localhost"}
+	}
+	der, err := x509.CreateCertificate(rand.Reader, tmpl, ca.cert, &key.PublicKey, ca.key)
+	if err != nil {
+		t.Fatal(err)
+	}
+	keyDER, err := x509.MarshalPKCS8PrivateKey(key)
+	if err != nil {
+		t.Fatal(err)
+	}
+	certPEM = pem.EncodeToMemory(&pem.Block{Type: "CERTIFICATE", Bytes: der})
+	keyPEM = pem.EncodeToMemory(&pem.Block{Type: "PRIVATE KEY", Bytes: keyDER})
+	pair, err = tls.X509KeyPair(certPEM, keyPEM)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return certPEM, keyPEM, pair
+}

@@ -1,0 +1,230 @@
+package stateclient
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"net/http"
+	"strings"
+	"time"
+
+	"github.com/google/uuid"
+)
+
+// maxLockBodyBytes bounds the lock holder body read from a conflict answer.
+const maxLockBodyBytes = 1 << 20
+
+// LockInfo describes a state lock, as Terraform writes it. Its JSON has the
+// seven keys ID, Operation, Info, Who, Version, Created and Path, always
+// present; Created is RFC 3339 with nanoseconds.
+type LockInfo struct {
+	// ID is the lock ID, a UUID.
+	ID string `json:"ID"`
+	// Operation is the Terraform operation, e.g. "OperationTypeApply".
+	Operation string `json:"Operation"`
+	// Info is free text.
+	Info string `json:"Info"`
+	// Who is the holder, conventionally user@host.
+	Who string `json:"Who"`
+	// Version is the holder's Terraform version.
+	Version string `json:"Version"`
+	// Created is when the lock was taken.
+	Created time.Time `json:"Created"`
+	// Path is the state path; empty for the http backend.
+	Path string `json:"Path"`
+}
+
+// NewLockInfo returns a LockInfo with a new UUID and the current UTC time.
+func NewLockInfo(operation, who string) LockInfo {
+	return LockInfo{ID: uuid.NewString(), Operation: operation, Who: who, Created: time.Now().UTC()}
+}
+
+// String describes the lock on one line.
+func (l LockInfo) String() string {
+	parts := []string{"ID=" + l.ID}
+	for _, f := range []struct{ k, v string }{{"operation", l.Operation}, {"who", l.Who}, {"version", l.Version}, {"info", l.Info}, {"path", l.Path}} {
+		if f.v != "" {
+			parts = append(parts, f.k+"="+f.v)
+		}
+	}
+	if !l.Created.IsZero() {
+		parts = append(parts, "created="+l.Created.Format(time.RFC3339))
+	}
+	return strings.Join(parts, ", ")
+}
+
+// LockError reports a lock held by someone else: a 409 or 423 answer, or an
+// Unlock for an ID other than the one this client holds (StatusCode 0).
+type LockError struct {
+	// StatusCode is the answer's status, 0 when no request was sent.
+	StatusCode int
+	// Info is the holder; nil when the answer carried no readable LockInfo.
+	Info *LockInfo
+	// Err is the detail: why the holder is unknown, or what was refused.
+	Err error
+}
+
+// Error implements error. It names the holder's ID when known.
+func (e *LockError) Error() string {
+	var b strings.Builder
+	b.WriteString("state lock conflict")
+	if e.StatusCode != 0 {
+		fmt.Fprintf(&b, " (HTTP %d)", e.StatusCode)
+	}
+	switch {
+	case e.Info != nil && e.Info.ID != "":
+		b.WriteString(": held by " + e.Info.String())
+	case e.Info != nil:
+		b.WriteString(": held by a lock without ID")
+	default:
+		b.WriteString(": holder unknown")
+	}
+	if e.Err != nil {
+		b.WriteString(": " + e.Err.Error())
+	}
+	return b.String()
+}
+
+// Unwrap returns Err.
+func (e *LockError) Unwrap() error { return e.Err }
+
+// Lock acquires the lock with Config.LockMethod, sending info as the body,
+// and returns info.ID. The client then holds the lock: Update adds its ID
+// and Unlock sends the same body. With no Config.LockAddress locking is
+// disabled, as in Terraform: Lock returns "" and no error.
+//
+// 409 and 423 give a *LockError with the holder parsed from the body (Info
+// nil when the body is empty or unreadable); 401 and 403 a *StatusError
+// matching ErrUnauthorized or ErrForbidden; any other answer but 200 a
+// *StatusError. A failed Lock leaves a lock held before untouched.
+func (c *Client) Lock(ctx context.Context, info LockInfo) (string, error) {
+	if c.lock == nil {
+		return "", nil
+	}
+	if info.ID == "" {
+		return "", errors.New("lock: the LockInfo has no ID; use NewLockInfo")
+	}
+	body, err := json.Marshal(info)
+	if err != nil {
+		return "", fmt.Errorf("lock: encoding the LockInfo: %w", err)
+	}
+	resp, err := c.do(ctx, c.cfg.LockMethod, c.lock, nil, body)
+	if err != nil {
+		return "", err
+	}
+	switch resp.StatusCode {
+	case http.StatusOK:
+		discard(resp)
+		c.mu.Lock()
+		c.heldID, c.heldLockInfoJSON = info.ID, body
+		c.mu.Unlock()
+		return info.ID, nil
+	case http.StatusConflict, http.StatusLocked:
+		return "", lockConflict(resp)
+	}
+	return "", statusError(resp)
+}
+
+// Unlock releases lock id with Config.UnlockMethod. When this client holds
+// id it sends the LockInfo sent by Lock; when it holds no lock it sends
+// {"ID": id} with the other fields zero, as OpenTofu does; when it holds
+// another lock it sends nothing and returns a *LockError. With no
+// Config.UnlockAddress it does nothing, as in Terraform.
+//
+// Only 200 succeeds. 409 and 423 give a *LockError with the holder, 401
+// and 403 a *StatusError matching ErrUnauthorized or ErrForbidden.
+func (c *Client) Unlock(ctx context.Context, id string) error {
+	if c.unlock == nil {
+		return nil
+	}
+	if id == "" {
+		return errors.New("unlock: empty lock ID")
+	}
+	c.mu.Lock()
+	held, body := c.heldID, c.heldLockInfoJSON
+	c.mu.Unlock()
+	switch held {
+	case id:
+	case "":
+		body = forceUnlockBody(id)
+	default:
+		holder := &LockInfo{}
+		if json.Unmarshal(body, holder) != nil {
+			holder = nil
+		}
+		return &LockError{Info: holder, Err: fmt.Errorf("lock ID %q does not match the lock this client holds", id)}
+	}
+	return c.sendUnlock(ctx, id, body)
+}
+
+// ForceUnlock releases lock id without having acquired it: the body is
+// {"ID": id} with the other fields zero, as OpenTofu's force-unlock sends.
+// It fails with ErrUnlockDisabled when no Config.UnlockAddress is set.
+// Answers are handled as by Unlock.
+func (c *Client) ForceUnlock(ctx context.Context, id string) error {
+	if c.unlock == nil {
+		return ErrUnlockDisabled
+	}
+	if id == "" {
+		return errors.New("force unlock: empty lock ID")
+	}
+	return c.sendUnlock(ctx, id, forceUnlockBody(id))
+}
+
+func (c *Client) sendUnlock(ctx context.Context, id string, body []byte) error {
+	resp, err := c.do(ctx, c.cfg.UnlockMethod, c.unlock, nil, body)
+	if err != nil {
+		return err
+	}
+	switch resp.StatusCode {
+	case http.StatusOK:
+		discard(resp)
+		c.mu.Lock()
+		if c.heldID == id {
+			c.heldID, c.heldLockInfoJSON = "", nil
+		}
+		c.mu.Unlock()
+		return nil
+	case http.StatusConflict, http.StatusLocked:
+		return lockConflict(resp)
+	}
+	return statusError(resp)
+}
+
+// heldLockID returns the ID of the lock this client holds, or "".
+func (c *Client) heldLockID() string {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	return c.heldID
+}
+
+// forceUnlockBody is a LockInfo with only the ID set.
+func forceUnlockBody(id string) []byte {
+	body, _ := json.Marshal(LockInfo{ID: id}) // cannot fail: strings and a zero time
+	return body
+}
+
+// lockConflict reads the holder's LockInfo from a 409 or 423 answer and
+// releases the answer.
+func lockConflict(resp *http.Response) error {
+	defer resp.Body.Close()
+	e := &LockError{StatusCode: resp.StatusCode}
+	body, err := io.ReadAll(io.LimitReader(resp.Body, maxLockBodyBytes))
+	switch {
+	case err != nil:
+		e.Err = fmt.Errorf("reading the lock holder: %w", err)
+	case len(bytes.TrimSpace(body)) == 0:
+		e.Err = errors.New("the answer names no lock holder")
+	default:
+		var holder LockInfo
+		if err := json.Unmarshal(body, &holder); err != nil {
+			e.Err = fmt.Errorf("the lock holder is not valid LockInfo JSON: %w", err)
+		} else {
+			e.Info = &holder
+		}
+	}
+	return e
+}

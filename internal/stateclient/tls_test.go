@@ -1,0 +1,88 @@
+package stateclient
+
+import (
+	"crypto/tls"
+	"crypto/x509"
+	"errors"
+	"net/http"
+	"testing"
+)
+
+func TestTLS(t *testing.T) {
+	t.Parallel()
+	ca := newCA(t, "state CA")
+	otherCA := newCA(t, "other CA")
+	_, _, serverPair := ca.issue(t, "server", true)
+	clientCert, clientKey, _ := ca.issue(t, "client", false)
+	strangerCert, strangerKey, _ := otherCA.issue(t, "stranger", false)
+	pool := x509.NewCertPool()
+	pool.AddCert(ca.cert)
+
+	cases := map[string]struct {
+		mTLS     bool // the server requires a client certificate from ca
+		caPEM    []byte
+		certPEM  []byte
+		keyPEM   []byte
+		skip     bool
+		wantErr  string
+		certErr  bool // a certificate verification error, not retried
+		attempts int  // connections the server accepted; 0: not checked
+	}{
+		"CA ok":                 {caPEM: ca.pem, attempts: 1},
+		"CA bundle":             {caPEM: append(append([]byte{}, otherCA.pem...), ca.pem...), attempts: 1},
+		"wrong CA":              {caPEM: otherCA.pem, wantErr: "giving up after 1 attempt(s)", certErr: true, attempts: 1},
+		"system roots":          {wantErr: "certificate signed by unknown authority", certErr: true, attempts: 1},
+		"skip verification":     {skip: true, attempts: 1},
+		"skip beats wrong CA":   {skip: true, caPEM: otherCA.pem, attempts: 1},
+		"mTLS":                  {mTLS: true, caPEM: ca.pem, certPEM: clientCert, keyPEM: clientKey, attempts: 1},
+		"mTLS no client cert":   {mTLS: true, caPEM: ca.pem, wantErr: "giving up after 3 attempt(s)"},
+		"mTLS unknown client":   {mTLS: true, caPEM: ca.pem, certPEM: strangerCert, keyPEM: strangerKey, wantErr: "giving up after 3 attempt(s)"},
+		"mTLS and skip":         {mTLS: true, skip: true, certPEM: clientCert, keyPEM: clientKey, attempts: 1},
+		"client cert, no mTLS":  {caPEM: ca.pem, certPEM: clientCert, keyPEM: clientKey, attempts: 1},
+		"mTLS over system root": {mTLS: true, certPEM: clientCert, keyPEM: clientKey, wantErr: "unknown authority", certErr: true},
+	}
+	for name, tc := range cases {
+		t.Run(name, func(t *testing.T) {
+			t.Parallel()
+			cfg := &tls.Config{Certificates: []tls.Certificate{serverPair}, MinVersion: tls.VersionTLS12}
+			if tc.mTLS {
+				cfg.ClientAuth = tls.RequireAndVerifyClientCert
+				cfg.ClientCAs = pool
+			}
+			srv, conns := newTLSServer(t, cfg, respond(http.StatusOK, smallState))
+			c := fastConfig(srv.URL)
+			c.ClientCACertificatePEM, c.ClientCertificatePEM, c.ClientPrivateKeyPEM = tc.caPEM, tc.certPEM, tc.keyPEM
+			c.SkipCertVerification = tc.skip
+			p, err := mustNew(t, c).Fetch(ctxT(t))
+			checkErr(t, err, tc.wantErr, nil)
+			if tc.wantErr == "" && (p == nil || string(p.Data) != smallState) {
+				t.Errorf("Fetch() = %v", p)
+			}
+			var ce *tls.CertificateVerificationError
+			if got := errors.As(err, &ce); got != tc.certErr {
+				t.Errorf("errors.As(%v, *tls.CertificateVerificationError) = %v, want %v", err, got, tc.certErr)
+			}
+			if tc.attempts != 0 && conns.count() != tc.attempts {
+				t.Errorf("server accepted %d connections, want %d", conns.count(), tc.attempts)
+			}
+		})
+	}
+}
+
+// TestTLSTransportBase checks that WithTransport's TLS settings are kept
+// and the Config's applied on top, on a clone.
+func TestTLSTransportBase(t *testing.T) {
+	t.Parallel()
+	base := &http.Transport{TLSClientConfig: &tls.Config{ServerName: "example.test", MinVersion: tls.VersionTLS13}}
+	c := mustNew(t, Config{Address: "https://127.0.0.1/state", SkipCertVerification: true}, WithTransport(base))
+	tr := c.rc.HTTPClient.Transport.(*http.Transport)
+	if tr == base || tr.TLSClientConfig == base.TLSClientConfig {
+		t.Fatal("the base transport was not cloned")
+	}
+	if got := tr.TLSClientConfig; got.ServerName != "example.test" || got.MinVersion != tls.VersionTLS13 || !got.InsecureSkipVerify {
+		t.Errorf("TLS config = ServerName %q, MinVersion %x, InsecureSkipVerify %v", got.ServerName, got.MinVersion, got.InsecureSkipVerify)
+	}
+	if base.TLSClientConfig.InsecureSkipVerify {
+		t.Error("the base transport was modified")
+	}
+}

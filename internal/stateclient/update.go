@@ -1,0 +1,54 @@
+package stateclient
+
+import (
+	"context"
+	"net/http"
+)
+
+// Update writes the state with Config.UpdateMethod. While this client
+// holds a lock it adds the query parameter ID=<lock id>, keeping any query
+// the address already has. The body carries Content-Type application/json
+// and Content-MD5, computed once whatever the number of attempts, and data
+// is sent without being copied.
+//
+// 200, 201 and 204 succeed. A 409 or 423 (a lock held by someone else)
+// gives a *LockError with the holder when the server names it; 401 and 403
+// a *StatusError matching ErrUnauthorized or ErrForbidden; any other answer
+// a *StatusError.
+func (c *Client) Update(ctx context.Context, data []byte) error {
+	if data == nil {
+		data = []byte{} // always a body, as Terraform sends
+	}
+	u := *c.state.url
+	if id := c.heldLockID(); id != "" {
+		q := u.Query()
+		q.Set("ID", id)
+		u.RawQuery = q.Encode()
+	}
+	resp, err := c.do(ctx, c.cfg.UpdateMethod, &c.state, &u, data)
+	if err != nil {
+		return err
+	}
+	switch resp.StatusCode {
+	case http.StatusOK, http.StatusCreated, http.StatusNoContent:
+		discard(resp)
+		return nil
+	case http.StatusConflict, http.StatusLocked:
+		return lockConflict(resp)
+	}
+	return statusError(resp)
+}
+
+// Purge deletes the state with DELETE. Only 200 succeeds, as in Terraform
+// (a 204 is an error).
+func (c *Client) Purge(ctx context.Context) error {
+	resp, err := c.do(ctx, http.MethodDelete, &c.state, nil, nil)
+	if err != nil {
+		return err
+	}
+	if resp.StatusCode == http.StatusOK {
+		discard(resp)
+		return nil
+	}
+	return statusError(resp)
+}
