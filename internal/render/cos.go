@@ -1,0 +1,105 @@
+package render
+
+import (
+	"fmt"
+
+	"github.com/infrastate/backend-operator/api/v1alpha1"
+)
+
+// Terraform's defaults for the cos backend. A spec value equal to one of
+// them is not rendered.
+const (
+	cosDefaultKey             = "terraform.tfstate"
+	cosDefaultACL             = "private"
+	cosDefaultSessionDuration = 7200
+)
+
+// CosFiles renders the "cos" backend of spec in region, the effective
+// region (spec.region or the manager's default; spec.region itself is not
+// read). Attributes are written in this order: bucket, region, prefix, key,
+// encrypt, acl, accelerate, endpoint, domain, then the assume_role block
+// (role_arn, session_name, session_duration, policy, external_id), then
+// spec.overrides. bucket and region are always written; encrypt and accelerate whenever set, even to
+// Terraform's default; the others only when set to something other than
+// Terraform's default. The secret id, key and token are never written: see
+// [CosCredentials].
+//
+// Terraform v1.5.7 does not know endpoint, domain and
+// assume_role.external_id; they are rendered for the versions that do.
+//
+// It fails with [ErrMissingRequired] when bucket or region is empty, or
+// when assume_role lacks role_arn or session_name, and with
+// [ErrInvalidOverride] for a bad override.
+func CosFiles(spec v1alpha1.CosBackendSpec, region string) (Files, error) {
+	b, err := cosBody(spec, region)
+	if err != nil {
+		return Files{}, fmt.Errorf("rendering the cos backend: %w", err)
+	}
+	if err := applyOverrides(b, spec.Overrides); err != nil {
+		return Files{}, fmt.Errorf("rendering the cos backend: %w", err)
+	}
+	files, err := renderFiles("cos", b)
+	if err != nil {
+		return Files{}, fmt.Errorf("rendering the cos backend: %w", err)
+	}
+	return files, nil
+}
+
+// cosBody returns the typed attributes and blocks of spec.
+func cosBody(spec v1alpha1.CosBackendSpec, region string) (*body, error) {
+	switch {
+	case spec.Bucket == "":
+		return nil, fmt.Errorf("%w: bucket", ErrMissingRequired)
+	case region == "":
+		return nil, fmt.Errorf("%w: region (neither the backend nor the manager sets one)", ErrMissingRequired)
+	}
+	b := &body{}
+	b.addString("bucket", spec.Bucket)
+	b.addString("region", region)
+	if spec.Prefix != "" {
+		b.addString("prefix", spec.Prefix)
+	}
+	addStringUnlessDefault(b, "key", spec.Key, cosDefaultKey)
+	if spec.Encrypt != nil {
+		b.addBool("encrypt", *spec.Encrypt)
+	}
+	addStringUnlessDefault(b, "acl", spec.ACL, cosDefaultACL)
+	if spec.Accelerate != nil {
+		b.addBool("accelerate", *spec.Accelerate)
+	}
+	if spec.Endpoint != "" {
+		b.addString("endpoint", spec.Endpoint)
+	}
+	if spec.Domain != "" {
+		b.addString("domain", spec.Domain)
+	}
+	if spec.AssumeRole != nil {
+		ar, err := assumeRoleBody(*spec.AssumeRole)
+		if err != nil {
+			return nil, err
+		}
+		b.addBlock("assume_role", ar)
+	}
+	return b, nil
+}
+
+// assumeRoleBody returns the content of the assume_role block.
+func assumeRoleBody(ar v1alpha1.AssumeRole) (*body, error) {
+	switch {
+	case ar.RoleArn == "":
+		return nil, fmt.Errorf("%w: assume_role.role_arn", ErrMissingRequired)
+	case ar.SessionName == "":
+		return nil, fmt.Errorf("%w: assume_role.session_name", ErrMissingRequired)
+	}
+	b := &body{}
+	b.addString("role_arn", ar.RoleArn)
+	b.addString("session_name", ar.SessionName)
+	addIntUnlessDefault(b, "session_duration", ar.SessionDuration, cosDefaultSessionDuration)
+	if ar.Policy != "" {
+		b.addString("policy", ar.Policy)
+	}
+	if ar.ExternalID != "" {
+		b.addString("external_id", ar.ExternalID)
+	}
+	return b, nil
+}

@@ -1,0 +1,90 @@
+package render
+
+import (
+	"fmt"
+
+	"github.com/infrastate/backend-operator/api/v1alpha1"
+)
+
+// Terraform's defaults for the http backend. A spec value equal to one of
+// them is not rendered: the API server fills them in, so they say nothing
+// the user chose.
+const (
+	httpDefaultUpdateMethod = "POST"
+	httpDefaultLockMethod   = "LOCK"
+	httpDefaultUnlockMethod = "UNLOCK"
+	httpDefaultRetryMax     = 2
+	httpDefaultRetryWaitMin = 1
+	httpDefaultRetryWaitMax = 30
+)
+
+// HTTPFiles renders the "http" backend of spec. Attributes are written in
+// Terraform's schema order: address, update_method, lock_address,
+// lock_method, unlock_address, unlock_method, username,
+// skip_cert_verification, retry_max, retry_wait_min, retry_wait_max, then
+// spec.overrides. Only address is always written; lock_method and
+// unlock_method only with their address; skip_cert_verification only when
+// true; the others only when set to something other than Terraform's
+// default. The password and TLS material are never written: see
+// [HTTPCredentials].
+//
+// It fails with [ErrMissingRequired] when the address is empty and with
+// [ErrInvalidOverride] for a bad override.
+func HTTPFiles(spec v1alpha1.HttpBackendSpec) (Files, error) {
+	b, err := httpBody(spec)
+	if err != nil {
+		return Files{}, fmt.Errorf("rendering the http backend: %w", err)
+	}
+	if err := applyOverrides(b, spec.Overrides); err != nil {
+		return Files{}, fmt.Errorf("rendering the http backend: %w", err)
+	}
+	files, err := renderFiles("http", b)
+	if err != nil {
+		return Files{}, fmt.Errorf("rendering the http backend: %w", err)
+	}
+	return files, nil
+}
+
+// httpBody returns the typed attributes of spec.
+func httpBody(spec v1alpha1.HttpBackendSpec) (*body, error) {
+	if spec.Address == "" {
+		return nil, fmt.Errorf("%w: address", ErrMissingRequired)
+	}
+	b := &body{}
+	b.addString("address", spec.Address)
+	addStringUnlessDefault(b, "update_method", spec.UpdateMethod, httpDefaultUpdateMethod)
+	if spec.LockAddress != "" {
+		b.addString("lock_address", spec.LockAddress)
+		addStringUnlessDefault(b, "lock_method", spec.LockMethod, httpDefaultLockMethod)
+	}
+	if spec.UnlockAddress != "" {
+		b.addString("unlock_address", spec.UnlockAddress)
+		addStringUnlessDefault(b, "unlock_method", spec.UnlockMethod, httpDefaultUnlockMethod)
+	}
+	if spec.Username != "" {
+		b.addString("username", spec.Username)
+	}
+	if spec.SkipCertVerification {
+		b.addBool("skip_cert_verification", true)
+	}
+	addIntUnlessDefault(b, "retry_max", spec.RetryMax, httpDefaultRetryMax)
+	addIntUnlessDefault(b, "retry_wait_min", spec.RetryWaitMin, httpDefaultRetryWaitMin)
+	addIntUnlessDefault(b, "retry_wait_max", spec.RetryWaitMax, httpDefaultRetryWaitMax)
+	return b, nil
+}
+
+// addStringUnlessDefault adds attribute name when v is neither empty nor
+// Terraform's default def.
+func addStringUnlessDefault(b *body, name, v, def string) {
+	if v != "" && v != def {
+		b.addString(name, v)
+	}
+}
+
+// addIntUnlessDefault adds attribute name when v is set to something other
+// than Terraform's default def.
+func addIntUnlessDefault(b *body, name string, v *int32, def int32) {
+	if v != nil && *v != def {
+		b.addInt(name, *v)
+	}
+}

@@ -1,0 +1,161 @@
+package render
+
+import (
+	"encoding/json"
+	"net/http"
+	"net/http/httptest"
+	"slices"
+	"strings"
+	"sync"
+	"testing"
+
+	"k8s.io/utils/ptr"
+
+	"github.com/infrastate/backend-operator/api/v1alpha1"
+	"github.com/infrastate/backend-operator/internal/testtools"
+)
+
+// refusingProxy is an HTTPS proxy that refuses every CONNECT, recording the
+// host asked for. It lets terraform get past reading and checking the
+// backend configuration, and shows which endpoint it then contacts,
+// without any network access.
+type refusingProxy struct {
+	mu    sync.Mutex
+	hosts []string
+}
+
+func (p *refusingProxy) ServeHTTP(w http.ResponseWriter, r *http.Request) {
+	p.mu.Lock()
+	p.hosts = append(p.hosts, r.Method+" "+r.Host)
+	p.mu.Unlock()
+	http.Error(w, "refused by the test proxy", http.StatusForbidden)
+}
+
+// configErrors are the diagnostics terraform gives for a backend
+// configuration it cannot read.
+var configErrors = []string{
+	"Unsupported argument",
+	"Unsupported block type",
+	"Extraneous JSON object property",
+	"Missing required argument",
+	"Invalid backend configuration",
+	"Duplicate",
+	"Invalid character",
+	"Invalid expression",
+	"Variables not allowed",
+}
+
+// TestTerraformCos gives rendered CosBackend files to the real terraform
+// CLI, in each of the three layouts, behind a proxy that refuses every
+// connection: terraform must accept the configuration (the assume_role
+// block in backend.tfbackend included) and then contact the endpoint the
+// settings imply, which shows that it read bucket, region, accelerate and
+// assume_role as rendered. Attributes Terraform v1.5.7 does not know must be
+// refused by name with that version.
+func TestTerraformCos(t *testing.T) {
+	bin := testtools.Terraform(t) // fail early
+	version := terraformVersion(t, bin)
+	role := &v1alpha1.AssumeRole{
+		RoleArn:         "qcs::cam::uin/100000000001:roleName/tfstate",
+		SessionName:     "backend-operator",
+		SessionDuration: ptr.To[int32](3600),
+		Policy:          `{"version":"2.0","statement":[{"effect":"allow","action":["cos:*"],"resource":["*"]}]}`,
+	}
+	cases := map[string]struct {
+		spec     v1alpha1.CosBackendSpec
+		wantHost string // CONNECT host, when terraform accepts the configuration
+		// unknownTo157 is an attribute Terraform v1.5.7 refuses.
+		unknownTo157 string
+	}{
+		"minimal": {
+			spec:     v1alpha1.CosBackendSpec{Bucket: testBucket},
+			wantHost: testBucket + ".cos." + testRegion + ".myqcloud.com:443",
+		},
+		"storage fields": {
+			spec: v1alpha1.CosBackendSpec{
+				Bucket: testBucket, Prefix: "teams/app", Key: "app.tfstate", Encrypt: ptr.To(false), ACL: "public-read",
+			},
+			wantHost: testBucket + ".cos." + testRegion + ".myqcloud.com:443",
+		},
+		"accelerate": {
+			spec:     v1alpha1.CosBackendSpec{Bucket: testBucket, Accelerate: ptr.To(true), Encrypt: ptr.To(true)},
+			wantHost: testBucket + ".cos.accelerate.myqcloud.com:443",
+		},
+		"assume_role": {
+			spec:     v1alpha1.CosBackendSpec{Bucket: testBucket, Prefix: "p", AssumeRole: role},
+			wantHost: "sts.tencentcloudapi.com:443",
+		},
+		"escaping": {
+			spec:     cosCases()["escaping"],
+			wantHost: "sts.tencentcloudapi.com:443",
+		},
+		"endpoint": {
+			spec:         v1alpha1.CosBackendSpec{Bucket: testBucket, Endpoint: "https://cos-internal.ap-guangzhou.tencentcos.cn"},
+			unknownTo157: "endpoint",
+		},
+		"domain": {
+			spec:         v1alpha1.CosBackendSpec{Bucket: testBucket, Domain: "internal.tencentcloudapi.com"},
+			unknownTo157: "domain",
+		},
+		"assume_role external_id": {
+			spec:         v1alpha1.CosBackendSpec{Bucket: testBucket, AssumeRole: &v1alpha1.AssumeRole{RoleArn: "r", SessionName: "s-1", ExternalID: "e"}},
+			unknownTo157: "external_id",
+		},
+	}
+	creds := CosCredentials(CosSecrets{SecretID: []byte("AKIDexample"), SecretKey: []byte("example-key")})
+	for name, tc := range cases {
+		for layoutName, l := range layouts {
+			t.Run(name+"/"+layoutName, func(t *testing.T) {
+				t.Parallel()
+				files, err := CosFiles(tc.spec, testRegion)
+				if err != nil {
+					t.Fatal(err)
+				}
+				proxy := &refusingProxy{}
+				srv := httptest.NewServer(proxy)
+				t.Cleanup(srv.Close)
+				w := newWorkdir(t, l.files(files, "cos"), creds, "HTTPS_PROXY="+srv.URL, "HTTP_PROXY="+srv.URL)
+				out, err := w.run(t, append([]string{"init", "-input=false", "-no-color"}, l.initArgs...)...)
+				if err == nil {
+					t.Fatalf("terraform init succeeded through a refusing proxy:\n%s", out)
+				}
+				proxy.mu.Lock()
+				defer proxy.mu.Unlock()
+
+				if tc.unknownTo157 != "" {
+					if !strings.HasPrefix(version, "1.5.") {
+						t.Logf("terraform %s; %s is unknown to v1.5.7 only; output:\n%s", version, tc.unknownTo157, out)
+						return
+					}
+					if want := `named "` + tc.unknownTo157 + `"`; !strings.Contains(out, want) {
+						t.Errorf("terraform %s did not refuse %s by name (%q):\n%s", version, tc.unknownTo157, want, out)
+					}
+					return
+				}
+				for _, diag := range configErrors {
+					if strings.Contains(out, diag) {
+						t.Fatalf("terraform refused the configuration (%s):\n%s", diag, out)
+					}
+				}
+				if want := "CONNECT " + tc.wantHost; !slices.Contains(proxy.hosts, want) {
+					t.Errorf("terraform contacted %q, want %q; output:\n%s", proxy.hosts, want, out)
+				}
+			})
+		}
+	}
+}
+
+// terraformVersion returns the version of the terraform binary, such as
+// 1.5.7.
+func terraformVersion(t *testing.T, bin string) string {
+	t.Helper()
+	w := newWorkdir(t, nil, nil)
+	var v struct {
+		Version string `json:"terraform_version"`
+	}
+	out := w.mustRun(t, "version", "-json")
+	if err := json.Unmarshal([]byte(out), &v); err != nil || v.Version == "" {
+		t.Fatalf("terraform version -json: %v\n%s", err, out)
+	}
+	return v.Version
+}

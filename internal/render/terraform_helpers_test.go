@@ -1,0 +1,156 @@
+package render
+
+import (
+	"context"
+	"crypto/ecdsa"
+	"crypto/elliptic"
+	"crypto/rand"
+	"crypto/tls"
+	"crypto/x509"
+	"crypto/x509/pkix"
+	"encoding/pem"
+	"maps"
+	"math/big"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"slices"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/infrastate/backend-operator/internal/testtools"
+)
+
+// terraformTimeout bounds one terraform command; generous because the
+// tests may share the machine with long builds.
+const terraformTimeout = 3 * time.Minute
+
+// outputTF is the root module the runs apply: one output, no providers,
+// so terraform never downloads anything.
+const outputTF = "output \"x\" {\n  value = \"y\"\n}\n"
+
+// layout is one way a runner pod uses the rendered files.
+type layout struct {
+	// files returns the files of the working directory.
+	files func(f Files, backendType string) map[string][]byte
+	// initArgs are added to terraform init.
+	initArgs []string
+}
+
+// layouts are the three ways a runner pod can use the rendered files: each
+// mounts the file it needs (a ConfigMap item) next to its configuration.
+var layouts = map[string]layout{
+	"backend.tf": {
+		files: func(f Files, _ string) map[string][]byte {
+			return map[string][]byte{BackendTFKey: f.BackendTF, "main.tf": []byte(outputTF)}
+		},
+	},
+	"backend.tfbackend": {
+		files: func(f Files, backendType string) map[string][]byte {
+			mainTF := "terraform {\n  backend \"" + backendType + "\" {}\n}\n\n" + outputTF
+			return map[string][]byte{BackendTFBackendKey: f.BackendTFBackend, "main.tf": []byte(mainTF)}
+		},
+		initArgs: []string{"-backend-config=" + BackendTFBackendKey},
+	},
+	"backend.tf.json": {
+		files: func(f Files, _ string) map[string][]byte {
+			return map[string][]byte{BackendTFJSONKey: f.BackendTFJSON, "main.tf": []byte(outputTF)}
+		},
+	},
+}
+
+// workdir is a terraform working directory with a clean environment.
+type workdir struct {
+	bin string
+	dir string
+	env []string
+}
+
+// newWorkdir writes files into a new temporary directory. env (the
+// credentials Secret) and extraEnv are added to the clean environment of
+// testtools.TerraformEnv, as envFrom would.
+func newWorkdir(t *testing.T, files map[string][]byte, env map[string][]byte, extraEnv ...string) *workdir {
+	t.Helper()
+	bin := testtools.Terraform(t)
+	dir := t.TempDir()
+	for name, content := range files {
+		if err := os.WriteFile(filepath.Join(dir, name), content, 0o600); err != nil {
+			t.Fatal(err)
+		}
+	}
+	vars := testtools.TerraformEnv(t, dir)
+	for _, k := range slices.Sorted(maps.Keys(env)) {
+		vars = append(vars, k+"="+string(env[k]))
+	}
+	return &workdir{bin: bin, dir: dir, env: append(vars, extraEnv...)}
+}
+
+// run runs terraform with args and returns its combined output.
+func (w *workdir) run(t *testing.T, args ...string) (string, error) {
+	t.Helper()
+	ctx, cancel := context.WithTimeout(t.Context(), terraformTimeout)
+	defer cancel()
+	cmd := exec.CommandContext(ctx, w.bin, args...)
+	cmd.Dir = w.dir
+	cmd.Env = w.env
+	out, err := cmd.CombinedOutput()
+	return string(out), err
+}
+
+// mustRun runs terraform and fails the test when it fails.
+func (w *workdir) mustRun(t *testing.T, args ...string) string {
+	t.Helper()
+	out, err := w.run(t, args...)
+	if err != nil {
+		t.Fatalf("terraform %s: %v\n%s", strings.Join(args, " "), err, out)
+	}
+	return out
+}
+
+// clientCert is a self-signed client certificate for mutual TLS.
+type clientCert struct {
+	certPEM, keyPEM []byte
+	tls             tls.Certificate
+	pool            *x509.CertPool // trusts the certificate, for the server
+}
+
+func newClientCert(t *testing.T) clientCert {
+	t.Helper()
+	key, err := ecdsa.GenerateKey(elliptic.P256(), rand.Reader)
+	if err != nil {
+		t.Fatal(err)
+	}
+	tmpl := &x509.Certificate{
+		SerialNumber:          big.NewInt(1),
+		Subject:               pkix.Name{CommonName: "terraform-runner"},
+		NotBefore:             time.Now().Add(-time.Hour),
+		NotAfter:              time.Now().Add(time.Hour),
+		KeyUsage:              x509.KeyUsageDigitalSignature | x509.KeyUsageCertSign,
+		ExtKeyUsage:           []x509.ExtKeyUsage{x509.ExtKeyUsageClientAuth},
+		BasicConstraintsValid: true,
+		IsCA:                  true,
+	}
+	der, err := x509.CreateCertificate(rand.Reader, tmpl, tmpl, &key.PublicKey, key)
+	if err != nil {
+		t.Fatal(err)
+	}
+	keyDER, err := x509.MarshalPKCS8PrivateKey(key)
+	if err != nil {
+		t.Fatal(err)
+	}
+	c := clientCert{
+		certPEM: pem.EncodeToMemory(&pem.Block{Type: "CERTIFICATE", Bytes: der}),
+		keyPEM:  pem.EncodeToMemory(&pem.Block{Type: "PRIVATE KEY", Bytes: keyDER}),
+		pool:    x509.NewCertPool(),
+	}
+	if c.tls, err = tls.X509KeyPair(c.certPEM, c.keyPEM); err != nil {
+		t.Fatal(err)
+	}
+	cert, err := x509.ParseCertificate(der)
+	if err != nil {
+		t.Fatal(err)
+	}
+	c.pool.AddCert(cert)
+	return c
+}

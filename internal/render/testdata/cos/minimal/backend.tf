@@ -1,0 +1,6 @@
+terraform {
+  backend "cos" {
+    bucket = "tfstate-1250000000"
+    region = "ap-guangzhou"
+  }
+}

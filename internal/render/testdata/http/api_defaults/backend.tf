@@ -1,0 +1,5 @@
+terraform {
+  backend "http" {
+    address = "https://state.example.com/state/app"
+  }
+}

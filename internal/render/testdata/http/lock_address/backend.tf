@@ -1,0 +1,6 @@
+terraform {
+  backend "http" {
+    address      = "https://state.example.com/state/app"
+    lock_address = "https://state.example.com/state/app/lock"
+  }
+}

@@ -1,0 +1,6 @@
+terraform {
+  backend "http" {
+    address  = "https://state.example.com/state/app"
+    username = "terraform"
+  }
+}
