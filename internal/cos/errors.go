@@ -1,0 +1,137 @@
+package cos
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"net/http"
+
+	sdk "github.com/tencentyun/cos-go-sdk-v5"
+)
+
+// Sentinel errors. Test for them with errors.Is; the errors returned wrap
+// them together with the details.
+var (
+	// ErrInvalidConfig is wrapped by errors about a Config (or a workspace
+	// name) that no request could fix.
+	ErrInvalidConfig = errors.New("invalid COS configuration")
+	// ErrBucketNotFound means COS answered that the bucket does not exist:
+	// NoSuchBucket, or any 404 to the bucket listing (as Terraform reads it).
+	ErrBucketNotFound = errors.New("COS bucket does not exist")
+	// ErrAccessDenied means COS refused the credentials or the request: any
+	// 403, or the codes AccessDenied, InvalidAccessKeyId and
+	// SignatureDoesNotMatch.
+	ErrAccessDenied = errors.New("COS access denied")
+	// ErrUnreachable means no answer came back: a network error, a refused
+	// connection or a timeout (the HTTP client's or the context deadline).
+	ErrUnreachable = errors.New("COS endpoint unreachable")
+	// ErrChecksumMissing means the object has no usable x-cos-meta-md5
+	// (missing, or not 32 characters): Terraform refuses to read it.
+	ErrChecksumMissing = errors.New("object has no valid x-cos-meta-md5 checksum")
+	// ErrChecksumMismatch means the hex MD5 of the body differs from the
+	// object's x-cos-meta-md5: Terraform refuses to read it.
+	ErrChecksumMismatch = errors.New("object body does not match its x-cos-meta-md5 checksum")
+	// ErrStateTooLarge means the state object is larger than
+	// Config.MaxStateBytes.
+	ErrStateTooLarge = errors.New("state object too large")
+	// ErrInvalidLock means the .tflock object exists but its body is not
+	// Terraform's LockInfo JSON.
+	ErrInvalidLock = errors.New("unreadable lock object")
+)
+
+// ResponseError is an error answer from COS. It matches ErrBucketNotFound
+// and ErrAccessDenied as documented on them.
+type ResponseError struct {
+	// Op describes the operation, such as `read object "env/terraform.tfstate"`.
+	Op string
+	// Bucket is the bucket addressed.
+	Bucket string
+	// Key is the object key, "" for bucket operations.
+	Key string
+	// StatusCode is the HTTP status.
+	StatusCode int
+	// Code is the COS error code (NoSuchBucket, AccessDenied, ...), "" when
+	// the body carried none.
+	Code string
+	// Message is COS's error message.
+	Message string
+	// RequestID is the x-cos-request-id of the answer, for support tickets.
+	RequestID string
+}
+
+// Error implements error.
+func (e *ResponseError) Error() string {
+	msg := fmt.Sprintf("%s in bucket %q: COS answered %d %s", e.Op, e.Bucket, e.StatusCode, http.StatusText(e.StatusCode))
+	if e.Code != "" {
+		msg += ": " + e.Code
+	}
+	if e.Message != "" {
+		msg += ": " + e.Message
+	}
+	if e.RequestID != "" {
+		msg += " (request id " + e.RequestID + ")"
+	}
+	return msg
+}
+
+// Is reports whether the answer means ErrBucketNotFound or ErrAccessDenied.
+func (e *ResponseError) Is(target error) bool {
+	switch target {
+	case ErrBucketNotFound:
+		return e.Code == "NoSuchBucket" || (e.Key == "" && e.StatusCode == http.StatusNotFound)
+	case ErrAccessDenied:
+		switch e.Code {
+		case "AccessDenied", "InvalidAccessKeyId", "SignatureDoesNotMatch":
+			return true
+		}
+		return e.StatusCode == http.StatusForbidden
+	}
+	return false
+}
+
+// classify turns what the SDK returned for op into one of this package's
+// errors. resp is the SDK's response, nil when no answer came back.
+func (c *Client) classify(op, key string, resp *sdk.Response, err error) error {
+	var er *sdk.ErrorResponse
+	if errors.As(err, &er) && er.Response != nil {
+		id := er.RequestID
+		if id == "" {
+			id = er.Response.Header.Get("X-Cos-Request-Id")
+		}
+		return &ResponseError{
+			Op: op, Bucket: c.bucket, Key: key,
+			StatusCode: er.Response.StatusCode, Code: er.Code, Message: er.Message, RequestID: id,
+		}
+	}
+	where := fmt.Sprintf("%s in bucket %q", op, c.bucket)
+	last, attempts := lastError(err)
+	if attempts > 1 {
+		where += fmt.Sprintf(" (%d attempts)", attempts)
+	}
+	if resp != nil {
+		// An answer came, but the SDK could not use it (a listing that
+		// is not XML, for example).
+		return fmt.Errorf("%s: unreadable answer (%d): %w", where, resp.StatusCode, last)
+	}
+	return transportError(where, last)
+}
+
+// transportError wraps an error met while no answer (or no complete
+// answer) came back. A cancelled context is reported as such; everything
+// else, deadlines included, is ErrUnreachable.
+func transportError(where string, err error) error {
+	if errors.Is(err, context.Canceled) {
+		return fmt.Errorf("%s: %w", where, err)
+	}
+	return fmt.Errorf("%s: %w: %w", where, ErrUnreachable, err)
+}
+
+// lastError unwraps the SDK's *RetryError, which holds one error per
+// attempt and no Unwrap method, into the last error and the attempt count.
+func lastError(err error) (error, int) {
+	var re *sdk.RetryError
+	if errors.As(err, &re) && len(re.Errs) > 0 {
+		return re.Errs[len(re.Errs)-1], len(re.Errs)
+	}
+	return err, 1
+}
