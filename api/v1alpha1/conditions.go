@@ -60,8 +60,18 @@ const (
 	// has no default region.
 	RegionMissingReason = "RegionMissing"
 
-	// RenderFailedReason means the rendered objects could not be written.
-	RenderFailedReason = "RenderFailed"
+	// NameConflictReason means the ConfigMap or Secret to render exists and
+	// belongs to something else, so the controller leaves it alone.
+	NameConflictReason = "NameConflict"
+
+	// ReconcileErrorReason means a transient error interrupted the
+	// reconciliation; it is retried with backoff.
+	ReconcileErrorReason = "ReconcileError"
+
+	// StateUnreadableReason means the state object exists but cannot be
+	// used: its checksum is missing or wrong, it is too large, or it does
+	// not parse.
+	StateUnreadableReason = "StateUnreadable"
 
 	// ReachableReason means the last probe succeeded.
 	ReachableReason = "Reachable"

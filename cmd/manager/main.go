@@ -2,6 +2,7 @@
 package main
 
 import (
+	"context"
 	"flag"
 	"fmt"
 	"os"
@@ -13,6 +14,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/log/zap"
 
 	backendsv1alpha1 "github.com/infrastate/backend-operator/api/v1alpha1"
+	"github.com/infrastate/backend-operator/controllers"
 )
 
 // scheme holds the built-in kinds and the backends.infrastate.io kinds.
@@ -40,6 +42,7 @@ func run() error {
 	ctrl.SetLogger(zap.New(zap.UseFlagOptions(&zapOpts)))
 	log := ctrl.Log.WithName("setup")
 
+	ctx := ctrl.SetupSignalHandler()
 	cfg, err := ctrl.GetConfig()
 	if err != nil {
 		return fmt.Errorf("loading kubeconfig: %w", err)
@@ -51,10 +54,31 @@ func run() error {
 	if err := addHealthChecks(mgr); err != nil {
 		return err
 	}
+	if err := setupControllers(ctx, mgr, opts); err != nil {
+		return err
+	}
 
 	log.Info("Starting manager", "watchNamespaces", opts.watchNamespaces, "leaderElection", opts.leaderElect)
-	if err := mgr.Start(ctrl.SetupSignalHandler()); err != nil {
+	if err := mgr.Start(ctx); err != nil {
 		return fmt.Errorf("running manager: %w", err)
+	}
+	return nil
+}
+
+// setupControllers registers every reconciler with the manager.
+func setupControllers(ctx context.Context, mgr ctrl.Manager, opts options) error {
+	recorder := mgr.GetEventRecorder("backend-operator")
+	common := []controllers.Option{
+		controllers.WithMaxConcurrentReconciles(opts.maxConcurrentReconciles),
+		controllers.WithCosDefaultRegion(opts.cosDefaultRegion),
+	}
+	httpBackends := controllers.NewHttpBackendReconciler(mgr.GetClient(), mgr.GetAPIReader(), recorder, common...)
+	if err := httpBackends.SetupWithManager(ctx, mgr); err != nil {
+		return fmt.Errorf("setting up the HttpBackend controller: %w", err)
+	}
+	cosBackends := controllers.NewCosBackendReconciler(mgr.GetClient(), mgr.GetAPIReader(), recorder, common...)
+	if err := cosBackends.SetupWithManager(ctx, mgr); err != nil {
+		return fmt.Errorf("setting up the CosBackend controller: %w", err)
 	}
 	return nil
 }

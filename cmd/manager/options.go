@@ -7,14 +7,13 @@ import (
 	"os"
 	"strings"
 
-	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/util/validation"
 	ctrl "sigs.k8s.io/controller-runtime"
-	"sigs.k8s.io/controller-runtime/pkg/cache"
-	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/healthz"
 	metricsfilters "sigs.k8s.io/controller-runtime/pkg/metrics/filters"
 	metricsserver "sigs.k8s.io/controller-runtime/pkg/metrics/server"
+
+	"github.com/infrastate/backend-operator/controllers"
 )
 
 // leaderElectionID names the Lease the manager replicas compete for.
@@ -90,20 +89,11 @@ func parseNamespaces(value string) ([]string, error) {
 }
 
 // managerOptions turns the settings into controller-runtime options. Secrets
-// and ConfigMaps are never cached: the manager reads the few it needs
-// directly, so that it does not hold every Secret of the cluster in memory.
+// and ConfigMaps are never cached (see controllers.ClientOptions).
 func managerOptions(o options) ctrl.Options {
 	metrics := metricsserver.Options{BindAddress: o.metricsAddr, SecureServing: o.secureMetrics}
 	if o.secureMetrics {
 		metrics.FilterProvider = metricsfilters.WithAuthenticationAndAuthorization
-	}
-
-	var defaultNamespaces map[string]cache.Config
-	if len(o.watchNamespaces) > 0 {
-		defaultNamespaces = make(map[string]cache.Config, len(o.watchNamespaces))
-		for _, ns := range o.watchNamespaces {
-			defaultNamespaces[ns] = cache.Config{}
-		}
 	}
 
 	return ctrl.Options{
@@ -115,10 +105,8 @@ func managerOptions(o options) ctrl.Options {
 		// The manager exits right after it stops reconciling, so releasing
 		// the Lease early is safe and lets a new leader start at once.
 		LeaderElectionReleaseOnCancel: true,
-		Cache:                         cache.Options{DefaultNamespaces: defaultNamespaces},
-		Client: client.Options{Cache: &client.CacheOptions{
-			DisableFor: []client.Object{&corev1.Secret{}, &corev1.ConfigMap{}},
-		}},
+		Cache:                         controllers.CacheOptions(o.watchNamespaces),
+		Client:                        controllers.ClientOptions(),
 	}
 }
 

@@ -1,0 +1,53 @@
+package controllers
+
+import (
+	"fmt"
+
+	corev1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	toolscache "k8s.io/client-go/tools/cache"
+	"sigs.k8s.io/controller-runtime/pkg/cache"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+)
+
+// CacheOptions are the manager's cache settings: the namespaces to watch
+// (all when empty) and trimmed objects.
+func CacheOptions(namespaces []string) cache.Options {
+	var defaultNamespaces map[string]cache.Config
+	if len(namespaces) > 0 {
+		defaultNamespaces = make(map[string]cache.Config, len(namespaces))
+		for _, ns := range namespaces {
+			defaultNamespaces[ns] = cache.Config{}
+		}
+	}
+	return cache.Options{DefaultNamespaces: defaultNamespaces, DefaultTransform: CacheTransform()}
+}
+
+// ClientOptions are the manager's client settings: Secrets and ConfigMaps
+// are never cached, so that the operator does not hold every Secret of the
+// cluster in memory. The reconcilers read the few they need directly and
+// watch the rest for metadata only.
+func ClientOptions() client.Options {
+	return client.Options{Cache: &client.CacheOptions{
+		DisableFor: []client.Object{&corev1.Secret{}, &corev1.ConfigMap{}},
+	}}
+}
+
+// CacheTransform trims what the manager's informers keep: managed fields of
+// every object, and the annotations of objects watched for metadata only
+// (Secrets and ConfigMaps). A Secret created with `kubectl apply` carries
+// its data in the last-applied-configuration annotation, which must not end
+// up in the operator's memory.
+func CacheTransform() toolscache.TransformFunc {
+	strip := cache.TransformStripManagedFields()
+	return func(in any) (any, error) {
+		out, err := strip(in)
+		if err != nil {
+			return nil, fmt.Errorf("stripping managed fields: %w", err)
+		}
+		if m, ok := out.(*metav1.PartialObjectMetadata); ok {
+			m.Annotations = nil
+		}
+		return out, nil
+	}
+}

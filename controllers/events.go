@@ -1,0 +1,49 @@
+package controllers
+
+import (
+	corev1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/api/meta"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+
+	backendsv1alpha1 "github.com/infrastate/backend-operator/api/v1alpha1"
+)
+
+// event is one Kubernetes event to emit.
+type event struct {
+	eventType, reason, action, note string
+}
+
+// transitionEvents returns the events for the condition changes between
+// before and after: Ready becoming True or not True, and a lock appearing
+// or going away. A reconciliation that changes nothing emits nothing.
+func transitionEvents(before, after []metav1.Condition) []event {
+	var events []event
+	if ready, changed := changedCondition(before, after, backendsv1alpha1.ReadyCondition); changed {
+		if ready.Status == metav1.ConditionTrue {
+			events = append(events, event{corev1.EventTypeNormal, ready.Reason, "Reconcile", ready.Message})
+		} else {
+			events = append(events, event{corev1.EventTypeWarning, ready.Reason, "Reconcile", ready.Message})
+		}
+	}
+	if locked, changed := changedCondition(before, after, backendsv1alpha1.LockedCondition); changed {
+		wasLocked := meta.IsStatusConditionTrue(before, backendsv1alpha1.LockedCondition)
+		switch {
+		case locked.Status == metav1.ConditionTrue:
+			events = append(events, event{corev1.EventTypeNormal, backendsv1alpha1.LockHeldReason, "Probe", locked.Message})
+		case wasLocked && locked.Status == metav1.ConditionFalse:
+			events = append(events, event{corev1.EventTypeNormal, "LockReleased", "Probe", locked.Message})
+		}
+	}
+	return events
+}
+
+// changedCondition returns the condition of type t in after when its status
+// differs from before (or it is new).
+func changedCondition(before, after []metav1.Condition, t string) (*metav1.Condition, bool) {
+	now := meta.FindStatusCondition(after, t)
+	if now == nil {
+		return nil, false
+	}
+	was := meta.FindStatusCondition(before, t)
+	return now, was == nil || was.Status != now.Status
+}

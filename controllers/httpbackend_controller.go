@@ -1,0 +1,143 @@
+package controllers
+
+import (
+	"context"
+	"fmt"
+	"time"
+
+	corev1 "k8s.io/api/core/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	"k8s.io/client-go/tools/events"
+	ctrl "sigs.k8s.io/controller-runtime"
+	"sigs.k8s.io/controller-runtime/pkg/builder"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+	"sigs.k8s.io/controller-runtime/pkg/controller"
+	"sigs.k8s.io/controller-runtime/pkg/handler"
+	"sigs.k8s.io/controller-runtime/pkg/predicate"
+
+	backendsv1alpha1 "github.com/infrastate/backend-operator/api/v1alpha1"
+)
+
+// +kubebuilder:rbac:groups="",resources=secrets;configmaps,verbs=get;list;watch;create;patch;delete
+
+// HttpBackendReconciler renders HttpBackends for runner pods and probes the
+// state they hold.
+type HttpBackendReconciler struct {
+	client    client.Client
+	apiReader client.Reader
+	events    events.EventRecorder
+	opts      options
+	schedule  *probeSchedule
+}
+
+// NewHttpBackendReconciler returns a reconciler that writes through c and
+// reads Secrets and ConfigMaps through apiReader, which must not be a cache.
+func NewHttpBackendReconciler(c client.Client, apiReader client.Reader, recorder events.EventRecorder, opts ...Option) *HttpBackendReconciler {
+	return &HttpBackendReconciler{
+		client:    c,
+		apiReader: apiReader,
+		events:    recorder,
+		opts:      newOptions(opts),
+		schedule:  newProbeSchedule(),
+	}
+}
+
+// httpScope collects what the phases of one reconciliation read and write.
+type httpScope struct {
+	// backend is the object; phases set its status.
+	backend *backendsv1alpha1.HttpBackend
+	// secrets is the resolved credential material, filled by
+	// reconcileCredentials. It never leaves the process except in the
+	// rendered Secret.
+	secrets httpSecrets
+	// readyMessage describes the rendered objects, filled by reconcileRender.
+	readyMessage string
+	// requeueAfter is the wait until the next probe, set by reconcileProbe.
+	requeueAfter time.Duration
+}
+
+// httpPhase is one step of the reconciliation. A stallError stops it.
+type httpPhase func(ctx context.Context, s *httpScope) error
+
+// Reconcile renders the backend's ConfigMap and credentials Secret, then
+// probes its state when a probe is due. Status is patched once, at the end,
+// and only when it changed.
+func (r *HttpBackendReconciler) Reconcile(ctx context.Context, req ctrl.Request) (result ctrl.Result, retErr error) {
+	backend := &backendsv1alpha1.HttpBackend{}
+	if err := r.client.Get(ctx, req.NamespacedName, backend); err != nil {
+		if apierrors.IsNotFound(err) {
+			r.schedule.forget(req.NamespacedName)
+			forgetMetrics(httpBackendKind, req.Namespace, req.Name)
+		}
+		return ctrl.Result{}, client.IgnoreNotFound(err)
+	}
+	if !backend.DeletionTimestamp.IsZero() {
+		// Owner references delete the rendered objects; nothing else to do.
+		return ctrl.Result{}, nil
+	}
+
+	before := backend.DeepCopy()
+	scope := &httpScope{backend: backend}
+	markReconciling(&backend.Status.Conditions, backend.Generation, backend.Status.ObservedGeneration)
+	defer func() {
+		out := outcome{readyMessage: scope.readyMessage, probe: httpProbeCondition(backend)}
+		retErr = finishReconcile(ctx, r.client, r.events, backend, before, out, retErr)
+		if retErr != nil {
+			// The next attempt probes again: this one's observations
+			// may not have reached the status.
+			r.schedule.forget(req.NamespacedName)
+			result = ctrl.Result{}
+		}
+	}()
+
+	for _, phase := range []httpPhase{r.reconcileCredentials, r.reconcileRender, r.reconcileProbe} {
+		if err := phase(ctx, scope); err != nil {
+			return ctrl.Result{}, err
+		}
+	}
+	return ctrl.Result{RequeueAfter: scope.requeueAfter}, nil
+}
+
+// SetupWithManager registers the reconciler with mgr. Secrets and
+// ConfigMaps are watched for metadata only: the manager never holds their
+// contents.
+func (r *HttpBackendReconciler) SetupWithManager(ctx context.Context, mgr ctrl.Manager) error {
+	if err := mgr.GetFieldIndexer().IndexField(ctx, &backendsv1alpha1.HttpBackend{}, referencesIndex, httpBackendReferences); err != nil {
+		return fmt.Errorf("indexing HttpBackend references: %w", err)
+	}
+	list := func() client.ObjectList { return &backendsv1alpha1.HttpBackendList{} }
+	return ctrl.NewControllerManagedBy(mgr).
+		For(&backendsv1alpha1.HttpBackend{}, builder.WithPredicates(predicate.GenerationChangedPredicate{})).
+		Owns(&corev1.ConfigMap{}, builder.OnlyMetadata).
+		Owns(&corev1.Secret{}, builder.OnlyMetadata).
+		Watches(&corev1.Secret{}, handler.EnqueueRequestsFromMapFunc(enqueueReferrers(mgr.GetClient(), list, secretReference)), builder.OnlyMetadata).
+		Watches(&corev1.ConfigMap{}, handler.EnqueueRequestsFromMapFunc(enqueueReferrers(mgr.GetClient(), list, configMapReference)), builder.OnlyMetadata).
+		WithOptions(controller.Options{MaxConcurrentReconciles: r.opts.maxConcurrentReconciles}).
+		Named("httpbackend").
+		Complete(r)
+}
+
+// httpBackendReferences lists the Secrets and ConfigMaps an HttpBackend
+// references, for referencesIndex.
+func httpBackendReferences(obj client.Object) []string {
+	backend, ok := obj.(*backendsv1alpha1.HttpBackend)
+	if !ok {
+		return nil
+	}
+	var refs []string
+	if ref := backend.Spec.PasswordSecretRef; ref != nil {
+		refs = append(refs, secretReference(ref.Name))
+	}
+	if tls := backend.Spec.TLS; tls != nil {
+		if ref := tls.ClientCertificateSecretRef; ref != nil {
+			refs = append(refs, secretReference(ref.Name))
+		}
+		if ca := tls.CACertificate; ca != nil && ca.SecretRef != nil {
+			refs = append(refs, secretReference(ca.SecretRef.Name))
+		}
+		if ca := tls.CACertificate; ca != nil && ca.ConfigMapRef != nil {
+			refs = append(refs, configMapReference(ca.ConfigMapRef.Name))
+		}
+	}
+	return refs
+}

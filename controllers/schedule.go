@@ -1,0 +1,72 @@
+package controllers
+
+import (
+	"math/rand/v2"
+	"sync"
+	"time"
+
+	"k8s.io/apimachinery/pkg/types"
+)
+
+// probeSchedule remembers, in memory, when each object was last probed and
+// with which inputs, so that a reconcile triggered by a watch event does not
+// probe again before the interval has passed. New inputs (a new generation,
+// rotated credentials) make a probe due at once. After a restart every
+// object is probed once, which is what a user expects.
+type probeSchedule struct {
+	mu   sync.Mutex
+	last map[types.NamespacedName]probeRecord
+}
+
+type probeRecord struct {
+	at     time.Time
+	inputs string
+	next   time.Duration
+}
+
+func newProbeSchedule() *probeSchedule {
+	return &probeSchedule{last: map[types.NamespacedName]probeRecord{}}
+}
+
+// due reports whether key must be probed now, and otherwise how long until
+// it must (0 when only new inputs make it due: periodic probing is off).
+func (s *probeSchedule) due(key types.NamespacedName, inputs string, now time.Time) (bool, time.Duration) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	rec, ok := s.last[key]
+	if !ok || rec.inputs != inputs {
+		return true, 0
+	}
+	if rec.next <= 0 {
+		return false, 0
+	}
+	if wait := rec.at.Add(rec.next).Sub(now); wait > 0 {
+		return false, wait
+	}
+	return true, 0
+}
+
+// probed records a probe of key at now and returns the jittered wait until
+// the next one; an interval of 0 means no periodic probe.
+func (s *probeSchedule) probed(key types.NamespacedName, inputs string, now time.Time, interval time.Duration) time.Duration {
+	next := jitter(interval)
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	s.last[key] = probeRecord{at: now, inputs: inputs, next: next}
+	return next
+}
+
+// forget drops what is known of key, when the object is deleted.
+func (s *probeSchedule) forget(key types.NamespacedName) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	delete(s.last, key)
+}
+
+// jitter spreads probes of many backends: it returns d plus up to 10%.
+func jitter(d time.Duration) time.Duration {
+	if d <= 0 {
+		return d
+	}
+	return d + time.Duration(rand.Int64N(int64(d)/10+1))
+}

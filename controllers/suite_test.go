@@ -1,0 +1,163 @@
+package controllers
+
+import (
+	"context"
+	"net/http"
+	"net/http/httptest"
+	"sync"
+	"testing"
+	"time"
+
+	. "github.com/onsi/ginkgo/v2"
+	. "github.com/onsi/gomega"
+	"k8s.io/client-go/rest"
+	ctrl "sigs.k8s.io/controller-runtime"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+	"sigs.k8s.io/controller-runtime/pkg/config"
+	"sigs.k8s.io/controller-runtime/pkg/envtest"
+	logf "sigs.k8s.io/controller-runtime/pkg/log"
+	"sigs.k8s.io/controller-runtime/pkg/log/zap"
+	metricsserver "sigs.k8s.io/controller-runtime/pkg/metrics/server"
+
+	"github.com/infrastate/backend-operator/internal/stateserver"
+	"github.com/infrastate/backend-operator/internal/testenv"
+)
+
+// Shared timeouts of the suite.
+const (
+	timeout  = 30 * time.Second
+	interval = 100 * time.Millisecond
+)
+
+// Credentials of the suite's state servers.
+const (
+	stateUser     = "runner"
+	statePassword = "s3cret-Pa55word-value"
+)
+
+var (
+	testEnv   *envtest.Environment
+	cfg       *rest.Config
+	k8sClient client.Client
+
+	// stateServer speaks the REST state protocol over plain HTTP with basic
+	// auth; tlsStateServer over mutual TLS, with certs from suiteCerts.
+	stateServer, tlsStateServer     *stateserver.Server
+	stateHTTPServer, stateTLSServer *httptest.Server
+	suiteCerts                      *testCertificates
+)
+
+func TestControllers(t *testing.T) {
+	RegisterFailHandler(Fail)
+	RunSpecs(t, "Controllers suite")
+}
+
+var _ = BeforeSuite(func() {
+	logf.SetLogger(zap.New(zap.WriteTo(GinkgoWriter), zap.UseDevMode(true)))
+
+	var err error
+	testEnv, err = testenv.New()
+	Expect(err).NotTo(HaveOccurred())
+	cfg, err = testEnv.Start()
+	Expect(err).NotTo(HaveOccurred())
+	k8sClient, err = client.New(cfg, client.Options{Scheme: testenv.Scheme()})
+	Expect(err).NotTo(HaveOccurred())
+
+	stateServer = stateserver.New(stateserver.NewMemoryStore(), stateserver.WithBasicAuth(stateUser, statePassword))
+	stateHTTPServer = httptest.NewServer(stateServer)
+
+	suiteCerts = newTestCertificates()
+	tlsStateServer = stateserver.New(stateserver.NewMemoryStore())
+	stateTLSServer = httptest.NewUnstartedServer(tlsStateServer)
+	stateTLSServer.TLS = suiteCerts.serverTLSConfig()
+	stateTLSServer.StartTLS()
+})
+
+var _ = AfterSuite(func() {
+	if stateHTTPServer != nil {
+		stateHTTPServer.Close()
+	}
+	if stateTLSServer != nil {
+		stateTLSServer.Close()
+	}
+	if testEnv != nil {
+		Expect(testEnv.Stop()).To(Succeed())
+	}
+})
+
+// writeCounter counts the writes a manager sends to the API server.
+type writeCounter struct {
+	mu     sync.Mutex
+	writes []string
+}
+
+func (w *writeCounter) wrap(rt http.RoundTripper) http.RoundTripper {
+	return roundTripFunc(func(req *http.Request) (*http.Response, error) {
+		if req.Method != http.MethodGet {
+			w.mu.Lock()
+			w.writes = append(w.writes, req.Method+" "+req.URL.Path)
+			w.mu.Unlock()
+		}
+		return rt.RoundTrip(req)
+	})
+}
+
+// since returns the writes recorded after the first n.
+func (w *writeCounter) since(n int) []string {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	return append([]string(nil), w.writes[n:]...)
+}
+
+func (w *writeCounter) count() int {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	return len(w.writes)
+}
+
+type roundTripFunc func(*http.Request) (*http.Response, error)
+
+func (f roundTripFunc) RoundTrip(r *http.Request) (*http.Response, error) { return f(r) }
+
+// startManager runs a fresh manager with both reconcilers for the current
+// spec, watching only its namespace, and stops it when the spec ends. It
+// returns the counter of the manager's writes.
+func startManager(ctx context.Context, namespace string, opts ...Option) *writeCounter {
+	counter := &writeCounter{}
+	mgrCfg := rest.CopyConfig(cfg)
+	mgrCfg.Wrap(counter.wrap)
+
+	skip := true
+	mgr, err := ctrl.NewManager(mgrCfg, ctrl.Options{
+		Scheme:     testenv.Scheme(),
+		Metrics:    metricsserver.Options{BindAddress: "0"},
+		Controller: config.Controller{SkipNameValidation: &skip},
+		Cache:      CacheOptions([]string{namespace}),
+		Client:     ClientOptions(),
+	})
+	Expect(err).NotTo(HaveOccurred())
+
+	recorder := mgr.GetEventRecorder("backend-operator")
+	Expect(NewHttpBackendReconciler(mgr.GetClient(), mgr.GetAPIReader(), recorder, opts...).SetupWithManager(ctx, mgr)).To(Succeed())
+	Expect(NewCosBackendReconciler(mgr.GetClient(), mgr.GetAPIReader(), recorder, opts...).SetupWithManager(ctx, mgr)).To(Succeed())
+
+	mgrCtx, cancel := context.WithCancel(context.Background())
+	done := make(chan struct{})
+	go func() {
+		defer GinkgoRecover()
+		defer close(done)
+		Expect(mgr.Start(mgrCtx)).To(Succeed())
+	}()
+	DeferCleanup(func() {
+		cancel()
+		Eventually(done, timeout).Should(BeClosed())
+	})
+	return counter
+}
+
+// newNamespace gives the current spec a namespace of its own.
+func newNamespace(ctx context.Context) string {
+	ns, err := testenv.CreateNamespace(ctx, k8sClient, "ctrl")
+	Expect(err).NotTo(HaveOccurred())
+	return ns
+}
