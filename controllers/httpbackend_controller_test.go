@@ -146,7 +146,7 @@ var _ = Describe("HttpBackend controller", func() {
 				expectKstatusInvariants(g, backend)
 				c := expectCondition(g, backend.Status.Conditions, condType, status, reason)
 				g.Expect(c.Message).To(ContainSubstring(message))
-				ready := expectCondition(g, backend.Status.Conditions, "Ready", readyStatusFor(status), reason)
+				ready := expectCondition(g, backend.Status.Conditions, "Ready", readyStatus(status), reason)
 				g.Expect(ready.Message).To(ContainSubstring(message))
 			}, timeout, interval).Should(Succeed())
 		},
@@ -337,10 +337,6 @@ var _ = Describe("HttpBackend controller", func() {
 		expectNoSecretsIn(ctx, ns, secrets)
 	})
 })
-
-// readyStatusFor is Ready's status when a condition of the given status
-// explains it: a Stalled=True or a failed probe makes Ready False.
-func readyStatusFor(metav1.ConditionStatus) metav1.ConditionStatus { return metav1.ConditionFalse }
 
 // withKey sets an object's namespace and name and returns it.
 func withKey[T interface {

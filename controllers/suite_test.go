@@ -19,6 +19,8 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/log/zap"
 	metricsserver "sigs.k8s.io/controller-runtime/pkg/metrics/server"
 
+	"github.com/infrastate/backend-operator/internal/cos"
+	"github.com/infrastate/backend-operator/internal/cos/costest"
 	"github.com/infrastate/backend-operator/internal/stateserver"
 	"github.com/infrastate/backend-operator/internal/testenv"
 )
@@ -33,6 +35,8 @@ const (
 const (
 	stateUser     = "runner"
 	statePassword = "s3cret-Pa55word-value"
+	cosSecretID   = "AKIDinfrastateTestKey0001"
+	cosSecretKey  = "cos-secret-key-value-0001"
 )
 
 var (
@@ -45,6 +49,10 @@ var (
 	stateServer, tlsStateServer     *stateserver.Server
 	stateHTTPServer, stateTLSServer *httptest.Server
 	suiteCerts                      *testCertificates
+
+	// cosServer stands in for Tencent Cloud COS, checking request
+	// signatures; the reconcilers reach it through an injected factory.
+	cosServer *costest.Server
 )
 
 func TestControllers(t *testing.T) {
@@ -71,6 +79,9 @@ var _ = BeforeSuite(func() {
 	stateTLSServer = httptest.NewUnstartedServer(tlsStateServer)
 	stateTLSServer.TLS = suiteCerts.serverTLSConfig()
 	stateTLSServer.StartTLS()
+
+	cosServer = costest.NewServer(nil)
+	cosServer.AddCredentials(cosSecretID, cosSecretKey)
 })
 
 var _ = AfterSuite(func() {
@@ -79,6 +90,9 @@ var _ = AfterSuite(func() {
 	}
 	if stateTLSServer != nil {
 		stateTLSServer.Close()
+	}
+	if cosServer != nil {
+		cosServer.Close()
 	}
 	if testEnv != nil {
 		Expect(testEnv.Stop()).To(Succeed())
@@ -137,6 +151,9 @@ func startManager(ctx context.Context, namespace string, opts ...Option) *writeC
 	})
 	Expect(err).NotTo(HaveOccurred())
 
+	opts = append([]Option{WithCosClientFactory(func(c cos.Config) (*cos.Client, error) {
+		return cos.New(c, cos.WithBaseURL(cosServer.URL(c.Bucket)))
+	})}, opts...)
 	recorder := mgr.GetEventRecorder("backend-operator")
 	Expect(NewHttpBackendReconciler(mgr.GetClient(), mgr.GetAPIReader(), recorder, opts...).SetupWithManager(ctx, mgr)).To(Succeed())
 	Expect(NewCosBackendReconciler(mgr.GetClient(), mgr.GetAPIReader(), recorder, opts...).SetupWithManager(ctx, mgr)).To(Succeed())

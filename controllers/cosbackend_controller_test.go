@@ -1,0 +1,159 @@
+package controllers
+
+import (
+	"context"
+	"crypto/md5"
+	"encoding/hex"
+	"time"
+
+	. "github.com/onsi/ginkgo/v2"
+	. "github.com/onsi/gomega"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+
+	backendsv1alpha1 "github.com/infrastate/backend-operator/api/v1alpha1"
+)
+
+// makeCosBackend returns a CosBackend of bucket with credentials from the
+// Secret "cos-credentials".
+func makeCosBackend(name, namespace, bucket string) *backendsv1alpha1.CosBackend {
+	return &backendsv1alpha1.CosBackend{
+		ObjectMeta: metav1.ObjectMeta{Name: name, Namespace: namespace},
+		Spec: backendsv1alpha1.CosBackendSpec{
+			Bucket:               bucket,
+			Region:               "ap-guangzhou",
+			Prefix:               "platform",
+			CredentialsSecretRef: &backendsv1alpha1.LocalSecretRef{Name: "cos-credentials"},
+		},
+	}
+}
+
+// lockJSON is a .tflock object as Terraform's cos backend writes it.
+const lockJSON = `{"ID":"0f6b6d2c-4a8e-4a51-9d1e-7c2b1f0e9a11","Operation":"OperationTypeApply","Info":"","Who":"bob@ci","Version":"1.5.7","Created":"2026-01-02T03:04:05.123456789Z","Path":"platform/terraform.tfstate.tflock"}`
+
+var _ = Describe("CosBackend controller", func() {
+	var (
+		ctx    context.Context
+		ns     string
+		bucket string
+	)
+
+	BeforeEach(func() {
+		var cancel context.CancelFunc
+		ctx, cancel = context.WithTimeout(context.Background(), 2*time.Minute)
+		DeferCleanup(cancel)
+		ns = newNamespace(ctx)
+		// Bucket names are <name>-<appid>; the namespace keeps them apart.
+		bucket = ns + "-1250000000"
+		Expect(k8sClient.Create(ctx, makeSecret("cos-credentials", ns, map[string]string{
+			"secretId": cosSecretID, "secretKey": cosSecretKey, "securityToken": "temporary-token",
+		}))).To(Succeed())
+	})
+
+	It("renders the backend and reports the bucket, the state and the lock", func() {
+		startManager(ctx, ns)
+		cosServer.CreateBucket(bucket)
+		cosServer.PutState(bucket, "platform/terraform.tfstate", v4State(3, `"vpc_id":{"value":"vpc-1","type":"string"}`))
+		cosServer.PutState(bucket, "platform/terraform.tfstate.tflock", []byte(lockJSON))
+		backend := makeCosBackend("network", ns, bucket)
+		backend.Spec.Encrypt = ptrTo(true)
+		Expect(k8sClient.Create(ctx, backend)).To(Succeed())
+
+		Eventually(func(g Gomega) {
+			getObject(ctx, g, backend)
+			expectKstatusInvariants(g, backend)
+			expectCondition(g, backend.Status.Conditions, "Ready", metav1.ConditionTrue, "Succeeded")
+			expectCondition(g, backend.Status.Conditions, "BucketReady", metav1.ConditionTrue, "Reachable")
+			expectCondition(g, backend.Status.Conditions, "Locked", metav1.ConditionTrue, "LockHeld")
+		}, timeout, interval).Should(Succeed())
+
+		Expect(backend.Status.Region).To(Equal("ap-guangzhou"))
+		Expect(backend.Status.State).To(HaveValue(And(
+			HaveField("Present", true), HaveField("Serial", int64(3)), HaveField("Lineage", "lineage-1"), HaveField("OutputCount", int32(1)),
+		)))
+		sum := md5.Sum([]byte(lockJSON))
+		Expect(backend.Status.Lock).To(HaveValue(And(
+			HaveField("ID", hex.EncodeToString(sum[:])), HaveField("Who", "bob@ci"), HaveField("Operation", "OperationTypeApply"),
+		)), "the lock ID is the one terraform force-unlock takes for COS")
+
+		cm := renderedConfigMap(ctx, Default, ns, "network-backend")
+		expectControlledBy(Default, cm, backend, "CosBackend")
+		Expect(cm.Data["backend.tf"]).To(ContainSubstring(`backend "cos"`))
+		Expect(cm.Data["backend.tf"]).To(ContainSubstring(bucket))
+		Expect(cm.Data["backend.tf"]).To(ContainSubstring(`"ap-guangzhou"`))
+		secret := renderedSecret(ctx, Default, ns, "network-backend-credentials")
+		expectControlledBy(Default, secret, backend, "CosBackend")
+		Expect(secret.Data).To(Equal(map[string][]byte{
+			"TENCENTCLOUD_SECRET_ID":      []byte(cosSecretID),
+			"TENCENTCLOUD_SECRET_KEY":     []byte(cosSecretKey),
+			"TENCENTCLOUD_SECURITY_TOKEN": []byte("temporary-token"),
+		}))
+		expectNoSecretsIn(ctx, ns, []string{cosSecretKey, "temporary-token"})
+	})
+
+	It("uses the manager's default region when the spec sets none", func() {
+		startManager(ctx, ns, WithCosDefaultRegion("ap-shanghai"))
+		cosServer.CreateBucket(bucket)
+		backend := makeCosBackend("network", ns, bucket)
+		backend.Spec.Region = ""
+		Expect(k8sClient.Create(ctx, backend)).To(Succeed())
+		Eventually(func(g Gomega) {
+			getObject(ctx, g, backend)
+			expectCondition(g, backend.Status.Conditions, "Ready", metav1.ConditionTrue, "Succeeded")
+			g.Expect(backend.Status.Region).To(Equal("ap-shanghai"))
+			g.Expect(backend.Status.State).To(HaveValue(HaveField("Present", false)))
+			expectCondition(g, backend.Status.Conditions, "Locked", metav1.ConditionFalse, "NotLocked")
+		}, timeout, interval).Should(Succeed())
+		Expect(renderedConfigMap(ctx, Default, ns, "network-backend").Data["backend.tf"]).To(ContainSubstring(`"ap-shanghai"`))
+	})
+
+	DescribeTable("reports why the backend cannot be used",
+		func(setup func(ns, bucket string) *backendsv1alpha1.CosBackend, condType string, status metav1.ConditionStatus, reason, message string) {
+			startManager(ctx, ns)
+			backend := setup(ns, bucket)
+			Expect(k8sClient.Create(ctx, backend)).To(Succeed())
+			Eventually(func(g Gomega) {
+				getObject(ctx, g, backend)
+				expectKstatusInvariants(g, backend)
+				c := expectCondition(g, backend.Status.Conditions, condType, status, reason)
+				g.Expect(c.Message).To(ContainSubstring(message))
+				ready := expectCondition(g, backend.Status.Conditions, "Ready", readyStatus(status), reason)
+				g.Expect(ready.Message).To(ContainSubstring(message))
+			}, timeout, interval).Should(Succeed())
+		},
+		Entry("a bucket that does not exist", func(ns, bucket string) *backendsv1alpha1.CosBackend {
+			return makeCosBackend("b", ns, bucket)
+		}, "BucketReady", metav1.ConditionFalse, "BucketNotFound", "does not exist"),
+		Entry("credentials COS refuses", func(ns, bucket string) *backendsv1alpha1.CosBackend {
+			cosServer.CreateBucket(bucket)
+			Expect(k8sClient.Create(ctx, makeSecret("wrong", ns, map[string]string{"secretId": cosSecretID, "secretKey": "not-the-key"}))).To(Succeed())
+			b := makeCosBackend("b", ns, bucket)
+			b.Spec.CredentialsSecretRef.Name = "wrong"
+			return b
+		}, "BucketReady", metav1.ConditionFalse, "AccessDenied", "check the credentials"),
+		Entry("a state object without its checksum", func(ns, bucket string) *backendsv1alpha1.CosBackend {
+			cosServer.CreateBucket(bucket)
+			cosServer.PutObject(bucket, "platform/terraform.tfstate", v4State(1, ""), nil)
+			return makeCosBackend("b", ns, bucket)
+		}, "BucketReady", metav1.ConditionFalse, "StateUnreadable", "x-cos-meta-md5"),
+		Entry("no region anywhere", func(ns, bucket string) *backendsv1alpha1.CosBackend {
+			b := makeCosBackend("b", ns, bucket)
+			b.Spec.Region = ""
+			return b
+		}, "Stalled", metav1.ConditionTrue, "RegionMissing", "--cos-default-region"),
+		Entry("a credentials Secret without secretKey", func(ns, bucket string) *backendsv1alpha1.CosBackend {
+			Expect(k8sClient.Create(ctx, makeSecret("partial", ns, map[string]string{"secretId": cosSecretID}))).To(Succeed())
+			b := makeCosBackend("b", ns, bucket)
+			b.Spec.CredentialsSecretRef.Name = "partial"
+			return b
+		}, "Stalled", metav1.ConditionTrue, "SecretKeyMissing", `has no key "secretKey"`),
+	)
+})
+
+// readyStatus is Ready's status when a condition of the given status
+// explains it: Unknown stays Unknown, everything else makes Ready False.
+func readyStatus(s metav1.ConditionStatus) metav1.ConditionStatus {
+	if s == metav1.ConditionUnknown {
+		return metav1.ConditionUnknown
+	}
+	return metav1.ConditionFalse
+}

@@ -1,0 +1,160 @@
+package controllers
+
+import (
+	"crypto/x509"
+	"errors"
+	"fmt"
+	"net"
+	"syscall"
+	"testing"
+	"time"
+
+	"github.com/google/go-cmp/cmp"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/types"
+
+	backendsv1alpha1 "github.com/infrastate/backend-operator/api/v1alpha1"
+	"github.com/infrastate/backend-operator/internal/cos"
+	"github.com/infrastate/backend-operator/internal/render"
+	"github.com/infrastate/backend-operator/internal/stateclient"
+	"github.com/infrastate/backend-operator/internal/statefile"
+)
+
+func TestProbeFailure(t *testing.T) {
+	cases := map[string]struct {
+		err  error
+		want string
+	}{
+		"401":               {err: &stateclient.StatusError{Method: "GET", URL: "u", StatusCode: 401}, want: "Unauthorized"},
+		"403":               {err: &stateclient.StatusError{Method: "GET", URL: "u", StatusCode: 403}, want: "Forbidden"},
+		"500 after retries": {err: &stateclient.RetryError{Method: "GET", URL: "u", Attempts: 3, Err: &stateclient.StatusError{StatusCode: 500}}, want: "ServerError"},
+		"unexpected status": {err: &stateclient.StatusError{Method: "GET", URL: "u", StatusCode: 418}, want: "ServerError"},
+		"unknown CA":        {err: fmt.Errorf("get: %w", x509.UnknownAuthorityError{}), want: "TLSError"},
+		"wrong host name":   {err: fmt.Errorf("get: %w", x509.HostnameError{Host: "x"}), want: "TLSError"},
+		"refused":           {err: &stateclient.RetryError{Err: &net.OpError{Op: "dial", Err: syscall.ECONNREFUSED}}, want: "Unreachable"},
+		"DNS":               {err: fmt.Errorf("get: %w", &net.DNSError{Err: "no such host", Name: "x"}), want: "Unreachable"},
+		"too large":         {err: &stateclient.SizeError{Limit: 1}, want: "StateUnreadable"},
+		"not a v4 state":    {err: fmt.Errorf("read: %w", statefile.ErrUnsupportedVersion), want: "StateUnreadable"},
+		"anything else":     {err: errors.New("boom"), want: "ServerError"},
+	}
+	for name, tc := range cases {
+		t.Run(name, func(t *testing.T) {
+			got := probeFailure(tc.err)
+			if got.reason != tc.want || got.status != metav1.ConditionFalse || got.message != tc.err.Error() {
+				t.Errorf("probeFailure() = %+v, want reason %s, status False, message %q", got, tc.want, tc.err.Error())
+			}
+		})
+	}
+}
+
+func TestBucketObservation(t *testing.T) {
+	cases := map[string]struct {
+		err        error
+		wantStatus metav1.ConditionStatus
+		wantReason string
+	}{
+		"exists":    {wantStatus: metav1.ConditionTrue, wantReason: "Reachable"},
+		"not found": {err: fmt.Errorf("list: %w", cos.ErrBucketNotFound), wantStatus: metav1.ConditionFalse, wantReason: "BucketNotFound"},
+		"denied":    {err: fmt.Errorf("list: %w", cos.ErrAccessDenied), wantStatus: metav1.ConditionFalse, wantReason: "AccessDenied"},
+		"no answer": {err: fmt.Errorf("list: %w", cos.ErrUnreachable), wantStatus: metav1.ConditionUnknown, wantReason: "Unreachable"},
+		"other":     {err: errors.New("boom"), wantStatus: metav1.ConditionFalse, wantReason: "ServerError"},
+	}
+	for name, tc := range cases {
+		t.Run(name, func(t *testing.T) {
+			got := bucketObservation("b-1", tc.err)
+			if got.status != tc.wantStatus || got.reason != tc.wantReason {
+				t.Errorf("bucketObservation() = %+v, want %s %s", got, tc.wantStatus, tc.wantReason)
+			}
+		})
+	}
+}
+
+func TestStateSummaryAndLockInfo(t *testing.T) {
+	created := time.Date(2026, 1, 2, 3, 4, 5, 0, time.UTC)
+	cases := map[string]struct {
+		in   *stateclient.StateSummary
+		want *backendsv1alpha1.StateSummary
+	}{
+		"no state": {in: &stateclient.StateSummary{}, want: &backendsv1alpha1.StateSummary{}},
+		"nil":      {want: &backendsv1alpha1.StateSummary{}},
+		"a state": {
+			in: &stateclient.StateSummary{Present: true, SizeBytes: 42, Summary: statefile.Summary{
+				Serial: 9, Lineage: "l", TerraformVersion: "1.5.7", Outputs: []statefile.OutputMeta{{Name: "a"}, {Name: "b"}},
+			}},
+			want: &backendsv1alpha1.StateSummary{Present: true, Serial: 9, Lineage: "l", TerraformVersion: "1.5.7", SizeBytes: 42, OutputCount: 2},
+		},
+	}
+	for name, tc := range cases {
+		t.Run(name, func(t *testing.T) {
+			if diff := cmp.Diff(tc.want, stateSummary(tc.in)); diff != "" {
+				t.Errorf("stateSummary() mismatch (-want +got):\n%s", diff)
+			}
+		})
+	}
+
+	long := string(make([]byte, 5000))
+	got := lockInfo(&stateclient.LockInfo{ID: "id", Who: "me", Info: long, Created: created})
+	if len(got.Info) != 4096 || got.ID != "id" || !got.Created.Time.Equal(created) {
+		t.Errorf("lockInfo() = %+v, want Info clipped to 4096 bytes and fields kept", got)
+	}
+	if lockInfo(nil) != nil {
+		t.Error("lockInfo(nil) is not nil")
+	}
+	if got := clip("héllo", 2); got != "h" {
+		t.Errorf(`clip("héllo", 2) = %q, want "h" (no split rune)`, got)
+	}
+}
+
+func TestStateClientConfig(t *testing.T) {
+	retryMax, waitMin, waitMax := int32(5), int32(0), int32(7)
+	spec := backendsv1alpha1.HttpBackendSpec{
+		Address: "https://s/state/x", UpdateMethod: "PUT", LockAddress: "https://s/lock", LockMethod: "POST",
+		UnlockAddress: "https://s/unlock", UnlockMethod: "DELETE", Username: "u",
+		RetryMax: &retryMax, RetryWaitMin: &waitMin, RetryWaitMax: &waitMax, SkipCertVerification: true,
+	}
+	secrets := render.HTTPSecrets{Password: []byte("p"), ClientCACertificatePEM: []byte("ca")}
+	want := stateclient.Config{
+		Address: "https://s/state/x", UpdateMethod: "PUT", LockAddress: "https://s/lock", LockMethod: "POST",
+		UnlockAddress: "https://s/unlock", UnlockMethod: "DELETE", Username: "u", Password: "p",
+		RetryMax: 5, RetryWaitMin: 0, RetryWaitMax: 7 * time.Second, SkipCertVerification: true,
+		ClientCACertificatePEM: []byte("ca"), MaxStateBytes: stateclient.DefaultMaxStateBytes,
+	}
+	if diff := cmp.Diff(want, stateClientConfig(spec, secrets)); diff != "" {
+		t.Errorf("stateClientConfig() mismatch (-want +got):\n%s", diff)
+	}
+	// Unset retry fields keep Terraform's defaults.
+	got := stateClientConfig(backendsv1alpha1.HttpBackendSpec{Address: "http://s"}, render.HTTPSecrets{})
+	if got.RetryMax != 2 || got.RetryWaitMin != time.Second || got.RetryWaitMax != 30*time.Second {
+		t.Errorf("defaults = %d %s %s, want 2 1s 30s", got.RetryMax, got.RetryWaitMin, got.RetryWaitMax)
+	}
+}
+
+func TestProbeSchedule(t *testing.T) {
+	key := types.NamespacedName{Namespace: "ns", Name: "b"}
+	start := time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC)
+	s := newProbeSchedule()
+	if due, _ := s.due(key, "in", start); !due {
+		t.Fatal("a never probed object is not due")
+	}
+	next := s.probed(key, "in", start, time.Minute)
+	if next < time.Minute || next > 66*time.Second {
+		t.Fatalf("jittered wait %s, want between 1m and 1m6s", next)
+	}
+	if due, wait := s.due(key, "in", start.Add(30*time.Second)); due || wait != next-30*time.Second {
+		t.Errorf("due half way = %v, %s; want false, %s", due, wait, next-30*time.Second)
+	}
+	if due, _ := s.due(key, "rotated", start.Add(time.Second)); !due {
+		t.Error("new inputs do not make a probe due")
+	}
+	if due, _ := s.due(key, "in", start.Add(next)); !due {
+		t.Error("not due after the interval")
+	}
+	s.probed(key, "in", start, 0)
+	if due, wait := s.due(key, "in", start.Add(24*time.Hour)); due || wait != 0 {
+		t.Errorf("with probing off: due = %v, %s; want false, 0", due, wait)
+	}
+	s.forget(key)
+	if due, _ := s.due(key, "in", start); !due {
+		t.Error("a forgotten object is not due")
+	}
+}

@@ -1,0 +1,156 @@
+package controllers
+
+import (
+	"errors"
+	"testing"
+
+	"github.com/google/go-cmp/cmp"
+	"github.com/google/go-cmp/cmp/cmpopts"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+)
+
+// cond is a short way to write a condition in the tables below.
+func cond(t string, s metav1.ConditionStatus, reason, msg string) metav1.Condition {
+	return metav1.Condition{Type: t, Status: s, Reason: reason, Message: msg}
+}
+
+var ignoreTimes = cmpopts.IgnoreFields(metav1.Condition{}, "LastTransitionTime", "ObservedGeneration")
+
+func TestSummarize(t *testing.T) {
+	const T, F, U = metav1.ConditionTrue, metav1.ConditionFalse, metav1.ConditionUnknown
+	cases := map[string]struct {
+		conds        []metav1.Condition
+		generation   int64
+		observed     int64
+		out          outcome
+		want         []metav1.Condition
+		wantObserved int64
+	}{
+		"success without probe": {
+			conds:      []metav1.Condition{cond("Reconciling", T, "Progressing", "x")},
+			generation: 2, observed: 1,
+			out:          outcome{readyMessage: "Rendered"},
+			want:         []metav1.Condition{cond("Ready", T, "Succeeded", "Rendered")},
+			wantObserved: 2,
+		},
+		"success with a reachable backend": {
+			conds:      []metav1.Condition{cond("StateReachable", T, "Reachable", "ok")},
+			generation: 1, observed: -1,
+			out:          outcome{readyMessage: "Rendered", probe: "StateReachable"},
+			want:         []metav1.Condition{cond("StateReachable", T, "Reachable", "ok"), cond("Ready", T, "Succeeded", "Rendered")},
+			wantObserved: 1,
+		},
+		"a failed probe makes Ready False with its reason": {
+			conds:      []metav1.Condition{cond("StateReachable", F, "Unauthorized", "requires auth")},
+			generation: 1, observed: -1,
+			out:          outcome{readyMessage: "Rendered", probe: "StateReachable"},
+			want:         []metav1.Condition{cond("StateReachable", F, "Unauthorized", "requires auth"), cond("Ready", F, "Unauthorized", "requires auth")},
+			wantObserved: 1,
+		},
+		"an unknown probe makes Ready Unknown": {
+			conds:      []metav1.Condition{cond("BucketReady", U, "Unreachable", "no answer")},
+			generation: 1, observed: 1,
+			out:          outcome{probe: "BucketReady"},
+			want:         []metav1.Condition{cond("BucketReady", U, "Unreachable", "no answer"), cond("Ready", U, "Unreachable", "no answer")},
+			wantObserved: 1,
+		},
+		"a stall": {
+			conds:      []metav1.Condition{cond("Reconciling", T, "Progressing", "x"), cond("Ready", T, "Succeeded", "old")},
+			generation: 3, observed: 2,
+			out:          outcome{stall: &stallError{reason: "SecretNotFound", message: "Secret ns/pw does not exist"}},
+			want:         []metav1.Condition{cond("Ready", F, "SecretNotFound", "Secret ns/pw does not exist"), cond("Stalled", T, "SecretNotFound", "Secret ns/pw does not exist")},
+			wantObserved: 3,
+		},
+		"a transient error keeps Ready True and the observed generation": {
+			conds:      []metav1.Condition{cond("Ready", T, "Succeeded", "old"), cond("Stalled", T, "SecretNotFound", "x")},
+			generation: 3, observed: 2,
+			out:          outcome{err: errors.New("connection refused")},
+			want:         []metav1.Condition{cond("Ready", T, "Succeeded", "old"), cond("Reconciling", T, "ReconcileError", "Retrying after an error: connection refused")},
+			wantObserved: 2,
+		},
+		"a transient error on a new object": {
+			generation: 1, observed: -1,
+			out:          outcome{err: errors.New("timeout")},
+			want:         []metav1.Condition{cond("Reconciling", T, "ReconcileError", "Retrying after an error: timeout"), cond("Ready", F, "ReconcileError", "timeout")},
+			wantObserved: -1,
+		},
+	}
+	for name, tc := range cases {
+		t.Run(name, func(t *testing.T) {
+			conds := append([]metav1.Condition(nil), tc.conds...)
+			got := summarize(&conds, tc.generation, tc.observed, tc.out)
+			if got != tc.wantObserved {
+				t.Errorf("observedGeneration = %d, want %d", got, tc.wantObserved)
+			}
+			if diff := cmp.Diff(tc.want, conds, ignoreTimes, cmpopts.SortSlices(func(a, b metav1.Condition) bool { return a.Type < b.Type })); diff != "" {
+				t.Errorf("conditions mismatch (-want +got):\n%s", diff)
+			}
+		})
+	}
+}
+
+func TestMarkReconciling(t *testing.T) {
+	cases := map[string]struct {
+		generation, observed int64
+		want                 []metav1.Condition
+	}{
+		"new generation":      {generation: 2, observed: 1, want: []metav1.Condition{cond("Reconciling", metav1.ConditionTrue, "Progressing", "Reconciling a new generation")}},
+		"generation observed": {generation: 2, observed: 2},
+	}
+	for name, tc := range cases {
+		t.Run(name, func(t *testing.T) {
+			var conds []metav1.Condition
+			markReconciling(&conds, tc.generation, tc.observed)
+			if diff := cmp.Diff(tc.want, conds, ignoreTimes); diff != "" {
+				t.Errorf("conditions mismatch (-want +got):\n%s", diff)
+			}
+		})
+	}
+}
+
+func TestTransitionEvents(t *testing.T) {
+	const T, F = metav1.ConditionTrue, metav1.ConditionFalse
+	cases := map[string]struct {
+		before, after []metav1.Condition
+		want          []event
+	}{
+		"nothing changes": {
+			before: []metav1.Condition{cond("Ready", T, "Succeeded", "a"), cond("Locked", F, "NotLocked", "")},
+			after:  []metav1.Condition{cond("Ready", T, "Succeeded", "a"), cond("Locked", F, "NotLocked", "")},
+		},
+		"becomes ready": {
+			after: []metav1.Condition{cond("Ready", T, "Succeeded", "Rendered")},
+			want:  []event{{"Normal", "Succeeded", "Reconcile", "Rendered"}},
+		},
+		"stops being ready": {
+			before: []metav1.Condition{cond("Ready", T, "Succeeded", "a")},
+			after:  []metav1.Condition{cond("Ready", F, "SecretNotFound", "gone")},
+			want:   []event{{"Warning", "SecretNotFound", "Reconcile", "gone"}},
+		},
+		"a message change alone is no event": {
+			before: []metav1.Condition{cond("Ready", F, "Unauthorized", "a")},
+			after:  []metav1.Condition{cond("Ready", F, "Unauthorized", "b")},
+		},
+		"a lock appears and goes": {
+			before: []metav1.Condition{cond("Locked", F, "NotLocked", "")},
+			after:  []metav1.Condition{cond("Locked", T, "LockHeld", "by bob")},
+			want:   []event{{"Normal", "LockHeld", "Probe", "by bob"}},
+		},
+		"a lock is released": {
+			before: []metav1.Condition{cond("Locked", T, "LockHeld", "by bob")},
+			after:  []metav1.Condition{cond("Locked", F, "ForceUnlocked", "released")},
+			want:   []event{{"Normal", "LockReleased", "Probe", "released"}},
+		},
+		"the first observation of no lock is no event": {
+			after: []metav1.Condition{cond("Locked", F, "NotLocked", "")},
+		},
+	}
+	for name, tc := range cases {
+		t.Run(name, func(t *testing.T) {
+			got := transitionEvents(tc.before, tc.after)
+			if diff := cmp.Diff(tc.want, got, cmp.AllowUnexported(event{})); diff != "" {
+				t.Errorf("events mismatch (-want +got):\n%s", diff)
+			}
+		})
+	}
+}
