@@ -59,5 +59,9 @@ func expectControlledBy(g Gomega, obj, owner client.Object, kind string) {
 	g.Expect(ref.UID).To(Equal(owner.GetUID()))
 	g.Expect(ref.BlockOwnerDeletion).To(HaveValue(BeTrue()))
 	g.Expect(obj.GetLabels()).To(HaveKeyWithValue("app.kubernetes.io/managed-by", "backend-operator"))
-	g.Expect(obj.GetLabels()).To(HaveKeyWithValue("backends.infrastate.io/backend", owner.GetName()))
+	ownerLabel := "backends.infrastate.io/backend"
+	if kind == "RemoteState" {
+		ownerLabel = "backends.infrastate.io/remote-state"
+	}
+	g.Expect(obj.GetLabels()).To(HaveKeyWithValue(ownerLabel, owner.GetName()))
 }

@@ -2,7 +2,6 @@ package controllers
 
 import (
 	"context"
-	"fmt"
 	"time"
 
 	corev1 "k8s.io/api/core/v1"
@@ -98,12 +97,10 @@ func (r *CosBackendReconciler) Reconcile(ctx context.Context, req ctrl.Request) 
 	return ctrl.Result{RequeueAfter: scope.requeueAfter}, nil
 }
 
-// SetupWithManager registers the reconciler with mgr. Secrets are watched
+// SetupWithManager registers the reconciler with mgr; the field indexes
+// come from SetupAll. Secrets are watched
 // for metadata only: the manager never holds their contents.
-func (r *CosBackendReconciler) SetupWithManager(ctx context.Context, mgr ctrl.Manager) error {
-	if err := mgr.GetFieldIndexer().IndexField(ctx, &backendsv1alpha1.CosBackend{}, referencesIndex, cosBackendReferences); err != nil {
-		return fmt.Errorf("indexing CosBackend references: %w", err)
-	}
+func (r *CosBackendReconciler) SetupWithManager(mgr ctrl.Manager) error {
 	list := func() client.ObjectList { return &backendsv1alpha1.CosBackendList{} }
 	return ctrl.NewControllerManagedBy(mgr).
 		For(&backendsv1alpha1.CosBackend{}, builder.WithPredicates(predicate.GenerationChangedPredicate{})).

@@ -4,6 +4,8 @@ import (
 	"context"
 	"fmt"
 
+	"sigs.k8s.io/controller-runtime/pkg/client"
+
 	backendsv1alpha1 "github.com/infrastate/backend-operator/api/v1alpha1"
 	"github.com/infrastate/backend-operator/internal/render"
 )
@@ -15,44 +17,63 @@ const (
 	cosSecurityTokenKey = "securityToken"
 )
 
-// reconcileRegion decides the region in effect: spec.region, else the
-// manager's default. Terraform requires one, so none is a stall
-// (RegionMissing). It sets status.region.
+// reconcileRegion decides the region in effect and sets status.region.
 func (r *CosBackendReconciler) reconcileRegion(_ context.Context, s *cosScope) error {
-	s.region = s.backend.Spec.Region
-	if s.region == "" {
-		s.region = r.opts.cosDefaultRegion
-	}
-	if s.region == "" {
-		return stall(backendsv1alpha1.RegionMissingReason,
-			"spec.region is not set and the manager has no default region (--cos-default-region or TENCENTCLOUD_REGION)")
-	}
-	s.backend.Status.Region = s.region
-	return nil
-}
-
-// reconcileCredentials reads secretId, secretKey and the optional
-// securityToken from credentialsSecretRef. A missing Secret or key is a
-// stallError naming the Secret and key.
-func (r *CosBackendReconciler) reconcileCredentials(ctx context.Context, s *cosScope) error {
-	ref := s.backend.Spec.CredentialsSecretRef
-	if ref == nil {
-		return nil
-	}
-	const field = "spec.credentialsSecretRef"
-	refs := referenceReader{reader: r.apiReader, namespace: s.backend.Namespace}
-	secret, err := refs.secret(ctx, ref.Name, field)
+	region, err := effectiveRegion(s.backend.Spec, r.opts.cosDefaultRegion)
 	if err != nil {
 		return err
 	}
-	if s.secrets.SecretID, err = requiredKey(secret, cosSecretIDKey, field); err != nil {
-		return err
-	}
-	if s.secrets.SecretKey, err = requiredKey(secret, cosSecretKeyKey, field); err != nil {
-		return err
-	}
-	s.secrets.SecurityToken = secret.Data[cosSecurityTokenKey]
+	s.region = region
+	s.backend.Status.Region = region
 	return nil
+}
+
+// effectiveRegion is spec.region, else the manager's default. Terraform
+// requires a region, so none is a stall (RegionMissing).
+func effectiveRegion(spec backendsv1alpha1.CosBackendSpec, managerDefault string) (string, error) {
+	if spec.Region != "" {
+		return spec.Region, nil
+	}
+	if managerDefault != "" {
+		return managerDefault, nil
+	}
+	return "", stall(backendsv1alpha1.RegionMissingReason,
+		"spec.region is not set and the manager has no default region (--cos-default-region or TENCENTCLOUD_REGION)")
+}
+
+// reconcileCredentials reads the credentials the backend references.
+func (r *CosBackendReconciler) reconcileCredentials(ctx context.Context, s *cosScope) error {
+	secrets, err := resolveCosSecrets(ctx, r.apiReader, s.backend)
+	if err != nil {
+		return err
+	}
+	s.secrets = secrets
+	return nil
+}
+
+// resolveCosSecrets reads secretId, secretKey and the optional
+// securityToken from credentialsSecretRef. A missing Secret or key is a
+// stallError naming the Secret and key.
+func resolveCosSecrets(ctx context.Context, reader client.Reader, backend *backendsv1alpha1.CosBackend) (render.CosSecrets, error) {
+	var secrets render.CosSecrets
+	ref := backend.Spec.CredentialsSecretRef
+	if ref == nil {
+		return secrets, nil
+	}
+	const field = "spec.credentialsSecretRef"
+	refs := referenceReader{reader: reader, namespace: backend.Namespace}
+	secret, err := refs.secret(ctx, ref.Name, field)
+	if err != nil {
+		return secrets, err
+	}
+	if secrets.SecretID, err = requiredKey(secret, cosSecretIDKey, field); err != nil {
+		return secrets, err
+	}
+	if secrets.SecretKey, err = requiredKey(secret, cosSecretKeyKey, field); err != nil {
+		return secrets, err
+	}
+	secrets.SecurityToken = secret.Data[cosSecurityTokenKey]
+	return secrets, nil
 }
 
 // reconcileRender renders the backend into its ConfigMap and credentials

@@ -2,7 +2,6 @@ package controllers
 
 import (
 	"context"
-	"fmt"
 	"time"
 
 	corev1 "k8s.io/api/core/v1"
@@ -98,13 +97,11 @@ func (r *HttpBackendReconciler) Reconcile(ctx context.Context, req ctrl.Request)
 	return ctrl.Result{RequeueAfter: scope.requeueAfter}, nil
 }
 
-// SetupWithManager registers the reconciler with mgr. Secrets and
+// SetupWithManager registers the reconciler with mgr; the field indexes
+// come from SetupAll. Secrets and
 // ConfigMaps are watched for metadata only: the manager never holds their
 // contents.
-func (r *HttpBackendReconciler) SetupWithManager(ctx context.Context, mgr ctrl.Manager) error {
-	if err := mgr.GetFieldIndexer().IndexField(ctx, &backendsv1alpha1.HttpBackend{}, referencesIndex, httpBackendReferences); err != nil {
-		return fmt.Errorf("indexing HttpBackend references: %w", err)
-	}
+func (r *HttpBackendReconciler) SetupWithManager(mgr ctrl.Manager) error {
 	list := func() client.ObjectList { return &backendsv1alpha1.HttpBackendList{} }
 	return ctrl.NewControllerManagedBy(mgr).
 		For(&backendsv1alpha1.HttpBackend{}, builder.WithPredicates(predicate.GenerationChangedPredicate{})).

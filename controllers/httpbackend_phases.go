@@ -8,6 +8,7 @@ import (
 
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/types"
+	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	backendsv1alpha1 "github.com/infrastate/backend-operator/api/v1alpha1"
 	"github.com/infrastate/backend-operator/internal/render"
@@ -31,8 +32,21 @@ type httpSecrets = render.HTTPSecrets
 // SecretKeyMissing, ConfigMapNotFound, ConfigMapKeyMissing,
 // InvalidCertificate) whose message names the object and key, never a value.
 func (r *HttpBackendReconciler) reconcileCredentials(ctx context.Context, s *httpScope) error {
-	spec := s.backend.Spec
-	refs := referenceReader{reader: r.apiReader, namespace: s.backend.Namespace}
+	secrets, err := resolveHTTPSecrets(ctx, r.apiReader, s.backend)
+	if err != nil {
+		return err
+	}
+	s.secrets = secrets
+	return nil
+}
+
+// resolveHTTPSecrets reads and checks the credential material an
+// HttpBackend references. Problems are stallErrors naming the object and
+// key.
+func resolveHTTPSecrets(ctx context.Context, reader client.Reader, backend *backendsv1alpha1.HttpBackend) (httpSecrets, error) {
+	var secrets httpSecrets
+	spec := backend.Spec
+	refs := referenceReader{reader: reader, namespace: backend.Namespace}
 
 	if ref := spec.PasswordSecretRef; ref != nil {
 		key := ref.Key
@@ -41,48 +55,48 @@ func (r *HttpBackendReconciler) reconcileCredentials(ctx context.Context, s *htt
 		}
 		password, err := refs.secretKey(ctx, ref.Name, key, "spec.passwordSecretRef")
 		if err != nil {
-			return err
+			return secrets, err
 		}
-		s.secrets.Password = password
+		secrets.Password = password
 	}
 
 	if spec.TLS == nil {
-		return nil
+		return secrets, nil
 	}
 	if ref := spec.TLS.ClientCertificateSecretRef; ref != nil {
 		secret, err := refs.secret(ctx, ref.Name, "spec.tls.clientCertificateSecretRef")
 		if err != nil {
-			return err
+			return secrets, err
 		}
 		cert, err := requiredKey(secret, corev1.TLSCertKey, "spec.tls.clientCertificateSecretRef")
 		if err != nil {
-			return err
+			return secrets, err
 		}
 		key, err := requiredKey(secret, corev1.TLSPrivateKeyKey, "spec.tls.clientCertificateSecretRef")
 		if err != nil {
-			return err
+			return secrets, err
 		}
 		if err := checkKeyPair(cert, key, fmt.Sprintf("Secret %s/%s", secret.Namespace, secret.Name)); err != nil {
-			return err
+			return secrets, err
 		}
-		s.secrets.ClientCertificatePEM, s.secrets.ClientPrivateKeyPEM = cert, key
+		secrets.ClientCertificatePEM, secrets.ClientPrivateKeyPEM = cert, key
 	}
 	if ca := spec.TLS.CACertificate; ca != nil {
-		bundle, where, err := r.caBundle(ctx, refs, ca)
+		bundle, where, err := caBundle(ctx, refs, ca)
 		if err != nil {
-			return err
+			return secrets, err
 		}
 		if err := checkCertificates(bundle, where); err != nil {
-			return err
+			return secrets, err
 		}
-		s.secrets.ClientCACertificatePEM = bundle
+		secrets.ClientCACertificatePEM = bundle
 	}
-	return nil
+	return secrets, nil
 }
 
 // caBundle reads the CA bundle from its Secret or ConfigMap and says where
 // it came from, for messages.
-func (r *HttpBackendReconciler) caBundle(ctx context.Context, refs referenceReader, ca *backendsv1alpha1.CACertificateSource) ([]byte, string, error) {
+func caBundle(ctx context.Context, refs referenceReader, ca *backendsv1alpha1.CACertificateSource) ([]byte, string, error) {
 	key := ca.Key
 	if key == "" {
 		key = defaultCAKey

@@ -12,6 +12,7 @@ import (
 
 // StateClient is what the HttpBackend controller uses of a state client.
 type StateClient interface {
+	Fetch(ctx context.Context) (*stateclient.Payload, error)
 	FetchSummary(ctx context.Context) (*stateclient.StateSummary, error)
 	Lock(ctx context.Context, info stateclient.LockInfo) (string, error)
 	Unlock(ctx context.Context, id string) error

@@ -133,7 +133,7 @@ type roundTripFunc func(*http.Request) (*http.Response, error)
 
 func (f roundTripFunc) RoundTrip(r *http.Request) (*http.Response, error) { return f(r) }
 
-// startManager runs a fresh manager with both reconcilers for the current
+// startManager runs a fresh manager with every reconciler for the current
 // spec, watching only its namespace, and stops it when the spec ends. It
 // returns the counter of the manager's writes.
 func startManager(ctx context.Context, namespace string, opts ...Option) *writeCounter {
@@ -154,9 +154,7 @@ func startManager(ctx context.Context, namespace string, opts ...Option) *writeC
 	opts = append([]Option{WithCosClientFactory(func(c cos.Config) (*cos.Client, error) {
 		return cos.New(c, cos.WithBaseURL(cosServer.URL(c.Bucket)))
 	})}, opts...)
-	recorder := mgr.GetEventRecorder("backend-operator")
-	Expect(NewHttpBackendReconciler(mgr.GetClient(), mgr.GetAPIReader(), recorder, opts...).SetupWithManager(ctx, mgr)).To(Succeed())
-	Expect(NewCosBackendReconciler(mgr.GetClient(), mgr.GetAPIReader(), recorder, opts...).SetupWithManager(ctx, mgr)).To(Succeed())
+	Expect(SetupAll(ctx, mgr, opts...)).To(Succeed())
 
 	mgrCtx, cancel := context.WithCancel(context.Background())
 	done := make(chan struct{})

@@ -23,6 +23,10 @@ const (
 	// and can be read with the configured credentials.
 	BucketReadyCondition = "BucketReady"
 
+	// OutputsReadyCondition reports whether a RemoteState read the state
+	// and published the outputs it selects.
+	OutputsReadyCondition = "OutputsReady"
+
 	// LockedCondition is informational: True while a state lock is held.
 	// It never makes Ready False.
 	LockedCondition = "Locked"
@@ -113,6 +117,29 @@ const (
 	// ForceUnlockedReason means the controller released the lock named by
 	// forceUnlock.lockID.
 	ForceUnlockedReason = "ForceUnlocked"
+
+	// BackendNotFoundReason means a RemoteState's backendRef names no
+	// backend.
+	BackendNotFoundReason = "BackendNotFound"
+
+	// BackendNotReadyReason means the referenced backend is stalled, so its
+	// settings cannot be used.
+	BackendNotReadyReason = "BackendNotReady"
+
+	// StateNotFoundReason means the backend holds no state for the
+	// workspace: terraform_remote_state fails the same way.
+	StateNotFoundReason = "StateNotFound"
+
+	// OutputMissingReason means a selected output is in neither the state
+	// nor the defaults.
+	OutputMissingReason = "OutputMissing"
+
+	// OutputTypeMismatchReason means a selected output has another type
+	// than the one asked for.
+	OutputTypeMismatchReason = "OutputTypeMismatch"
+
+	// OutputsPublishedReason means the outputs were read and published.
+	OutputsPublishedReason = "OutputsPublished"
 
 	// ForceUnlockSkippedReason means forceUnlock.lockID does not name the
 	// current holder, so the controller left the lock alone.

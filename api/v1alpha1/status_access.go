@@ -13,3 +13,9 @@ func (in *CosBackend) StatusConditions() *[]metav1.Condition { return &in.Status
 
 // StatusObservedGeneration returns the observed generation, for status helpers.
 func (in *CosBackend) StatusObservedGeneration() *int64 { return &in.Status.ObservedGeneration }
+
+// StatusConditions returns the conditions, for condition helpers.
+func (in *RemoteState) StatusConditions() *[]metav1.Condition { return &in.Status.Conditions }
+
+// StatusObservedGeneration returns the observed generation, for status helpers.
+func (in *RemoteState) StatusObservedGeneration() *int64 { return &in.Status.ObservedGeneration }

@@ -67,18 +67,8 @@ func run() error {
 
 // setupControllers registers every reconciler with the manager.
 func setupControllers(ctx context.Context, mgr ctrl.Manager, opts options) error {
-	recorder := mgr.GetEventRecorder("backend-operator")
-	common := []controllers.Option{
+	return controllers.SetupAll(ctx, mgr,
 		controllers.WithMaxConcurrentReconciles(opts.maxConcurrentReconciles),
 		controllers.WithCosDefaultRegion(opts.cosDefaultRegion),
-	}
-	httpBackends := controllers.NewHttpBackendReconciler(mgr.GetClient(), mgr.GetAPIReader(), recorder, common...)
-	if err := httpBackends.SetupWithManager(ctx, mgr); err != nil {
-		return fmt.Errorf("setting up the HttpBackend controller: %w", err)
-	}
-	cosBackends := controllers.NewCosBackendReconciler(mgr.GetClient(), mgr.GetAPIReader(), recorder, common...)
-	if err := cosBackends.SetupWithManager(ctx, mgr); err != nil {
-		return fmt.Errorf("setting up the CosBackend controller: %w", err)
-	}
-	return nil
+	)
 }

@@ -114,10 +114,17 @@ func CredentialsSecret(owner Owner, name string, data map[string][]byte) *corev1
 
 // objectMeta returns the metadata of an object rendered for owner.
 func objectMeta(owner Owner, name string) metav1.ObjectMeta {
+	return OwnedObjectMeta(owner, name, Labels(owner.Name))
+}
+
+// OwnedObjectMeta returns the metadata of an object named name, in the
+// owner's namespace, with labels and a controller reference to owner, so
+// that deleting the owner deletes it.
+func OwnedObjectMeta(owner Owner, name string, labels map[string]string) metav1.ObjectMeta {
 	return metav1.ObjectMeta{
 		Name:      name,
 		Namespace: owner.Namespace,
-		Labels:    Labels(owner.Name),
+		Labels:    labels,
 		OwnerReferences: []metav1.OwnerReference{{
 			APIVersion:         owner.APIVersion,
 			Kind:               owner.Kind,

@@ -44,6 +44,13 @@ func build(kind string, spec map[string]any, mutations ...mutation) *unstructure
 	return obj
 }
 
+// remoteState returns a valid RemoteState changed by mutations.
+func remoteState(mutations ...mutation) *unstructured.Unstructured {
+	return build("RemoteState", map[string]any{
+		"backendRef": map[string]any{"kind": "HttpBackend", "name": "network"},
+	}, mutations...)
+}
+
 // httpBackend returns a valid HttpBackend changed by mutations.
 func httpBackend(mutations ...mutation) *unstructured.Unstructured {
 	return build("HttpBackend", map[string]any{
@@ -210,6 +217,28 @@ var _ = Describe("Admission validation", func() {
 			"spec.overrides", "overrides cannot set secret_id, secret_key or security_token"),
 		Entry("cos: overrides cannot set the security token", cosBackend(overrides("security_token")),
 			"spec.overrides", "overrides cannot set secret_id, secret_key or security_token"),
+		// RemoteState
+		Entry("remote: backendRef is required", remoteState(del("spec.backendRef")),
+			"spec.backendRef", "Required value"),
+		Entry("remote: backendRef kind is a backend kind", remoteState(set("spec.backendRef.kind", "S3Backend")),
+			"spec.backendRef.kind", "Unsupported value"),
+		Entry("remote: an HttpBackend has only the default workspace", remoteState(set("spec.workspace", "staging")),
+			"spec.workspace", "workspace must be default for an HttpBackend"),
+		Entry("remote: workspace characters", remoteState(set("spec.backendRef.kind", "CosBackend"), set("spec.workspace", "a/b")),
+			"spec.workspace", "workspace may contain only letters, digits"),
+		Entry("remote: output types are Terraform's", remoteState(set("spec.outputs", []any{map[string]any{"name": "a", "type": "tuple"}})),
+			"spec.outputs[0].type", "Unsupported value"),
+		Entry("remote: output keys are distinct", remoteState(set("spec.outputs", []any{
+			map[string]any{"name": "a", "key": "X"}, map[string]any{"name": "b", "key": "X"},
+		})), "spec.outputs", "outputs must publish distinct keys"),
+		Entry("remote: a rename cannot take another output's name", remoteState(set("spec.outputs", []any{
+			map[string]any{"name": "a"}, map[string]any{"name": "b", "key": "a"},
+		})), "spec.outputs", "outputs must publish distinct keys"),
+		Entry("remote: interval at least 10s", remoteState(set("spec.interval", "1s")),
+			"spec.interval", "interval must be between 10s and 24h"),
+		Entry("remote: target names are DNS names", remoteState(set("spec.target.secretName", "Net_Secrets")),
+			"spec.target.secretName", "should match"),
+
 		Entry("cos: probe interval at least 10s", cosBackend(set("spec.probe.interval", "1s")),
 			"spec.probe.interval", "probe.interval must be 0s (probing disabled) or between 10s and 24h"),
 	)
@@ -225,6 +254,9 @@ var _ = Describe("Admission validation", func() {
 				set("spec.endpoint", "http://cos-internal.ap-guangzhou.tencentcos.cn"), set("spec.domain", "tencentcloudapi.com"),
 				assumeRole(map[string]any{"roleArn": "qcs::cam::uin/1:roleName/r", "sessionName": "op@team.io", "sessionDuration": int64(0)}),
 				overrides("assume_role.policy")),
+			remoteState(set("spec.backendRef.kind", "CosBackend"), set("spec.workspace", "staging"),
+				set("spec.defaults", map[string]any{"region": "ap-guangzhou", "zones": []any{"a"}}),
+				set("spec.outputs", []any{map[string]any{"name": "vpc_id", "type": "string", "key": "VPC_ID"}, map[string]any{"name": "VPC_ID", "key": "vpc_id"}})),
 		}
 		for i, obj := range valid {
 			obj.SetName(fmt.Sprintf("valid-%d", i))

@@ -1,0 +1,201 @@
+package v1alpha1
+
+import (
+	apiextensionsv1 "k8s.io/apiextensions-apiserver/pkg/apis/apiextensions/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+)
+
+// RemoteStateSpec describes which stack's outputs to publish and where.
+//
+// +kubebuilder:validation:XValidation:rule="self.backendRef.kind != 'HttpBackend' || !has(self.workspace) || self.workspace == 'default'",message="workspace must be default for an HttpBackend: the http backend has no workspaces",fieldPath=".workspace"
+type RemoteStateSpec struct {
+	// backendRef names the HttpBackend or CosBackend, in the same
+	// namespace, whose state holds the outputs.
+	// +required
+	BackendRef BackendReference `json:"backendRef"`
+
+	// workspace to read. The http backend only has "default".
+	// +optional
+	// +kubebuilder:default=default
+	// +kubebuilder:validation:MinLength=1
+	// +kubebuilder:validation:MaxLength=90
+	// +kubebuilder:validation:XValidation:rule="self.matches('^[-._a-zA-Z0-9]+$')",message="workspace may contain only letters, digits, '-', '_' and '.'"
+	Workspace string `json:"workspace,omitempty"`
+
+	// defaults fill outputs the state lacks; the state's own values win. A
+	// missing state is still an error, as in terraform_remote_state. Keys
+	// are output names, published as ConfigMap keys.
+	// +optional
+	// +kubebuilder:validation:MaxProperties=64
+	Defaults map[string]apiextensionsv1.JSON `json:"defaults,omitempty"`
+
+	// outputs selects, type-checks and renames outputs. All outputs are
+	// published when it is empty.
+	// +optional
+	// +listType=map
+	// +listMapKey=name
+	// +kubebuilder:validation:MaxItems=128
+	// +kubebuilder:validation:XValidation:rule="self.all(o, self.filter(p, (has(p.key) ? p.key : p.name) == (has(o.key) ? o.key : o.name)).size() == 1)",message="outputs must publish distinct keys: two outputs would write the same key"
+	Outputs []OutputSelector `json:"outputs,omitempty"`
+
+	// interval between two reads of the state, jittered by up to 10%.
+	// +optional
+	// +kubebuilder:default="5m"
+	// +kubebuilder:validation:Type=string
+	// +kubebuilder:validation:Pattern=`^([0-9]+(\.[0-9]+)?(ms|s|m|h))+$`
+	// +kubebuilder:validation:MaxLength=32
+	// +kubebuilder:validation:XValidation:rule="duration(self) >= duration('10s') && duration(self) <= duration('24h')",message="interval must be between 10s and 24h"
+	Interval *metav1.Duration `json:"interval,omitempty"`
+
+	// target names the ConfigMap (plain outputs) and the Secret (sensitive
+	// outputs). Both default to "<name>-outputs".
+	// +optional
+	Target RemoteStateTarget `json:"target,omitempty"`
+}
+
+// BackendReference names a backend in the same namespace.
+type BackendReference struct {
+	// kind of the backend.
+	// +required
+	// +kubebuilder:validation:Enum=HttpBackend;CosBackend
+	Kind string `json:"kind"`
+
+	// name of the backend.
+	// +required
+	// +kubebuilder:validation:MinLength=1
+	// +kubebuilder:validation:MaxLength=253
+	// +kubebuilder:validation:Pattern=`^[a-z0-9]([-a-z0-9]*[a-z0-9])?(\.[a-z0-9]([-a-z0-9]*[a-z0-9])?)*$`
+	Name string `json:"name"`
+}
+
+// OutputSelector selects one output, checks its type and names its key.
+type OutputSelector struct {
+	// name of the output in the state.
+	// +required
+	// +kubebuilder:validation:MinLength=1
+	// +kubebuilder:validation:MaxLength=128
+	// +kubebuilder:validation:Pattern=`^[a-zA-Z_][-a-zA-Z0-9_]*$`
+	Name string `json:"name"`
+
+	// type the output must have, as the typed readers of the
+	// terraform_remote_state data source check it: any, string, number,
+	// bool, list (lists, sets and tuples), map (maps and objects) or object.
+	// +optional
+	// +kubebuilder:default=any
+	// +kubebuilder:validation:Enum=any;string;number;bool;list;map;object
+	Type string `json:"type,omitempty"`
+
+	// key of the ConfigMap or Secret entry; defaults to name.
+	// +optional
+	// +kubebuilder:validation:MinLength=1
+	// +kubebuilder:validation:MaxLength=253
+	// +kubebuilder:validation:Pattern=`^[-._a-zA-Z0-9]+$`
+	Key string `json:"key,omitempty"`
+}
+
+// RemoteStateTarget names the objects the outputs are published to.
+type RemoteStateTarget struct {
+	// configMapName receives the non-sensitive outputs.
+	// +optional
+	// +kubebuilder:validation:MinLength=1
+	// +kubebuilder:validation:MaxLength=253
+	// +kubebuilder:validation:Pattern=`^[a-z0-9]([-a-z0-9]*[a-z0-9])?(\.[a-z0-9]([-a-z0-9]*[a-z0-9])?)*$`
+	ConfigMapName string `json:"configMapName,omitempty"`
+
+	// secretName receives the sensitive outputs, and only those.
+	// +optional
+	// +kubebuilder:validation:MinLength=1
+	// +kubebuilder:validation:MaxLength=253
+	// +kubebuilder:validation:Pattern=`^[a-z0-9]([-a-z0-9]*[a-z0-9])?(\.[a-z0-9]([-a-z0-9]*[a-z0-9])?)*$`
+	SecretName string `json:"secretName,omitempty"`
+}
+
+// OutputStatus describes one published output, never its value.
+type OutputStatus struct {
+	// name of the output in the state.
+	// +kubebuilder:validation:MaxLength=128
+	Name string `json:"name"`
+
+	// key it is published under.
+	// +kubebuilder:validation:MaxLength=253
+	Key string `json:"key"`
+
+	// type of the output as Terraform records it, for example "string" or
+	// ["list","string"]; "default" when it came from spec.defaults.
+	// +kubebuilder:validation:MaxLength=1024
+	Type string `json:"type"`
+
+	// sensitive outputs are published only to the Secret.
+	// +optional
+	Sensitive bool `json:"sensitive,omitempty"`
+}
+
+// RemoteStateStatus is the observed state of a RemoteState.
+type RemoteStateStatus struct {
+	// conditions: Ready, Reconciling, Stalled and OutputsReady.
+	// +optional
+	// +listType=map
+	// +listMapKey=type
+	// +kubebuilder:validation:MaxItems=16
+	Conditions []metav1.Condition `json:"conditions,omitempty"`
+
+	// observedGeneration is the generation the status describes; -1 until
+	// the controller has processed the object.
+	// +optional
+	ObservedGeneration int64 `json:"observedGeneration,omitempty"`
+
+	// state is the serial and lineage of the state last read.
+	// +optional
+	State *StateSummary `json:"state,omitempty"`
+
+	// outputs lists the published outputs: names, types, sensitivity.
+	// +optional
+	// +kubebuilder:validation:MaxItems=512
+	Outputs []OutputStatus `json:"outputs,omitempty"`
+
+	// rendered names the ConfigMap and Secret the outputs went to.
+	// +optional
+	Rendered *RenderedObjects `json:"rendered,omitempty"`
+}
+
+// RemoteState publishes the outputs of another stack's state: plain
+// outputs to a ConfigMap, sensitive outputs to a Secret, for runner pods
+// and applications.
+//
+// +kubebuilder:object:root=true
+// +kubebuilder:subresource:status
+// +kubebuilder:resource:shortName=rstate,categories=infrastate
+// +kubebuilder:printcolumn:name="Ready",type=string,JSONPath=`.status.conditions[?(@.type=="Ready")].status`
+// +kubebuilder:printcolumn:name="Backend",type=string,JSONPath=`.spec.backendRef.name`
+// +kubebuilder:printcolumn:name="Kind",type=string,JSONPath=`.spec.backendRef.kind`,priority=1
+// +kubebuilder:printcolumn:name="Workspace",type=string,JSONPath=`.spec.workspace`,priority=1
+// +kubebuilder:printcolumn:name="Serial",type=integer,JSONPath=`.status.state.serial`
+// +kubebuilder:printcolumn:name="Age",type=date,JSONPath=`.metadata.creationTimestamp`
+type RemoteState struct {
+	metav1.TypeMeta   `json:",inline"`
+	metav1.ObjectMeta `json:"metadata,omitempty"`
+
+	// spec describes the outputs to publish.
+	// +required
+	Spec RemoteStateSpec `json:"spec"`
+
+	// status is the observed state.
+	// +optional
+	// +kubebuilder:default={"observedGeneration":-1}
+	Status RemoteStateStatus `json:"status,omitempty"`
+}
+
+// RemoteStateList is a list of RemoteState.
+//
+// +kubebuilder:object:root=true
+type RemoteStateList struct {
+	metav1.TypeMeta `json:",inline"`
+	metav1.ListMeta `json:"metadata,omitempty"`
+
+	// items is the list of RemoteState.
+	Items []RemoteState `json:"items"`
+}
+
+func init() {
+	SchemeBuilder.Register(&RemoteState{}, &RemoteStateList{})
+}

@@ -1,0 +1,170 @@
+package controllers
+
+import (
+	"context"
+	"time"
+
+	corev1 "k8s.io/api/core/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	"k8s.io/apimachinery/pkg/types"
+	"k8s.io/client-go/tools/events"
+	ctrl "sigs.k8s.io/controller-runtime"
+	"sigs.k8s.io/controller-runtime/pkg/builder"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+	"sigs.k8s.io/controller-runtime/pkg/controller"
+	"sigs.k8s.io/controller-runtime/pkg/handler"
+	"sigs.k8s.io/controller-runtime/pkg/predicate"
+	"sigs.k8s.io/controller-runtime/pkg/reconcile"
+
+	backendsv1alpha1 "github.com/infrastate/backend-operator/api/v1alpha1"
+)
+
+// backendRefIndex indexes RemoteStates by the backend they read, as
+// "<Kind>/<name>", so that a change to a backend reconciles its readers.
+const backendRefIndex = ".spec.backendRef"
+
+func backendRefValue(kind, name string) string { return kind + "/" + name }
+
+// remoteStateBackend is the backendRefIndex value of a RemoteState.
+func remoteStateBackend(obj client.Object) []string {
+	rs, ok := obj.(*backendsv1alpha1.RemoteState)
+	if !ok {
+		return nil
+	}
+	return []string{backendRefValue(rs.Spec.BackendRef.Kind, rs.Spec.BackendRef.Name)}
+}
+
+// RemoteStateReconciler publishes the outputs of a backend's state to a
+// ConfigMap (plain outputs) and a Secret (sensitive outputs).
+type RemoteStateReconciler struct {
+	client    client.Client
+	apiReader client.Reader
+	events    events.EventRecorder
+	opts      options
+	schedule  *probeSchedule
+}
+
+// NewRemoteStateReconciler returns a reconciler that writes through c and
+// reads Secrets through apiReader, which must not be a cache.
+func NewRemoteStateReconciler(c client.Client, apiReader client.Reader, recorder events.EventRecorder, opts ...Option) *RemoteStateReconciler {
+	return &RemoteStateReconciler{
+		client:    c,
+		apiReader: apiReader,
+		events:    recorder,
+		opts:      newOptions(opts),
+		schedule:  newProbeSchedule(),
+	}
+}
+
+// remoteScope collects what the phases of one reconciliation read and write.
+type remoteScope struct {
+	// remote is the object; phases set its status.
+	remote *backendsv1alpha1.RemoteState
+	// read fetches the workspace's state through the backend's own client
+	// and settings, filled by reconcileBackend. nil data means no state.
+	read func(ctx context.Context) ([]byte, error)
+	// inputs fingerprints everything the read depends on, filled by
+	// reconcileBackend: a change makes a read due at once.
+	inputs string
+	// requeueAfter is the wait until the next read, set by reconcileOutputs.
+	requeueAfter time.Duration
+}
+
+// remotePhase is one step of the reconciliation. A stallError stops it.
+type remotePhase func(ctx context.Context, s *remoteScope) error
+
+// Reconcile resolves the backend, then reads the state and publishes the
+// outputs when a read is due. Status is patched once, at the end.
+func (r *RemoteStateReconciler) Reconcile(ctx context.Context, req ctrl.Request) (result ctrl.Result, retErr error) {
+	remote := &backendsv1alpha1.RemoteState{}
+	if err := r.client.Get(ctx, req.NamespacedName, remote); err != nil {
+		if apierrors.IsNotFound(err) {
+			r.schedule.forget(req.NamespacedName)
+		}
+		return ctrl.Result{}, client.IgnoreNotFound(err)
+	}
+	if !remote.DeletionTimestamp.IsZero() {
+		return ctrl.Result{}, nil
+	}
+
+	before := remote.DeepCopy()
+	scope := &remoteScope{remote: remote}
+	markReconciling(&remote.Status.Conditions, remote.Generation, remote.Status.ObservedGeneration)
+	defer func() {
+		out := outcome{readyMessage: "Outputs are published", probe: backendsv1alpha1.OutputsReadyCondition}
+		retErr = finishReconcile(ctx, r.client, r.events, remote, before, out, retErr)
+		if retErr != nil {
+			r.schedule.forget(req.NamespacedName)
+			result = ctrl.Result{}
+		}
+	}()
+
+	for _, phase := range []remotePhase{r.reconcileBackend, r.reconcileOutputs} {
+		if err := phase(ctx, scope); err != nil {
+			return ctrl.Result{}, err
+		}
+	}
+	return ctrl.Result{RequeueAfter: scope.requeueAfter}, nil
+}
+
+// SetupWithManager registers the reconciler with mgr; the field indexes
+// come from SetupAll. Backends are watched for spec changes, Secrets for
+// metadata only.
+func (r *RemoteStateReconciler) SetupWithManager(mgr ctrl.Manager) error {
+	c := mgr.GetClient()
+	return ctrl.NewControllerManagedBy(mgr).
+		For(&backendsv1alpha1.RemoteState{}, builder.WithPredicates(predicate.GenerationChangedPredicate{})).
+		Owns(&corev1.ConfigMap{}, builder.OnlyMetadata).
+		Owns(&corev1.Secret{}, builder.OnlyMetadata).
+		Watches(&backendsv1alpha1.HttpBackend{}, handler.EnqueueRequestsFromMapFunc(readersOfBackend(c, "HttpBackend")),
+			builder.WithPredicates(predicate.GenerationChangedPredicate{})).
+		Watches(&backendsv1alpha1.CosBackend{}, handler.EnqueueRequestsFromMapFunc(readersOfBackend(c, "CosBackend")),
+			builder.WithPredicates(predicate.GenerationChangedPredicate{})).
+		Watches(&corev1.Secret{}, handler.EnqueueRequestsFromMapFunc(readersOfSecret(c)), builder.OnlyMetadata).
+		WithOptions(controller.Options{MaxConcurrentReconciles: r.opts.maxConcurrentReconciles}).
+		Named("remotestate").
+		Complete(r)
+}
+
+// readersOfBackend maps a backend to the RemoteStates that read it.
+func readersOfBackend(c client.Reader, kind string) handler.MapFunc {
+	return func(ctx context.Context, obj client.Object) []reconcile.Request {
+		return remoteStatesReading(ctx, c, obj.GetNamespace(), backendRefValue(kind, obj.GetName()))
+	}
+}
+
+// readersOfSecret maps a Secret to the RemoteStates whose backend
+// references it.
+func readersOfSecret(c client.Reader) handler.MapFunc {
+	return func(ctx context.Context, obj client.Object) []reconcile.Request {
+		var requests []reconcile.Request
+		ref := client.MatchingFields{referencesIndex: secretReference(obj.GetName())}
+		httpBackends := &backendsv1alpha1.HttpBackendList{}
+		if err := c.List(ctx, httpBackends, client.InNamespace(obj.GetNamespace()), ref); err == nil {
+			for _, b := range httpBackends.Items {
+				requests = append(requests, remoteStatesReading(ctx, c, b.Namespace, backendRefValue("HttpBackend", b.Name))...)
+			}
+		}
+		cosBackends := &backendsv1alpha1.CosBackendList{}
+		if err := c.List(ctx, cosBackends, client.InNamespace(obj.GetNamespace()), ref); err == nil {
+			for _, b := range cosBackends.Items {
+				requests = append(requests, remoteStatesReading(ctx, c, b.Namespace, backendRefValue("CosBackend", b.Name))...)
+			}
+		}
+		return requests
+	}
+}
+
+// remoteStatesReading lists the RemoteStates of a namespace that read the
+// backend "<Kind>/<name>".
+func remoteStatesReading(ctx context.Context, c client.Reader, namespace, backend string) []reconcile.Request {
+	list := &backendsv1alpha1.RemoteStateList{}
+	if err := c.List(ctx, list, client.InNamespace(namespace), client.MatchingFields{backendRefIndex: backend}); err != nil {
+		return nil
+	}
+	requests := make([]reconcile.Request, 0, len(list.Items))
+	for _, rs := range list.Items {
+		requests = append(requests, reconcile.Request{NamespacedName: types.NamespacedName{Namespace: rs.Namespace, Name: rs.Name}})
+	}
+	return requests
+}

@@ -1,0 +1,226 @@
+package controllers
+
+import (
+	"context"
+	"encoding/json"
+	"time"
+
+	. "github.com/onsi/ginkgo/v2"
+	. "github.com/onsi/gomega"
+	apiextensionsv1 "k8s.io/apiextensions-apiserver/pkg/apis/apiextensions/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+
+	backendsv1alpha1 "github.com/infrastate/backend-operator/api/v1alpha1"
+	"github.com/infrastate/backend-operator/internal/stateclient"
+)
+
+// stackOutputs are the outputs of the stack the RemoteState specs read.
+const stackOutputs = `"vpc_id":{"value":"vpc-0a1b","type":"string"},` +
+	`"azs":{"value":3,"type":"number"},` +
+	`"subnets":{"value":["10.0.1.0/24","10.0.2.0/24"],"type":["list","string"]},` +
+	`"tags":{"value":{"team":"platform"},"type":["map","string"]},` +
+	`"db_password":{"value":"p@ss-w0rd-XYZ","type":"string","sensitive":true}`
+
+// makeRemoteState reads the backend of kind and name.
+func makeRemoteState(name, namespace, kind, backend string) *backendsv1alpha1.RemoteState {
+	return &backendsv1alpha1.RemoteState{
+		ObjectMeta: metav1.ObjectMeta{Name: name, Namespace: namespace},
+		Spec: backendsv1alpha1.RemoteStateSpec{
+			BackendRef: backendsv1alpha1.BackendReference{Kind: kind, Name: backend},
+		},
+	}
+}
+
+func jsonValue(v any) apiextensionsv1.JSON {
+	data, err := json.Marshal(v)
+	Expect(err).NotTo(HaveOccurred())
+	return apiextensionsv1.JSON{Raw: data}
+}
+
+var _ = Describe("RemoteState controller", func() {
+	var (
+		ctx context.Context
+		ns  string
+	)
+
+	BeforeEach(func() {
+		var cancel context.CancelFunc
+		ctx, cancel = context.WithTimeout(context.Background(), 2*time.Minute)
+		DeferCleanup(cancel)
+		ns = newNamespace(ctx)
+		startManager(ctx, ns)
+		Expect(k8sClient.Create(ctx, makeSecret("state-password", ns, map[string]string{"password": statePassword}))).To(Succeed())
+	})
+
+	createHttpBackend := func() *backendsv1alpha1.HttpBackend {
+		backend := makeHttpBackend("network", ns, stateURL(ns)).locks().basicAuth(stateUser, "state-password", "").build()
+		Expect(k8sClient.Create(ctx, backend)).To(Succeed())
+		return backend
+	}
+
+	expectOutputsReady := func(remote *backendsv1alpha1.RemoteState) {
+		GinkgoHelper()
+		Eventually(func(g Gomega) {
+			getObject(ctx, g, remote)
+			expectKstatusInvariants(g, remote)
+			expectCondition(g, remote.Status.Conditions, "OutputsReady", metav1.ConditionTrue, "OutputsPublished")
+			expectCondition(g, remote.Status.Conditions, "Ready", metav1.ConditionTrue, "Succeeded")
+		}, timeout, interval).Should(Succeed())
+	}
+
+	It("publishes plain outputs to the ConfigMap and sensitive ones only to the Secret", func() {
+		seedState(ctx, stateURL(ns), v4State(5, stackOutputs))
+		createHttpBackend()
+		remote := makeRemoteState("network", ns, "HttpBackend", "network")
+		Expect(k8sClient.Create(ctx, remote)).To(Succeed())
+		expectOutputsReady(remote)
+
+		cm := renderedConfigMap(ctx, Default, ns, "network-outputs")
+		expectControlledBy(Default, cm, remote, "RemoteState")
+		Expect(cm.Data).To(Equal(map[string]string{
+			"vpc_id":  "vpc-0a1b",
+			"azs":     "3",
+			"subnets": `["10.0.1.0/24","10.0.2.0/24"]`,
+			"tags":    `{"team":"platform"}`,
+		}))
+		secret := renderedSecret(ctx, Default, ns, "network-outputs")
+		expectControlledBy(Default, secret, remote, "RemoteState")
+		Expect(secret.Data).To(Equal(map[string][]byte{"db_password": []byte("p@ss-w0rd-XYZ")}))
+
+		Expect(remote.Status.State).To(HaveValue(And(HaveField("Serial", int64(5)), HaveField("Lineage", "lineage-1"))))
+		Expect(remote.Status.Outputs).To(ConsistOf(
+			backendsv1alpha1.OutputStatus{Name: "azs", Key: "azs", Type: `"number"`},
+			backendsv1alpha1.OutputStatus{Name: "db_password", Key: "db_password", Type: `"string"`, Sensitive: true},
+			backendsv1alpha1.OutputStatus{Name: "subnets", Key: "subnets", Type: `["list","string"]`},
+			backendsv1alpha1.OutputStatus{Name: "tags", Key: "tags", Type: `["map","string"]`},
+			backendsv1alpha1.OutputStatus{Name: "vpc_id", Key: "vpc_id", Type: `"string"`},
+		))
+		expectNoSecretsIn(ctx, ns, []string{"p@ss-w0rd-XYZ", statePassword})
+	})
+
+	It("selects, renames and type-checks outputs, with defaults filling gaps", func() {
+		seedState(ctx, stateURL(ns), v4State(1, stackOutputs))
+		createHttpBackend()
+		remote := makeRemoteState("net", ns, "HttpBackend", "network")
+		remote.Spec.Defaults = map[string]apiextensionsv1.JSON{"vpc_id": jsonValue("vpc-default"), "region": jsonValue("ap-guangzhou")}
+		remote.Spec.Outputs = []backendsv1alpha1.OutputSelector{
+			{Name: "vpc_id", Type: "string", Key: "VPC_ID"},
+			{Name: "region", Type: "string", Key: "REGION"},
+			{Name: "subnets", Type: "list"},
+		}
+		remote.Spec.Target = backendsv1alpha1.RemoteStateTarget{ConfigMapName: "net-env", SecretName: "net-secrets"}
+		Expect(k8sClient.Create(ctx, remote)).To(Succeed())
+		expectOutputsReady(remote)
+		Expect(renderedConfigMap(ctx, Default, ns, "net-env").Data).To(Equal(map[string]string{
+			"VPC_ID": "vpc-0a1b", "REGION": "ap-guangzhou", "subnets": `["10.0.1.0/24","10.0.2.0/24"]`,
+		}))
+		Expect(renderedSecret(ctx, Default, ns, "net-secrets").Data).To(BeEmpty())
+
+		By("asking for a type the output does not have")
+		getObject(ctx, Default, remote)
+		remote.Spec.Outputs[2].Type = "map"
+		Expect(k8sClient.Update(ctx, remote)).To(Succeed())
+		Eventually(func(g Gomega) {
+			getObject(ctx, g, remote)
+			c := expectCondition(g, remote.Status.Conditions, "OutputsReady", metav1.ConditionFalse, "OutputTypeMismatch")
+			g.Expect(c.Message).To(Equal(`output "subnets" is a list, not a map`))
+			expectCondition(g, remote.Status.Conditions, "Ready", metav1.ConditionFalse, "OutputTypeMismatch")
+		}, timeout, interval).Should(Succeed())
+
+		By("asking for an output the state lacks")
+		getObject(ctx, Default, remote)
+		remote.Spec.Outputs[2] = backendsv1alpha1.OutputSelector{Name: "nat_gateway_ids", Type: "list"}
+		Expect(k8sClient.Update(ctx, remote)).To(Succeed())
+		Eventually(func(g Gomega) {
+			getObject(ctx, g, remote)
+			c := expectCondition(g, remote.Status.Conditions, "OutputsReady", metav1.ConditionFalse, "OutputMissing")
+			g.Expect(c.Message).To(ContainSubstring(`"nat_gateway_ids"`))
+		}, timeout, interval).Should(Succeed())
+		Expect(renderedConfigMap(ctx, Default, ns, "net-env").Data).To(HaveKeyWithValue("VPC_ID", "vpc-0a1b"), "the last good values stay")
+	})
+
+	It("follows value changes, and keeps the last values when the state or the backend goes", func() {
+		seedState(ctx, stateURL(ns), v4State(1, stackOutputs))
+		backend := createHttpBackend()
+		remote := makeRemoteState("network", ns, "HttpBackend", "network")
+		remote.Spec.Interval = &metav1.Duration{Duration: 10 * time.Second}
+		Expect(k8sClient.Create(ctx, remote)).To(Succeed())
+		expectOutputsReady(remote)
+
+		By("applying a new state: the periodic read publishes it")
+		seedState(ctx, stateURL(ns), v4State(2, `"vpc_id":{"value":"vpc-new","type":"string"}`))
+		Eventually(func(g Gomega) {
+			g.Expect(renderedConfigMap(ctx, g, ns, "network-outputs").Data).To(Equal(map[string]string{"vpc_id": "vpc-new"}))
+			g.Expect(renderedSecret(ctx, g, ns, "network-outputs").Data).To(BeEmpty())
+			getObject(ctx, g, remote)
+			g.Expect(remote.Status.State).To(HaveValue(HaveField("Serial", int64(2))))
+		}, 3*interval+20*time.Second, interval).Should(Succeed())
+
+		By("deleting the state")
+		purgeState(ctx, stateURL(ns))
+		Eventually(func(g Gomega) {
+			getObject(ctx, g, remote)
+			c := expectCondition(g, remote.Status.Conditions, "OutputsReady", metav1.ConditionFalse, "StateNotFound")
+			g.Expect(c.Message).To(ContainSubstring("holds no state for workspace default"))
+		}, 20*time.Second, interval).Should(Succeed())
+		Expect(renderedConfigMap(ctx, Default, ns, "network-outputs").Data).To(Equal(map[string]string{"vpc_id": "vpc-new"}))
+
+		By("deleting the backend")
+		Expect(k8sClient.Delete(ctx, backend)).To(Succeed())
+		Eventually(func(g Gomega) {
+			getObject(ctx, g, remote)
+			expectKstatusInvariants(g, remote)
+			c := expectCondition(g, remote.Status.Conditions, "Stalled", metav1.ConditionTrue, "BackendNotFound")
+			g.Expect(c.Message).To(Equal("HttpBackend network does not exist in namespace " + ns))
+		}, timeout, interval).Should(Succeed())
+		Expect(renderedConfigMap(ctx, Default, ns, "network-outputs").Data).To(Equal(map[string]string{"vpc_id": "vpc-new"}))
+	})
+
+	It("waits for a backend that does not exist yet", func() {
+		seedState(ctx, stateURL(ns), v4State(1, stackOutputs))
+		remote := makeRemoteState("network", ns, "HttpBackend", "network")
+		Expect(k8sClient.Create(ctx, remote)).To(Succeed())
+		Eventually(func(g Gomega) {
+			getObject(ctx, g, remote)
+			expectCondition(g, remote.Status.Conditions, "Stalled", metav1.ConditionTrue, "BackendNotFound")
+		}, timeout, interval).Should(Succeed())
+		createHttpBackend()
+		expectOutputsReady(remote)
+	})
+
+	It("reads a named workspace of a CosBackend", func() {
+		bucket := ns + "-1250000000"
+		cosServer.CreateBucket(bucket)
+		cosServer.PutState(bucket, "platform/staging/terraform.tfstate", v4State(8, `"endpoint":{"value":"db.staging","type":"string"}`))
+		cosServer.PutState(bucket, "platform/terraform.tfstate", v4State(3, `"endpoint":{"value":"db.default","type":"string"}`))
+		Expect(k8sClient.Create(ctx, makeSecret("cos-credentials", ns, map[string]string{"secretId": cosSecretID, "secretKey": cosSecretKey}))).To(Succeed())
+		Expect(k8sClient.Create(ctx, makeCosBackend("db", ns, bucket))).To(Succeed())
+
+		staging := makeRemoteState("staging", ns, "CosBackend", "db")
+		staging.Spec.Workspace = "staging"
+		Expect(k8sClient.Create(ctx, staging)).To(Succeed())
+		def := makeRemoteState("default", ns, "CosBackend", "db")
+		Expect(k8sClient.Create(ctx, def)).To(Succeed())
+		expectOutputsReady(staging)
+		expectOutputsReady(def)
+		Expect(renderedConfigMap(ctx, Default, ns, "staging-outputs").Data).To(Equal(map[string]string{"endpoint": "db.staging"}))
+		Expect(renderedConfigMap(ctx, Default, ns, "default-outputs").Data).To(Equal(map[string]string{"endpoint": "db.default"}))
+
+		missing := makeRemoteState("prod", ns, "CosBackend", "db")
+		missing.Spec.Workspace = "prod"
+		Expect(k8sClient.Create(ctx, missing)).To(Succeed())
+		Eventually(func(g Gomega) {
+			getObject(ctx, g, missing)
+			expectCondition(g, missing.Status.Conditions, "OutputsReady", metav1.ConditionFalse, "StateNotFound")
+		}, timeout, interval).Should(Succeed())
+	})
+})
+
+// purgeState deletes a state through the real protocol client.
+func purgeState(ctx context.Context, address string) {
+	cfg := stateclient.DefaultConfig(address)
+	cfg.Username, cfg.Password = stateUser, statePassword
+	sc, err := stateclient.New(cfg)
+	Expect(err).NotTo(HaveOccurred())
+	Expect(sc.Purge(ctx)).To(Succeed())
+}

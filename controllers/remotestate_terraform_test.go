@@ -1,0 +1,119 @@
+package controllers
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"fmt"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"time"
+
+	. "github.com/onsi/ginkgo/v2"
+	. "github.com/onsi/gomega"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+
+	"github.com/infrastate/backend-operator/internal/testtools"
+)
+
+// stackConfig is a root module with outputs of every kind a RemoteState
+// publishes, and no providers, so that terraform needs no download.
+const stackConfig = `
+terraform {
+  backend "http" {
+    address        = %[1]q
+    lock_address   = %[1]q
+    unlock_address = %[1]q
+  }
+}
+
+output "vpc_id" {
+  value = "vpc-0123456789"
+}
+
+output "node_count" {
+  value = 3
+}
+
+output "subnets" {
+  value = ["10.0.1.0/24", "10.0.2.0/24"]
+}
+
+output "tags" {
+  value = { team = "platform", env = "prod" }
+}
+
+output "db_password" {
+  value     = "tf-generated-Secret-42"
+  sensitive = true
+}
+`
+
+// terraformOutput is one entry of `terraform output -json`.
+type terraformOutput struct {
+	Sensitive bool            `json:"sensitive"`
+	Value     json.RawMessage `json:"value"`
+}
+
+var _ = Describe("RemoteState with the real Terraform CLI", func() {
+	It("publishes what terraform output -json shows", func(ctx context.Context) {
+		terraform := testtools.Terraform(GinkgoT())
+		ns := newNamespace(ctx)
+		startManager(ctx, ns)
+		Expect(k8sClient.Create(ctx, makeSecret("state-password", ns, map[string]string{"password": statePassword}))).To(Succeed())
+
+		dir := GinkgoT().TempDir()
+		Expect(os.WriteFile(filepath.Join(dir, "main.tf"), []byte(fmt.Sprintf(stackConfig, stateURL(ns))), 0o600)).To(Succeed())
+		env := append(testtools.TerraformEnv(GinkgoT(), dir), "TF_HTTP_USERNAME="+stateUser, "TF_HTTP_PASSWORD="+statePassword)
+		run := func(args ...string) []byte {
+			cmd := exec.CommandContext(ctx, terraform, args...)
+			cmd.Dir, cmd.Env = dir, env
+			var stderr bytes.Buffer
+			cmd.Stderr = &stderr
+			out, err := cmd.Output()
+			Expect(err).NotTo(HaveOccurred(), "terraform %v: %s%s", args, out, stderr.String())
+			return out
+		}
+		run("init", "-input=false", "-no-color")
+		run("apply", "-auto-approve", "-input=false", "-no-color")
+		var shown map[string]terraformOutput
+		Expect(json.Unmarshal(run("output", "-json"), &shown)).To(Succeed())
+		Expect(shown).To(HaveLen(5))
+
+		Expect(k8sClient.Create(ctx, makeHttpBackend("stack", ns, stateURL(ns)).locks().basicAuth(stateUser, "state-password", "").build())).To(Succeed())
+		remote := makeRemoteState("stack", ns, "HttpBackend", "stack")
+		Expect(k8sClient.Create(ctx, remote)).To(Succeed())
+		Eventually(func(g Gomega) {
+			getObject(ctx, g, remote)
+			expectCondition(g, remote.Status.Conditions, "OutputsReady", metav1.ConditionTrue, "OutputsPublished")
+		}, timeout, interval).Should(Succeed())
+
+		cm := renderedConfigMap(ctx, Default, ns, "stack-outputs")
+		secret := renderedSecret(ctx, Default, ns, "stack-outputs")
+		Expect(cm.Data).To(HaveLen(4))
+		Expect(secret.Data).To(HaveLen(1))
+		for name, out := range shown {
+			want := published(out.Value)
+			if out.Sensitive {
+				Expect(secret.Data).To(HaveKeyWithValue(name, []byte(want)), "sensitive output %s", name)
+				Expect(cm.Data).NotTo(HaveKey(name))
+			} else {
+				Expect(cm.Data).To(HaveKeyWithValue(name, want), "output %s", name)
+				Expect(secret.Data).NotTo(HaveKey(name))
+			}
+		}
+	}, SpecTimeout(3*time.Minute))
+})
+
+// published is how a RemoteState writes a value: a string raw, anything
+// else as compact JSON.
+func published(raw json.RawMessage) string {
+	var s string
+	if json.Unmarshal(raw, &s) == nil {
+		return s
+	}
+	var buf bytes.Buffer
+	Expect(json.Compact(&buf, raw)).To(Succeed())
+	return buf.String()
+}

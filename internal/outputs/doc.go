@@ -1,0 +1,7 @@
+// Package outputs selects, type-checks and encodes the root module outputs
+// of a state for publication, as the terraform_remote_state data source
+// reads them: defaults fill outputs the state lacks, the state's values
+// win, and the typed readers (get, getString, getNumber, getBoolean,
+// getList) check types. Plain outputs go to a ConfigMap and sensitive ones
+// only to a Secret. Every function is pure.
+package outputs
