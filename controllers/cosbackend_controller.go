@@ -5,7 +5,6 @@ import (
 	"time"
 
 	corev1 "k8s.io/api/core/v1"
-	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/client-go/tools/events"
 	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/builder"
@@ -23,23 +22,13 @@ const cosBackendKind = "CosBackend"
 // CosBackendReconciler renders CosBackends for runner pods and checks their
 // bucket, state object and lock.
 type CosBackendReconciler struct {
-	client    client.Client
-	apiReader client.Reader
-	events    events.EventRecorder
-	opts      options
-	schedule  *probeSchedule
+	reconciler
 }
 
 // NewCosBackendReconciler returns a reconciler that writes through c and
 // reads Secrets through apiReader, which must not be a cache.
 func NewCosBackendReconciler(c client.Client, apiReader client.Reader, recorder events.EventRecorder, opts ...Option) *CosBackendReconciler {
-	return &CosBackendReconciler{
-		client:    c,
-		apiReader: apiReader,
-		events:    recorder,
-		opts:      newOptions(opts),
-		schedule:  newProbeSchedule(),
-	}
+	return &CosBackendReconciler{newReconciler(c, apiReader, recorder, opts)}
 }
 
 // cosScope collects what the phases of one reconciliation read and write.
@@ -56,45 +45,16 @@ type cosScope struct {
 	requeueAfter time.Duration
 }
 
-// cosPhase is one step of the reconciliation. A stallError stops it.
-type cosPhase func(ctx context.Context, s *cosScope) error
-
 // Reconcile renders the backend's ConfigMap and credentials Secret, then
 // checks the bucket, the state and the lock when a probe is due. Status is
 // patched once, at the end, and only when it changed.
-func (r *CosBackendReconciler) Reconcile(ctx context.Context, req ctrl.Request) (result ctrl.Result, retErr error) {
+func (r *CosBackendReconciler) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.Result, error) {
 	backend := &backendsv1alpha1.CosBackend{}
-	if err := r.client.Get(ctx, req.NamespacedName, backend); err != nil {
-		if apierrors.IsNotFound(err) {
-			r.schedule.forget(req.NamespacedName)
-			forgetMetrics(cosBackendKind, req.Namespace, req.Name)
-		}
-		return ctrl.Result{}, client.IgnoreNotFound(err)
-	}
-	if !backend.DeletionTimestamp.IsZero() {
-		return ctrl.Result{}, nil
-	}
-
-	before := backend.DeepCopy()
-	scope := &cosScope{backend: backend}
-	markReconciling(&backend.Status.Conditions, backend.Generation, backend.Status.ObservedGeneration)
-	defer func() {
-		out := outcome{readyMessage: scope.readyMessage, probe: cosProbeCondition(backend)}
-		retErr = finishReconcile(ctx, r.client, r.events, backend, before, out, retErr)
-		if retErr != nil {
-			// The next attempt probes again: this one's observations
-			// may not have reached the status.
-			r.schedule.forget(req.NamespacedName)
-			result = ctrl.Result{}
-		}
-	}()
-
-	for _, phase := range []cosPhase{r.reconcileRegion, r.reconcileCredentials, r.reconcileRender, r.reconcileProbe} {
-		if err := phase(ctx, scope); err != nil {
-			return ctrl.Result{}, err
-		}
-	}
-	return ctrl.Result{RequeueAfter: scope.requeueAfter}, nil
+	return r.reconcile(ctx, req, backend, cosBackendKind, func(ctx context.Context) (outcome, time.Duration, error) {
+		s := &cosScope{backend: backend}
+		err := runPhases(ctx, s, r.reconcileRegion, r.reconcileCredentials, r.reconcileRender, r.reconcileProbe)
+		return outcome{readyMessage: s.readyMessage, probe: cosProbeCondition(backend)}, s.requeueAfter, err
+	})
 }
 
 // SetupWithManager registers the reconciler with mgr; the field indexes

@@ -2,7 +2,6 @@ package controllers
 
 import (
 	"context"
-	"fmt"
 
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
@@ -80,22 +79,9 @@ func resolveCosSecrets(ctx context.Context, reader client.Reader, backend *backe
 // Secret, writing only what changed, and records their names in
 // status.rendered.
 func (r *CosBackendReconciler) reconcileRender(ctx context.Context, s *cosScope) error {
-	backend := s.backend
-	files, err := render.CosFiles(backend.Spec, s.region)
-	if err != nil {
-		return stall(backendsv1alpha1.InvalidSpecReason, "Cannot render the backend configuration: %v", err)
-	}
-	rendered, err := writeRendered(ctx, ownedWriter{client: r.client, reader: r.apiReader}, renderedObjects{
-		owner:         ownerOf(backend, cosBackendKind),
-		configMapName: backend.Spec.ConfigMapName,
-		files:         files,
-		credentials:   render.CosCredentials(s.secrets),
-		previous:      backend.Status.Rendered,
-	})
-	if err != nil {
-		return err
-	}
-	backend.Status.Rendered = rendered
-	s.readyMessage = fmt.Sprintf("Rendered ConfigMap %s and Secret %s", rendered.ConfigMapName, rendered.SecretName)
-	return nil
+	b := s.backend
+	files, err := render.CosFiles(b.Spec, s.region)
+	s.readyMessage, err = r.renderBackend(ctx, b, cosBackendKind, b.Spec.ConfigMapName, files, err,
+		render.CosCredentials(s.secrets), &b.Status.Rendered)
+	return err
 }

@@ -5,7 +5,6 @@ import (
 	"time"
 
 	corev1 "k8s.io/api/core/v1"
-	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/client-go/tools/events"
 	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/builder"
@@ -22,23 +21,13 @@ import (
 // HttpBackendReconciler renders HttpBackends for runner pods and probes the
 // state they hold.
 type HttpBackendReconciler struct {
-	client    client.Client
-	apiReader client.Reader
-	events    events.EventRecorder
-	opts      options
-	schedule  *probeSchedule
+	reconciler
 }
 
 // NewHttpBackendReconciler returns a reconciler that writes through c and
 // reads Secrets and ConfigMaps through apiReader, which must not be a cache.
 func NewHttpBackendReconciler(c client.Client, apiReader client.Reader, recorder events.EventRecorder, opts ...Option) *HttpBackendReconciler {
-	return &HttpBackendReconciler{
-		client:    c,
-		apiReader: apiReader,
-		events:    recorder,
-		opts:      newOptions(opts),
-		schedule:  newProbeSchedule(),
-	}
+	return &HttpBackendReconciler{newReconciler(c, apiReader, recorder, opts)}
 }
 
 // httpScope collects what the phases of one reconciliation read and write.
@@ -55,46 +44,16 @@ type httpScope struct {
 	requeueAfter time.Duration
 }
 
-// httpPhase is one step of the reconciliation. A stallError stops it.
-type httpPhase func(ctx context.Context, s *httpScope) error
-
 // Reconcile renders the backend's ConfigMap and credentials Secret, then
 // probes its state when a probe is due. Status is patched once, at the end,
 // and only when it changed.
-func (r *HttpBackendReconciler) Reconcile(ctx context.Context, req ctrl.Request) (result ctrl.Result, retErr error) {
+func (r *HttpBackendReconciler) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.Result, error) {
 	backend := &backendsv1alpha1.HttpBackend{}
-	if err := r.client.Get(ctx, req.NamespacedName, backend); err != nil {
-		if apierrors.IsNotFound(err) {
-			r.schedule.forget(req.NamespacedName)
-			forgetMetrics(httpBackendKind, req.Namespace, req.Name)
-		}
-		return ctrl.Result{}, client.IgnoreNotFound(err)
-	}
-	if !backend.DeletionTimestamp.IsZero() {
-		// Owner references delete the rendered objects; nothing else to do.
-		return ctrl.Result{}, nil
-	}
-
-	before := backend.DeepCopy()
-	scope := &httpScope{backend: backend}
-	markReconciling(&backend.Status.Conditions, backend.Generation, backend.Status.ObservedGeneration)
-	defer func() {
-		out := outcome{readyMessage: scope.readyMessage, probe: httpProbeCondition(backend)}
-		retErr = finishReconcile(ctx, r.client, r.events, backend, before, out, retErr)
-		if retErr != nil {
-			// The next attempt probes again: this one's observations
-			// may not have reached the status.
-			r.schedule.forget(req.NamespacedName)
-			result = ctrl.Result{}
-		}
-	}()
-
-	for _, phase := range []httpPhase{r.reconcileCredentials, r.reconcileRender, r.reconcileProbe} {
-		if err := phase(ctx, scope); err != nil {
-			return ctrl.Result{}, err
-		}
-	}
-	return ctrl.Result{RequeueAfter: scope.requeueAfter}, nil
+	return r.reconcile(ctx, req, backend, httpBackendKind, func(ctx context.Context) (outcome, time.Duration, error) {
+		s := &httpScope{backend: backend}
+		err := runPhases(ctx, s, r.reconcileCredentials, r.reconcileRender, r.reconcileProbe)
+		return outcome{readyMessage: s.readyMessage, probe: httpProbeCondition(backend)}, s.requeueAfter, err
+	})
 }
 
 // SetupWithManager registers the reconciler with mgr; the field indexes

@@ -119,24 +119,11 @@ func caBundle(ctx context.Context, refs referenceReader, ca *backendsv1alpha1.CA
 // name taken by a foreign object is a stallError; the previous render is
 // left as it was.
 func (r *HttpBackendReconciler) reconcileRender(ctx context.Context, s *httpScope) error {
-	backend := s.backend
-	files, err := render.HTTPFiles(backend.Spec)
-	if err != nil {
-		return stall(backendsv1alpha1.InvalidSpecReason, "Cannot render the backend configuration: %v", err)
-	}
-	rendered, err := writeRendered(ctx, ownedWriter{client: r.client, reader: r.apiReader}, renderedObjects{
-		owner:         ownerOf(backend, httpBackendKind),
-		configMapName: backend.Spec.ConfigMapName,
-		files:         files,
-		credentials:   render.HTTPCredentials(s.secrets),
-		previous:      backend.Status.Rendered,
-	})
-	if err != nil {
-		return err
-	}
-	backend.Status.Rendered = rendered
-	s.readyMessage = fmt.Sprintf("Rendered ConfigMap %s and Secret %s", rendered.ConfigMapName, rendered.SecretName)
-	return nil
+	b := s.backend
+	files, err := render.HTTPFiles(b.Spec)
+	s.readyMessage, err = r.renderBackend(ctx, b, httpBackendKind, b.Spec.ConfigMapName, files, err,
+		render.HTTPCredentials(s.secrets), &b.Status.Rendered)
+	return err
 }
 
 // renderedObjects is the input of writeRendered.

@@ -5,7 +5,6 @@ import (
 	"time"
 
 	corev1 "k8s.io/api/core/v1"
-	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/client-go/tools/events"
 	ctrl "sigs.k8s.io/controller-runtime"
@@ -37,23 +36,13 @@ func remoteStateBackend(obj client.Object) []string {
 // RemoteStateReconciler publishes the outputs of a backend's state to a
 // ConfigMap (plain outputs) and a Secret (sensitive outputs).
 type RemoteStateReconciler struct {
-	client    client.Client
-	apiReader client.Reader
-	events    events.EventRecorder
-	opts      options
-	schedule  *probeSchedule
+	reconciler
 }
 
 // NewRemoteStateReconciler returns a reconciler that writes through c and
 // reads Secrets through apiReader, which must not be a cache.
 func NewRemoteStateReconciler(c client.Client, apiReader client.Reader, recorder events.EventRecorder, opts ...Option) *RemoteStateReconciler {
-	return &RemoteStateReconciler{
-		client:    c,
-		apiReader: apiReader,
-		events:    recorder,
-		opts:      newOptions(opts),
-		schedule:  newProbeSchedule(),
-	}
+	return &RemoteStateReconciler{newReconciler(c, apiReader, recorder, opts)}
 }
 
 // remoteScope collects what the phases of one reconciliation read and write.
@@ -70,41 +59,15 @@ type remoteScope struct {
 	requeueAfter time.Duration
 }
 
-// remotePhase is one step of the reconciliation. A stallError stops it.
-type remotePhase func(ctx context.Context, s *remoteScope) error
-
 // Reconcile resolves the backend, then reads the state and publishes the
 // outputs when a read is due. Status is patched once, at the end.
-func (r *RemoteStateReconciler) Reconcile(ctx context.Context, req ctrl.Request) (result ctrl.Result, retErr error) {
+func (r *RemoteStateReconciler) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.Result, error) {
 	remote := &backendsv1alpha1.RemoteState{}
-	if err := r.client.Get(ctx, req.NamespacedName, remote); err != nil {
-		if apierrors.IsNotFound(err) {
-			r.schedule.forget(req.NamespacedName)
-		}
-		return ctrl.Result{}, client.IgnoreNotFound(err)
-	}
-	if !remote.DeletionTimestamp.IsZero() {
-		return ctrl.Result{}, nil
-	}
-
-	before := remote.DeepCopy()
-	scope := &remoteScope{remote: remote}
-	markReconciling(&remote.Status.Conditions, remote.Generation, remote.Status.ObservedGeneration)
-	defer func() {
-		out := outcome{readyMessage: "Outputs are published", probe: backendsv1alpha1.OutputsReadyCondition}
-		retErr = finishReconcile(ctx, r.client, r.events, remote, before, out, retErr)
-		if retErr != nil {
-			r.schedule.forget(req.NamespacedName)
-			result = ctrl.Result{}
-		}
-	}()
-
-	for _, phase := range []remotePhase{r.reconcileBackend, r.reconcileOutputs} {
-		if err := phase(ctx, scope); err != nil {
-			return ctrl.Result{}, err
-		}
-	}
-	return ctrl.Result{RequeueAfter: scope.requeueAfter}, nil
+	return r.reconcile(ctx, req, remote, remoteStateKind, func(ctx context.Context) (outcome, time.Duration, error) {
+		s := &remoteScope{remote: remote}
+		err := runPhases(ctx, s, r.reconcileBackend, r.reconcileOutputs)
+		return outcome{readyMessage: "Outputs are published", probe: backendsv1alpha1.OutputsReadyCondition}, s.requeueAfter, err
+	})
 }
 
 // SetupWithManager registers the reconciler with mgr; the field indexes

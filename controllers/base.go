@@ -1,0 +1,96 @@
+package controllers
+
+import (
+	"context"
+	"time"
+
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	"k8s.io/client-go/tools/events"
+	ctrl "sigs.k8s.io/controller-runtime"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+
+	backendsv1alpha1 "github.com/infrastate/backend-operator/api/v1alpha1"
+	"github.com/infrastate/backend-operator/internal/render"
+)
+
+// reconciler holds what every reconciler of this package uses.
+type reconciler struct {
+	client    client.Client
+	apiReader client.Reader
+	events    events.EventRecorder
+	opts      options
+	schedule  *probeSchedule
+}
+
+func newReconciler(c client.Client, apiReader client.Reader, recorder events.EventRecorder, opts []Option) reconciler {
+	return reconciler{
+		client:    c,
+		apiReader: apiReader,
+		events:    recorder,
+		opts:      newOptions(opts),
+		schedule:  newProbeSchedule(),
+	}
+}
+
+// phasesFunc runs a kind's phases on obj and returns how they ended and
+// when to come back.
+type phasesFunc func(ctx context.Context) (outcome, time.Duration, error)
+
+// reconcile is the shape every Reconcile of this package shares: read the
+// object (forgetting one that is gone), leave one being deleted to the
+// garbage collector, mark a new generation as Reconciling, run the phases,
+// and finish with one status patch. After an error the next attempt probes
+// again, since this one's observations may not have reached the status.
+func (r *reconciler) reconcile(ctx context.Context, req ctrl.Request, obj statusObject, kind string, run phasesFunc) (ctrl.Result, error) {
+	if err := r.client.Get(ctx, req.NamespacedName, obj); err != nil {
+		if apierrors.IsNotFound(err) {
+			r.schedule.forget(req.NamespacedName)
+			forgetMetrics(kind, req.Namespace, req.Name)
+		}
+		return ctrl.Result{}, client.IgnoreNotFound(err)
+	}
+	if !obj.GetDeletionTimestamp().IsZero() {
+		return ctrl.Result{}, nil
+	}
+
+	before := obj.DeepCopyObject().(statusObject)
+	markReconciling(obj.StatusConditions(), obj.GetGeneration(), *obj.StatusObservedGeneration())
+	out, requeueAfter, err := run(ctx)
+	if err := finishReconcile(ctx, r.client, r.events, obj, before, out, err); err != nil {
+		r.schedule.forget(req.NamespacedName)
+		return ctrl.Result{}, err
+	}
+	return ctrl.Result{RequeueAfter: requeueAfter}, nil
+}
+
+// runPhases runs phases in order on scope and stops at the first error.
+func runPhases[S any](ctx context.Context, scope *S, phases ...func(context.Context, *S) error) error {
+	for _, phase := range phases {
+		if err := phase(ctx, scope); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// renderBackend writes a backend's rendered files and credentials, records
+// their names in rendered, and returns the Ready message. A render error
+// is a stall that leaves the previous render in place.
+func (r *reconciler) renderBackend(ctx context.Context, obj client.Object, kind, configMapName string,
+	files render.Files, renderErr error, credentials map[string][]byte, rendered **backendsv1alpha1.RenderedObjects) (string, error) {
+	if renderErr != nil {
+		return "", stall(backendsv1alpha1.InvalidSpecReason, "Cannot render the backend configuration: %v", renderErr)
+	}
+	names, err := writeRendered(ctx, ownedWriter{client: r.client, reader: r.apiReader}, renderedObjects{
+		owner:         ownerOf(obj, kind),
+		configMapName: configMapName,
+		files:         files,
+		credentials:   credentials,
+		previous:      *rendered,
+	})
+	if err != nil {
+		return "", err
+	}
+	*rendered = names
+	return "Rendered ConfigMap " + names.ConfigMapName + " and Secret " + names.SecretName, nil
+}
