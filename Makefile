@@ -62,6 +62,13 @@ test: verify-generated verify-fmt vet test-tools ## Run every test against a rea
 	KUBECTL="$$(hack/install-tools.sh kubectl)" \
 	$(GO) test $(GO_TEST_FLAGS) ./...
 
+.PHONY: e2e
+e2e: test-tools ## Run only the end to end suite (test/e2e): the binaries, kubectl and terraform against a real control plane.
+	KUBEBUILDER_ASSETS="$$(hack/setup-envtest.sh)" \
+	TERRAFORM="$$(hack/install-tools.sh terraform)" \
+	KUBECTL="$$(hack/install-tools.sh kubectl)" \
+	$(GO) test -count=1 -timeout 15m ./test/e2e/... $(E2E_FLAGS)
+
 ##@ Build
 
 .PHONY: build
@@ -69,8 +76,8 @@ build: ## Build the manager binary.
 	CGO_ENABLED=0 $(GO) build -trimpath -o bin/manager ./cmd/manager
 
 .PHONY: run
-run: manifests generate fmt vet ## Run the manager against the cluster in the current kubeconfig.
-	$(GO) run ./cmd/manager
+run: manifests generate fmt vet ## Run the manager against the current cluster, or a local demo control plane when none answers (Ctrl-C stops it).
+	hack/run-local.sh $(ARGS)
 
 .PHONY: docker-build
 docker-build: ## Build the manager image.

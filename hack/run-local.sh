@@ -1,0 +1,262 @@
+#!/usr/bin/env bash
+# `make run`: runs the operator.
+#
+# With a cluster reachable through the current kubeconfig (kubectl
+# cluster-info succeeds), it installs the CRDs there and runs the manager
+# against it with `go run ./cmd/manager`, as kubebuilder projects do.
+#
+# Without one, it brings up a local demo and tears it down on Ctrl-C:
+#   1. etcd and kube-apiserver (hack/setup-envtest.sh) with the CRDs, through
+#      hack/localcluster, which also writes an admin kubeconfig and a demo PKI;
+#   2. the HttpBackend and CosBackend samples of config/samples, plus the
+#      client certificate Secret and the CA ConfigMap the HttpBackend sample
+#      references;
+#   3. the reference state server (cmd/stateserver) on the sample's address,
+#      with basic auth (the sample Secret's password) and mutual TLS, keeping
+#      its states in a directory;
+#   4. the manager, in the foreground;
+#   5. the stack docs/examples/network, applied with the real Terraform
+#      (hack/install-tools.sh terraform) from the rendered ConfigMap and
+#      credentials Secret, as a runner pod would; then the RemoteState
+#      sample, which publishes its outputs.
+# The CosBackend sample cannot reach its bucket (example credentials, and
+# usually no network): its BucketReady condition says why.
+# Ctrl-C (SIGINT), SIGTERM or SIGHUP stop all of them; nothing is left running.
+#
+# Arguments are passed to the manager, for example
+#   make run ARGS="--zap-log-level=debug"
+#
+# Environment:
+#   RUN_MODE        auto (default), cluster (never start a local control
+#                   plane) or local (always start one)
+#   RUN_DIR         working directory of the local demo (default
+#                   ${XDG_CACHE_HOME:-$HOME/.cache}/backend-operator/local);
+#                   it is emptied at start and holds the kubeconfig, the
+#                   demo PKI, the state server's data and the logs
+#   RUN_DEMO_STACK  true (default) or false: skip step 5
+#   KUBECTL         kubectl to use (default: hack/install-tools.sh kubectl)
+set -euo pipefail
+
+root="$(cd "$(dirname "$0")/.." && pwd)"
+cd "${root}"
+
+log() { printf 'run-local: %s\n' "$*" >&2; }
+die() {
+  log "$*"
+  exit 1
+}
+
+mode="${RUN_MODE:-auto}"
+case "${mode}" in
+  auto | cluster | local) ;;
+  *) die "RUN_MODE must be auto, cluster or local, not ${mode}" ;;
+esac
+kubectl="${KUBECTL:-$(hack/install-tools.sh kubectl)}"
+
+# ---------------------------------------------------------------------------
+# A cluster in the current kubeconfig.
+
+if [[ "${mode}" == cluster ]] || { [[ "${mode}" == auto ]] && "${kubectl}" cluster-info --request-timeout=5s >/dev/null 2>&1; }; then
+  log "using the cluster of the current kubeconfig (context $("${kubectl}" config current-context 2>/dev/null || echo none))"
+  "${kubectl}" apply --server-side -k config/crd
+  exec go run ./cmd/manager "$@"
+fi
+
+# ---------------------------------------------------------------------------
+# No cluster: the local demo.
+
+log "no cluster reachable through the current kubeconfig: starting a local control plane"
+run_dir="${RUN_DIR:-${XDG_CACHE_HOME:-${HOME}/.cache}/backend-operator/local}"
+mkdir -p "${run_dir}"
+run_dir="$(cd "${run_dir}" && pwd -P)"
+exec 9>"${run_dir}/.lock"
+if command -v flock >/dev/null 2>&1; then
+  flock -n 9 || die "another make run is using ${run_dir}; stop it first or set RUN_DIR"
+fi
+rm -rf "${run_dir}/bin" "${run_dir}/pki" "${run_dir}/state" "${run_dir}/logs" "${run_dir}/runner" "${run_dir}"/kubeconfig*
+mkdir -p "${run_dir}/bin" "${run_dir}/logs"
+kubeconfig="${run_dir}/kubeconfig"
+
+assets="$(hack/setup-envtest.sh)"
+log "building the manager, the state server and the control plane launcher"
+go build -o "${run_dir}/bin/" ./cmd/manager ./cmd/stateserver ./hack/localcluster
+
+# Every process runs in its own session (setsid), so a Ctrl-C on the
+# terminal reaches only this script, which stops them in order: the
+# manager, the state server, then the control plane. The control plane
+# launcher also stops when this script disappears without cleaning up.
+# Without setsid (not Linux) they share the terminal's Ctrl-C, which each
+# of them handles by stopping too.
+pids=()
+names=()
+session=()
+if command -v setsid >/dev/null 2>&1; then
+  session=(setsid)
+fi
+
+# start NAME LOG CMD...: starts CMD in the background in a session of its
+# own; LOG "-" keeps the terminal as its output.
+start() {
+  local name="$1" logfile="$2"
+  shift 2
+  if [[ "${logfile}" == - ]]; then
+    ${session[@]+"${session[@]}"} "$@" </dev/null 9>&- &
+  else
+    ${session[@]+"${session[@]}"} "$@" </dev/null >"${logfile}" 2>&1 9>&- &
+  fi
+  pids+=("$!")
+  names+=("${name}")
+}
+
+# stop PID NAME: SIGTERM to the process group, SIGKILL after 30 seconds.
+stop() {
+  local pid="$1" name="$2" i
+  kill -0 "${pid}" 2>/dev/null || return 0
+  log "stopping ${name}"
+  kill -TERM -- "-${pid}" 2>/dev/null || kill -TERM "${pid}" 2>/dev/null || true
+  for ((i = 0; i < 300; i++)); do
+    kill -0 "${pid}" 2>/dev/null || break
+    sleep 0.1
+  done
+  if kill -0 "${pid}" 2>/dev/null; then
+    log "${name} did not stop within 30s: killing it"
+    kill -KILL -- "-${pid}" 2>/dev/null || kill -KILL "${pid}" 2>/dev/null || true
+  fi
+  wait "${pid}" 2>/dev/null || true
+}
+
+cleanup() {
+  local i
+  trap - INT TERM HUP EXIT
+  for ((i = ${#pids[@]} - 1; i >= 0; i--)); do
+    stop "${pids[i]}" "${names[i]}"
+  done
+  log "stopped"
+}
+trap 'cleanup; exit 130' INT
+trap 'cleanup; exit 143' TERM
+trap 'cleanup; exit 129' HUP
+trap cleanup EXIT
+
+# wait_for_line PID LOG PATTERN SECONDS NAME: waits until LOG has a line
+# matching PATTERN, failing when the process exits first or time runs out.
+wait_for_line() {
+  local pid="$1" logfile="$2" pattern="$3" seconds="$4" name="$5" i
+  for ((i = 0; i < seconds * 10; i++)); do
+    if grep -q -- "${pattern}" "${logfile}" 2>/dev/null; then
+      return 0
+    fi
+    if ! kill -0 "${pid}" 2>/dev/null; then
+      tail -n 20 "${logfile}" >&2 || true
+      die "${name} exited; its log is ${logfile}"
+    fi
+    sleep 0.1
+  done
+  tail -n 20 "${logfile}" >&2 || true
+  die "${name} not ready after ${seconds}s; its log is ${logfile}"
+}
+
+# 1. The control plane, with the CRDs installed.
+cluster_log="${run_dir}/logs/localcluster.log"
+start "kube-apiserver and etcd" "${cluster_log}" \
+  env KUBEBUILDER_ASSETS="${assets}" "${run_dir}/bin/localcluster" \
+  --dir "${run_dir}" --crd-dir "${root}/config/crd/bases"
+wait_for_line "${pids[${#pids[@]}-1]}" "${cluster_log}" '^ready kubeconfig=' 120 "the control plane"
+log "control plane up"
+
+k() { "${kubectl}" --kubeconfig "${kubeconfig}" --namespace default "$@"; }
+
+# 2. The samples and the objects they reference. RemoteState samples wait
+#    until the demo stack has written a state (step 5), so that they read it
+#    at once instead of at their next refresh.
+k create secret tls demo-state-client-tls \
+  --cert="${run_dir}/pki/client.crt" --key="${run_dir}/pki/client.key" >/dev/null
+k create configmap demo-state-ca --from-file=ca.crt="${run_dir}/pki/ca.crt" >/dev/null
+later=()
+for sample in config/samples/*.yaml; do
+  [[ "$(basename "${sample}")" == kustomization.yaml ]] && continue
+  if grep -q '^kind: RemoteState' "${sample}"; then
+    later+=("${sample}")
+  else
+    k apply -f "${sample}"
+  fi
+done
+
+# 3. The state server, where and as the HttpBackend sample expects it.
+address="$(k get httpbackend demo -o jsonpath='{.spec.address}')"
+username="$(k get httpbackend demo -o jsonpath='{.spec.username}')"
+password="$(k get secret demo-state-password -o go-template='{{.data.password | base64decode}}')"
+hostport="${address#*://}"
+hostport="${hostport%%/*}"
+server_log="${run_dir}/logs/stateserver.log"
+start "the state server" "${server_log}" \
+  env STATESERVER_PASSWORD="${password}" "${run_dir}/bin/stateserver" \
+  --listen "${hostport}" --data-dir "${run_dir}/state" --username "${username}" \
+  --tls-cert "${run_dir}/pki/server.crt" --tls-key "${run_dir}/pki/server.key" \
+  --client-ca "${run_dir}/pki/ca.crt"
+wait_for_line "${pids[${#pids[@]}-1]}" "${server_log}" 'listening on' 30 "the state server (is ${hostport} free?)"
+unset password
+
+# 4. The manager, in the foreground: its log is this terminal's.
+start "the manager" - "${run_dir}/bin/manager" --kubeconfig "${kubeconfig}" \
+  --health-probe-bind-address=127.0.0.1:0 --metrics-bind-address=0 "$@"
+manager_pid="${pids[${#pids[@]}-1]}"
+
+# 5. The demo stack (docs/examples/network) applied with the real Terraform,
+#    from the rendered ConfigMap and credentials Secret exactly as a runner
+#    pod sees them (docs/runner-pod.md); then the RemoteState samples.
+run_demo_stack() {
+  local terraform dir keys
+  k wait --for=condition=Ready httpbackend/demo --timeout=60s >/dev/null || return 1
+  terraform="$(hack/install-tools.sh terraform)" || return 1
+  dir="${run_dir}/runner"
+  mkdir -p "${dir}/.home"
+  : >"${dir}/.home/.terraformrc"
+  cp docs/examples/network/main.tf "${dir}/"
+  k get configmap demo-backend -o jsonpath='{.data.backend\.tf}' >"${dir}/backend.tf"
+  keys="$(k get secret demo-backend-credentials -o go-template='{{range $k, $v := .data}}{{$k}} {{end}}')"
+  (
+    cd "${dir}"
+    export HOME="${dir}/.home" TF_CLI_CONFIG_FILE="${dir}/.home/.terraformrc" \
+      TF_IN_AUTOMATION=1 TF_INPUT=0 CHECKPOINT_DISABLE=1
+    for key in ${keys}; do
+      [[ "${key}" =~ ^[A-Z_][A-Z0-9_]*$ ]] || continue
+      export "${key}=$(k get secret demo-backend-credentials -o go-template="{{index .data \"${key}\" | base64decode}}")"
+    done
+    "${terraform}" init -input=false && "${terraform}" apply -input=false -auto-approve -lock-timeout=30s
+  ) >"${run_dir}/logs/terraform.log" 2>&1
+}
+if [[ "${RUN_DEMO_STACK:-true}" == true ]]; then
+  log "applying docs/examples/network with terraform, through the demo HttpBackend"
+  if run_demo_stack; then
+    log "terraform apply done (log ${run_dir}/logs/terraform.log)"
+  else
+    log "the demo stack was not applied (see ${run_dir}/logs/terraform.log); the RemoteState sample will report StateNotFound"
+  fi
+fi
+for sample in "${later[@]}"; do
+  k apply -f "${sample}"
+done
+
+cat >&2 <<EOF
+
+run-local: the demo is up. In another terminal:
+
+  export KUBECONFIG=${kubeconfig}
+  ${kubectl} get infrastate
+  ${kubectl} get httpbackend demo -o wide
+  ${kubectl} get configmap demo-backend -o jsonpath='{.data.backend\.tf}'
+  ${kubectl} get configmap network-outputs -o yaml
+
+  state server      https://${hostport} (log ${server_log})
+  control plane     log ${cluster_log}
+  Terraform runner  ${run_dir}/runner (log ${run_dir}/logs/terraform.log)
+
+Ctrl-C stops the manager, the state server, kube-apiserver and etcd.
+
+EOF
+
+status=0
+wait "${manager_pid}" || status=$?
+log "the manager exited with status ${status}"
+exit "${status}"
