@@ -1,0 +1,111 @@
+package e2e
+
+import (
+	"bytes"
+	"crypto/tls"
+	"crypto/x509"
+	"encoding/json"
+	"fmt"
+	"io"
+	"net/http"
+	"regexp"
+	"time"
+
+	"github.com/google/uuid"
+	. "github.com/onsi/ginkgo/v2"
+	. "github.com/onsi/gomega"
+)
+
+var _ = Describe("A state lock", func() {
+	It("is shown with its holder, and released with forceUnlock.lockID", func(ctx SpecContext) {
+		ns := newNamespace(ctx, "lock")
+		mgr := startManager(kc.kubeconfig, ns)
+		DeferCleanup(mgr.stop)
+		createStateServerSecrets(ctx, ns, statePassword)
+		backend := suiteBackend("locks", ns+"-locks")
+		backend.lockCheck = true
+		kc.apply(ctx, ns, backend.manifest())
+		kc.must(ctx, ns, "wait", "--for=condition=Ready", "httpbackend/locks", "--timeout=60s")
+		kc.must(ctx, ns, "wait", "--for=condition=Locked=false", "httpbackend/locks", "--timeout=60s")
+
+		By("writing a state with Terraform")
+		tf := newRunner(ctx, GinkgoT().TempDir(), ns, "locks-backend", "locks-backend-credentials", backendTF)
+		tf.init(ctx)
+		tf.apply(ctx)
+
+		By("holding the lock with a LOCK request, as a Terraform run that crashed would")
+		holder := lockInfo{
+			ID: uuid.NewString(), Operation: "OperationTypeApply", Who: "ci-runner@build-42",
+			Version: "1.5.7", Created: time.Now().UTC().Format(time.RFC3339Nano),
+		}
+		Expect(sendLock(backend.address, "LOCK", holder)).To(Equal(http.StatusOK))
+
+		By("Terraform meets the same holder")
+		out, err := tf.run(ctx, "apply", "-auto-approve", "-input=false", "-lock-timeout=1s")
+		Expect(err).To(HaveOccurred())
+		Expect(out).To(ContainSubstring("Error acquiring the state lock"))
+		Expect(out).To(ContainSubstring(holder.ID))
+
+		By("kubectl shows the holder after the next probe")
+		Eventually(func(g Gomega) {
+			wide := kc.must(ctx, ns, "get", "httpbackend", "locks", "-o", "wide")
+			g.Expect(wide).To(MatchRegexp(`locks\s+True\s+\S+\s+\d+\s+True\s+` + regexp.QuoteMeta(holder.ID)))
+		}).WithTimeout(probeTimeout).Should(Succeed())
+		Expect(kc.jsonpath(ctx, ns, "httpbackend/locks", "{.status.lock.who} {.status.lock.operation}")).
+			To(Equal("ci-runner@build-42 OperationTypeApply"))
+		status, reason, message := kc.condition(ctx, ns, "httpbackend/locks", "Locked")
+		Expect(status).To(Equal("True"))
+		Expect(reason).To(Equal("LockHeld"))
+		Expect(message).To(ContainSubstring(holder.ID))
+		// Locked is informational: a held lock never makes Ready False.
+		Expect(kc.jsonpath(ctx, ns, "httpbackend/locks", `{.status.conditions[?(@.type=="Ready")].status}`)).To(Equal("True"))
+
+		By("releasing it with kubectl patch")
+		kc.must(ctx, ns, "patch", "httpbackend", "locks", "--type=merge",
+			"-p", fmt.Sprintf(`{"spec":{"forceUnlock":{"lockID":%q}}}`, holder.ID))
+		kc.must(ctx, ns, "wait", "--for=condition=Locked=false", "httpbackend/locks", "--timeout=60s")
+		_, reason, _ = kc.condition(ctx, ns, "httpbackend/locks", "Locked")
+		Expect(reason).To(Equal("ForceUnlocked"))
+		Expect(kc.jsonpath(ctx, ns, "httpbackend/locks", "{.status.lastForceUnlock.lockID}")).To(Equal(holder.ID))
+		Expect(kc.jsonpath(ctx, ns, "httpbackend/locks", "{.status.lock}")).To(BeEmpty())
+		Expect(kc.must(ctx, ns, "get", "events", "--field-selector", "reason=ForceUnlocked")).To(ContainSubstring(holder.ID))
+
+		By("Terraform can write again")
+		tf.apply(ctx, "-var=nat_gateway_count=4")
+	})
+})
+
+// lockInfo is Terraform's LockInfo JSON.
+type lockInfo struct {
+	ID        string `json:"ID"`
+	Operation string `json:"Operation"`
+	Info      string `json:"Info"`
+	Who       string `json:"Who"`
+	Version   string `json:"Version"`
+	Created   string `json:"Created"`
+	Path      string `json:"Path"`
+}
+
+// sendLock sends a LOCK or UNLOCK request with info to the suite's state
+// server, with its credentials, and returns the status code.
+func sendLock(address, method string, info lockInfo) int {
+	body, err := json.Marshal(info)
+	Expect(err).NotTo(HaveOccurred())
+	roots := x509.NewCertPool()
+	Expect(roots.AppendCertsFromPEM(pki.CACert)).To(BeTrue())
+	cert, err := tls.X509KeyPair(pki.ClientCert, pki.ClientKey)
+	Expect(err).NotTo(HaveOccurred())
+	hc := &http.Client{Timeout: 10 * time.Second, Transport: &http.Transport{
+		TLSClientConfig: &tls.Config{RootCAs: roots, Certificates: []tls.Certificate{cert}, MinVersion: tls.VersionTLS12},
+	}}
+	defer hc.CloseIdleConnections()
+	req, err := http.NewRequest(method, address, bytes.NewReader(body))
+	Expect(err).NotTo(HaveOccurred())
+	req.Header.Set("Content-Type", "application/json")
+	req.SetBasicAuth(stateUser, statePassword)
+	resp, err := hc.Do(req)
+	Expect(err).NotTo(HaveOccurred())
+	defer resp.Body.Close()
+	_, _ = io.Copy(io.Discard, resp.Body)
+	return resp.StatusCode
+}

@@ -1,0 +1,196 @@
+package e2e
+
+import (
+	"bufio"
+	"bytes"
+	"errors"
+	"fmt"
+	"io"
+	"os"
+	"os/exec"
+	"regexp"
+	"strings"
+	"sync"
+	"syscall"
+	"time"
+
+	. "github.com/onsi/ginkgo/v2"
+	. "github.com/onsi/gomega"
+)
+
+// process is a binary of the suite running in the background. Its output is
+// kept, and copied to GinkgoWriter with a prefix so that a failing spec
+// shows it.
+type process struct {
+	name   string
+	cmd    *exec.Cmd
+	mu     sync.Mutex
+	output bytes.Buffer
+	exited chan struct{}
+	err    error // set when exited is closed
+}
+
+// startProcess starts path with args and exactly env (plus PATH).
+func startProcess(name, path string, args, env []string) *process {
+	p := &process{name: name, exited: make(chan struct{})}
+	p.cmd = exec.Command(path, args...)
+	p.cmd.Env = append([]string{"PATH=" + os.Getenv("PATH")}, env...)
+	setParentDeathSignal(p.cmd)
+	pr, pw := io.Pipe()
+	p.cmd.Stdout, p.cmd.Stderr = pw, pw
+	Expect(p.cmd.Start()).To(Succeed(), "starting %s", name)
+
+	copied := make(chan struct{})
+	go func() {
+		defer close(copied)
+		s := bufio.NewScanner(pr)
+		s.Buffer(make([]byte, 64<<10), 1<<20)
+		for s.Scan() {
+			p.mu.Lock()
+			p.output.Write(s.Bytes())
+			p.output.WriteByte('\n')
+			p.mu.Unlock()
+			fmt.Fprintf(GinkgoWriter, "[%s] %s\n", name, s.Bytes())
+		}
+		_, _ = io.Copy(io.Discard, pr)
+	}()
+	go func() {
+		err := p.cmd.Wait()
+		_ = pw.Close()
+		<-copied
+		p.err = err
+		close(p.exited)
+	}()
+	return p
+}
+
+// logs returns everything the process wrote so far.
+func (p *process) logs() string {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	return p.output.String()
+}
+
+// waitForLog waits until the output matches re and returns the first
+// submatch (or the whole match). It fails when the process exits first.
+func (p *process) waitForLog(re *regexp.Regexp, within time.Duration) string {
+	var found string
+	Eventually(func(g Gomega) {
+		select {
+		case <-p.exited:
+			g.Expect(p.err).NotTo(HaveOccurred())
+			StopTrying(fmt.Sprintf("%s exited before logging %q:\n%s", p.name, re, p.logs())).Now()
+		default:
+		}
+		m := re.FindStringSubmatch(p.logs())
+		g.Expect(m).NotTo(BeNil(), "%s has not logged %q yet", p.name, re)
+		found = m[len(m)-1]
+	}).WithTimeout(within).Should(Succeed())
+	return found
+}
+
+// stop sends SIGTERM and expects a clean exit within 30 seconds.
+func (p *process) stop() {
+	select {
+	case <-p.exited:
+		Expect(p.err).NotTo(HaveOccurred(), "%s exited on its own:\n%s", p.name, p.logs())
+		return
+	default:
+	}
+	Expect(p.cmd.Process.Signal(syscall.SIGTERM)).To(Succeed())
+	select {
+	case <-p.exited:
+		Expect(p.err).NotTo(HaveOccurred(), "%s exited badly after SIGTERM", p.name)
+	case <-time.After(30 * time.Second):
+		_ = p.cmd.Process.Kill()
+		<-p.exited
+		Fail(p.name + " still running 30s after SIGTERM")
+	}
+}
+
+// kill sends SIGKILL and waits for the process to be gone.
+func (p *process) kill() {
+	_ = p.cmd.Process.Kill()
+	<-p.exited
+	var exitErr *exec.ExitError
+	Expect(errors.As(p.err, &exitErr)).To(BeTrue(), "%s: %v", p.name, p.err)
+}
+
+// stateServerOptions configure a state server process.
+type stateServerOptions struct {
+	// listen is host:port; empty picks a free port on 127.0.0.1.
+	listen             string
+	dataDir            string
+	username, password string
+	// tls serves HTTPS with the suite's server certificate; clientCA
+	// also requires client certificates signed by the suite's CA.
+	tls, clientCA bool
+}
+
+// stateServerProcess is a running cmd/stateserver.
+type stateServerProcess struct {
+	*process
+	opts stateServerOptions
+	// url is scheme://127.0.0.1:port, from its "listening on" line.
+	url string
+}
+
+var listeningOn = regexp.MustCompile(`listening on (https?://[^\s"]+)`)
+
+// startStateServer runs cmd/stateserver until stop is called.
+func startStateServer(opts stateServerOptions) *stateServerProcess {
+	listen := opts.listen
+	if listen == "" {
+		listen = "127.0.0.1:0"
+	}
+	args := []string{"--listen", listen, "--data-dir", opts.dataDir}
+	var env []string
+	if opts.username != "" {
+		args = append(args, "--username", opts.username)
+		env = append(env, "STATESERVER_PASSWORD="+opts.password)
+	}
+	if opts.tls {
+		args = append(args, "--tls-cert", pkiFiles.ServerCert, "--tls-key", pkiFiles.ServerKey)
+	}
+	if opts.clientCA {
+		args = append(args, "--client-ca", pkiFiles.CACert)
+	}
+	p := startProcess("stateserver", bin.stateserver, args, env)
+	s := &stateServerProcess{process: p, opts: opts}
+	s.url = p.waitForLog(listeningOn, 30*time.Second)
+	return s
+}
+
+// restart stops the server and starts it again on the same address and
+// data directory with another password.
+func (s *stateServerProcess) restart(password string) *stateServerProcess {
+	s.stop()
+	opts := s.opts
+	opts.listen = strings.TrimPrefix(strings.TrimPrefix(s.url, "https://"), "http://")
+	opts.password = password
+	return startStateServer(opts)
+}
+
+// stateURL is the address of the state called name.
+func (s *stateServerProcess) stateURL(name string) string { return s.url + "/state/" + name }
+
+// managerProcess is a running cmd/manager.
+type managerProcess struct{ *process }
+
+// startManager runs cmd/manager against the suite's API server, watching
+// only namespace. COS requests go through a proxy address that refuses
+// connections, so that a CosBackend fails fast and the same way on every
+// machine: Unreachable. Loopback requests (the API server, the state
+// servers) never use a proxy.
+func startManager(kubeconfig, namespace string, extraArgs ...string) *managerProcess {
+	args := append([]string{
+		"--kubeconfig", kubeconfig,
+		"--watch-namespaces", namespace,
+		"--health-probe-bind-address", "127.0.0.1:0",
+		"--metrics-bind-address", "0",
+	}, extraArgs...)
+	env := []string{"HTTPS_PROXY=http://127.0.0.1:1", "HTTP_PROXY=http://127.0.0.1:1", "NO_PROXY=127.0.0.1,localhost"}
+	p := startProcess("manager", bin.manager, args, env)
+	p.waitForLog(regexp.MustCompile(`Starting workers`), 30*time.Second)
+	return &managerProcess{p}
+}
