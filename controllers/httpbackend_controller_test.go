@@ -253,7 +253,7 @@ var _ = Describe("HttpBackend controller", func() {
 		Eventually(func(g Gomega) {
 			getObject(ctx, g, backend)
 			g.Expect(backend.Status.ObservedGeneration).To(Equal(backend.Generation))
-			c := expectCondition(g, backend.Status.Conditions, "Locked", metav1.ConditionTrue, "LockHeld")
+			c := expectCondition(g, backend.Status.Conditions, "Locked", metav1.ConditionTrue, "ForceUnlockSkipped")
 			g.Expect(c.Message).To(ContainSubstring("does not match the holder " + holder))
 		}, timeout, interval).Should(Succeed())
 

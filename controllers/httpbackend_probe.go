@@ -149,8 +149,12 @@ func (r *HttpBackendReconciler) checkLock(ctx context.Context, backend *backends
 		}
 		backend.Status.Lock = holder
 		lockHeld.WithLabelValues(httpBackendKind, backend.Namespace, backend.Name).Set(1)
+		reason := backendsv1alpha1.LockHeldReason
+		if forceUnlockID(backend) != "" {
+			reason = backendsv1alpha1.ForceUnlockSkippedReason
+		}
 		setCondition(conds, gen, backendsv1alpha1.LockedCondition, observation{
-			status: metav1.ConditionTrue, reason: backendsv1alpha1.LockHeldReason,
+			status: metav1.ConditionTrue, reason: reason,
 			message: describeHolder(holder) + forceUnlockNote(backend, holder),
 		})
 	default:

@@ -110,10 +110,6 @@ const (
 	// NotLockedReason means no lock holder was seen.
 	NotLockedReason = "NotLocked"
 
-	// LockCheckDisabledReason means the lock cannot be observed: lock
-	// checking is off or the backend has no lock address.
-	LockCheckDisabledReason = "LockCheckDisabled"
-
 	// ForceUnlockedReason means the controller released the lock named by
 	// forceUnlock.lockID.
 	ForceUnlockedReason = "ForceUnlocked"
@@ -141,7 +137,8 @@ const (
 	// OutputsPublishedReason means the outputs were read and published.
 	OutputsPublishedReason = "OutputsPublished"
 
-	// ForceUnlockSkippedReason means forceUnlock.lockID does not name the
-	// current holder, so the controller left the lock alone.
+	// ForceUnlockSkippedReason means the state is locked, but
+	// forceUnlock.lockID does not name the current holder, so the
+	// controller left the lock alone.
 	ForceUnlockSkippedReason = "ForceUnlockSkipped"
 )
