@@ -1,18 +1,13 @@
 package controllers
 
 import (
-	"crypto/ecdsa"
-	"crypto/elliptic"
-	"crypto/rand"
 	"crypto/tls"
 	"crypto/x509"
-	"crypto/x509/pkix"
-	"encoding/pem"
-	"math/big"
-	"net"
 	"time"
 
 	. "github.com/onsi/gomega"
+
+	"github.com/infrastate/backend-operator/internal/devpki"
 )
 
 // testCertificates is a CA with a server certificate for 127.0.0.1 and a
@@ -25,18 +20,16 @@ type testCertificates struct {
 }
 
 func newTestCertificates() *testCertificates {
-	caKey, caCert, caPEM := newCA("infrastate test CA")
-	_, _, otherCAPEM := newCA("unrelated CA")
-	otherKey := newKey()
-
-	serverCertPEM, serverKeyPEM := newLeaf(caCert, caKey, "state-server", x509.ExtKeyUsageServerAuth)
-	clientCertPEM, clientKeyPEM := newLeaf(caCert, caKey, "runner", x509.ExtKeyUsageClientAuth)
+	trusted, err := devpki.New("runner", 24*time.Hour)
+	Expect(err).NotTo(HaveOccurred())
+	unrelated, err := devpki.New("stranger", 24*time.Hour)
+	Expect(err).NotTo(HaveOccurred())
 	pool := x509.NewCertPool()
-	pool.AddCert(caCert)
+	Expect(pool.AppendCertsFromPEM(trusted.CACert)).To(BeTrue())
 	return &testCertificates{
-		caPEM: caPEM, serverCertPEM: serverCertPEM, serverKeyPEM: serverKeyPEM,
-		clientCertPEM: clientCertPEM, clientKeyPEM: clientKeyPEM,
-		otherCAPEM: otherCAPEM, otherKeyPEM: keyPEM(otherKey), caPool: pool,
+		caPEM: trusted.CACert, serverCertPEM: trusted.ServerCert, serverKeyPEM: trusted.ServerKey,
+		clientCertPEM: trusted.ClientCert, clientKeyPEM: trusted.ClientKey,
+		otherCAPEM: unrelated.CACert, otherKeyPEM: unrelated.ClientKey, caPool: pool,
 	}
 }
 
@@ -50,53 +43,4 @@ func (c *testCertificates) serverTLSConfig() *tls.Config {
 		ClientAuth:   tls.RequireAndVerifyClientCert,
 		MinVersion:   tls.VersionTLS12,
 	}
-}
-
-func newKey() *ecdsa.PrivateKey {
-	key, err := ecdsa.GenerateKey(elliptic.P256(), rand.Reader)
-	Expect(err).NotTo(HaveOccurred())
-	return key
-}
-
-func keyPEM(key *ecdsa.PrivateKey) []byte {
-	der, err := x509.MarshalPKCS8PrivateKey(key)
-	Expect(err).NotTo(HaveOccurred())
-	return pem.EncodeToMemory(&pem.Block{Type: "PRIVATE KEY", Bytes: der})
-}
-
-func newCA(name string) (*ecdsa.PrivateKey, *x509.Certificate, []byte) {
-	key := newKey()
-	tmpl := &x509.Certificate{
-		SerialNumber:          big.NewInt(1),
-		Subject:               pkix.Name{CommonName: name},
-		NotBefore:             time.Now().Add(-time.Hour),
-		NotAfter:              time.Now().Add(24 * time.Hour),
-		IsCA:                  true,
-		BasicConstraintsValid: true,
-		KeyUsage:              x509.KeyUsageCertSign | x509.KeyUsageDigitalSignature,
-	}
-	der, err := x509.CreateCertificate(rand.Reader, tmpl, tmpl, &key.PublicKey, key)
-	Expect(err).NotTo(HaveOccurred())
-	cert, err := x509.ParseCertificate(der)
-	Expect(err).NotTo(HaveOccurred())
-	return key, cert, pem.EncodeToMemory(&pem.Block{Type: "CERTIFICATE", Bytes: der})
-}
-
-func newLeaf(ca *x509.Certificate, caKey *ecdsa.PrivateKey, name string, usage x509.ExtKeyUsage) ([]byte, []byte) {
-	key := newKey()
-	serial, err := rand.Int(rand.Reader, big.NewInt(1<<62))
-	Expect(err).NotTo(HaveOccurred())
-	tmpl := &x509.Certificate{
-		SerialNumber: serial,
-		Subject:      pkix.Name{CommonName: name},
-		NotBefore:    time.Now().Add(-time.Hour),
-		NotAfter:     time.Now().Add(24 * time.Hour),
-		KeyUsage:     x509.KeyUsageDigitalSignature,
-		ExtKeyUsage:  []x509.ExtKeyUsage{usage},
-		IPAddresses:  []net.IP{net.ParseIP("127.0.0.1")},
-		DNSNames:     []string{"localhost"},
-	}
-	der, err := x509.CreateCertificate(rand.Reader, tmpl, ca, &key.PublicKey, caKey)
-	Expect(err).NotTo(HaveOccurred())
-	return pem.EncodeToMemory(&pem.Block{Type: "CERTIFICATE", Bytes: der}), keyPEM(key)
 }

@@ -7,11 +7,7 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/client-go/tools/events"
 	ctrl "sigs.k8s.io/controller-runtime"
-	"sigs.k8s.io/controller-runtime/pkg/builder"
 	"sigs.k8s.io/controller-runtime/pkg/client"
-	"sigs.k8s.io/controller-runtime/pkg/controller"
-	"sigs.k8s.io/controller-runtime/pkg/handler"
-	"sigs.k8s.io/controller-runtime/pkg/predicate"
 
 	backendsv1alpha1 "github.com/infrastate/backend-operator/api/v1alpha1"
 	"github.com/infrastate/backend-operator/internal/render"
@@ -58,18 +54,11 @@ func (r *CosBackendReconciler) Reconcile(ctx context.Context, req ctrl.Request) 
 }
 
 // SetupWithManager registers the reconciler with mgr; the field indexes
-// come from SetupAll. Secrets are watched
-// for metadata only: the manager never holds their contents.
+// come from SetupAll. Secrets are watched for metadata only: the manager
+// never holds their contents.
 func (r *CosBackendReconciler) SetupWithManager(mgr ctrl.Manager) error {
-	list := func() client.ObjectList { return &backendsv1alpha1.CosBackendList{} }
-	return ctrl.NewControllerManagedBy(mgr).
-		For(&backendsv1alpha1.CosBackend{}, builder.WithPredicates(predicate.GenerationChangedPredicate{})).
-		Owns(&corev1.ConfigMap{}, builder.OnlyMetadata).
-		Owns(&corev1.Secret{}, builder.OnlyMetadata).
-		Watches(&corev1.Secret{}, handler.EnqueueRequestsFromMapFunc(enqueueReferrers(mgr.GetClient(), list, secretReference)), builder.OnlyMetadata).
-		WithOptions(controller.Options{MaxConcurrentReconciles: r.opts.maxConcurrentReconciles}).
-		Named("cosbackend").
-		Complete(r)
+	return setupBackendController(mgr, r, "cosbackend", &backendsv1alpha1.CosBackend{},
+		func() client.ObjectList { return &backendsv1alpha1.CosBackendList{} }, r.opts.maxConcurrentReconciles, &corev1.Secret{})
 }
 
 // cosBackendReferences lists the Secrets a CosBackend references, for

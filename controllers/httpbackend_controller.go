@@ -7,11 +7,7 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/client-go/tools/events"
 	ctrl "sigs.k8s.io/controller-runtime"
-	"sigs.k8s.io/controller-runtime/pkg/builder"
 	"sigs.k8s.io/controller-runtime/pkg/client"
-	"sigs.k8s.io/controller-runtime/pkg/controller"
-	"sigs.k8s.io/controller-runtime/pkg/handler"
-	"sigs.k8s.io/controller-runtime/pkg/predicate"
 
 	backendsv1alpha1 "github.com/infrastate/backend-operator/api/v1alpha1"
 )
@@ -57,20 +53,11 @@ func (r *HttpBackendReconciler) Reconcile(ctx context.Context, req ctrl.Request)
 }
 
 // SetupWithManager registers the reconciler with mgr; the field indexes
-// come from SetupAll. Secrets and
-// ConfigMaps are watched for metadata only: the manager never holds their
-// contents.
+// come from SetupAll. Secrets and ConfigMaps are watched for metadata only:
+// the manager never holds their contents.
 func (r *HttpBackendReconciler) SetupWithManager(mgr ctrl.Manager) error {
-	list := func() client.ObjectList { return &backendsv1alpha1.HttpBackendList{} }
-	return ctrl.NewControllerManagedBy(mgr).
-		For(&backendsv1alpha1.HttpBackend{}, builder.WithPredicates(predicate.GenerationChangedPredicate{})).
-		Owns(&corev1.ConfigMap{}, builder.OnlyMetadata).
-		Owns(&corev1.Secret{}, builder.OnlyMetadata).
-		Watches(&corev1.Secret{}, handler.EnqueueRequestsFromMapFunc(enqueueReferrers(mgr.GetClient(), list, secretReference)), builder.OnlyMetadata).
-		Watches(&corev1.ConfigMap{}, handler.EnqueueRequestsFromMapFunc(enqueueReferrers(mgr.GetClient(), list, configMapReference)), builder.OnlyMetadata).
-		WithOptions(controller.Options{MaxConcurrentReconciles: r.opts.maxConcurrentReconciles}).
-		Named("httpbackend").
-		Complete(r)
+	return setupBackendController(mgr, r, "httpbackend", &backendsv1alpha1.HttpBackend{},
+		func() client.ObjectList { return &backendsv1alpha1.HttpBackendList{} }, r.opts.maxConcurrentReconciles, &corev1.Secret{}, &corev1.ConfigMap{})
 }
 
 // httpBackendReferences lists the Secrets and ConfigMaps an HttpBackend

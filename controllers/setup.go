@@ -4,8 +4,14 @@ import (
 	"context"
 	"fmt"
 
+	corev1 "k8s.io/api/core/v1"
 	ctrl "sigs.k8s.io/controller-runtime"
+	"sigs.k8s.io/controller-runtime/pkg/builder"
 	"sigs.k8s.io/controller-runtime/pkg/client"
+	"sigs.k8s.io/controller-runtime/pkg/controller"
+	"sigs.k8s.io/controller-runtime/pkg/handler"
+	"sigs.k8s.io/controller-runtime/pkg/predicate"
+	"sigs.k8s.io/controller-runtime/pkg/reconcile"
 
 	backendsv1alpha1 "github.com/infrastate/backend-operator/api/v1alpha1"
 )
@@ -40,4 +46,25 @@ func SetupAll(ctx context.Context, mgr ctrl.Manager, opts ...Option) error {
 		return fmt.Errorf("setting up the RemoteState controller: %w", err)
 	}
 	return nil
+}
+
+// setupBackendController registers a backend reconciler. It reconciles on
+// spec changes of the backend, on changes to the objects it renders, and on
+// changes to the objects of the referenced kinds (Secrets, ConfigMaps) that
+// a backend references through referencesIndex. Rendered and referenced
+// objects are watched for metadata only.
+func setupBackendController(mgr ctrl.Manager, r reconcile.Reconciler, name string, obj client.Object,
+	newList func() client.ObjectList, maxConcurrent int, referenced ...client.Object) error {
+	b := ctrl.NewControllerManagedBy(mgr).
+		For(obj, builder.WithPredicates(predicate.GenerationChangedPredicate{})).
+		Owns(&corev1.ConfigMap{}, builder.OnlyMetadata).
+		Owns(&corev1.Secret{}, builder.OnlyMetadata)
+	for _, kind := range referenced {
+		reference := secretReference
+		if _, ok := kind.(*corev1.ConfigMap); ok {
+			reference = configMapReference
+		}
+		b = b.Watches(kind, handler.EnqueueRequestsFromMapFunc(enqueueReferrers(mgr.GetClient(), newList, reference)), builder.OnlyMetadata)
+	}
+	return b.WithOptions(controller.Options{MaxConcurrentReconciles: maxConcurrent}).Named(name).Complete(r)
 }
