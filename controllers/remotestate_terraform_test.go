@@ -6,7 +6,6 @@ import (
 	"encoding/json"
 	"fmt"
 	"os"
-	"os/exec"
 	"path/filepath"
 	"time"
 
@@ -65,20 +64,12 @@ var _ = Describe("RemoteState with the real Terraform CLI", func() {
 
 		dir := GinkgoT().TempDir()
 		Expect(os.WriteFile(filepath.Join(dir, "main.tf"), []byte(fmt.Sprintf(stackConfig, stateURL(ns))), 0o600)).To(Succeed())
-		env := append(testtools.TerraformEnv(GinkgoT(), dir), "TF_HTTP_USERNAME="+stateUser, "TF_HTTP_PASSWORD="+statePassword)
-		run := func(args ...string) []byte {
-			cmd := exec.CommandContext(ctx, terraform, args...)
-			cmd.Dir, cmd.Env = dir, env
-			var stderr bytes.Buffer
-			cmd.Stderr = &stderr
-			out, err := cmd.Output()
-			Expect(err).NotTo(HaveOccurred(), "terraform %v: %s%s", args, out, stderr.String())
-			return out
-		}
-		run("init", "-input=false", "-no-color")
-		run("apply", "-auto-approve", "-input=false", "-no-color")
+		w := testtools.Workdir{Terraform: terraform, Dir: dir,
+			Env: append(testtools.TerraformEnv(GinkgoT(), dir), "TF_HTTP_USERNAME="+stateUser, "TF_HTTP_PASSWORD="+statePassword)}
+		w.MustRun(GinkgoT(), "init", "-input=false", "-no-color")
+		w.MustRun(GinkgoT(), "apply", "-auto-approve", "-input=false", "-no-color")
 		var shown map[string]terraformOutput
-		Expect(json.Unmarshal(run("output", "-json"), &shown)).To(Succeed())
+		Expect(json.Unmarshal([]byte(w.MustRun(GinkgoT(), "output", "-json", "-no-color")), &shown)).To(Succeed())
 		Expect(shown).To(HaveLen(5))
 
 		Expect(k8sClient.Create(ctx, makeHttpBackend("stack", ns, stateURL(ns)).locks().basicAuth(stateUser, "state-password", "").build())).To(Succeed())

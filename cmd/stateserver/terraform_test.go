@@ -1,13 +1,11 @@
 package main
 
 import (
-	"context"
 	"crypto/tls"
 	"encoding/json"
 	"fmt"
 	"net/http"
 	"os"
-	"os/exec"
 	"path/filepath"
 	"strings"
 	"testing"
@@ -17,10 +15,6 @@ import (
 
 	"github.com/infrastate/backend-operator/internal/testtools"
 )
-
-// terraformTimeout bounds one terraform command; generous because the tests
-// may share the machine with long builds.
-const terraformTimeout = 3 * time.Minute
 
 // mainTF is a configuration without providers: only outputs, so terraform
 // never downloads anything. %q is the state URL (address, lock and unlock).
@@ -59,45 +53,16 @@ output "secret" {
 }
 `
 
-// workdir is a terraform working directory using the http backend.
-type workdir struct {
-	bin string
-	dir string
-	env []string
-}
-
 // newWorkdir writes mainTF for stateURL in a new temporary directory; env is
 // added to the clean terraform environment.
-func newWorkdir(t *testing.T, stateURL string, env ...string) *workdir {
+func newWorkdir(t *testing.T, stateURL string, env ...string) *testtools.Workdir {
 	t.Helper()
 	bin := testtools.Terraform(t)
 	dir := t.TempDir()
 	if err := os.WriteFile(filepath.Join(dir, "main.tf"), fmt.Appendf(nil, mainTF, stateURL), 0o600); err != nil {
 		t.Fatal(err)
 	}
-	return &workdir{bin: bin, dir: dir, env: append(testtools.TerraformEnv(t, dir), env...)}
-}
-
-// run runs terraform with args and returns its combined output.
-func (w *workdir) run(t *testing.T, args ...string) (string, error) {
-	t.Helper()
-	ctx, cancel := context.WithTimeout(t.Context(), terraformTimeout)
-	defer cancel()
-	cmd := exec.CommandContext(ctx, w.bin, args...)
-	cmd.Dir = w.dir
-	cmd.Env = w.env
-	out, err := cmd.CombinedOutput()
-	return string(out), err
-}
-
-// mustRun runs terraform and fails the test when it fails.
-func (w *workdir) mustRun(t *testing.T, args ...string) string {
-	t.Helper()
-	out, err := w.run(t, args...)
-	if err != nil {
-		t.Fatalf("terraform %s: %v\n%s", strings.Join(args, " "), err, out)
-	}
-	return out
+	return &testtools.Workdir{Terraform: bin, Dir: dir, Env: append(testtools.TerraformEnv(t, dir), env...)}
 }
 
 // pulledState is what the tests read of a state document.
@@ -205,10 +170,10 @@ func TestTerraformCLI(t *testing.T) {
 			if tc.refusedEnv != nil {
 				t.Run("refused without valid credentials", func(t *testing.T) {
 					w := newWorkdir(t, srv.url+"/state/stack-b", tc.refusedEnv...)
-					out, initErr := w.run(t, "init", "-input=false", "-no-color")
+					out, initErr := w.Run(t, "init", "-input=false", "-no-color")
 					if initErr == nil {
 						var err error
-						if out, err = w.run(t, "apply", "-auto-approve", "-input=false", "-no-color"); err == nil {
+						if out, err = w.Run(t, "apply", "-auto-approve", "-input=false", "-no-color"); err == nil {
 							t.Fatalf("terraform init and apply succeeded, want a failure:\n%s", out)
 						}
 					}
@@ -230,12 +195,12 @@ func setTLS(c *directClient, cfg *tls.Config) {
 
 // exerciseTerraform runs the locking scenario through terraform in w, with c
 // holding and checking locks directly on statePath.
-func exerciseTerraform(t *testing.T, w *workdir, c *directClient, statePath string) {
+func exerciseTerraform(t *testing.T, w *testtools.Workdir, c *directClient, statePath string) {
 	var first pulledState
 	ok := t.Run("init, apply and state pull", func(t *testing.T) {
-		w.mustRun(t, "init", "-input=false", "-no-color")
-		w.mustRun(t, "apply", "-auto-approve", "-input=false", "-no-color")
-		first = parseState(t, w.mustRun(t, "state", "pull"))
+		w.MustRun(t, "init", "-input=false", "-no-color")
+		w.MustRun(t, "apply", "-auto-approve", "-input=false", "-no-color")
+		first = parseState(t, w.MustRun(t, "state", "pull"))
 		if first.Version != 4 || first.Serial < 1 || first.Lineage == "" || first.TerraformVersion != "1.5.7" {
 			t.Errorf("state header: version %d, serial %d, lineage %q, terraform_version %q; want 4, >= 1, set, 1.5.7",
 				first.Version, first.Serial, first.Lineage, first.TerraformVersion)
@@ -264,7 +229,7 @@ func exerciseTerraform(t *testing.T, w *workdir, c *directClient, statePath stri
 		if status, body := c.do("LOCK", statePath, lockInfo(holder)); status != http.StatusOK {
 			t.Fatalf("LOCK: %d %s, want 200", status, body)
 		}
-		out, err := w.run(t, "apply", "-auto-approve", "-input=false", "-no-color", "-var", "n=2")
+		out, err := w.Run(t, "apply", "-auto-approve", "-input=false", "-no-color", "-var", "n=2")
 		if err == nil {
 			t.Fatalf("apply succeeded while the state was locked:\n%s", out)
 		}
@@ -289,14 +254,14 @@ func exerciseTerraform(t *testing.T, w *workdir, c *directClient, statePath stri
 			status, body, err := c.try("UNLOCK", statePath, lockInfo(holder))
 			released <- fmt.Sprintf("%d %s %v", status, body, err)
 		}()
-		w.mustRun(t, "apply", "-auto-approve", "-input=false", "-no-color", "-lock-timeout=30s", "-var", "n=3")
+		w.MustRun(t, "apply", "-auto-approve", "-input=false", "-no-color", "-lock-timeout=30s", "-var", "n=3")
 		if elapsed := time.Since(start); elapsed < wait {
 			t.Errorf("apply finished after %v, before the lock was released at %v", elapsed, wait)
 		}
 		if got := <-released; !strings.HasPrefix(got, "200 ") {
 			t.Errorf("UNLOCK by the test holder: %s, want 200", got)
 		}
-		after := parseState(t, w.mustRun(t, "state", "pull"))
+		after := parseState(t, w.MustRun(t, "state", "pull"))
 		if after.Serial <= first.Serial || after.Lineage != first.Lineage {
 			t.Errorf("serial %d lineage %q after the apply, want > %d and %q", after.Serial, after.Lineage, first.Serial, first.Lineage)
 		}
@@ -313,7 +278,7 @@ func exerciseTerraform(t *testing.T, w *workdir, c *directClient, statePath stri
 		if status, body := c.do("LOCK", statePath, lockInfo(stuck)); status != http.StatusOK {
 			t.Fatalf("LOCK: %d %s, want 200", status, body)
 		}
-		out := w.mustRun(t, "force-unlock", "-force", "-no-color", stuck)
+		out := w.MustRun(t, "force-unlock", "-force", "-no-color", stuck)
 		if !strings.Contains(out, "successfully unlocked") {
 			t.Errorf("force-unlock output:\n%s", out)
 		}

@@ -115,7 +115,7 @@ func TestTerraformCos(t *testing.T) {
 				srv := httptest.NewServer(proxy)
 				t.Cleanup(srv.Close)
 				w := newWorkdir(t, l.files(files, "cos"), creds, "HTTPS_PROXY="+srv.URL, "HTTP_PROXY="+srv.URL)
-				out, err := w.run(t, append([]string{"init", "-input=false", "-no-color"}, l.initArgs...)...)
+				out, err := w.Run(t, append([]string{"init", "-input=false", "-no-color"}, l.initArgs...)...)
 				if err == nil {
 					t.Fatalf("terraform init succeeded through a refusing proxy:\n%s", out)
 				}
@@ -153,7 +153,7 @@ func terraformVersion(t *testing.T, bin string) string {
 	var v struct {
 		Version string `json:"terraform_version"`
 	}
-	out := w.mustRun(t, "version", "-json")
+	out := w.MustRun(t, "version", "-json")
 	if err := json.Unmarshal([]byte(out), &v); err != nil || v.Version == "" {
 		t.Fatalf("terraform version -json: %v\n%s", err, out)
 	}

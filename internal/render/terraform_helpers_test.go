@@ -1,7 +1,6 @@
 package render
 
 import (
-	"context"
 	"crypto/ecdsa"
 	"crypto/elliptic"
 	"crypto/rand"
@@ -12,19 +11,13 @@ import (
 	"maps"
 	"math/big"
 	"os"
-	"os/exec"
 	"path/filepath"
 	"slices"
-	"strings"
 	"testing"
 	"time"
 
 	"github.com/infrastate/backend-operator/internal/testtools"
 )
-
-// terraformTimeout bounds one terraform command; generous because the
-// tests may share the machine with long builds.
-const terraformTimeout = 3 * time.Minute
 
 // outputTF is the root module the runs apply: one output, no providers,
 // so terraform never downloads anything.
@@ -60,17 +53,10 @@ var layouts = map[string]layout{
 	},
 }
 
-// workdir is a terraform working directory with a clean environment.
-type workdir struct {
-	bin string
-	dir string
-	env []string
-}
-
 // newWorkdir writes files into a new temporary directory. env (the
 // credentials Secret) and extraEnv are added to the clean environment of
 // testtools.TerraformEnv, as envFrom would.
-func newWorkdir(t *testing.T, files map[string][]byte, env map[string][]byte, extraEnv ...string) *workdir {
+func newWorkdir(t *testing.T, files map[string][]byte, env map[string][]byte, extraEnv ...string) *testtools.Workdir {
 	t.Helper()
 	bin := testtools.Terraform(t)
 	dir := t.TempDir()
@@ -83,29 +69,7 @@ func newWorkdir(t *testing.T, files map[string][]byte, env map[string][]byte, ex
 	for _, k := range slices.Sorted(maps.Keys(env)) {
 		vars = append(vars, k+"="+string(env[k]))
 	}
-	return &workdir{bin: bin, dir: dir, env: append(vars, extraEnv...)}
-}
-
-// run runs terraform with args and returns its combined output.
-func (w *workdir) run(t *testing.T, args ...string) (string, error) {
-	t.Helper()
-	ctx, cancel := context.WithTimeout(t.Context(), terraformTimeout)
-	defer cancel()
-	cmd := exec.CommandContext(ctx, w.bin, args...)
-	cmd.Dir = w.dir
-	cmd.Env = w.env
-	out, err := cmd.CombinedOutput()
-	return string(out), err
-}
-
-// mustRun runs terraform and fails the test when it fails.
-func (w *workdir) mustRun(t *testing.T, args ...string) string {
-	t.Helper()
-	out, err := w.run(t, args...)
-	if err != nil {
-		t.Fatalf("terraform %s: %v\n%s", strings.Join(args, " "), err, out)
-	}
-	return out
+	return &testtools.Workdir{Terraform: bin, Dir: dir, Env: append(vars, extraEnv...)}
 }
 
 // clientCert is a self-signed client certificate for mutual TLS.

@@ -159,8 +159,8 @@ func TestTerraformHTTP(t *testing.T) {
 					t.Fatal(err)
 				}
 				w := newWorkdir(t, l.files(files, "http"), HTTPCredentials(secrets))
-				w.mustRun(t, append([]string{"init", "-input=false", "-no-color"}, l.initArgs...)...)
-				w.mustRun(t, "apply", "-auto-approve", "-input=false", "-no-color")
+				w.MustRun(t, append([]string{"init", "-input=false", "-no-color"}, l.initArgs...)...)
+				w.MustRun(t, "apply", "-auto-approve", "-input=false", "-no-color")
 
 				checkStoredState(t, srv, tc.tls == mutualTLS, client.tls, spec, password)
 				rec.mu.Lock()

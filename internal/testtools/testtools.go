@@ -8,10 +8,12 @@
 package testtools
 
 import (
+	"context"
 	"os"
 	"os/exec"
 	"path/filepath"
 	"strings"
+	"time"
 )
 
 // T is the part of testing.TB these helpers use. Both *testing.T and
@@ -19,6 +21,7 @@ import (
 type T interface {
 	Helper()
 	Fatalf(format string, args ...any)
+	Context() context.Context
 }
 
 // Terraform returns the path of the terraform binary named by the TERRAFORM
@@ -101,4 +104,42 @@ func TerraformEnv(t T, dir string) []string {
 		}
 	}
 	return env
+}
+
+// terraformTimeout bounds one terraform command run through a Workdir;
+// generous because the tests may share the machine with long builds.
+const terraformTimeout = 3 * time.Minute
+
+// Workdir is a directory the real terraform runs in, with the environment
+// it runs with (usually TerraformEnv plus TF_HTTP_* variables).
+type Workdir struct {
+	// Terraform is the binary, from Terraform(t).
+	Terraform string
+	// Dir is the working directory.
+	Dir string
+	// Env is the complete environment of the command.
+	Env []string
+}
+
+// Run runs terraform with args in Dir, bounded by the test's context and
+// a timeout, and returns its combined output.
+func (w Workdir) Run(t T, args ...string) (string, error) {
+	t.Helper()
+	ctx, cancel := context.WithTimeout(t.Context(), terraformTimeout)
+	defer cancel()
+	cmd := exec.CommandContext(ctx, w.Terraform, args...)
+	cmd.Dir = w.Dir
+	cmd.Env = w.Env
+	out, err := cmd.CombinedOutput()
+	return string(out), err
+}
+
+// MustRun runs terraform and fails the test when it fails.
+func (w Workdir) MustRun(t T, args ...string) string {
+	t.Helper()
+	out, err := w.Run(t, args...)
+	if err != nil {
+		t.Fatalf("terraform %s: %v\n%s", strings.Join(args, " "), err, out)
+	}
+	return out
 }
