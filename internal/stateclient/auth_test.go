@@ -106,10 +106,10 @@ func (b *syncBuffer) String() string {
 // highest verbosity) holds a password, URL userinfo or PEM content.
 func TestNoSecretsInErrorsOrLogs(t *testing.T) {
 	t.Parallel()
-	ca := newCA(t, "ca")
-	_, _, serverPair := ca.issue(t, "server", true)
-	certPEM, keyPEM, _ := ca.issue(t, "client", false)
-	_, otherKeyPEM, _ := ca.issue(t, "other", false)
+	ca := newPKI(t, "client")
+	serverPair := ca.serverPair
+	certPEM, keyPEM := ca.ClientCert, ca.ClientKey
+	otherKeyPEM := newPKI(t, "other").ClientKey
 	secrets := []string{secretPassword, secretURLUser, secretURLPass, "Authorization", "Basic ", string(pemBody(keyPEM)), string(pemBody(otherKeyPEM)), "PRIVATE KEY-----"}
 
 	var logs syncBuffer

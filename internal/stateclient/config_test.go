@@ -12,9 +12,9 @@ import (
 
 func TestNewValidation(t *testing.T) {
 	t.Parallel()
-	ca := newCA(t, "ca")
-	certPEM, keyPEM, _ := ca.issue(t, "client", false)
-	_, otherKeyPEM, _ := ca.issue(t, "other", false)
+	ca := newPKI(t, "client")
+	certPEM, keyPEM := ca.ClientCert, ca.ClientKey
+	otherKeyPEM := newPKI(t, "other").ClientKey
 	ok := Config{Address: "https://state.example/s"}
 	with := func(f func(*Config)) Config { c := ok; f(&c); return c }
 	cases := map[string]struct {
@@ -26,7 +26,7 @@ func TestNewValidation(t *testing.T) {
 		"all addresses":       {cfg: with(func(c *Config) { c.LockAddress, c.UnlockAddress = "http://h/l", "https://h/u" })},
 		"userinfo in address": {cfg: with(func(c *Config) { c.Address = "https://u:p@h/s" })},
 		"mTLS": {cfg: with(func(c *Config) {
-			c.ClientCertificatePEM, c.ClientPrivateKeyPEM, c.ClientCACertificatePEM = certPEM, keyPEM, ca.pem
+			c.ClientCertificatePEM, c.ClientPrivateKeyPEM, c.ClientCACertificatePEM = certPEM, keyPEM, ca.CACert
 		})},
 		"empty address":      {cfg: Config{}, wantErr: `address must be an http or https URL, got scheme ""`},
 		"ftp address":        {cfg: with(func(c *Config) { c.Address = "ftp://h/s" }), wantErr: `address must be an http or https URL, got scheme "ftp"`},

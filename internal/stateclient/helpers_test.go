@@ -2,24 +2,18 @@ package stateclient
 
 import (
 	"context"
-	"crypto/ecdsa"
-	"crypto/elliptic"
-	"crypto/rand"
 	"crypto/tls"
 	"crypto/x509"
-	"crypto/x509/pkix"
-	"encoding/pem"
 	"io"
 	"log"
-	"math/big"
 	"net"
 	"net/http"
 	"net/http/httptest"
-	"strconv"
 	"sync"
-	"sync/atomic"
 	"testing"
 	"time"
+
+	"github.com/infrastate/backend-operator/internal/devpki"
 )
 
 // request is what the test server saw of one request.
@@ -167,79 +161,31 @@ func ctxT(t *testing.T) context.Context {
 	return ctx
 }
 
-// testCA is a certificate authority for tests.
-type testCA struct {
-	cert *x509.Certificate
-	key  *ecdsa.PrivateKey
-	pem  []byte
+// testPKI is a CA with a server certificate for 127.0.0.1 and a client
+// certificate, from devpki, plus the server pair and a pool trusting the CA.
+type testPKI struct {
+	*devpki.PKI
+	serverPair tls.Certificate
+	pool       *x509.CertPool
 }
 
-var serial atomic.Int64
+// newPKI issues a fresh CA whose client certificate is named client.
+func newPKI(t *testing.T, client string) *testPKI {
+	t.Helper()
+	pki, err := devpki.New(client, time.Hour)
+	if err != nil {
+		t.Fatal(err)
+	}
+	pair, err := tls.X509KeyPair(pki.ServerCert, pki.ServerKey)
+	if err != nil {
+		t.Fatal(err)
+	}
+	pool := x509.NewCertPool()
+	if !pool.AppendCertsFromPEM(pki.CACert) {
+		t.Fatal("the test CA does not parse")
+	}
+	return &testPKI{PKI: pki, serverPair: pair, pool: pool}
+}
 
 // discardLogger silences a test server's TLS handshake errors.
 func discardLogger() *log.Logger { return log.New(io.Discard, "", 0) }
-
-func newCA(t *testing.T, name string) *testCA {
-	t.Helper()
-	key, err := ecdsa.GenerateKey(elliptic.P256(), rand.Reader)
-	if err != nil {
-		t.Fatal(err)
-	}
-	tmpl := &x509.Certificate{
-		SerialNumber:          big.NewInt(serial.Add(1)),
-		Subject:               pkix.Name{CommonName: name},
-		NotBefore:             time.Now().Add(-time.Hour),
-		NotAfter:              time.Now().Add(time.Hour),
-		IsCA:                  true,
-		BasicConstraintsValid: true,
-		KeyUsage:              x509.KeyUsageCertSign | x509.KeyUsageDigitalSignature,
-	}
-	der, err := x509.CreateCertificate(rand.Reader, tmpl, tmpl, &key.PublicKey, key)
-	if err != nil {
-		t.Fatal(err)
-	}
-	cert, err := x509.ParseCertificate(der)
-	if err != nil {
-		t.Fatal(err)
-	}
-	return &testCA{cert: cert, key: key, pem: pem.EncodeToMemory(&pem.Block{Type: "CERTIFICATE", Bytes: der})}
-}
-
-// issue returns a leaf certificate and key as PEM and as a tls.Certificate,
-// valid for 127.0.0.1 (server) or as a client certificate.
-func (ca *testCA) issue(t *testing.T, name string, server bool) (certPEM, keyPEM []byte, pair tls.Certificate) {
-	t.Helper()
-	key, err := ecdsa.GenerateKey(elliptic.P256(), rand.Reader)
-	if err != nil {
-		t.Fatal(err)
-	}
-	n := serial.Add(1)
-	tmpl := &x509.Certificate{
-		SerialNumber: big.NewInt(n),
-		Subject:      pkix.Name{CommonName: name + strconv.FormatInt(n, 10)},
-		NotBefore:    time.Now().Add(-time.Hour),
-		NotAfter:     time.Now().Add(time.Hour),
-		KeyUsage:     x509.KeyUsageDigitalSignature,
-		ExtKeyUsage:  []x509.ExtKeyUsage{x509.ExtKeyUsageClientAuth},
-	}
-	if server {
-		tmpl.ExtKeyUsage = []x509.ExtKeyUsage{x509.ExtKeyUsageServerAuth}
-		tmpl.IPAddresses = []net.IP{net.ParseIP("127.0.0.1")}
-		tmpl.DNSNames = []string{"localhost"}
-	}
-	der, err := x509.CreateCertificate(rand.Reader, tmpl, ca.cert, &key.PublicKey, ca.key)
-	if err != nil {
-		t.Fatal(err)
-	}
-	keyDER, err := x509.MarshalPKCS8PrivateKey(key)
-	if err != nil {
-		t.Fatal(err)
-	}
-	certPEM = pem.EncodeToMemory(&pem.Block{Type: "CERTIFICATE", Bytes: der})
-	keyPEM = pem.EncodeToMemory(&pem.Block{Type: "PRIVATE KEY", Bytes: keyDER})
-	pair, err = tls.X509KeyPair(certPEM, keyPEM)
-	if err != nil {
-		t.Fatal(err)
-	}
-	return certPEM, keyPEM, pair
-}

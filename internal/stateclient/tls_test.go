@@ -2,7 +2,6 @@ package stateclient
 
 import (
 	"crypto/tls"
-	"crypto/x509"
 	"errors"
 	"net/http"
 	"testing"
@@ -10,13 +9,12 @@ import (
 
 func TestTLS(t *testing.T) {
 	t.Parallel()
-	ca := newCA(t, "state CA")
-	otherCA := newCA(t, "other CA")
-	_, _, serverPair := ca.issue(t, "server", true)
-	clientCert, clientKey, _ := ca.issue(t, "client", false)
-	strangerCert, strangerKey, _ := otherCA.issue(t, "stranger", false)
-	pool := x509.NewCertPool()
-	pool.AddCert(ca.cert)
+	ca := newPKI(t, "client")
+	otherCA := newPKI(t, "stranger")
+	serverPair := ca.serverPair
+	clientCert, clientKey := ca.ClientCert, ca.ClientKey
+	strangerCert, strangerKey := otherCA.ClientCert, otherCA.ClientKey
+	pool := ca.pool
 
 	cases := map[string]struct {
 		mTLS     bool // the server requires a client certificate from ca
@@ -28,17 +26,17 @@ func TestTLS(t *testing.T) {
 		certErr  bool // a certificate verification error, not retried
 		attempts int  // connections the server accepted; 0: not checked
 	}{
-		"CA ok":                 {caPEM: ca.pem, attempts: 1},
-		"CA bundle":             {caPEM: append(append([]byte{}, otherCA.pem...), ca.pem...), attempts: 1},
-		"wrong CA":              {caPEM: otherCA.pem, wantErr: "giving up after 1 attempt(s)", certErr: true, attempts: 1},
+		"CA ok":                 {caPEM: ca.CACert, attempts: 1},
+		"CA bundle":             {caPEM: append(append([]byte{}, otherCA.CACert...), ca.CACert...), attempts: 1},
+		"wrong CA":              {caPEM: otherCA.CACert, wantErr: "giving up after 1 attempt(s)", certErr: true, attempts: 1},
 		"system roots":          {wantErr: "certificate signed by unknown authority", certErr: true, attempts: 1},
 		"skip verification":     {skip: true, attempts: 1},
-		"skip beats wrong CA":   {skip: true, caPEM: otherCA.pem, attempts: 1},
-		"mTLS":                  {mTLS: true, caPEM: ca.pem, certPEM: clientCert, keyPEM: clientKey, attempts: 1},
-		"mTLS no client cert":   {mTLS: true, caPEM: ca.pem, wantErr: "giving up after 3 attempt(s)"},
-		"mTLS unknown client":   {mTLS: true, caPEM: ca.pem, certPEM: strangerCert, keyPEM: strangerKey, wantErr: "giving up after 3 attempt(s)"},
+		"skip beats wrong CA":   {skip: true, caPEM: otherCA.CACert, attempts: 1},
+		"mTLS":                  {mTLS: true, caPEM: ca.CACert, certPEM: clientCert, keyPEM: clientKey, attempts: 1},
+		"mTLS no client cert":   {mTLS: true, caPEM: ca.CACert, wantErr: "giving up after 3 attempt(s)"},
+		"mTLS unknown client":   {mTLS: true, caPEM: ca.CACert, certPEM: strangerCert, keyPEM: strangerKey, wantErr: "giving up after 3 attempt(s)"},
 		"mTLS and skip":         {mTLS: true, skip: true, certPEM: clientCert, keyPEM: clientKey, attempts: 1},
-		"client cert, no mTLS":  {caPEM: ca.pem, certPEM: clientCert, keyPEM: clientKey, attempts: 1},
+		"client cert, no mTLS":  {caPEM: ca.CACert, certPEM: clientCert, keyPEM: clientKey, attempts: 1},
 		"mTLS over system root": {mTLS: true, certPEM: clientCert, keyPEM: clientKey, wantErr: "unknown authority", certErr: true},
 	}
 	for name, tc := range cases {
