@@ -9,6 +9,7 @@ import (
 	. "github.com/onsi/ginkgo/v2"
 	. "github.com/onsi/gomega"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/utils/ptr"
 
 	backendsv1alpha1 "github.com/infrastate/backend-operator/api/v1alpha1"
 )
@@ -55,7 +56,7 @@ var _ = Describe("CosBackend controller", func() {
 		cosServer.PutState(bucket, "platform/terraform.tfstate", v4State(3, `"vpc_id":{"value":"vpc-1","type":"string"}`))
 		cosServer.PutState(bucket, "platform/terraform.tfstate.tflock", []byte(lockJSON))
 		backend := makeCosBackend("network", ns, bucket)
-		backend.Spec.Encrypt = ptrTo(true)
+		backend.Spec.Encrypt = ptr.To(true)
 		Expect(k8sClient.Create(ctx, backend)).To(Succeed())
 
 		Eventually(func(g Gomega) {

@@ -132,12 +132,5 @@ func cosStateSummary(object *cos.Object, err error) (*backendsv1alpha1.StateSumm
 	if err != nil {
 		return nil, fmt.Errorf("parsing the state: %w", err)
 	}
-	return &backendsv1alpha1.StateSummary{
-		Present:          true,
-		Serial:           int64(summary.Serial),
-		Lineage:          summary.Lineage,
-		TerraformVersion: summary.TerraformVersion,
-		SizeBytes:        int64(len(object.Data)),
-		OutputCount:      int32(len(summary.Outputs)),
-	}, nil
+	return stateStatus(summary, int64(len(object.Data))), nil
 }

@@ -2,8 +2,6 @@ package controllers
 
 import (
 	"context"
-	"crypto/sha256"
-	"encoding/hex"
 	"fmt"
 
 	corev1 "k8s.io/api/core/v1"
@@ -173,15 +171,4 @@ func ownerOf(obj interface {
 		Namespace:  obj.GetNamespace(),
 		UID:        obj.GetUID(),
 	}
-}
-
-// fingerprint hashes probe inputs, so that the schedule notices rotated
-// credentials without keeping them. The hash never leaves the process.
-func fingerprint(parts ...[]byte) string {
-	h := sha256.New()
-	for _, p := range parts {
-		fmt.Fprintf(h, "%d:", len(p))
-		h.Write(p)
-	}
-	return hex.EncodeToString(h.Sum(nil))
 }

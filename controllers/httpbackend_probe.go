@@ -10,6 +10,7 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	backendsv1alpha1 "github.com/infrastate/backend-operator/api/v1alpha1"
@@ -84,7 +85,7 @@ func (r *HttpBackendReconciler) reconcileProbe(ctx context.Context, s *httpScope
 		return nil
 	}
 
-	log := ctrlLogger(ctx)
+	log := ctrl.LoggerFrom(ctx)
 	sc, err := r.opts.stateClients(stateClientConfig(backend.Spec, s.secrets), log.WithName("stateclient"))
 	if err != nil {
 		return stall(backendsv1alpha1.InvalidSpecReason, "Cannot build a state client: %v", err)

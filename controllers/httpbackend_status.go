@@ -12,9 +12,7 @@ import (
 	"time"
 	"unicode/utf8"
 
-	"github.com/go-logr/logr"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
-	ctrl "sigs.k8s.io/controller-runtime"
 
 	backendsv1alpha1 "github.com/infrastate/backend-operator/api/v1alpha1"
 	"github.com/infrastate/backend-operator/internal/stateclient"
@@ -115,13 +113,19 @@ func stateSummary(s *stateclient.StateSummary) *backendsv1alpha1.StateSummary {
 	if s == nil || !s.Present {
 		return &backendsv1alpha1.StateSummary{Present: false}
 	}
+	return stateStatus(s.Summary, s.SizeBytes)
+}
+
+// stateStatus is status.state for a present state of size bytes; every
+// kind reports a state this way.
+func stateStatus(summary statefile.Summary, size int64) *backendsv1alpha1.StateSummary {
 	return &backendsv1alpha1.StateSummary{
 		Present:          true,
-		Serial:           int64(s.Serial),
-		Lineage:          s.Lineage,
-		TerraformVersion: s.TerraformVersion,
-		SizeBytes:        s.SizeBytes,
-		OutputCount:      int32(len(s.Outputs)),
+		Serial:           int64(summary.Serial),
+		Lineage:          summary.Lineage,
+		TerraformVersion: summary.TerraformVersion,
+		SizeBytes:        size,
+		OutputCount:      int32(len(summary.Outputs)),
 	}
 }
 
@@ -172,6 +176,3 @@ func describeHolder(h *backendsv1alpha1.LockInfo) string {
 	}
 	return msg + "."
 }
-
-// ctrlLogger is the reconciliation's logger.
-func ctrlLogger(ctx context.Context) logr.Logger { return ctrl.LoggerFrom(ctx) }

@@ -10,6 +10,7 @@ import (
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/types"
+	"k8s.io/utils/ptr"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	backendsv1alpha1 "github.com/infrastate/backend-operator/api/v1alpha1"
@@ -94,7 +95,7 @@ func (w ownedWriter) deleteIfOwned(ctx context.Context, obj client.Object, key t
 	if ref := metav1.GetControllerOf(obj); ref == nil || ref.UID != owner {
 		return nil
 	}
-	if err := w.client.Delete(ctx, obj, client.Preconditions{UID: ptrTo(obj.GetUID())}); err != nil {
+	if err := w.client.Delete(ctx, obj, client.Preconditions{UID: ptr.To(obj.GetUID())}); err != nil {
 		return client.IgnoreNotFound(err)
 	}
 	return nil
@@ -123,5 +124,3 @@ func secretDataEqual(a, b map[string][]byte) bool {
 	}
 	return true
 }
-
-func ptrTo[T any](v T) *T { return &v }

@@ -17,8 +17,6 @@ import (
 type referenceReader struct {
 	reader    client.Reader
 	namespace string
-	// kind and name of the referring object, for messages.
-	kind, name string
 }
 
 // secret fetches a Secret of the object's namespace; a missing Secret is a

@@ -11,6 +11,7 @@ import (
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/types"
+	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	backendsv1alpha1 "github.com/infrastate/backend-operator/api/v1alpha1"
@@ -43,7 +44,7 @@ func (r *RemoteStateReconciler) reconcileBackend(ctx context.Context, s *remoteS
 			return backendNotReady(ref, err)
 		}
 		cfg := stateClientConfig(backend.Spec, secrets)
-		log := ctrlLogger(ctx).WithName("stateclient")
+		log := ctrl.LoggerFrom(ctx).WithName("stateclient")
 		s.read = func(ctx context.Context) ([]byte, error) {
 			sc, err := r.opts.stateClients(cfg, log)
 			if err != nil {
@@ -190,10 +191,7 @@ func (r *RemoteStateReconciler) publish(ctx context.Context, s *remoteScope) (ob
 
 	remote.Status.Rendered = &backendsv1alpha1.RenderedObjects{ConfigMapName: cmName, SecretName: secretName}
 	remote.Status.Outputs = outputStatuses(values)
-	remote.Status.State = &backendsv1alpha1.StateSummary{
-		Present: true, Serial: int64(state.Serial), Lineage: state.Lineage, TerraformVersion: state.TerraformVersion,
-		SizeBytes: int64(len(data)), OutputCount: int32(len(state.Outputs)),
-	}
+	remote.Status.State = stateStatus(state.Summary(), int64(len(data)))
 	return observation{status: metav1.ConditionTrue, reason: backendsv1alpha1.OutputsPublishedReason,
 		message: fmt.Sprintf("Published %d outputs (%d sensitive) from state serial %d to ConfigMap %s and Secret %s",
 			len(values), len(sensitive), state.Serial, cmName, secretName)}, nil

@@ -102,5 +102,5 @@ func truncate(s string) string {
 	if len(s) <= maxMessageLength {
 		return s
 	}
-	return s[:maxMessageLength-3] + "..."
+	return clip(s, maxMessageLength-3) + "..."
 }

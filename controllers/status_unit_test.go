@@ -2,7 +2,9 @@ package controllers
 
 import (
 	"errors"
+	"strings"
 	"testing"
+	"unicode/utf8"
 
 	"github.com/google/go-cmp/cmp"
 	"github.com/google/go-cmp/cmp/cmpopts"
@@ -150,6 +152,27 @@ func TestTransitionEvents(t *testing.T) {
 			got := transitionEvents(tc.before, tc.after)
 			if diff := cmp.Diff(tc.want, got, cmp.AllowUnexported(event{})); diff != "" {
 				t.Errorf("events mismatch (-want +got):\n%s", diff)
+			}
+		})
+	}
+}
+
+func TestTruncate(t *testing.T) {
+	long := strings.Repeat("é", maxMessageLength) // 2 bytes each
+	cases := map[string]struct {
+		in      string
+		wantLen int
+	}{
+		"short stays":      {in: "hello", wantLen: 5},
+		"at the limit":     {in: strings.Repeat("a", maxMessageLength), wantLen: maxMessageLength},
+		"ASCII is cut":     {in: strings.Repeat("a", maxMessageLength+1), wantLen: maxMessageLength},
+		"no rune is split": {in: long, wantLen: maxMessageLength - 1},
+	}
+	for name, tc := range cases {
+		t.Run(name, func(t *testing.T) {
+			got := truncate(tc.in)
+			if len(got) != tc.wantLen || !utf8.ValidString(got) {
+				t.Errorf("truncate() gives %d bytes (valid UTF-8: %v), want %d", len(got), utf8.ValidString(got), tc.wantLen)
 			}
 		})
 	}

@@ -35,7 +35,7 @@ func main() {
 func run() error {
 	zapOpts := zap.Options{Development: false}
 	zapOpts.BindFlags(flag.CommandLine)
-	opts, err := parseOptions(flag.CommandLine, os.Args[1:], getenv)
+	opts, err := parseOptions(flag.CommandLine, os.Args[1:], os.Getenv)
 	if err != nil {
 		return err
 	}

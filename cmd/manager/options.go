@@ -4,7 +4,6 @@ import (
 	"errors"
 	"flag"
 	"fmt"
-	"os"
 	"strings"
 
 	"k8s.io/apimachinery/pkg/util/validation"
@@ -120,6 +119,3 @@ func addHealthChecks(mgr ctrl.Manager) error {
 	}
 	return nil
 }
-
-// getenv is the process environment, a variable so tests can replace it.
-var getenv = os.Getenv
