@@ -104,7 +104,7 @@ func (r *CosBackendReconciler) probeBucket(ctx context.Context, backend *backend
 		})
 		return
 	}
-	holder := lockInfo(cosLockInfo(lock))
+	holder := lockInfo(lock)
 	backend.Status.Lock = holder
 	lockHeld.WithLabelValues(cosBackendKind, backend.Namespace, backend.Name).Set(1)
 	setCondition(conds, gen, backendsv1alpha1.LockedCondition, observation{

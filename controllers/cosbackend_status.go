@@ -9,7 +9,6 @@ import (
 	backendsv1alpha1 "github.com/infrastate/backend-operator/api/v1alpha1"
 	"github.com/infrastate/backend-operator/internal/cos"
 	"github.com/infrastate/backend-operator/internal/render"
-	"github.com/infrastate/backend-operator/internal/stateclient"
 )
 
 // The functions of this file are pure and table-tested.
@@ -49,13 +48,4 @@ func bucketObservation(bucket string, err error) observation {
 		return observation{status: metav1.ConditionFalse, reason: backendsv1alpha1.ServerErrorReason,
 			message: fmt.Sprintf("Checking bucket %s failed: %v", bucket, err)}
 	}
-}
-
-// cosLockInfo converts the holder of a .tflock object.
-func cosLockInfo(l *cos.LockInfo) *stateclient.LockInfo {
-	if l == nil {
-		return nil
-	}
-	return &stateclient.LockInfo{ID: l.ID, Operation: l.Operation, Info: l.Info, Who: l.Who,
-		Version: l.Version, Created: l.Created, Path: l.Path}
 }

@@ -11,7 +11,8 @@ import (
 	"net/http"
 	"strconv"
 	"strings"
-	"time"
+
+	"github.com/infrastate/backend-operator/internal/stateclient"
 )
 
 // maxLockBytes bounds a .tflock object: Terraform's LockInfo JSON is a few
@@ -31,28 +32,13 @@ type Object struct {
 }
 
 // LockInfo is the holder of a state lock, from the .tflock object
-// Terraform's cos backend writes. JSON keys are Go field names, as
-// Terraform marshals its statemgr.LockInfo.
-type LockInfo struct {
-	// ID is the lock ID as Terraform's cos backend reports it and as
-	// terraform force-unlock expects it: the x-cos-meta-md5 of the .tflock
-	// object. Terraform puts a UUID in the JSON's ID but replaces it with
-	// this checksum when it reads the lock; ReadLock does the same.
-	ID string `json:"ID"`
-	// Operation is the Terraform operation holding the lock, such as
-	// OperationTypeApply.
-	Operation string `json:"Operation"`
-	// Info is extra information the holder supplied.
-	Info string `json:"Info"`
-	// Who is user@host of the holder.
-	Who string `json:"Who"`
-	// Version is the holder's Terraform version.
-	Version string `json:"Version"`
-	// Created is when the lock was taken.
-	Created time.Time `json:"Created"`
-	// Path is the key of the .tflock object.
-	Path string `json:"Path"`
-}
+// Terraform's cos backend writes: the same LockInfo JSON every Terraform
+// backend uses. Its ID is the lock ID as Terraform's cos backend reports it
+// and as terraform force-unlock expects it: the x-cos-meta-md5 of the
+// .tflock object. Terraform puts a UUID in the JSON's ID but replaces it
+// with this checksum when it reads the lock; ReadLock does the same. Path
+// is the key of the .tflock object.
+type LockInfo = stateclient.LockInfo
 
 // ReadState reads the state object of workspace ("default" or a named
 // workspace; see StateKey). It returns nil, nil when the object does not
