@@ -9,6 +9,7 @@ import (
 //
 // +kubebuilder:validation:XValidation:rule="!has(self.overrides) || self.overrides.all(o, !(o.path in ['secret_id', 'secret_key', 'security_token']))",message="overrides cannot set secret_id, secret_key or security_token: use credentialsSecretRef",fieldPath=".overrides"
 // +kubebuilder:validation:XValidation:rule="!has(self.accelerate) || !self.accelerate || !has(self.endpoint)",message="accelerate and endpoint cannot be used together: choose the global acceleration domain or a private endpoint",fieldPath=".endpoint"
+// +kubebuilder:validation:XValidation:rule="!has(self.endpoint) || !self.endpoint.startsWith('http://') || (has(self.allowInsecureEndpoint) && self.allowInsecureEndpoint)",message="endpoint uses http://, which sends the security token and the state in clear text: use https:// or set allowInsecureEndpoint",fieldPath=".endpoint"
 type CosBackendSpec struct {
 	// bucket holding the state, "<name>-<appid>". It must already exist.
 	// +required
@@ -27,19 +28,21 @@ type CosBackendSpec struct {
 	Region string `json:"region,omitempty"`
 
 	// prefix is the directory of the state in the bucket. Unset places the
-	// state at the bucket root.
+	// state at the bucket root. '..' segments are refused.
 	// +optional
 	// +kubebuilder:validation:MinLength=1
 	// +kubebuilder:validation:MaxLength=512
 	// +kubebuilder:validation:XValidation:rule="!self.startsWith('/') && !self.startsWith('./')",message="prefix must not start with '/' or './'"
+	// +kubebuilder:validation:XValidation:rule="!self.split('/').exists(s, s == '..')",message="prefix must not contain '..' path segments: they would reach objects outside the prefix"
 	Prefix string `json:"prefix,omitempty"`
 
 	// key is the name of the state object. Terraform defaults it to
-	// terraform.tfstate.
+	// terraform.tfstate. '..' segments are refused.
 	// +optional
 	// +kubebuilder:validation:MinLength=1
 	// +kubebuilder:validation:MaxLength=512
 	// +kubebuilder:validation:XValidation:rule="!self.startsWith('/') && !self.endsWith('/')",message="key must not start or end with '/'"
+	// +kubebuilder:validation:XValidation:rule="!self.split('/').exists(s, s == '..')",message="key must not contain '..' path segments: they would reach objects outside the prefix"
 	Key string `json:"key,omitempty"`
 
 	// encrypt enables AES256 server-side encryption of the state.
@@ -57,11 +60,18 @@ type CosBackendSpec struct {
 
 	// endpoint is a private network endpoint,
 	// https://cos-internal.<region>.tencentcos.cn. Defaults to the public
-	// endpoint of the region.
+	// endpoint of the region. An http:// endpoint sends the security token
+	// and the state in clear text, so it needs allowInsecureEndpoint.
 	// +optional
 	// +kubebuilder:validation:MaxLength=256
 	// +kubebuilder:validation:XValidation:rule="self.matches('^https?://cos-internal\\\\.[a-z0-9-]+\\\\.tencentcos\\\\.cn$')",message="endpoint must look like https://cos-internal.<region>.tencentcos.cn"
 	Endpoint string `json:"endpoint,omitempty"`
+
+	// allowInsecureEndpoint accepts an http:// endpoint. The operator and
+	// Terraform then send the credentials' security token and the state in
+	// clear text over the private network.
+	// +optional
+	AllowInsecureEndpoint bool `json:"allowInsecureEndpoint,omitempty"`
 
 	// domain is the root domain of the Tencent Cloud APIs (STS for
 	// assumeRole), tencentcloudapi.com by default.
@@ -87,11 +97,13 @@ type CosBackendSpec struct {
 	Probe *ProbeSpec `json:"probe,omitempty"`
 
 	// configMapName is the name of the rendered ConfigMap. Defaults to
-	// "<name>-backend".
+	// "<name>-backend". Names that Kubernetes or cluster add-ons publish in
+	// every namespace are refused.
 	// +optional
 	// +kubebuilder:validation:MinLength=1
 	// +kubebuilder:validation:MaxLength=253
 	// +kubebuilder:validation:Pattern=`^[a-z0-9]([-a-z0-9]*[a-z0-9])?(\.[a-z0-9]([-a-z0-9]*[a-z0-9])?)*$`
+	// +kubebuilder:validation:XValidation:rule="!(self in ['kube-root-ca.crt', 'openshift-service-ca.crt']) && !self.endsWith('-ca-root-cert')",message="configMapName must not be a name that Kubernetes or a cluster add-on publishes in every namespace (kube-root-ca.crt, openshift-service-ca.crt, *-ca-root-cert)"
 	ConfigMapName string `json:"configMapName,omitempty"`
 
 	// overrides set attributes of the rendered backend block that no typed

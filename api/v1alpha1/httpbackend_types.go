@@ -13,10 +13,19 @@ import (
 // +kubebuilder:validation:XValidation:rule="!has(self.overrides) || self.overrides.all(o, !(o.path in ['password', 'client_certificate_pem', 'client_private_key_pem', 'client_ca_certificate_pem']))",message="overrides cannot set password, client_certificate_pem, client_private_key_pem or client_ca_certificate_pem: use passwordSecretRef and tls",fieldPath=".overrides"
 type HttpBackendSpec struct {
 	// address of the state, the REST endpoint Terraform GETs and updates.
+	// It is configuration, published in the rendered ConfigMap and shown by
+	// kubectl get, so it never carries credentials: user information
+	// (user:password@) and query parameters named like credentials (token,
+	// password, signature, ...) are refused; use username and
+	// passwordSecretRef. Link-local and cloud metadata addresses are
+	// refused too. Messages and logs print only its scheme, host and path.
 	// +required
 	// +kubebuilder:validation:MinLength=1
 	// +kubebuilder:validation:MaxLength=2048
 	// +kubebuilder:validation:XValidation:rule="(self.startsWith('http://') || self.startsWith('https://')) && isURL(self) && url(self).getHostname() != ''",message="address must be an absolute http:// or https:// URL with a host"
+	// +kubebuilder:validation:XValidation:rule="!self.matches('^https?://[^/?#]*@')",message="address must not contain user information (user:password@host): it would be published in the rendered ConfigMap; set username and passwordSecretRef instead"
+	// +kubebuilder:validation:XValidation:rule="!self.matches('(?i)[?&](token|access_token|private_token|auth|auth_token|password|passwd|pwd|secret|client_secret|api_key|apikey|sig|signature|x-amz-signature|x-amz-credential|x-amz-security-token|x-goog-signature|x-goog-credential)([=&#]|$)')",message="address must not carry credentials in its query string (token, password, signature and the like): it is published in the rendered ConfigMap; set username and passwordSecretRef instead"
+	// +kubebuilder:validation:XValidation:rule="!self.matches('^https?://(169[.]254[.][0-9]+[.][0-9]+|100[.]100[.]100[.]200|[[](?i:fe[89ab][0-9a-f]:[^]]*|fd00:ec2::254|::ffff:169[.]254[.][0-9.]+|::ffff:a9fe:[0-9a-f:]+)[]]|(?i:metadata|metadata[.]google[.]internal|metadata[.]goog|instance-data|instance-data[.]ec2[.]internal|metadata[.]tencentyun[.]com)[.]?)(:[0-9]*)?([/?#]|$)')",message="address must not point at a link-local address or a cloud metadata service (169.254.0.0/16, fe80::/10, metadata.google.internal, ...)"
 	Address string `json:"address"`
 
 	// updateMethod is the HTTP method used to write the state.
@@ -28,35 +37,44 @@ type HttpBackendSpec struct {
 	UpdateMethod string `json:"updateMethod,omitempty"`
 
 	// lockAddress is the URL of the lock endpoint. Unset disables locking.
+	// The rules of address apply.
 	// +optional
 	// +kubebuilder:validation:MinLength=1
 	// +kubebuilder:validation:MaxLength=2048
 	// +kubebuilder:validation:XValidation:rule="(self.startsWith('http://') || self.startsWith('https://')) && isURL(self) && url(self).getHostname() != ''",message="lockAddress must be an absolute http:// or https:// URL with a host"
+	// +kubebuilder:validation:XValidation:rule="!self.matches('^https?://[^/?#]*@')",message="lockAddress must not contain user information (user:password@host): it would be published in the rendered ConfigMap; set username and passwordSecretRef instead"
+	// +kubebuilder:validation:XValidation:rule="!self.matches('(?i)[?&](token|access_token|private_token|auth|auth_token|password|passwd|pwd|secret|client_secret|api_key|apikey|sig|signature|x-amz-signature|x-amz-credential|x-amz-security-token|x-goog-signature|x-goog-credential)([=&#]|$)')",message="lockAddress must not carry credentials in its query string (token, password, signature and the like): it is published in the rendered ConfigMap; set username and passwordSecretRef instead"
+	// +kubebuilder:validation:XValidation:rule="!self.matches('^https?://(169[.]254[.][0-9]+[.][0-9]+|100[.]100[.]100[.]200|[[](?i:fe[89ab][0-9a-f]:[^]]*|fd00:ec2::254|::ffff:169[.]254[.][0-9.]+|::ffff:a9fe:[0-9a-f:]+)[]]|(?i:metadata|metadata[.]google[.]internal|metadata[.]goog|instance-data|instance-data[.]ec2[.]internal|metadata[.]tencentyun[.]com)[.]?)(:[0-9]*)?([/?#]|$)')",message="lockAddress must not point at a link-local address or a cloud metadata service (169.254.0.0/16, fe80::/10, metadata.google.internal, ...)"
 	LockAddress string `json:"lockAddress,omitempty"`
 
-	// lockMethod is the HTTP method used to take the lock.
+	// lockMethod is the HTTP method used to take the lock: LOCK, UNLOCK,
+	// POST, PUT, DELETE or PATCH.
 	// +optional
 	// +kubebuilder:default=LOCK
 	// +kubebuilder:validation:MinLength=1
 	// +kubebuilder:validation:MaxLength=32
-	// +kubebuilder:validation:XValidation:rule="self.matches('^[A-Z][A-Z0-9_-]*$')",message="lockMethod must be an upper-case HTTP method token such as LOCK or POST"
+	// +kubebuilder:validation:XValidation:rule="self in ['LOCK', 'UNLOCK', 'POST', 'PUT', 'DELETE', 'PATCH']",message="lockMethod must be one of LOCK, UNLOCK, POST, PUT, DELETE or PATCH, the methods state servers use"
 	LockMethod string `json:"lockMethod,omitempty"`
 
 	// unlockAddress is the URL of the unlock endpoint. Unset makes unlock a
 	// no-op in Terraform. forceUnlock needs both lockAddress and
-	// unlockAddress.
+	// unlockAddress. The rules of address apply.
 	// +optional
 	// +kubebuilder:validation:MinLength=1
 	// +kubebuilder:validation:MaxLength=2048
 	// +kubebuilder:validation:XValidation:rule="(self.startsWith('http://') || self.startsWith('https://')) && isURL(self) && url(self).getHostname() != ''",message="unlockAddress must be an absolute http:// or https:// URL with a host"
+	// +kubebuilder:validation:XValidation:rule="!self.matches('^https?://[^/?#]*@')",message="unlockAddress must not contain user information (user:password@host): it would be published in the rendered ConfigMap; set username and passwordSecretRef instead"
+	// +kubebuilder:validation:XValidation:rule="!self.matches('(?i)[?&](token|access_token|private_token|auth|auth_token|password|passwd|pwd|secret|client_secret|api_key|apikey|sig|signature|x-amz-signature|x-amz-credential|x-amz-security-token|x-goog-signature|x-goog-credential)([=&#]|$)')",message="unlockAddress must not carry credentials in its query string (token, password, signature and the like): it is published in the rendered ConfigMap; set username and passwordSecretRef instead"
+	// +kubebuilder:validation:XValidation:rule="!self.matches('^https?://(169[.]254[.][0-9]+[.][0-9]+|100[.]100[.]100[.]200|[[](?i:fe[89ab][0-9a-f]:[^]]*|fd00:ec2::254|::ffff:169[.]254[.][0-9.]+|::ffff:a9fe:[0-9a-f:]+)[]]|(?i:metadata|metadata[.]google[.]internal|metadata[.]goog|instance-data|instance-data[.]ec2[.]internal|metadata[.]tencentyun[.]com)[.]?)(:[0-9]*)?([/?#]|$)')",message="unlockAddress must not point at a link-local address or a cloud metadata service (169.254.0.0/16, fe80::/10, metadata.google.internal, ...)"
 	UnlockAddress string `json:"unlockAddress,omitempty"`
 
-	// unlockMethod is the HTTP method used to release the lock.
+	// unlockMethod is the HTTP method used to release the lock: LOCK,
+	// UNLOCK, POST, PUT, DELETE or PATCH.
 	// +optional
 	// +kubebuilder:default=UNLOCK
 	// +kubebuilder:validation:MinLength=1
 	// +kubebuilder:validation:MaxLength=32
-	// +kubebuilder:validation:XValidation:rule="self.matches('^[A-Z][A-Z0-9_-]*$')",message="unlockMethod must be an upper-case HTTP method token such as UNLOCK or DELETE"
+	// +kubebuilder:validation:XValidation:rule="self in ['LOCK', 'UNLOCK', 'POST', 'PUT', 'DELETE', 'PATCH']",message="unlockMethod must be one of LOCK, UNLOCK, POST, PUT, DELETE or PATCH, the methods state servers use"
 	UnlockMethod string `json:"unlockMethod,omitempty"`
 
 	// username for HTTP basic auth. It is not secret and is rendered into
@@ -114,11 +132,13 @@ type HttpBackendSpec struct {
 	ForceUnlock *ForceUnlockSpec `json:"forceUnlock,omitempty"`
 
 	// configMapName is the name of the rendered ConfigMap. Defaults to
-	// "<name>-backend".
+	// "<name>-backend". Names that Kubernetes or cluster add-ons publish in
+	// every namespace are refused.
 	// +optional
 	// +kubebuilder:validation:MinLength=1
 	// +kubebuilder:validation:MaxLength=253
 	// +kubebuilder:validation:Pattern=`^[a-z0-9]([-a-z0-9]*[a-z0-9])?(\.[a-z0-9]([-a-z0-9]*[a-z0-9])?)*$`
+	// +kubebuilder:validation:XValidation:rule="!(self in ['kube-root-ca.crt', 'openshift-service-ca.crt']) && !self.endsWith('-ca-root-cert')",message="configMapName must not be a name that Kubernetes or a cluster add-on publishes in every namespace (kube-root-ca.crt, openshift-service-ca.crt, *-ca-root-cert)"
 	ConfigMapName string `json:"configMapName,omitempty"`
 
 	// overrides set attributes of the rendered backend block that no typed

@@ -20,6 +20,7 @@ type RemoteStateSpec struct {
 	// +kubebuilder:validation:MinLength=1
 	// +kubebuilder:validation:MaxLength=90
 	// +kubebuilder:validation:XValidation:rule="self.matches('^[-._a-zA-Z0-9]+$')",message="workspace may contain only letters, digits, '-', '_' and '.'"
+	// +kubebuilder:validation:XValidation:rule="self != '.' && self != '..'",message="workspace must not be '.' or '..': they would reach objects outside the backend's prefix"
 	Workspace string `json:"workspace,omitempty"`
 
 	// defaults fill outputs the state lacks; the state's own values win. A
@@ -90,23 +91,28 @@ type OutputSelector struct {
 	// +kubebuilder:validation:MinLength=1
 	// +kubebuilder:validation:MaxLength=253
 	// +kubebuilder:validation:Pattern=`^[-._a-zA-Z0-9]+$`
+	// +kubebuilder:validation:XValidation:rule="self != '.' && self != '..'",message="key must not be '.' or '..', which a ConfigMap or Secret cannot hold"
 	Key string `json:"key,omitempty"`
 }
 
 // RemoteStateTarget names the objects the outputs are published to.
 type RemoteStateTarget struct {
-	// configMapName receives the non-sensitive outputs.
+	// configMapName receives the non-sensitive outputs. Names that
+	// Kubernetes or cluster add-ons publish in every namespace are refused.
 	// +optional
 	// +kubebuilder:validation:MinLength=1
 	// +kubebuilder:validation:MaxLength=253
 	// +kubebuilder:validation:Pattern=`^[a-z0-9]([-a-z0-9]*[a-z0-9])?(\.[a-z0-9]([-a-z0-9]*[a-z0-9])?)*$`
+	// +kubebuilder:validation:XValidation:rule="!(self in ['kube-root-ca.crt', 'openshift-service-ca.crt']) && !self.endsWith('-ca-root-cert')",message="configMapName must not be a name that Kubernetes or a cluster add-on publishes in every namespace (kube-root-ca.crt, openshift-service-ca.crt, *-ca-root-cert)"
 	ConfigMapName string `json:"configMapName,omitempty"`
 
-	// secretName receives the sensitive outputs, and only those.
+	// secretName receives the sensitive outputs, and only those. Helm
+	// release Secret names (sh.helm.release.v1.*) are refused.
 	// +optional
 	// +kubebuilder:validation:MinLength=1
 	// +kubebuilder:validation:MaxLength=253
 	// +kubebuilder:validation:Pattern=`^[a-z0-9]([-a-z0-9]*[a-z0-9])?(\.[a-z0-9]([-a-z0-9]*[a-z0-9])?)*$`
+	// +kubebuilder:validation:XValidation:rule="!self.startsWith('sh.helm.release.v1.')",message="secretName must not be a Helm release Secret name (sh.helm.release.v1.*)"
 	SecretName string `json:"secretName,omitempty"`
 }
 

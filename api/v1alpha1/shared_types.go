@@ -70,7 +70,9 @@ type Override struct {
 	// +kubebuilder:validation:Pattern=`^[a-z_][a-z0-9_]*(\.[a-z_][a-z0-9_]*)*$`
 	Path string `json:"path"`
 
-	// value of the attribute, as JSON: a string, number, bool, list or object.
+	// value of the attribute, as JSON: a string (at most 4096 bytes), a
+	// number, a bool, null, or a list or object of at most 64 such scalars.
+	// The values of all overrides of a backend total at most 32 KiB.
 	// +required
 	// +kubebuilder:validation:XPreserveUnknownFields
 	// +kubebuilder:validation:Schemaless

@@ -5,7 +5,9 @@ package validation
 
 import (
 	"context"
+	"path/filepath"
 	"testing"
+	"time"
 
 	. "github.com/onsi/ginkgo/v2"
 	. "github.com/onsi/gomega"
@@ -33,7 +35,32 @@ var _ = BeforeSuite(func() {
 	Expect(err).NotTo(HaveOccurred())
 	k8sClient, err = client.New(cfg, client.Options{Scheme: testenv.Scheme()})
 	Expect(err).NotTo(HaveOccurred())
+	installAdmissionPolicy(context.Background())
 })
+
+// installAdmissionPolicy creates the ValidatingAdmissionPolicy and binding
+// of config/admission, as `make deploy` does, and waits until the API
+// server enforces them (it loads policies asynchronously).
+func installAdmissionPolicy(ctx context.Context) {
+	objs, err := readObjects(filepath.Join(testenv.RepoRoot(), "config", "admission", "validating_admission_policy.yaml"))
+	Expect(err).NotTo(HaveOccurred())
+	Expect(objs).To(HaveLen(2))
+	for _, obj := range objs {
+		Expect(k8sClient.Create(ctx, obj)).To(Succeed(), "creating %s %s", obj.GetKind(), obj.GetName())
+	}
+	ns := newNamespace(ctx)
+	Eventually(func() error {
+		probe := httpBackend(set("spec.overrides", []any{map[string]any{"path": "lock_method", "value": []any{[]any{"nested"}}}}))
+		probe.SetNamespace(ns)
+		probe.SetName("")
+		probe.SetGenerateName("policy-probe-")
+		err := k8sClient.Create(ctx, probe)
+		if err == nil {
+			_ = k8sClient.Delete(ctx, probe)
+		}
+		return err
+	}, time.Minute, 200*time.Millisecond).Should(HaveOccurred(), "the admission policy never took effect")
+}
 
 var _ = AfterSuite(func() {
 	if testEnv != nil {

@@ -113,10 +113,10 @@ var _ = Describe("Admission validation", func() {
 			"spec.unlockAddress", "unlockAddress must be an absolute http:// or https:// URL with a host"),
 		Entry("http: updateMethod is an upper-case token", httpBackend(set("spec.updateMethod", "post")),
 			"spec.updateMethod", "updateMethod must be an upper-case HTTP method token"),
-		Entry("http: lockMethod is an upper-case token", httpBackend(set("spec.lockMethod", "LO CK")),
-			"spec.lockMethod", "lockMethod must be an upper-case HTTP method token"),
-		Entry("http: unlockMethod is an upper-case token", httpBackend(set("spec.unlockMethod", "unlock")),
-			"spec.unlockMethod", "unlockMethod must be an upper-case HTTP method token"),
+		Entry("http: lockMethod is a method token", httpBackend(set("spec.lockMethod", "LO CK")),
+			"spec.lockMethod", "lockMethod must be one of LOCK, UNLOCK, POST, PUT, DELETE or PATCH"),
+		Entry("http: unlockMethod is upper-case", httpBackend(set("spec.unlockMethod", "unlock")),
+			"spec.unlockMethod", "unlockMethod must be one of LOCK, UNLOCK, POST, PUT, DELETE or PATCH"),
 		Entry("http: retryMax at most 20", httpBackend(set("spec.retryMax", int64(21))),
 			"spec.retryMax", "should be less than or equal to 20"),
 		Entry("http: retryMax not negative", httpBackend(set("spec.retryMax", int64(-1))),
@@ -166,6 +166,48 @@ var _ = Describe("Admission validation", func() {
 			"spec.overrides[1]", "Duplicate value"),
 		Entry("http: overrides are bounded", httpBackend(overrides(numbered("attr_", 33)...)),
 			"spec.overrides", "Too many"),
+		Entry("http: address carries no user information", httpBackend(set("spec.address", "https://runner:s3cret@state.example.com/state/app")),
+			"spec.address", "address must not contain user information (user:password@host)"),
+		Entry("http: address carries no user name either", httpBackend(set("spec.address", "https://glpat-token@state.example.com/state/app")),
+			"spec.address", "set username and passwordSecretRef instead"),
+		Entry("http: lockAddress carries no user information", httpBackend(set("spec.lockAddress", "https://u:p@state.example.com/lock")),
+			"spec.lockAddress", "lockAddress must not contain user information"),
+		Entry("http: unlockAddress carries no user information", httpBackend(set("spec.unlockAddress", "http://u:p@10.0.0.1/unlock")),
+			"spec.unlockAddress", "unlockAddress must not contain user information"),
+		Entry("http: address carries no credential in its query", httpBackend(set("spec.address", "https://state.example.com/state/app?env=prod&token=abc")),
+			"spec.address", "address must not carry credentials in its query string"),
+		Entry("http: query credential names match in any case", httpBackend(set("spec.unlockAddress", "https://state.example.com/x?X-Amz-Signature=abc")),
+			"spec.unlockAddress", "unlockAddress must not carry credentials in its query string"),
+		Entry("http: address is not the metadata service", httpBackend(set("spec.address", "http://169.254.169.254/latest/meta-data")),
+			"spec.address", "address must not point at a link-local address or a cloud metadata service"),
+		Entry("http: lockAddress is not link-local IPv6", httpBackend(set("spec.lockAddress", "http://[fe80::1]:8080/lock")),
+			"spec.lockAddress", "lockAddress must not point at a link-local address"),
+		Entry("http: address is not an IPv4-mapped link-local address", httpBackend(set("spec.address", "http://[::ffff:169.254.169.254]/x")),
+			"spec.address", "address must not point at a link-local address"),
+		Entry("http: address is not a metadata host name", httpBackend(set("spec.address", "http://Metadata.Google.Internal./computeMetadata/v1")),
+			"spec.address", "address must not point at a link-local address or a cloud metadata service"),
+		Entry("http: address is not Alibaba Cloud's metadata service", httpBackend(set("spec.address", "http://100.100.100.200/latest")),
+			"spec.address", "address must not point at a link-local address or a cloud metadata service"),
+		Entry("http: lockMethod is a method state servers use", httpBackend(set("spec.lockMethod", "GET")),
+			"spec.lockMethod", "lockMethod must be one of LOCK, UNLOCK, POST, PUT, DELETE or PATCH"),
+		Entry("http: unlockMethod is a method state servers use", httpBackend(set("spec.unlockMethod", "PROPFIND")),
+			"spec.unlockMethod", "unlockMethod must be one of LOCK, UNLOCK, POST, PUT, DELETE or PATCH"),
+		Entry("http: configMapName is not kube-root-ca.crt", httpBackend(set("spec.configMapName", "kube-root-ca.crt")),
+			"spec.configMapName", "configMapName must not be a name that Kubernetes or a cluster add-on publishes in every namespace"),
+		Entry("http: override values nest one level at most", httpBackend(overrideValue("lock_method", []any{[]any{"x"}})),
+			"spec.overrides", "the value of lock_method must be a string of at most 4096 characters"),
+		Entry("http: 9000 nested arrays are refused", httpBackend(overrideValue("lock_method", nestedArrays(9000))),
+			"spec.overrides", "the value of lock_method must be"),
+		Entry("http: override strings are bounded", httpBackend(overrideValue("update_method", strings.Repeat("a", 4097))),
+			"spec.overrides", "the value of update_method must be"),
+		Entry("http: override lists are bounded", httpBackend(overrideValue("zones", make([]any, 65))),
+			"spec.overrides", "the value of zones must be"),
+		Entry("http: override objects hold only scalars", httpBackend(overrideValue("block", map[string]any{"a": map[string]any{"b": "c"}})),
+			"spec.overrides", "the value of block must be"),
+		Entry("http: override object keys are bounded", httpBackend(overrideValue("block", map[string]any{strings.Repeat("k", 129): "v"})),
+			"spec.overrides", "the value of block must be"),
+		Entry("http: overrides total at most 32 KiB", httpBackend(set("spec.overrides", largeOverrides(9, 4000))),
+			"spec.overrides", "the values total 36000 characters, at most 32768 are allowed"),
 		Entry("http: the name leaves room for the credentials Secret", httpBackend(func(o map[string]any) {
 			o["metadata"] = map[string]any{"name": strings.Repeat("a", 234)}
 		}), "metadata.name must be at most 233 characters", "valid Secret name"),
@@ -217,6 +259,16 @@ var _ = Describe("Admission validation", func() {
 			"spec.overrides", "overrides cannot set secret_id, secret_key or security_token"),
 		Entry("cos: overrides cannot set the security token", cosBackend(overrides("security_token")),
 			"spec.overrides", "overrides cannot set secret_id, secret_key or security_token"),
+		Entry("cos: prefix has no '..' segment", cosBackend(set("spec.prefix", "platform/../other-team")),
+			"spec.prefix", "prefix must not contain '..' path segments"),
+		Entry("cos: key has no '..' segment", cosBackend(set("spec.key", "../../other-team/terraform.tfstate")),
+			"spec.key", "key must not contain '..' path segments"),
+		Entry("cos: an http endpoint must be allowed explicitly", cosBackend(set("spec.endpoint", "http://cos-internal.ap-guangzhou.tencentcos.cn")),
+			"spec.endpoint", "endpoint uses http://, which sends the security token and the state in clear text"),
+		Entry("cos: configMapName is not a mesh CA bundle", cosBackend(set("spec.configMapName", "istio-ca-root-cert")),
+			"spec.configMapName", "configMapName must not be a name that Kubernetes or a cluster add-on publishes in every namespace"),
+		Entry("cos: override values are bounded too", cosBackend(overrideValue("assume_role", map[string]any{"policy": map[string]any{"Statement": []any{}}})),
+			"spec.overrides", "the value of assume_role must be"),
 		// RemoteState
 		Entry("remote: backendRef is required", remoteState(del("spec.backendRef")),
 			"spec.backendRef", "Required value"),
@@ -238,6 +290,22 @@ var _ = Describe("Admission validation", func() {
 			"spec.interval", "interval must be between 10s and 24h"),
 		Entry("remote: target names are DNS names", remoteState(set("spec.target.secretName", "Net_Secrets")),
 			"spec.target.secretName", "should match"),
+		Entry("remote: workspace is not '..'", remoteState(set("spec.backendRef.kind", "CosBackend"), set("spec.workspace", "..")),
+			"spec.workspace", "workspace must not be '.' or '..'"),
+		Entry("remote: output keys are not '..'", remoteState(set("spec.outputs", []any{map[string]any{"name": "a", "key": ".."}})),
+			"spec.outputs[0].key", "key must not be '.' or '..'"),
+		Entry("remote: target ConfigMap is not kube-root-ca.crt", remoteState(set("spec.target.configMapName", "kube-root-ca.crt")),
+			"spec.target.configMapName", "configMapName must not be a name that Kubernetes or a cluster add-on publishes in every namespace"),
+		Entry("remote: target Secret is not a Helm release", remoteState(set("spec.target.secretName", "sh.helm.release.v1.app.v1")),
+			"spec.target.secretName", "secretName must not be a Helm release Secret name"),
+		Entry("remote: defaults keys are ConfigMap keys", remoteState(set("spec.defaults", map[string]any{"a/b": "x"})),
+			"spec.defaults", "a/b must be valid ConfigMap keys"),
+		Entry("remote: defaults keys are not '..'", remoteState(set("spec.defaults", map[string]any{"..": "x"})),
+			"spec.defaults", ".. must be valid ConfigMap keys"),
+		Entry("remote: defaults nest two levels at most", remoteState(set("spec.defaults", map[string]any{"deep": []any{[]any{[]any{"x"}}}})),
+			"spec.defaults", "the value of deep must nest at most two levels"),
+		Entry("remote: defaults total at most 512 KiB", remoteState(set("spec.defaults", largeDefaults(9, 65536))),
+			"spec.defaults", "at most 524288 are allowed"),
 
 		Entry("cos: probe interval at least 10s", cosBackend(set("spec.probe.interval", "1s")),
 			"spec.probe.interval", "probe.interval must be 0s (probing disabled) or between 10s and 24h"),
@@ -246,16 +314,24 @@ var _ = Describe("Admission validation", func() {
 	It("accepts every rule's valid edge", func(ctx context.Context) {
 		ns := newNamespace(ctx)
 		valid := []*unstructured.Unstructured{
-			httpBackend(set("spec.address", "http://10.0.0.1:8080/state?env=prod"), set("spec.retryMax", int64(20)),
+			httpBackend(set("spec.address", "http://10.0.0.1:8080/state?env=prod&ID=1&author=me"), set("spec.retryMax", int64(20)),
 				set("spec.retryWaitMin", int64(30)), set("spec.updateMethod", "PUT"), set("spec.probe.interval", "24h"),
 				set("spec.probe.lockCheck", true), set("spec.forceUnlock.lockID", "3f0a3c51"),
-				overrides("skip_cert_verification", "lock_method")),
-			cosBackend(set("spec.prefix", "platform/network"), set("spec.key", "dir/terraform.tfstate"), set("spec.acl", "public-read"),
-				set("spec.endpoint", "http://cos-internal.ap-guangzhou.tencentcos.cn"), set("spec.domain", "tencentcloudapi.com"),
+				set("spec.lockMethod", "POST"), set("spec.unlockMethod", "DELETE"), set("spec.configMapName", "kube-root-ca.crt-backend"),
+				set("spec.lockAddress", "http://metadata.example.com/lock"), set("spec.unlockAddress", "https://[::1]:8443/unlock"),
+				set("spec.overrides", []any{
+					map[string]any{"path": "skip_cert_verification", "value": true},
+					map[string]any{"path": "lock_method", "value": strings.Repeat("m", 4096)},
+					map[string]any{"path": "zones", "value": stringList(64)},
+					map[string]any{"path": "block", "value": map[string]any{strings.Repeat("k", 128): int64(1), "b": nil, "c": 1.5}},
+				})),
+			cosBackend(set("spec.prefix", "platform/network..v2"), set("spec.key", "dir/terraform.tfstate"), set("spec.acl", "public-read"),
+				set("spec.endpoint", "http://cos-internal.ap-guangzhou.tencentcos.cn"), set("spec.allowInsecureEndpoint", true), set("spec.domain", "tencentcloudapi.com"),
 				assumeRole(map[string]any{"roleArn": "qcs::cam::uin/1:roleName/r", "sessionName": "op@team.io", "sessionDuration": int64(0)}),
 				overrides("assume_role.policy")),
 			remoteState(set("spec.backendRef.kind", "CosBackend"), set("spec.workspace", "staging"),
-				set("spec.defaults", map[string]any{"region": "ap-guangzhou", "zones": []any{"a"}}),
+				set("spec.defaults", map[string]any{"region": "ap-guangzhou", "zones": stringList(64),
+					"subnets": map[string]any{"a": map[string]any{"id": "subnet-1", "cidr": "10.0.0.0/24"}, "b": []any{"x", int64(1)}}}),
 				set("spec.outputs", []any{map[string]any{"name": "vpc_id", "type": "string", "key": "VPC_ID"}, map[string]any{"name": "VPC_ID", "key": "vpc_id"}})),
 		}
 		for i, obj := range valid {
@@ -273,4 +349,47 @@ func numbered(prefix string, n int) []string {
 		names[i] = fmt.Sprintf("%s%d", prefix, i)
 	}
 	return names
+}
+
+// overrideValue sets one override with the given JSON value.
+func overrideValue(path string, value any) mutation {
+	return set("spec.overrides", []any{map[string]any{"path": path, "value": value}})
+}
+
+// nestedArrays returns depth arrays nested in one another: [[[...]]].
+func nestedArrays(depth int) any {
+	var v any = []any{}
+	for range depth - 1 {
+		v = []any{v}
+	}
+	return v
+}
+
+// stringList returns n short strings.
+func stringList(n int) []any {
+	list := make([]any, n)
+	for i := range list {
+		list[i] = fmt.Sprintf("item-%d", i)
+	}
+	return list
+}
+
+// largeOverrides returns n overrides whose values are strings of size
+// characters.
+func largeOverrides(n, size int) []any {
+	items := make([]any, n)
+	for i := range items {
+		items[i] = map[string]any{"path": fmt.Sprintf("attr_%d", i), "value": strings.Repeat("v", size)}
+	}
+	return items
+}
+
+// largeDefaults returns n defaults whose values are strings of size
+// characters.
+func largeDefaults(n, size int) map[string]any {
+	defaults := make(map[string]any, n)
+	for i := range n {
+		defaults[fmt.Sprintf("d%d", i)] = strings.Repeat("v", size)
+	}
+	return defaults
 }
