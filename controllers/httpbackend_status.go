@@ -7,6 +7,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"math"
 	"net"
 	"syscall"
 	"time"
@@ -125,7 +126,7 @@ func stateStatus(summary statefile.Summary, size int64) *backendsv1alpha1.StateS
 		Lineage:          summary.Lineage,
 		TerraformVersion: summary.TerraformVersion,
 		SizeBytes:        size,
-		OutputCount:      int32(len(summary.Outputs)),
+		OutputCount:      int32(min(summary.OutputCount, math.MaxInt32)),
 	}
 }
 

@@ -5,8 +5,9 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
-	"regexp"
 	"sort"
+
+	"k8s.io/apimachinery/pkg/util/validation"
 
 	"github.com/infrastate/backend-operator/internal/statefile"
 )
@@ -70,8 +71,18 @@ func (e *TypeMismatchError) Error() string {
 	return fmt.Sprintf("output %q is a %s, not a %s", e.Name, e.Got, e.Want)
 }
 
-// validKey matches the keys a ConfigMap or Secret accepts.
-var validKey = regexp.MustCompile(`^[-._a-zA-Z0-9]+$`)
+// KeyError is an output that cannot be published under its key: the API
+// server refuses it as a ConfigMap or Secret key.
+type KeyError struct {
+	// Name of the output.
+	Name string
+	// Key it would be published under.
+	Key string
+}
+
+func (e *KeyError) Error() string {
+	return fmt.Sprintf("output %q cannot be published: %q is not a valid ConfigMap or Secret key (letters, digits, '-', '_' and '.', at most 253 characters, not '.' or '..')", e.Name, e.Key)
+}
 
 // ErrInvalidDefault is wrapped by errors about a default that is not JSON.
 var ErrInvalidDefault = errors.New("invalid default")
@@ -146,8 +157,8 @@ func selectOne(sel Selector, c candidate) (Value, error) {
 	if key == "" {
 		key = sel.Name
 	}
-	if !validKey.MatchString(key) {
-		return Value{}, fmt.Errorf("output %q cannot be published: %q is not a valid ConfigMap or Secret key (letters, digits, '-', '_', '.')", sel.Name, key)
+	if len(validation.IsConfigMapKey(key)) > 0 {
+		return Value{}, &KeyError{Name: sel.Name, Key: key}
 	}
 	return Value{Name: sel.Name, Key: key, Type: typeName, Sensitive: c.sensitive, Data: data}, nil
 }

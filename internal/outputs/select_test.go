@@ -141,7 +141,7 @@ func TestSelectDefaultsAndRenames(t *testing.T) {
 		},
 		"a default whose name is no valid key": {
 			selectors: []Selector{{Name: "bad name"}},
-			wantErr:   `output "bad name" cannot be published: "bad name" is not a valid ConfigMap or Secret key (letters, digits, '-', '_', '.')`,
+			wantErr:   `output "bad name" cannot be published: "bad name" is not a valid ConfigMap or Secret key (letters, digits, '-', '_' and '.', at most 253 characters, not '.' or '..')`,
 		},
 		"a missing output": {
 			selectors: []Selector{{Name: "subnet_ids"}},

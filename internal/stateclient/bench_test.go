@@ -263,7 +263,7 @@ func BenchmarkFetchSummary(b *testing.B) {
 			b.ReportAllocs()
 			for b.Loop() {
 				sum, err := c.FetchSummary(ctx)
-				if err != nil || sum.Serial != 7 || len(sum.Outputs) != 3 {
+				if err != nil || sum.Serial != 7 || sum.OutputCount != 3 {
 					b.Fatalf("FetchSummary() = %+v, %v", sum, err)
 				}
 			}

@@ -12,9 +12,9 @@ import (
 const (
 	// maxDepth bounds the nesting of arrays and objects, as encoding/json does.
 	maxDepth = 10000
-	// maxKeptBytes bounds any single token or value ReadSummary keeps (keys,
-	// strings such as the lineage, output types): metadata is small, values
-	// are skipped without being kept.
+	// maxKeptBytes bounds any single token the reader keeps for itself
+	// (object keys, output types): metadata is small, and values are
+	// skipped or captured within a caller's budget.
 	maxKeptBytes = 1 << 20
 	// readBufferSize is the size of the streaming read buffer.
 	readBufferSize = 32 << 10
@@ -24,8 +24,10 @@ const (
 var errDepth = errors.New("exceeded max depth")
 
 // scanner is a validating, streaming JSON reader. It can skip a value of any
-// size without allocating, or capture small values (bounded by maxKeptBytes)
-// into a buffer. Errors carry the byte offset where they were detected.
+// size without allocating, or capture a value, compacted, into a bounded
+// buffer. Errors carry the byte offset where they were detected and never
+// quote the input: a reader aimed at something that is not a state must
+// not repeat what it read.
 type scanner struct {
 	r     *bufio.Reader
 	off   int64 // bytes consumed so far
@@ -94,22 +96,32 @@ func (s *scanner) expect(want byte) error {
 	}
 	if c != want {
 		s.off--
-		return s.syntaxError("expected %q, found %q", want, c)
+		return s.syntaxError("expected %q", want)
 	}
 	return nil
 }
 
-// sink receives the raw bytes of a captured value.
+// sink receives the bytes of a captured value, without whitespace. limit
+// bounds its size; 0 means maxKeptBytes.
 type sink struct {
-	buf bytes.Buffer
+	buf   bytes.Buffer
+	limit int
 }
+
+// errValueTooLong is returned, wrapped, when a captured value outgrows its
+// sink.
+var errValueTooLong = errors.New("value too long")
 
 func (k *sink) write(p []byte) error {
 	if k == nil {
 		return nil
 	}
-	if k.buf.Len()+len(p) > maxKeptBytes {
-		return fmt.Errorf("value longer than %d bytes", maxKeptBytes)
+	limit := k.limit
+	if limit == 0 {
+		limit = maxKeptBytes
+	}
+	if k.buf.Len()+len(p) > limit {
+		return fmt.Errorf("%w: longer than %d bytes", errValueTooLong, limit)
 	}
 	k.buf.Write(p)
 	return nil
@@ -142,7 +154,7 @@ func (s *scanner) value(k *sink) error {
 	case c == 'n':
 		return s.literal(k, "null")
 	}
-	return s.syntaxError("invalid character %q looking for beginning of value", c)
+	return s.syntaxError("unexpected character looking for the beginning of a value")
 }
 
 // composite reads an object or an array.
@@ -171,7 +183,7 @@ func (s *scanner) composite(k *sink, open, closing byte) error {
 			if c, err := s.peek(); err != nil {
 				return s.readErr(err)
 			} else if c != '"' {
-				return s.syntaxError("invalid character %q looking for beginning of object key string", c)
+				return s.syntaxError("unexpected character looking for the beginning of an object key")
 			}
 			if err := s.str(k); err != nil {
 				return err
@@ -201,30 +213,34 @@ func (s *scanner) composite(k *sink, open, closing byte) error {
 		}
 		s.off--
 		if open == '{' {
-			return s.syntaxError("invalid character %q after object key:value pair", c)
+			return s.syntaxError("unexpected character after an object key:value pair")
 		}
-		return s.syntaxError("invalid character %q after array element", c)
+		return s.syntaxError("unexpected character after an array element")
 	}
 }
 
-// capture reads one value and returns its raw bytes (at most maxKeptBytes).
-func (s *scanner) capture() ([]byte, error) {
-	var k sink
+// capture reads one value and returns its bytes without whitespace, at
+// most limit of them (0 means maxKeptBytes).
+func (s *scanner) capture(limit int) ([]byte, error) {
+	k := sink{limit: limit}
 	if err := s.value(&k); err != nil {
 		return nil, err
 	}
 	return k.buf.Bytes(), nil
 }
 
-// readString reads a string value, with escapes decoded.
-func (s *scanner) readString() (string, error) {
-	var k sink
+// readString reads a string value of at most limit bytes as written (0
+// means maxKeptBytes), with escapes decoded.
+func (s *scanner) readString(limit int) (string, error) {
+	k := sink{limit: limit}
 	if err := s.str(&k); err != nil {
 		return "", err
 	}
 	var out string
 	if err := json.Unmarshal(k.buf.Bytes(), &out); err != nil {
-		return "", fmt.Errorf("decoding string at offset %d: %w", s.off, err)
+		// The grammar was checked while reading, so this cannot happen;
+		// the decoder's message would quote the input.
+		return "", s.syntaxError("undecodable string")
 	}
 	return out, nil
 }
@@ -264,9 +280,9 @@ func (s *scanner) object(field func(key string) error) error {
 		if c, err := s.peek(); err != nil {
 			return s.readErr(err)
 		} else if c != '"' {
-			return s.syntaxError("invalid character %q looking for beginning of object key string", c)
+			return s.syntaxError("unexpected character looking for the beginning of an object key")
 		}
-		key, err := s.readString()
+		key, err := s.readString(0)
 		if err != nil {
 			return err
 		}
@@ -287,18 +303,18 @@ func (s *scanner) object(field func(key string) error) error {
 			return nil
 		}
 		s.off--
-		return s.syntaxError("invalid character %q after object key:value pair", c)
+		return s.syntaxError("unexpected character after an object key:value pair")
 	}
 }
 
 // end checks that only whitespace follows the document.
 func (s *scanner) end() error {
-	c, err := s.peek()
+	_, err := s.peek()
 	if errors.Is(err, io.EOF) {
 		return nil
 	}
 	if err != nil {
 		return s.readErr(err)
 	}
-	return s.syntaxError("invalid character %q after top-level value", c)
+	return s.syntaxError("unexpected data after the top-level value")
 }

@@ -17,7 +17,7 @@ func (s *scanner) literal(k *sink, word string) error {
 		}
 		if c != word[i] {
 			s.off--
-			return s.syntaxError("invalid character %q in literal %s", c, word)
+			return s.syntaxError("invalid literal %s", word)
 		}
 	}
 	if err := k.write([]byte(word)); err != nil {
@@ -136,7 +136,7 @@ func (s *scanner) str(k *sink) error {
 			return nil
 		case c < 0x20:
 			s.off--
-			return s.syntaxError("invalid character %q in string literal", c)
+			return s.syntaxError("control character in a string")
 		}
 		// c == '\\'
 		e, err := s.readByte()
@@ -156,7 +156,7 @@ func (s *scanner) str(k *sink) error {
 				}
 				if !isHex(h) {
 					s.off--
-					return s.syntaxError("invalid character %q in \\u hexadecimal character escape", h)
+					return s.syntaxError("invalid \\u escape in a string")
 				}
 				if err := k.writeByte(h); err != nil {
 					return s.syntaxError("string %v", err)
@@ -164,7 +164,7 @@ func (s *scanner) str(k *sink) error {
 			}
 		default:
 			s.off--
-			return s.syntaxError("invalid character %q in string escape code", e)
+			return s.syntaxError("invalid escape in a string")
 		}
 	}
 }

@@ -29,14 +29,16 @@ var ErrInvalidType = errors.New("invalid output type")
 // "dynamic" map to themselves, ["list",T], ["set",T] and ["tuple",[T...]] to
 // KindList, ["map",T] to KindMap, and ["object",{"attr":T...}] (optionally
 // with a third element listing optional attributes) to KindObject. Nested
-// types are validated too.
+// types are validated too. Errors never quote the type: it comes from a
+// state that may not be one.
 func Kind(typeJSON json.RawMessage) (TypeKind, error) {
 	if len(typeJSON) == 0 {
 		return "", fmt.Errorf("%w: empty", ErrInvalidType)
 	}
 	var v any
 	if err := json.Unmarshal(typeJSON, &v); err != nil {
-		return "", fmt.Errorf("%w: %w", ErrInvalidType, err)
+		// The decoder's message quotes the input.
+		return "", fmt.Errorf("%w: not JSON", ErrInvalidType)
 	}
 	k, err := kindOf(v, 0)
 	if err != nil {
@@ -56,7 +58,7 @@ func kindOf(v any, depth int) (TypeKind, error) {
 		case KindString, KindNumber, KindBool, KindDynamic:
 			return TypeKind(t), nil
 		}
-		return "", fmt.Errorf("unknown primitive type %q", t)
+		return "", errors.New("unknown primitive type")
 	case []any:
 		return complexKind(t, depth)
 	}
@@ -100,9 +102,9 @@ func complexKind(t []any, depth int) (TypeKind, error) {
 		if !ok || len(t) > 3 {
 			return "", errors.New(`object type must be ["object",{attributes...}] with an optional list of optional attributes`)
 		}
-		for n, a := range attrs {
+		for _, a := range attrs {
 			if _, err := kindOf(a, depth+1); err != nil {
-				return "", fmt.Errorf("object attribute %q: %w", n, err)
+				return "", fmt.Errorf("object attribute: %w", err)
 			}
 		}
 		if len(t) == 3 {
@@ -112,7 +114,7 @@ func complexKind(t []any, depth int) (TypeKind, error) {
 		}
 		return KindObject, nil
 	}
-	return "", fmt.Errorf("unknown complex type %q", name)
+	return "", errors.New("unknown complex type")
 }
 
 // checkOptional validates the optional-attribute list of an object type.
@@ -127,7 +129,7 @@ func checkOptional(v any, attrs map[string]any) error {
 			return errors.New("object optional attributes must be a list of names")
 		}
 		if _, ok := attrs[n]; !ok {
-			return fmt.Errorf("optional attribute %q is not an attribute of the object", n)
+			return errors.New("an optional attribute is not an attribute of the object")
 		}
 	}
 	return nil
