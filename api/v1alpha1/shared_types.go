@@ -62,17 +62,21 @@ type ProbeSpec struct {
 type Override struct {
 	// path of the attribute inside the backend block, in Terraform's
 	// snake_case; nested blocks are separated by dots, for example
-	// "assume_role.policy". Credential attributes cannot be overridden:
+	// "assume_role.policy", at most three names deep. Credential attributes cannot be overridden:
 	// they come only from Secret references.
 	// +required
 	// +kubebuilder:validation:MinLength=1
 	// +kubebuilder:validation:MaxLength=128
-	// +kubebuilder:validation:Pattern=`^[a-z_][a-z0-9_]*(\.[a-z_][a-z0-9_]*)*$`
+	// +kubebuilder:validation:Pattern=`^[a-z_][a-z0-9_]*(\.[a-z_][a-z0-9_]*){0,2}$`
 	Path string `json:"path"`
 
 	// value of the attribute, as JSON: a string (at most 4096 bytes), a
-	// number, a bool, null, or a list or object of at most 64 such scalars.
-	// The values of all overrides of a backend total at most 32 KiB.
+	// number (0, or of a magnitude in [1e-32, 1e32)), a bool, null, or a
+	// list or object of at most 64 such scalars (keys of at most 128
+	// bytes). The values of all overrides of a backend total at most 32 KiB,
+	// counting the bytes of strings and keys and 8 for other scalars. The
+	// admission policy of config/admission enforces these bounds, and the
+	// controller again before rendering.
 	// +required
 	// +kubebuilder:validation:XPreserveUnknownFields
 	// +kubebuilder:validation:Schemaless

@@ -64,8 +64,9 @@ func httpCases() map[string]v1alpha1.HttpBackendSpec {
 				overrideJSON("future_number", `1.5`),
 				overrideJSON("future_bool", `false`),
 				overrideJSON("future_null", `null`),
-				overrideJSON("future_list", `["a", 1, true, null, {"k": "v"}]`),
-				overrideJSON("future_object", `{"z": 1, "a": {"nested": ["x"]}, "a b": "quoted key", "true": "keyword key", "${k}": "template key"}`),
+				// Values nest at most one level (MaxOverrideDepth).
+				overrideJSON("future_list", `["a", 1, true, null]`),
+				overrideJSON("future_object", `{"z": 1, "a": "nested", "a b": "quoted key", "true": "keyword key", "${k}": "template key"}`),
 				overrideJSON("future_block.inner", `"created"`),
 				overrideJSON("future_block.other", `2`),
 			},

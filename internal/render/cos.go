@@ -28,8 +28,9 @@ const (
 // assume_role.external_id; they are rendered for the versions that do.
 //
 // It fails with [ErrMissingRequired] when bucket or region is empty, or
-// when assume_role lacks role_arn or session_name, and with
-// [ErrInvalidOverride] for a bad override.
+// when assume_role lacks role_arn or session_name, with
+// [ErrInvalidOverride] for a bad override (see the package's limits), and
+// with [ErrRenderTooLarge] when the files do not fit in a ConfigMap.
 func CosFiles(spec v1alpha1.CosBackendSpec, region string) (Files, error) {
 	b, err := cosBody(spec, region)
 	if err != nil {

@@ -28,6 +28,37 @@
 // without an evaluation context, so it reads JSON strings verbatim (no
 // template interpolation) and the JSON file carries values unescaped.
 //
+// # Limits
+//
+// Specs come from tenants who may be hostile, and an override value is
+// arbitrary JSON that every file writes with indentation, so rendering it
+// unchecked costs time and memory that grow with the square of its nesting
+// depth. Before any override is decoded, a streaming scan of its raw JSON
+// checks these limits, which the API's admission rules enforce too:
+//
+//   - a value is a JSON scalar (string, number, bool or null), or a list or
+//     an object whose members are all scalars ([MaxOverrideDepth]);
+//   - a string holds at most [MaxOverrideStringBytes] (4096) bytes, a list
+//     or object at most [MaxOverrideMembers] (64) members, an object key at
+//     most [MaxOverrideKeyBytes] (128) bytes;
+//   - a number literal is at most [MaxOverrideNumberBytes] (32) bytes long,
+//     and a number is 0 or of a magnitude at least 1e-32 and less than
+//     1e32 ([MaxOverrideNumberExponent]): numbers are written in plain
+//     decimal, in at most 66 characters;
+//   - the values of one spec total at most [MaxOverrideValuesBytes]
+//     (32 KiB) of raw JSON;
+//   - as the API already requires, a spec has at most 32 overrides and a
+//     path at most 128 bytes.
+//
+// A value beyond them is refused with [ErrInvalidOverride], naming the
+// path but never quoting the value. Within them, rendering costs time and
+// memory linear in the size of the spec. The files may still be too large
+// for a ConfigMap ([MaxConfigMapDataBytes], 1 MiB of keys and values):
+// [HTTPFiles] and [CosFiles] then fail with [ErrRenderTooLarge], and
+// [Files.CheckDataSize] makes the same check for files built otherwise,
+// before the ConfigMap is built. Both are errors in the spec, for the user
+// to fix: a stall, not a failure to retry.
+//
 // Every function is pure and deterministic: the same inputs give
 // byte-identical files and equal objects, so a resync writes nothing.
 package render

@@ -1,6 +1,9 @@
 package render
 
-import "errors"
+import (
+	"errors"
+	"fmt"
+)
 
 // Names of the rendered files, the keys of [Files.Data] and of the rendered
 // ConfigMap.
@@ -22,14 +25,22 @@ var (
 	// session_name) is empty.
 	ErrMissingRequired = errors.New("required attribute is missing")
 	// ErrInvalidOverride is returned for an override with a malformed path,
-	// a value that is not valid JSON, or a path that conflicts with another
-	// attribute or block.
+	// a value that is not valid JSON or breaks the limits on override
+	// values ([MaxOverrideDepth] and the other MaxOverride constants), or
+	// a path that conflicts with another attribute or block.
 	ErrInvalidOverride = errors.New("invalid override")
 	// ErrCredentialOverride is returned, together with ErrInvalidOverride,
 	// for an override naming a credential attribute: credentials come only
 	// from Secret references.
 	ErrCredentialOverride = errors.New("override names a credential attribute")
+	// ErrRenderTooLarge is returned when the rendered files are larger
+	// than a ConfigMap can hold ([MaxConfigMapDataBytes]).
+	ErrRenderTooLarge = errors.New("rendered files are too large for a ConfigMap")
 )
+
+// MaxConfigMapDataBytes is the largest ConfigMap data the API server
+// accepts: the sum of the lengths of every key and value (1 MiB).
+const MaxConfigMapDataBytes = 1 << 20
 
 // Files are the rendered configuration files, keyed by file name.
 type Files struct {
@@ -53,9 +64,44 @@ func (f Files) Data() map[string]string {
 	}
 }
 
+// DataSize returns the size [Files.Data] has as ConfigMap data, counted as
+// the API server counts it: the bytes of every key and every value.
+func (f Files) DataSize() int {
+	return len(BackendTFKey) + len(f.BackendTF) +
+		len(BackendTFJSONKey) + len(f.BackendTFJSON) +
+		len(BackendTFBackendKey) + len(f.BackendTFBackend)
+}
+
+// CheckDataSize returns an error wrapping [ErrRenderTooLarge] when the
+// files do not fit in a ConfigMap: when [Files.DataSize] is more than
+// [MaxConfigMapDataBytes]. [HTTPFiles] and [CosFiles] already check it; a
+// caller that builds Files some other way checks it before building the
+// ConfigMap, and treats the error as a spec to fix (a stall), not as a
+// failure to retry.
+func (f Files) CheckDataSize() error {
+	if size := f.DataSize(); size > MaxConfigMapDataBytes {
+		return fmt.Errorf("%w: %d bytes, more than %d", ErrRenderTooLarge, size, MaxConfigMapDataBytes)
+	}
+	return nil
+}
+
 // renderFiles writes the backend block body b, of backend type backendType,
-// in the three formats.
+// in the three formats, and refuses files too large for a ConfigMap with
+// [ErrRenderTooLarge].
 func renderFiles(backendType string, b *body) (Files, error) {
+	files, err := writeFiles(backendType, b)
+	if err != nil {
+		return Files{}, err
+	}
+	if err := files.CheckDataSize(); err != nil {
+		return Files{}, err
+	}
+	return files, nil
+}
+
+// writeFiles writes the backend block body b, of backend type backendType,
+// in the three formats.
+func writeFiles(backendType string, b *body) (Files, error) {
 	js, err := backendJSON(backendType, b)
 	if err != nil {
 		return Files{}, err

@@ -28,8 +28,9 @@ const (
 // default. The password and TLS material are never written: see
 // [HTTPCredentials].
 //
-// It fails with [ErrMissingRequired] when the address is empty and with
-// [ErrInvalidOverride] for a bad override.
+// It fails with [ErrMissingRequired] when the address is empty, with
+// [ErrInvalidOverride] for a bad override (see the package's limits), and
+// with [ErrRenderTooLarge] when the files do not fit in a ConfigMap.
 func HTTPFiles(spec v1alpha1.HttpBackendSpec) (Files, error) {
 	b, err := httpBody(spec)
 	if err != nil {

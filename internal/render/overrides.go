@@ -34,8 +34,13 @@ var credentialAttributes = map[string]bool{
 // applyOverrides merges overrides into b, in order, after the typed
 // attributes: a path "a" sets (or replaces in place) attribute a of b; a
 // path "a.b" sets attribute b in the nested block a, which is created when
-// missing. Errors name the path but never the value, which may be secret.
+// missing. Every override is checked against the limits ([checkOverrides])
+// before any is decoded. Errors name the path but never the value, which
+// may be secret.
 func applyOverrides(b *body, overrides []v1alpha1.Override) error {
+	if err := checkOverrides(overrides); err != nil {
+		return err
+	}
 	for _, o := range overrides {
 		if err := applyOverride(b, o); err != nil {
 			return err
@@ -44,16 +49,9 @@ func applyOverrides(b *body, overrides []v1alpha1.Override) error {
 	return nil
 }
 
+// applyOverride sets one override, already checked by checkOverrides.
 func applyOverride(b *body, o v1alpha1.Override) error {
-	if !overridePath.MatchString(o.Path) {
-		return fmt.Errorf("%w: path %q must be dot-separated lower-case attribute names", ErrInvalidOverride, o.Path)
-	}
 	names := strings.Split(o.Path, ".")
-	for _, name := range names {
-		if credentialAttributes[name] {
-			return fmt.Errorf("%w: %w: path %q: set credentials through Secret references", ErrInvalidOverride, ErrCredentialOverride, o.Path)
-		}
-	}
 	v, err := overrideValue(o.Value.Raw)
 	if err != nil {
 		return fmt.Errorf("%w: path %q: %w", ErrInvalidOverride, o.Path, err)

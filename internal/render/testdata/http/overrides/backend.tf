@@ -6,17 +6,13 @@ terraform {
     future_number = 1.5
     future_bool   = false
     future_null   = null
-    future_list = ["a", 1, true, null, {
-      k = "v"
-    }]
+    future_list   = ["a", 1, true, null]
     future_object = {
       "$${k}" = "template key"
-      a = {
-        nested = ["x"]
-      }
-      "a b" = "quoted key"
-      true  = "keyword key"
-      z     = 1
+      a       = "nested"
+      "a b"   = "quoted key"
+      true    = "keyword key"
+      z       = 1
     }
 
     future_block {
