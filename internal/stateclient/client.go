@@ -7,9 +7,9 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"net"
 	"net/http"
 	"net/url"
-	"strings"
 	"sync"
 
 	"github.com/go-logr/logr"
@@ -23,6 +23,7 @@ type Client struct {
 	state            endpoint
 	lock, unlock     *endpoint // nil when not configured
 	rc               *retryablehttp.Client
+	secrets          secrets // removed from every text the client returns or logs
 	maxStateBytes    int64
 	mu               sync.Mutex
 	heldID           string // ID of the lock this client acquired, "" when none
@@ -35,10 +36,12 @@ type Option func(*options)
 type options struct {
 	log       logr.Logger
 	transport *http.Transport
+	dial      func(ctx context.Context, network, addr string) (net.Conn, error)
 }
 
 // WithLogger routes the client's request and retry logs to l at V(1) and
-// V(2). Without it the client logs nothing. Log lines carry no secrets.
+// V(2). Without it the client logs nothing. Log lines carry no secret and
+// no query: URLs are printed as scheme://host/path.
 func WithLogger(l logr.Logger) Option {
 	return func(o *options) { o.log = l }
 }
@@ -50,11 +53,20 @@ func WithTransport(base *http.Transport) Option {
 	return func(o *options) { o.transport = base }
 }
 
+// WithDialContext makes the client open every connection with dial (for
+// instance a netguard.Dialer's DialContext, which enforces an address
+// policy) instead of net/http's dialer. The transport's own DialTLSContext
+// is cleared so that TLS connections are dialled through dial as well.
+// Through a proxy from the environment dial connects to the proxy.
+func WithDialContext(dial func(ctx context.Context, network, addr string) (net.Conn, error)) Option {
+	return func(o *options) { o.dial = dial }
+}
+
 // New validates cfg and returns a Client. It checks the addresses (http or
-// https), the methods, the retry settings, the size limit and the TLS
-// material: a CA PEM holding at least one certificate, a client certificate
-// and key given together and matching. Errors wrap ErrInvalidConfig and
-// never quote a password or PEM content.
+// https), the methods, the retry settings, the attempt timeout, the size
+// limit and the TLS material: a CA PEM holding at least one certificate, a
+// client certificate and key given together and matching. Errors wrap
+// ErrInvalidConfig and never quote a password, a query or PEM content.
 func New(cfg Config, opts ...Option) (*Client, error) {
 	o := options{log: logr.Discard()}
 	for _, opt := range opts {
@@ -64,7 +76,7 @@ func New(cfg Config, opts ...Option) (*Client, error) {
 	if err != nil {
 		return nil, err
 	}
-	c := &Client{cfg: cfg, maxStateBytes: cfg.MaxStateBytes}
+	c := &Client{cfg: cfg, maxStateBytes: cfg.MaxStateBytes, secrets: newSecrets(cfg)}
 	if c.state, err = parseAddress("address", cfg.Address); err != nil {
 		return nil, err
 	}
@@ -83,32 +95,25 @@ func New(cfg Config, opts ...Option) (*Client, error) {
 	if transport.TLSClientConfig, err = configureTLS(transport.TLSClientConfig, cfg); err != nil {
 		return nil, err
 	}
-
-	// Configured as Terraform's http backend configures it: default retry
-	// policy and backoff (which honours Retry-After on 429 and 503).
-	rc := retryablehttp.NewClient()
-	rc.HTTPClient = &http.Client{Transport: transport}
-	rc.RetryMax = cfg.RetryMax
-	rc.RetryWaitMin = cfg.RetryWaitMin
-	rc.RetryWaitMax = cfg.RetryWaitMax
-	rc.Logger = nil
-	if o.log.GetSink() != nil {
-		rc.Logger = retryLogger{o.log}
+	if o.dial != nil {
+		transport.DialContext = o.dial
+		transport.DialTLSContext = nil
+		transport.Dial, transport.DialTLS = nil, nil //nolint:staticcheck // cleared so that they cannot bypass dial
 	}
-	// Hand back the last answer or error so that do can report it with the
-	// attempt count, as a typed error, without retryablehttp's formatting.
-	rc.ErrorHandler = retryablehttp.PassthroughErrorHandler
-	rc.RequestLogHook = countAttempt
-	c.rc = rc
+
+	c.rc = newRetryClient(cfg, transport)
+	if o.log.GetSink() != nil {
+		c.rc.Logger = retryLogger{log: o.log, secrets: c.secrets}
+	}
 	// The TLS material now lives in the transport only.
 	c.cfg.ClientCertificatePEM, c.cfg.ClientPrivateKeyPEM, c.cfg.ClientCACertificatePEM = nil, nil, nil
 	return c, nil
 }
 
 // String describes the client without secrets, so that printing a Client
-// (even with %+v) cannot leak the password.
+// (even with %+v) cannot leak the password or a query.
 func (c *Client) String() string {
-	return "stateclient.Client{" + c.state.url.String() + "}"
+	return "stateclient.Client{" + c.state.printable + "}"
 }
 
 func optionalAddress(field, raw string) (*endpoint, error) {
@@ -122,28 +127,20 @@ func optionalAddress(field, raw string) (*endpoint, error) {
 	return &e, nil
 }
 
-// attemptsKey is the context key of the attempt counter of one call.
-type attemptsKey struct{}
-
-// countAttempt records the number of the attempt about to be made.
-func countAttempt(_ retryablehttp.Logger, r *http.Request, retry int) {
-	if n, ok := r.Context().Value(attemptsKey{}).(*int); ok {
-		*n = retry + 1
-	}
-}
-
 // do sends one request with retries. u overrides ep's URL (for the ID
 // query); body nil means no body. The caller owns the returned body.
 //
 // Like Terraform, it sets basic auth only for a non-empty Username, and
 // sends Content-Type and Content-MD5 with every body. When retries run out
 // the error is a *RetryError ("<METHOD> <url> giving up after N
-// attempt(s)") wrapping the last transport error or a *StatusError.
+// attempt(s)") wrapping the last transport error or a *StatusError. URLs
+// in errors are ep's printable form; transport errors are cleaned of
+// answer bytes and secrets.
 func (c *Client) do(ctx context.Context, method string, ep *endpoint, u *url.URL, body []byte) (*http.Response, error) {
 	if u == nil {
 		u = ep.url
 	}
-	target := u.String() // never holds userinfo: parseAddress removed it
+	target := ep.printable
 	attempts := 0
 	ctx = context.WithValue(ctx, attemptsKey{}, &attempts)
 
@@ -151,9 +148,9 @@ func (c *Client) do(ctx context.Context, method string, ep *endpoint, u *url.URL
 	if body != nil {
 		raw = body // retryablehttp reads a []byte through a fresh bytes.Reader per attempt: no copy
 	}
-	req, err := retryablehttp.NewRequestWithContext(ctx, method, target, raw)
+	req, err := retryablehttp.NewRequestWithContext(ctx, method, u.String(), raw)
 	if err != nil {
-		return nil, fmt.Errorf("%s %s: %w", method, target, err)
+		return nil, fmt.Errorf("%s %s: %w", method, target, c.secrets.cleanTransportError(err, target))
 	}
 	switch {
 	case c.cfg.Username != "":
@@ -171,9 +168,10 @@ func (c *Client) do(ctx context.Context, method string, ep *endpoint, u *url.URL
 
 	resp, err := c.rc.Do(req)
 	if err != nil {
-		if resp != nil { // an error with an answer: the context ended after the headers
+		if resp != nil { // an error with an answer: a refused redirect, or the context ended after the headers
 			discard(resp)
 		}
+		err = c.secrets.cleanTransportError(err, target)
 		if ctxErr := ctx.Err(); ctxErr != nil && errors.Is(err, ctxErr) {
 			return nil, fmt.Errorf("%s %s: %w", method, target, err)
 		}
@@ -189,9 +187,15 @@ func (c *Client) do(ctx context.Context, method string, ep *endpoint, u *url.URL
 }
 
 // statusError builds the error for an unaccepted answer and releases it.
+// It names the first request of the call, not a redirect's target: the
+// Location is bytes of an answer.
 func statusError(resp *http.Response) error {
 	discard(resp)
-	return &StatusError{Method: resp.Request.Method, URL: redactURL(resp.Request.URL), StatusCode: resp.StatusCode}
+	first := resp.Request
+	for first.Response != nil && first.Response.Request != nil {
+		first = first.Response.Request
+	}
+	return &StatusError{Method: first.Method, URL: printableURL(first.URL), StatusCode: resp.StatusCode}
 }
 
 // discard drains a little of an unwanted body, so the connection can be
@@ -199,20 +203,4 @@ func statusError(resp *http.Response) error {
 func discard(resp *http.Response) {
 	_, _ = io.Copy(io.Discard, io.LimitReader(resp.Body, 64<<10))
 	_ = resp.Body.Close()
-}
-
-// retryLogger adapts logr to retryablehttp.LeveledLogger. retryablehttp
-// logs methods and URLs; ours never carry userinfo.
-type retryLogger struct{ log logr.Logger }
-
-func (l retryLogger) Error(msg string, kv ...any) { l.log.V(1).Info(capitalize(msg), kv...) }
-func (l retryLogger) Warn(msg string, kv ...any)  { l.log.V(1).Info(capitalize(msg), kv...) }
-func (l retryLogger) Info(msg string, kv ...any)  { l.log.V(1).Info(capitalize(msg), kv...) }
-func (l retryLogger) Debug(msg string, kv ...any) { l.log.V(2).Info(capitalize(msg), kv...) }
-
-func capitalize(s string) string {
-	if s == "" {
-		return s
-	}
-	return strings.ToUpper(s[:1]) + s[1:]
 }

@@ -26,9 +26,10 @@ const (
 // single attempt and zero waits mean no wait. Start from DefaultConfig for
 // Terraform's defaults (2 retries, 1 s, 30 s).
 type Config struct {
-	// Address is the state URL (http or https). Required. Userinfo in it is
-	// removed from every URL the client prints and, as net/http would, sent
-	// as basic auth when Username is empty.
+	// Address is the state URL (http or https). Required. The client prints
+	// it, and every URL, as scheme://host/path only: its userinfo (sent, as
+	// net/http would, as basic auth when Username is empty), query and
+	// fragment are never printed.
 	Address string
 	// UpdateMethod is the method of Update; empty means POST.
 	UpdateMethod string
@@ -50,8 +51,14 @@ type Config struct {
 	RetryMax int
 	// RetryWaitMin is the first wait between attempts; it doubles each time.
 	RetryWaitMin time.Duration
-	// RetryWaitMax caps the wait between attempts.
+	// RetryWaitMax caps the wait between attempts, a Retry-After included.
 	RetryWaitMax time.Duration
+	// AttemptTimeout bounds each attempt, from the dial to the end of the
+	// answer's body; 0 means no bound, as in Terraform. An attempt that
+	// times out before the answer's headers is retried like any transport
+	// error. The error is a net.Error whose Timeout() is true and matches
+	// context.DeadlineExceeded.
+	AttemptTimeout time.Duration
 
 	// SkipCertVerification disables server certificate verification.
 	SkipCertVerification bool
@@ -83,10 +90,11 @@ func DefaultConfig(address string) Config {
 	}
 }
 
-// String describes the configuration without any secret.
+// String describes the configuration without any secret: addresses as
+// scheme://host/path, secrets as set or unset.
 func (c Config) String() string {
 	return fmt.Sprintf("stateclient.Config{Address: %q, LockAddress: %q, UnlockAddress: %q, Username: %q, Password: %s, ClientCertificate: %s, ClientPrivateKey: %s, ClientCA: %s}",
-		redactRaw(c.Address), redactRaw(c.LockAddress), redactRaw(c.UnlockAddress), c.Username,
+		printableRaw(c.Address), printableRaw(c.LockAddress), printableRaw(c.UnlockAddress), c.Username,
 		present(c.Password != ""), present(len(c.ClientCertificatePEM) > 0), present(len(c.ClientPrivateKeyPEM) > 0), present(len(c.ClientCACertificatePEM) > 0))
 }
 
@@ -103,40 +111,20 @@ func present(ok bool) string {
 	return "<unset>"
 }
 
-// redactRaw strips userinfo from a URL for printing.
-func redactRaw(raw string) string {
-	u, err := url.Parse(raw)
-	if err != nil {
-		if strings.Contains(raw, "@") {
-			return "<unparsable URL with userinfo>"
-		}
-		return raw
-	}
-	return redactURL(u)
-}
-
-// redactURL prints u without userinfo.
-func redactURL(u *url.URL) string {
-	if u.User == nil {
-		return u.String()
-	}
-	ru := *u
-	ru.User = nil
-	return ru.String()
-}
-
 // endpoint is a validated URL with its userinfo removed.
 type endpoint struct {
-	url  *url.URL      // without userinfo
-	user *url.Userinfo // from the address, nil when none
+	url       *url.URL      // without userinfo
+	user      *url.Userinfo // from the address, nil when none
+	printable string        // scheme://host/path, for errors and logs
 }
 
 // parseAddress validates an http(s) URL. Parse errors are not wrapped when
-// the address may hold a password: they quote the input.
+// the address may hold a password, a query or a fragment: they quote the
+// input.
 func parseAddress(field, raw string) (endpoint, error) {
 	u, err := url.Parse(raw)
 	if err != nil {
-		if strings.Contains(raw, "@") {
+		if strings.ContainsAny(raw, "@?#") {
 			return endpoint{}, fmt.Errorf("%w: %s is not a valid URL", ErrInvalidConfig, field)
 		}
 		var ue *url.Error
@@ -149,9 +137,9 @@ func parseAddress(field, raw string) (endpoint, error) {
 		return endpoint{}, fmt.Errorf("%w: %s must be an http or https URL, got scheme %q", ErrInvalidConfig, field, u.Scheme)
 	}
 	if u.Host == "" {
-		return endpoint{}, fmt.Errorf("%w: %s %q has no host", ErrInvalidConfig, field, redactURL(u))
+		return endpoint{}, fmt.Errorf("%w: %s %q has no host", ErrInvalidConfig, field, printableURL(u))
 	}
-	e := endpoint{url: u, user: u.User}
+	e := endpoint{url: u, user: u.User, printable: printableURL(u)}
 	if u.User != nil {
 		clean := *u
 		clean.User = nil
@@ -199,6 +187,9 @@ func (c Config) withDefaults() (Config, error) {
 	}
 	if c.RetryWaitMin < 0 || c.RetryWaitMax < 0 {
 		errs = append(errs, fmt.Errorf("%w: retry waits must not be negative", ErrInvalidConfig))
+	}
+	if c.AttemptTimeout < 0 {
+		errs = append(errs, fmt.Errorf("%w: attempt timeout %v is negative", ErrInvalidConfig, c.AttemptTimeout))
 	}
 	if c.MaxStateBytes < 0 {
 		errs = append(errs, fmt.Errorf("%w: max state bytes %d is negative", ErrInvalidConfig, c.MaxStateBytes))

@@ -39,6 +39,8 @@ func TestNewValidation(t *testing.T) {
 		"bad lock method":    {cfg: with(func(c *Config) { c.LockMethod = "LOCK\n" }), wantErr: "lock method"},
 		"negative retries":   {cfg: with(func(c *Config) { c.RetryMax = -1 }), wantErr: "retry max -1 is negative"},
 		"negative wait":      {cfg: with(func(c *Config) { c.RetryWaitMin = -time.Second }), wantErr: "retry waits must not be negative"},
+		"negative timeout":   {cfg: with(func(c *Config) { c.AttemptTimeout = -time.Second }), wantErr: "attempt timeout -1s is negative"},
+		"token in bad URL":   {cfg: with(func(c *Config) { c.Address = "http://[::1/s?token=QUERYSECRET" }), wantErr: "address is not a valid URL"},
 		"negative max bytes": {cfg: with(func(c *Config) { c.MaxStateBytes = -1 }), wantErr: "max state bytes -1 is negative"},
 		"two errors":         {cfg: with(func(c *Config) { c.RetryMax, c.MaxStateBytes = -1, -1 }), wantErr: "retry max -1 is negative\ninvalid state client configuration: max state bytes"},
 		"CA without cert":    {cfg: with(func(c *Config) { c.ClientCACertificatePEM = []byte("not a PEM") }), wantErr: "the CA certificate PEM contains no valid certificate"},
@@ -64,6 +66,9 @@ func TestNewValidation(t *testing.T) {
 			checkErr(t, err, tc.wantErr, ErrInvalidConfig)
 			if c != nil {
 				t.Error("New returned a client with an error")
+			}
+			if strings.Contains(err.Error(), "QUERYSECRET") {
+				t.Errorf("error quotes a query value: %v", err)
 			}
 			for _, secret := range [][]byte{keyPEM, otherKeyPEM, certPEM} {
 				if strings.Contains(err.Error(), string(pemBody(secret))) {

@@ -20,6 +20,10 @@ var (
 	// ErrUnlockDisabled is returned by ForceUnlock when Config.UnlockAddress
 	// is empty: nothing can be unlocked, and claiming success would be wrong.
 	ErrUnlockDisabled = errors.New("unlocking is disabled: no unlock address is configured")
+	// ErrRedirectRefused matches a redirect the client does not follow: one
+	// to another scheme, host or port than the address's. It is not
+	// retried, and its text does not quote the Location.
+	ErrRedirectRefused = errors.New("redirect refused")
 )
 
 // StatusError is an answer with a status code the operation does not
@@ -27,7 +31,8 @@ var (
 type StatusError struct {
 	// Method is the request method.
 	Method string
-	// URL is the request URL without userinfo.
+	// URL is the address asked for, as scheme://host/path: no userinfo,
+	// query or fragment, and never a redirect's Location.
 	URL string
 	// StatusCode is the answer's status code.
 	StatusCode int
@@ -61,11 +66,16 @@ func (e *StatusError) Is(target error) bool {
 // RetryError reports a request that failed on every attempt: retries ran
 // out on transport errors or retryable answers (429 and 5xx except 501),
 // or a transport error that is not retried (such as a TLS certificate
-// error). Err is the last transport error or a *StatusError.
+// error, a refused redirect or an address the dial function denied). Err
+// is the last transport error or a *StatusError. A transport error is a
+// *url.Error whose URL is this URL and whose cause's text holds neither
+// bytes of an answer nor the client's secrets; errors.Is and errors.As
+// still reach the original cause (net.Error, TLS errors, sentinels).
 type RetryError struct {
 	// Method is the request method.
 	Method string
-	// URL is the request URL without userinfo.
+	// URL is the address asked for, as scheme://host/path: no userinfo,
+	// query or fragment, and never a redirect's Location.
 	URL string
 	// Attempts is the number of attempts made.
 	Attempts int

@@ -39,6 +39,11 @@ type StateSummary struct {
 // The body is read into a buffer sized from Content-Length when the server
 // sends one, so a fetch allocates about the size of the state once.
 func (c *Client) Fetch(ctx context.Context) (*Payload, error) {
+	p, err := c.fetch(ctx)
+	return p, c.secrets.scrubError(err)
+}
+
+func (c *Client) fetch(ctx context.Context) (*Payload, error) {
 	resp, err := c.get(ctx)
 	if err != nil || resp == nil {
 		return nil, err
@@ -46,7 +51,7 @@ func (c *Client) Fetch(ctx context.Context) (*Payload, error) {
 	defer resp.Body.Close()
 	data, err := readBounded(resp.Body, resp.ContentLength, c.maxStateBytes)
 	if err != nil {
-		return nil, fmt.Errorf("GET %s: reading the state: %w", c.state.url, err)
+		return nil, fmt.Errorf("GET %s: reading the state: %w", c.state.printable, c.secrets.cleanCause(err))
 	}
 	if len(data) == 0 {
 		return nil, nil
@@ -54,7 +59,8 @@ func (c *Client) Fetch(ctx context.Context) (*Payload, error) {
 	p := &Payload{Data: data}
 	if raw := resp.Header.Get("Content-MD5"); raw != "" {
 		if p.MD5, err = base64.StdEncoding.DecodeString(raw); err != nil {
-			return nil, fmt.Errorf("GET %s: decoding Content-MD5 %q: %w", c.state.url, raw, err)
+			// base64's error gives an offset, never the header's bytes.
+			return nil, fmt.Errorf("GET %s: decoding Content-MD5: the header is not valid base64: %w", c.state.printable, err)
 		}
 	} else {
 		sum := md5.Sum(data) //nolint:gosec // protocol checksum
@@ -69,6 +75,11 @@ func (c *Client) Fetch(ctx context.Context) (*Payload, error) {
 // answers are handled as by Fetch. A malformed state or one in a format
 // other than version 4 is an error.
 func (c *Client) FetchSummary(ctx context.Context) (*StateSummary, error) {
+	s, err := c.fetchSummary(ctx)
+	return s, c.secrets.scrubError(err)
+}
+
+func (c *Client) fetchSummary(ctx context.Context) (*StateSummary, error) {
 	resp, err := c.get(ctx)
 	if err != nil {
 		return nil, err
@@ -80,13 +91,13 @@ func (c *Client) FetchSummary(ctx context.Context) (*StateSummary, error) {
 	body := &countingReader{r: io.LimitReader(resp.Body, c.maxStateBytes+1)}
 	sum, err := statefile.ReadSummary(body)
 	if body.n > c.maxStateBytes {
-		return nil, fmt.Errorf("GET %s: %w", c.state.url, &SizeError{Limit: c.maxStateBytes, ContentLength: resp.ContentLength})
+		return nil, fmt.Errorf("GET %s: %w", c.state.printable, &SizeError{Limit: c.maxStateBytes, ContentLength: resp.ContentLength})
 	}
 	if errors.Is(err, statefile.ErrNoState) {
 		return &StateSummary{}, nil
 	}
 	if err != nil {
-		return nil, fmt.Errorf("GET %s: %w", c.state.url, err)
+		return nil, fmt.Errorf("GET %s: %w", c.state.printable, err) // statefile's errors quote no input; FetchSummary scrubs secrets
 	}
 	return &StateSummary{Present: true, SizeBytes: body.n, Summary: sum}, nil
 }
@@ -103,7 +114,7 @@ func (c *Client) get(ctx context.Context) (*http.Response, error) {
 	case http.StatusOK:
 		if resp.ContentLength > c.maxStateBytes {
 			_ = resp.Body.Close() // no drain: it is too large
-			return nil, fmt.Errorf("GET %s: %w", c.state.url, &SizeError{Limit: c.maxStateBytes, ContentLength: resp.ContentLength})
+			return nil, fmt.Errorf("GET %s: %w", c.state.printable, &SizeError{Limit: c.maxStateBytes, ContentLength: resp.ContentLength})
 		}
 		return resp, nil
 	case http.StatusNoContent, http.StatusNotFound:

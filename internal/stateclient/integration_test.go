@@ -227,10 +227,11 @@ func TestReferenceFaults(t *testing.T) {
 		wantErr  string
 		requests int
 		minTime  time.Duration
+		waitMax  time.Duration // RetryWaitMax; 0: fastConfig's
 	}{
 		"two 503 then ok":  {fault: stateserver.Fault{Method: http.MethodGet, Status: 503, Times: 2}, requests: 3},
 		"always 502":       {fault: stateserver.Fault{Method: http.MethodGet, Status: 502}, wantErr: "giving up after 3 attempt(s): last answer 502 Bad Gateway", requests: 3},
-		"429 Retry-After":  {fault: stateserver.Fault{Method: http.MethodGet, Status: 429, Header: http.Header{"Retry-After": {"1"}}, Times: 1}, requests: 2, minTime: time.Second},
+		"429 Retry-After":  {fault: stateserver.Fault{Method: http.MethodGet, Status: 429, Header: http.Header{"Retry-After": {"1"}}, Times: 1}, requests: 2, minTime: time.Second, waitMax: 5 * time.Second},
 		"dropped once":     {fault: stateserver.Fault{Method: http.MethodGet, Drop: true, Times: 1}, requests: 2},
 		"501 not retried":  {fault: stateserver.Fault{Method: http.MethodGet, Status: 501}, wantErr: "(501 Not Implemented)", requests: 1},
 		"slow but in time": {fault: stateserver.Fault{Method: http.MethodGet, Delay: 50 * time.Millisecond, Times: 1}, requests: 1, minTime: 50 * time.Millisecond},
@@ -239,7 +240,11 @@ func TestReferenceFaults(t *testing.T) {
 		t.Run(name, func(t *testing.T) {
 			t.Parallel()
 			srv, base := referenceServer(t, stateserver.NewMemoryStore())
-			c := mustNew(t, referenceConfig(base, "s", false))
+			cfg := referenceConfig(base, "s", false)
+			if tc.waitMax != 0 {
+				cfg.RetryWaitMax = tc.waitMax // Retry-After is honoured up to RetryWaitMax
+			}
+			c := mustNew(t, cfg)
 			ctx := ctxT(t)
 			if err := c.Update(ctx, []byte(smallState)); err != nil {
 				t.Fatal(err)

@@ -20,6 +20,14 @@ const maxLockBodyBytes = 1 << 20
 // LockInfo describes a state lock, as Terraform writes it. Its JSON has the
 // seven keys ID, Operation, Info, Who, Version, Created and Path, always
 // present; Created is RFC 3339 with nanoseconds.
+//
+// A LockInfo the client returns from an answer (LockError.Info) is the
+// server's text, with one change: the client's own secrets (the password,
+// the "user:password" pair, its base64 basic auth value, the addresses'
+// query values) are replaced by "[redacted]" in every field, so that a
+// server echoing the credentials it received cannot make the client hand
+// them on. A field that held a secret, the ID included, no longer matches
+// what the server stored.
 type LockInfo struct {
 	// ID is the lock ID, a UUID.
 	ID string `json:"ID"`
@@ -58,10 +66,13 @@ func (l LockInfo) String() string {
 
 // LockError reports a lock held by someone else: a 409 or 423 answer, or an
 // Unlock for an ID other than the one this client holds (StatusCode 0).
+// Its Info and its text never hold the client's own secrets (see
+// LockInfo), and its text never quotes an unreadable answer.
 type LockError struct {
 	// StatusCode is the answer's status, 0 when no request was sent.
 	StatusCode int
-	// Info is the holder; nil when the answer carried no readable LockInfo.
+	// Info is the holder, secrets redacted; nil when the answer carried no
+	// readable LockInfo.
 	Info *LockInfo
 	// Err is the detail: why the holder is unknown, or what was refused.
 	Err error
@@ -101,6 +112,11 @@ func (e *LockError) Unwrap() error { return e.Err }
 // matching ErrUnauthorized or ErrForbidden; any other answer but 200 a
 // *StatusError. A failed Lock leaves a lock held before untouched.
 func (c *Client) Lock(ctx context.Context, info LockInfo) (string, error) {
+	id, err := c.acquire(ctx, info)
+	return id, c.secrets.scrubError(err)
+}
+
+func (c *Client) acquire(ctx context.Context, info LockInfo) (string, error) {
 	if c.lock == nil {
 		return "", nil
 	}
@@ -123,7 +139,7 @@ func (c *Client) Lock(ctx context.Context, info LockInfo) (string, error) {
 		c.mu.Unlock()
 		return info.ID, nil
 	case http.StatusConflict, http.StatusLocked:
-		return "", lockConflict(resp)
+		return "", c.lockConflict(resp)
 	}
 	return "", statusError(resp)
 }
@@ -137,6 +153,10 @@ func (c *Client) Lock(ctx context.Context, info LockInfo) (string, error) {
 // Only 200 succeeds. 409 and 423 give a *LockError with the holder, 401
 // and 403 a *StatusError matching ErrUnauthorized or ErrForbidden.
 func (c *Client) Unlock(ctx context.Context, id string) error {
+	return c.secrets.scrubError(c.release(ctx, id))
+}
+
+func (c *Client) release(ctx context.Context, id string) error {
 	if c.unlock == nil {
 		return nil
 	}
@@ -171,7 +191,7 @@ func (c *Client) ForceUnlock(ctx context.Context, id string) error {
 	if id == "" {
 		return errors.New("force unlock: empty lock ID")
 	}
-	return c.sendUnlock(ctx, id, forceUnlockBody(id))
+	return c.secrets.scrubError(c.sendUnlock(ctx, id, forceUnlockBody(id)))
 }
 
 func (c *Client) sendUnlock(ctx context.Context, id string, body []byte) error {
@@ -189,7 +209,7 @@ func (c *Client) sendUnlock(ctx context.Context, id string, body []byte) error {
 		c.mu.Unlock()
 		return nil
 	case http.StatusConflict, http.StatusLocked:
-		return lockConflict(resp)
+		return c.lockConflict(resp)
 	}
 	return statusError(resp)
 }
@@ -207,24 +227,41 @@ func forceUnlockBody(id string) []byte {
 	return body
 }
 
-// lockConflict reads the holder's LockInfo from a 409 or 423 answer and
-// releases the answer.
-func lockConflict(resp *http.Response) error {
+// lockConflict reads the holder's LockInfo from a 409 or 423 answer,
+// removes the client's secrets from it, and releases the answer.
+func (c *Client) lockConflict(resp *http.Response) error {
 	defer resp.Body.Close()
 	e := &LockError{StatusCode: resp.StatusCode}
 	body, err := io.ReadAll(io.LimitReader(resp.Body, maxLockBodyBytes))
 	switch {
 	case err != nil:
-		e.Err = fmt.Errorf("reading the lock holder: %w", err)
+		e.Err = fmt.Errorf("reading the lock holder: %w", c.secrets.cleanCause(err))
 	case len(bytes.TrimSpace(body)) == 0:
 		e.Err = errors.New("the answer names no lock holder")
 	default:
 		var holder LockInfo
 		if err := json.Unmarshal(body, &holder); err != nil {
-			e.Err = fmt.Errorf("the lock holder is not valid LockInfo JSON: %w", err)
+			e.Err = errors.New("the lock holder is not valid LockInfo JSON" + jsonProblem(err))
 		} else {
+			c.secrets.scrubLockInfo(&holder)
 			e.Info = &holder
 		}
 	}
 	return e
+}
+
+// jsonProblem says where a LockInfo body went wrong without quoting it:
+// encoding/json's messages quote the bytes they could not read.
+func jsonProblem(err error) string {
+	var (
+		syntax *json.SyntaxError
+		typ    *json.UnmarshalTypeError
+	)
+	switch {
+	case errors.As(err, &syntax):
+		return fmt.Sprintf(" (syntax error at byte %d)", syntax.Offset)
+	case errors.As(err, &typ):
+		return fmt.Sprintf(" (a value of the wrong type at byte %d)", typ.Offset)
+	}
+	return " (a field has an invalid value)"
 }

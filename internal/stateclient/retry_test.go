@@ -67,7 +67,7 @@ func TestNotRetried(t *testing.T) {
 }
 
 // TestRetryAfter checks that a Retry-After on 429 and 503 overrides the
-// configured (millisecond) backoff.
+// configured backoff (1 ms), within RetryWaitMax (5 s here).
 func TestRetryAfter(t *testing.T) {
 	t.Parallel()
 	cases := map[string]struct {
@@ -91,8 +91,10 @@ func TestRetryAfter(t *testing.T) {
 				after = time.Now().Add(2 * time.Second).UTC().Format(http.TimeFormat)
 			}
 			srv := newServer(t, sequence(respond(tc.status, "", "Retry-After", after), respond(http.StatusOK, smallState)))
+			cfg := fastConfig(srv.URL)
+			cfg.RetryWaitMax = 5 * time.Second // above every Retry-After here: honoured as sent
 			start := time.Now()
-			p, err := mustNew(t, fastConfig(srv.URL)).Fetch(ctxT(t))
+			p, err := mustNew(t, cfg).Fetch(ctxT(t))
 			elapsed := time.Since(start)
 			if err != nil || p == nil {
 				t.Fatalf("Fetch() = %v, %v", p, err)
@@ -171,5 +173,51 @@ func TestSlowBody(t *testing.T) {
 	_, err := mustNew(t, fastConfig(srv.URL)).Fetch(ctx)
 	if !errors.Is(err, context.DeadlineExceeded) {
 		t.Errorf("error %v is not context.DeadlineExceeded", err)
+	}
+}
+
+// TestRetryAfterCapped checks that Retry-After never makes the client wait
+// longer than RetryWaitMax: a 429 or 503 asking for an hour, in seconds or
+// as a date, is retried after RetryWaitMax.
+func TestRetryAfterCapped(t *testing.T) {
+	t.Parallel()
+	cases := map[string]struct {
+		status int
+		after  string
+	}{
+		"429 one hour":      {status: 429, after: "3600"},
+		"503 one hour":      {status: 503, after: "3600"},
+		"429 a day, a date": {status: 429, after: "DATE"},
+	}
+	for name, tc := range cases {
+		t.Run(name, func(t *testing.T) {
+			t.Parallel()
+			after := tc.after
+			if after == "DATE" {
+				after = time.Now().Add(24 * time.Hour).UTC().Format(http.TimeFormat)
+			}
+			srv := newServer(t, sequence(respond(tc.status, "", "Retry-After", after), respond(http.StatusOK, smallState)))
+			cfg := fastConfig(srv.URL)
+			cfg.RetryWaitMax = 50 * time.Millisecond
+			ctx, cancel := context.WithCancel(context.Background())
+			t.Cleanup(cancel) // ends a wait that ignored the cap
+			c := mustNew(t, cfg)
+			done := make(chan error, 1)
+			go func() {
+				_, err := c.Fetch(ctx)
+				done <- err
+			}()
+			select {
+			case err := <-done:
+				if err != nil {
+					t.Fatalf("Fetch() = %v", err)
+				}
+			case <-time.After(15 * time.Second):
+				t.Fatalf("Fetch() still waiting after 15s: Retry-After %s was not capped at RetryWaitMax", after)
+			}
+			if n := len(srv.requests()); n != 2 {
+				t.Errorf("%d attempts, want 2", n)
+			}
+		})
 	}
 }

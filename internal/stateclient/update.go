@@ -16,6 +16,10 @@ import (
 // a *StatusError matching ErrUnauthorized or ErrForbidden; any other answer
 // a *StatusError.
 func (c *Client) Update(ctx context.Context, data []byte) error {
+	return c.secrets.scrubError(c.update(ctx, data))
+}
+
+func (c *Client) update(ctx context.Context, data []byte) error {
 	if data == nil {
 		data = []byte{} // always a body, as Terraform sends
 	}
@@ -34,7 +38,7 @@ func (c *Client) Update(ctx context.Context, data []byte) error {
 		discard(resp)
 		return nil
 	case http.StatusConflict, http.StatusLocked:
-		return lockConflict(resp)
+		return c.lockConflict(resp)
 	}
 	return statusError(resp)
 }
@@ -44,7 +48,7 @@ func (c *Client) Update(ctx context.Context, data []byte) error {
 func (c *Client) Purge(ctx context.Context) error {
 	resp, err := c.do(ctx, http.MethodDelete, &c.state, nil, nil)
 	if err != nil {
-		return err
+		return c.secrets.scrubError(err)
 	}
 	if resp.StatusCode == http.StatusOK {
 		discard(resp)

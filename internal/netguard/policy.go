@@ -1,0 +1,163 @@
+package netguard
+
+import (
+	"net/netip"
+)
+
+// The manager flags that set a Policy. Errors name them so that a refused
+// user learns which setting would let the address through.
+const (
+	// AllowedFlag sets Policy.Allowed.
+	AllowedFlag = "allowed-address-cidrs"
+	// DeniedFlag sets Policy.Denied; its default is DefaultDenied.
+	DeniedFlag = "denied-address-cidrs"
+)
+
+// defaultDenied lists the link-local ranges and the well-known cloud
+// metadata and platform addresses outside them. Every entry reaches a
+// service that answers the node (and so the operator) with cloud
+// credentials or host configuration.
+var defaultDenied = []netip.Prefix{
+	// IPv4 link-local. Holds the instance metadata service of AWS (IMDS),
+	// Google Cloud, Azure (IMDS), Oracle Cloud, OpenStack, DigitalOcean,
+	// Hetzner and Huawei Cloud at 169.254.169.254; Tencent Cloud's at
+	// 169.254.0.23; AWS's ECS task metadata and credentials at
+	// 169.254.170.2 and EKS Pod Identity Agent at 169.254.170.23;
+	// Scaleway's at 169.254.42.42.
+	netip.MustParsePrefix("169.254.0.0/16"),
+	// IPv6 link-local. Holds OpenStack's IPv6 metadata fe80::a9fe:a9fe.
+	netip.MustParsePrefix("fe80::/10"),
+	// Alibaba Cloud ECS instance metadata service.
+	netip.MustParsePrefix("100.100.100.200/32"),
+	// Azure WireServer (host agent, VM extensions configuration).
+	netip.MustParsePrefix("168.63.129.16/32"),
+	// Oracle Cloud Infrastructure Classic metadata service.
+	netip.MustParsePrefix("192.0.0.192/32"),
+	// AWS instance metadata service over IPv6 (Nitro instances).
+	netip.MustParsePrefix("fd00:ec2::254/128"),
+	// AWS EKS Pod Identity Agent over IPv6.
+	netip.MustParsePrefix("fd00:ec2::23/128"),
+	// Google Cloud metadata server for IPv6-only instances.
+	netip.MustParsePrefix("fd20:ce::254/128"),
+	// Oracle Cloud Infrastructure instance metadata service over IPv6.
+	netip.MustParsePrefix("fd00:c1::a9fe:a9fe/128"),
+	// Scaleway instance metadata service over IPv6.
+	netip.MustParsePrefix("fd00:42::42/128"),
+}
+
+// nat64Prefix is the well-known NAT64 prefix (RFC 6052): on an IPv6-only
+// network with NAT64, 64:ff9b::a9fe:a9fe reaches 169.254.169.254.
+var nat64Prefix = netip.MustParsePrefix("64:ff9b::/96")
+
+// DefaultDenied returns a fresh copy of the default denied prefixes: the
+// IPv4 and IPv6 link-local ranges, the well-known cloud metadata and
+// platform addresses outside them, and the NAT64 forms (64:ff9b::/96) of
+// the IPv4 ones.
+func DefaultDenied() []netip.Prefix {
+	out := append([]netip.Prefix(nil), defaultDenied...)
+	for _, p := range defaultDenied {
+		if p.Addr().Is4() {
+			out = append(out, nat64(p))
+		}
+	}
+	return out
+}
+
+// nat64 returns the IPv4 prefix p embedded in the well-known NAT64 prefix.
+func nat64(p netip.Prefix) netip.Prefix {
+	v6 := nat64Prefix.Addr().As16()
+	v4 := p.Addr().As4()
+	copy(v6[12:], v4[:])
+	return netip.PrefixFrom(netip.AddrFrom16(v6), 96+p.Bits())
+}
+
+// Policy says which IP addresses may be connected to. The zero Policy
+// allows every valid address.
+type Policy struct {
+	// Allowed, when not empty, lists the only prefixes that may be reached.
+	Allowed []netip.Prefix
+	// Denied lists prefixes that may never be reached, whatever Allowed
+	// says.
+	Denied []netip.Prefix
+}
+
+// DefaultPolicy denies DefaultDenied and allows everything else.
+func DefaultPolicy() Policy {
+	return Policy{Denied: DefaultDenied()}
+}
+
+// Allows reports whether p lets a be reached: no denied prefix contains
+// it and, when Allowed is not empty, an allowed prefix does. An
+// IPv4-mapped IPv6 address is checked as the IPv4 address it maps and an
+// IPv6 zone is ignored. The zero Addr is never allowed.
+func (p Policy) Allows(a netip.Addr) bool {
+	return p.Check(a) == nil
+}
+
+// Check returns nil when p allows a (see Allows), or the reason it does
+// not.
+func (p Policy) Check(a netip.Addr) *Refusal {
+	a = normalizeAddr(a)
+	if !a.IsValid() {
+		return &Refusal{Addr: a}
+	}
+	for _, d := range p.Denied {
+		if normalizePrefix(d).Contains(a) {
+			return &Refusal{Addr: a, DeniedBy: normalizePrefix(d)}
+		}
+	}
+	if len(p.Allowed) == 0 {
+		return nil
+	}
+	for _, al := range p.Allowed {
+		if normalizePrefix(al).Contains(a) {
+			return nil
+		}
+	}
+	return &Refusal{Addr: a}
+}
+
+// Refusal says why a Policy refuses an address.
+type Refusal struct {
+	// Addr is the refused address, unmapped and without zone.
+	Addr netip.Addr
+	// DeniedBy is the denied prefix holding Addr; the zero Prefix when
+	// Addr is refused for lying outside every allowed prefix.
+	DeniedBy netip.Prefix
+}
+
+// Setting names the manager flag that would allow the address.
+func (r Refusal) Setting() string {
+	if r.DeniedBy.IsValid() {
+		return DeniedFlag
+	}
+	return AllowedFlag
+}
+
+// String says what was refused and why, with the flag to change.
+func (r Refusal) String() string {
+	switch {
+	case !r.Addr.IsValid():
+		return "an invalid address is never allowed"
+	case r.DeniedBy.IsValid():
+		return r.Addr.String() + " is in the denied range " + r.DeniedBy.String() + " (--" + DeniedFlag + ")"
+	}
+	return r.Addr.String() + " is outside the allowed ranges (--" + AllowedFlag + ")"
+}
+
+// normalizeAddr unmaps an IPv4-mapped IPv6 address and drops a zone:
+// netip.Prefix.Contains is false for a zoned address, which would let a
+// zoned link-local address through a deny list.
+func normalizeAddr(a netip.Addr) netip.Addr {
+	return a.Unmap().WithZone("")
+}
+
+// normalizePrefix masks p and turns an IPv4-mapped prefix of at least 96
+// bits into the IPv4 prefix it maps, so that it matches unmapped
+// addresses.
+func normalizePrefix(p netip.Prefix) netip.Prefix {
+	if a := p.Addr(); a.Is4In6() && p.Bits() >= 96 {
+		p = netip.PrefixFrom(a.Unmap(), p.Bits()-96)
+	}
+	return p.Masked()
+}

@@ -1,0 +1,279 @@
+package stateclient
+
+import (
+	"encoding/base64"
+	"encoding/json"
+	"errors"
+	"net/url"
+	"slices"
+	"strconv"
+	"strings"
+)
+
+// redacted replaces a secret or bytes of an answer in printed text.
+const redacted = "[redacted]"
+
+// printableURL prints u as scheme://host/path: no userinfo, no query (it
+// may hold a token), no fragment.
+func printableURL(u *url.URL) string {
+	if u == nil {
+		return ""
+	}
+	return (&url.URL{Scheme: u.Scheme, Host: u.Host, Path: u.Path, RawPath: u.RawPath}).String()
+}
+
+// printableRaw prints a URL given as text as printableURL does. Text that
+// does not parse is printed only when it has nothing to hide.
+func printableRaw(raw string) string {
+	u, err := url.Parse(raw)
+	if err != nil {
+		if strings.ContainsAny(raw, "@?#") {
+			return "<unparsable URL>"
+		}
+		return raw
+	}
+	return printableURL(u)
+}
+
+// printableURLsIn replaces every http or https URL in s (up to a space or a
+// quote) with its printable form: it cleans text written by libraries,
+// such as go-retryablehttp's log lines.
+func printableURLsIn(s string) string {
+	var b strings.Builder
+	for {
+		i := indexURL(s)
+		if i < 0 {
+			b.WriteString(s)
+			return b.String()
+		}
+		b.WriteString(s[:i])
+		end := strings.IndexAny(s[i:], " \t\r\n\"'`<>")
+		if end < 0 {
+			end = len(s) - i
+		}
+		b.WriteString(printableRaw(s[i : i+end]))
+		s = s[i+end:]
+	}
+}
+
+// indexURL returns the index of the first "http://" or "https://" in s,
+// whatever the case, or -1.
+func indexURL(s string) int {
+	lower := strings.ToLower(s)
+	i, j := strings.Index(lower, "http://"), strings.Index(lower, "https://")
+	switch {
+	case i < 0:
+		return j
+	case j < 0:
+		return i
+	}
+	return min(i, j)
+}
+
+// stripQuoted replaces every double-quoted segment of s, as Go's %q
+// writes it, with [redacted]. Errors of net/http, net/textproto and
+// encoding/json quote the bytes they could not read that way.
+func stripQuoted(s string) string {
+	if !strings.Contains(s, `"`) {
+		return s
+	}
+	var b strings.Builder
+	for {
+		start := strings.IndexByte(s, '"')
+		if start < 0 {
+			b.WriteString(s)
+			return b.String()
+		}
+		b.WriteString(s[:start])
+		b.WriteString(redacted)
+		end := closingQuote(s, start+1)
+		if end < 0 {
+			return b.String()
+		}
+		s = s[end+1:]
+	}
+}
+
+// closingQuote returns the index of the unescaped '"' closing a quoted
+// string that starts at i, or -1.
+func closingQuote(s string, i int) int {
+	for ; i < len(s); i++ {
+		switch s[i] {
+		case '\\':
+			i++
+		case '"':
+			return i
+		}
+	}
+	return -1
+}
+
+// shortSecretLen is the length under which a secret is replaced only where
+// it stands alone: a short value (a query "x=1") would otherwise eat
+// letters and digits out of every message.
+const shortSecretLen = 8
+
+// secrets are the client's own secret strings, in every form in which they
+// may come back: the passwords, user:password pairs, their base64 basic
+// auth values and the addresses' query values, raw, escaped for URLs, Go
+// quoting and JSON. The client removes them from every text it returns, so
+// that a server echoing what it received cannot make the client hand
+// credentials to whoever reads its errors or LockInfo.
+type secrets struct {
+	values []string // longest first
+}
+
+// newSecrets collects the secrets of cfg.
+func newSecrets(cfg Config) secrets {
+	var base []string
+	addPair := func(user, pass string) {
+		if pass == "" {
+			return
+		}
+		pair := user + ":" + pass
+		base = append(base, pass, pair, base64.StdEncoding.EncodeToString([]byte(pair)))
+	}
+	if cfg.Username != "" {
+		addPair(cfg.Username, cfg.Password)
+	} else if cfg.Password != "" {
+		base = append(base, cfg.Password) // unused for auth, a secret all the same
+	}
+	for _, raw := range []string{cfg.Address, cfg.LockAddress, cfg.UnlockAddress} {
+		u, err := url.Parse(raw)
+		if err != nil {
+			continue
+		}
+		if pass, ok := u.User.Password(); ok {
+			addPair(u.User.Username(), pass)
+		}
+		for kv := range strings.SplitSeq(u.RawQuery, "&") {
+			_, v, _ := strings.Cut(kv, "=")
+			base = append(base, v)
+			if unescaped, err := url.QueryUnescape(v); err == nil {
+				base = append(base, unescaped)
+			}
+		}
+	}
+	var s secrets
+	for _, v := range base {
+		s.values = append(s.values, variants(v)...)
+	}
+	s.values = slices.DeleteFunc(s.values, func(v string) bool { return v == "" })
+	slices.SortFunc(s.values, func(a, b string) int { return len(b) - len(a) })
+	s.values = slices.Compact(s.values)
+	return s
+}
+
+// variants returns v and the forms it takes escaped in URLs, Go quoted
+// strings and JSON strings.
+func variants(v string) []string {
+	quoted := strconv.Quote(v)
+	js, _ := json.Marshal(v) // cannot fail on a string
+	return []string{v, url.QueryEscape(v), url.PathEscape(v), quoted[1 : len(quoted)-1], string(js[1 : len(js)-1])}
+}
+
+// scrub replaces every secret in text with [redacted]; a secret shorter
+// than shortSecretLen only where no letter or digit touches it.
+func (s secrets) scrub(text string) string {
+	for _, v := range s.values {
+		if len(v) >= shortSecretLen {
+			text = strings.ReplaceAll(text, v, redacted)
+			continue
+		}
+		text = replaceStandalone(text, v)
+	}
+	return text
+}
+
+// replaceStandalone replaces the occurrences of v in text that no ASCII
+// letter or digit touches.
+func replaceStandalone(text, v string) string {
+	var b strings.Builder
+	for {
+		i := strings.Index(text, v)
+		if i < 0 {
+			b.WriteString(text)
+			return b.String()
+		}
+		end := i + len(v)
+		if (i == 0 || !isAlnum(text[i-1])) && (end == len(text) || !isAlnum(text[end])) {
+			b.WriteString(text[:i])
+			b.WriteString(redacted)
+		} else {
+			b.WriteString(text[:end])
+		}
+		text = text[end:]
+	}
+}
+
+func isAlnum(c byte) bool {
+	return c >= 'a' && c <= 'z' || c >= 'A' && c <= 'Z' || c >= '0' && c <= '9'
+}
+
+// scrubLockInfo removes the secrets from every text field of l.
+func (s secrets) scrubLockInfo(l *LockInfo) {
+	for _, f := range []*string{&l.ID, &l.Operation, &l.Info, &l.Who, &l.Version, &l.Path} {
+		*f = s.scrub(*f)
+	}
+}
+
+// scrubError returns err, or, when its text holds a secret, err with that
+// text scrubbed (errors.Is and errors.As still see err's chain).
+func (s secrets) scrubError(err error) error {
+	if err == nil {
+		return nil
+	}
+	text := err.Error()
+	if clean := s.scrub(text); clean != text {
+		return &cleanError{err: err, text: clean}
+	}
+	return err
+}
+
+// cleanError is an error whose text was cleaned of secrets or of bytes a
+// server sent. It unwraps to the original error, and keeps its timeout
+// classification, which url.Error asks of its cause directly.
+type cleanError struct {
+	err  error
+	text string
+}
+
+func (e *cleanError) Error() string { return e.text }
+func (e *cleanError) Unwrap() error { return e.err }
+
+// Timeout reports whether the original error is a timeout.
+func (e *cleanError) Timeout() bool {
+	var t interface{ Timeout() bool }
+	return errors.As(e.err, &t) && t.Timeout()
+}
+
+// Temporary reports whether the original error is temporary.
+func (e *cleanError) Temporary() bool {
+	var t interface{ Temporary() bool }
+	return errors.As(e.err, &t) && t.Temporary()
+}
+
+// cleanCause returns err with a text holding neither the bytes a server
+// sent (the quoted segments of net/http's errors) nor a secret.
+func (s secrets) cleanCause(err error) error {
+	if err == nil {
+		return nil
+	}
+	text := err.Error()
+	if clean := s.scrub(stripQuoted(text)); clean != text {
+		return &cleanError{err: err, text: clean}
+	}
+	return err
+}
+
+// cleanTransportError returns a transport error as the client reports it:
+// a *url.Error names target (scheme://host/path of the address asked for,
+// never the URL net/http last tried, which may be a redirect's Location,
+// and never a query) and has a clean cause.
+func (s secrets) cleanTransportError(err error, target string) error {
+	var ue *url.Error
+	if errors.As(err, &ue) {
+		return &url.Error{Op: ue.Op, URL: target, Err: s.cleanCause(ue.Err)}
+	}
+	return s.cleanCause(err)
+}
