@@ -16,15 +16,17 @@ import (
 // cosConfig is the COS client configuration of a spec.
 func cosConfig(spec backendsv1alpha1.CosBackendSpec, region string, secrets render.CosSecrets) cos.Config {
 	return cos.Config{
-		Bucket:        spec.Bucket,
-		Region:        region,
-		Prefix:        spec.Prefix,
-		Key:           spec.Key,
-		Accelerate:    spec.Accelerate != nil && *spec.Accelerate,
-		Endpoint:      spec.Endpoint,
-		SecretID:      string(secrets.SecretID),
-		SecretKey:     string(secrets.SecretKey),
-		SecurityToken: string(secrets.SecurityToken),
+		Bucket:     spec.Bucket,
+		Region:     region,
+		Prefix:     spec.Prefix,
+		Key:        spec.Key,
+		Accelerate: spec.Accelerate != nil && *spec.Accelerate,
+		Endpoint:   spec.Endpoint,
+		// Admission refuses an http:// endpoint unless the spec allows it.
+		AllowHTTPEndpoint: spec.AllowInsecureEndpoint,
+		SecretID:          string(secrets.SecretID),
+		SecretKey:         string(secrets.SecretKey),
+		SecurityToken:     string(secrets.SecurityToken),
 	}
 }
 

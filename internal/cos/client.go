@@ -2,6 +2,7 @@ package cos
 
 import (
 	"context"
+	"errors"
 	"net/http"
 	"net/url"
 	"strconv"
@@ -19,8 +20,10 @@ const DefaultTimeout = 60 * time.Second
 const checkBucketMaxKeys = 1
 
 // Client reads one CosBackend's bucket. Create it with New. It is safe for
-// concurrent use and holds no connection of its own, so creating one per
-// reconcile is cheap.
+// concurrent use and, unless built WithDialContext, holds no connection of
+// its own, so creating one per reconcile is cheap. One built
+// WithDialContext has its own transport, whose idle connections close a
+// few seconds after its last request.
 type Client struct {
 	sdk           *sdk.Client
 	bucket        string
@@ -28,6 +31,7 @@ type Client struct {
 	key           string
 	maxStateBytes int64
 	baseURL       *url.URL
+	redact        redactor
 }
 
 // Option configures a Client in New.
@@ -36,13 +40,16 @@ type Option func(*options)
 type options struct {
 	httpClient *http.Client
 	baseURL    *url.URL
+	dial       DialFunc
 }
 
 // WithHTTPClient makes the Client send requests through hc's Transport,
-// with hc's Timeout and CheckRedirect. The signing transport
-// (cos.AuthorizationTransport) wraps hc.Transport; hc itself is not
-// modified. Without this option requests go through the SDK's default
-// transports with DefaultTimeout.
+// with hc's Timeout. The signing transport (cos.AuthorizationTransport)
+// wraps hc.Transport; hc itself is not modified. hc's CheckRedirect is
+// consulted only for redirects to the same scheme and host: redirects
+// elsewhere are never followed (see ErrRedirect). Without this option
+// requests go through the SDK's default transports (or WithDialContext's)
+// with DefaultTimeout. It cannot be combined with WithDialContext.
 func WithHTTPClient(hc *http.Client) Option {
 	return func(o *options) { o.httpClient = hc }
 }
@@ -50,17 +57,25 @@ func WithHTTPClient(hc *http.Client) Option {
 // WithBaseURL sends every request to u instead of BucketURL(cfg): the test
 // hook that points the Client at a local server, such as the one
 // costest.Server.URL returns. Only u's scheme, host and port are used: the
-// SDK resolves request paths against it, dropping any path u has.
+// SDK resolves request paths against it, dropping any path u has. u is
+// trusted as given: an http URL is used without AllowHTTPEndpoint.
 func WithBaseURL(u *url.URL) Option {
 	return func(o *options) { o.baseURL = u }
 }
 
-// New validates cfg and returns a Client. It performs no I/O. Errors wrap
-// ErrInvalidConfig and quote no secret.
+// errConflictingOptions is New's answer to WithDialContext together with
+// WithHTTPClient.
+var errConflictingOptions = errors.New("cos: WithDialContext and WithHTTPClient exclude each other: put the dial function in the http.Client's transport")
+
+// New validates cfg and returns a Client. It performs no I/O. Errors about
+// cfg wrap ErrInvalidConfig and quote no secret.
 func New(cfg Config, opts ...Option) (*Client, error) {
 	var o options
 	for _, opt := range opts {
 		opt(&o)
+	}
+	if o.dial != nil && o.httpClient != nil {
+		return nil, errConflictingOptions
 	}
 	cfg = cfg.withDefaults()
 	if err := cfg.validate(); err != nil {
@@ -83,12 +98,17 @@ func New(cfg Config, opts ...Option) (*Client, error) {
 		SecretKey:    cfg.SecretKey,
 		SessionToken: cfg.SecurityToken,
 	}
-	hc := &http.Client{Transport: auth, Timeout: DefaultTimeout}
-	if o.httpClient != nil {
+	hc := &http.Client{Transport: auth, Timeout: DefaultTimeout, CheckRedirect: redirectPolicy(nil)}
+	switch {
+	case o.httpClient != nil:
 		auth.Transport = o.httpClient.Transport // nil: the SDK's defaults
 		hc.Timeout = o.httpClient.Timeout
-		hc.CheckRedirect = o.httpClient.CheckRedirect
+		hc.CheckRedirect = redirectPolicy(o.httpClient.CheckRedirect)
+	case o.dial != nil:
+		auth.Transport = newDialTransport(o.dial)
 	}
+	// auth.Transport nil: the SDK picks its DNS scatter transport for
+	// cos-internal hosts and http.DefaultTransport otherwise.
 	return &Client{
 		sdk:           sdk.NewClient(&sdk.BaseURL{BucketURL: base}, hc),
 		bucket:        cfg.Bucket,
@@ -96,6 +116,7 @@ func New(cfg Config, opts ...Option) (*Client, error) {
 		key:           cfg.Key,
 		maxStateBytes: cfg.MaxStateBytes,
 		baseURL:       base,
+		redact:        newRedactor(cfg.SecretKey, cfg.SecurityToken),
 	}, nil
 }
 
@@ -109,12 +130,12 @@ func (c *Client) BaseURL() *url.URL {
 // CheckBucket checks that the bucket answers to a listing of the prefix,
 // as Terraform does before it uses a workspace. It lists at most one
 // object. A 404 (NoSuchBucket) is ErrBucketNotFound, a refusal
-// ErrAccessDenied, no answer ErrUnreachable; other answers are a
-// *ResponseError.
+// ErrAccessDenied, no answer ErrUnreachable, a redirect ErrRedirect;
+// other answers are a *ResponseError.
 func (c *Client) CheckBucket(ctx context.Context) error {
 	_, resp, err := c.sdk.Bucket.Get(ctx, &sdk.BucketGetOptions{Prefix: c.prefix, MaxKeys: checkBucketMaxKeys})
 	if err != nil {
-		return c.classify("list objects with prefix "+strconv.Quote(c.prefix), "", resp, err)
+		return c.redact.error(c.classify("list objects with prefix "+strconv.Quote(c.prefix), "", resp, err))
 	}
 	return nil
 }

@@ -5,6 +5,7 @@ import (
 	"net/url"
 	"path"
 	"regexp"
+	"slices"
 	"strings"
 )
 
@@ -48,8 +49,15 @@ type Config struct {
 	// Accelerate uses the global acceleration host.
 	Accelerate bool
 	// Endpoint is "" or http(s)://cos-internal.<region>.tencentcos.cn. When
-	// set it wins over Accelerate, and its region over Region.
+	// set it wins over Accelerate, and its region over Region. An http://
+	// endpoint needs AllowHTTPEndpoint.
 	Endpoint string
+	// AllowHTTPEndpoint accepts an http:// Endpoint. Requests then travel
+	// in clear text: the security token (x-cos-security-token), the
+	// request signatures and the state itself can be read, and the answers
+	// altered, by anyone on the network path. Terraform accepts such an
+	// endpoint without asking; New refuses it unless this is set.
+	AllowHTTPEndpoint bool
 	// SecretID is the API key ID; "" sends unsigned (anonymous) requests.
 	SecretID string
 	// SecretKey is the API key secret. Never printed.
@@ -65,8 +73,8 @@ type Config struct {
 // String prints the configuration with SecretKey and SecurityToken
 // redacted, so that logging a Config with %v or %+v leaks nothing.
 func (c Config) String() string {
-	return fmt.Sprintf("{Bucket:%s Region:%s Prefix:%s Key:%s Accelerate:%t Endpoint:%s SecretID:%s SecretKey:%s SecurityToken:%s MaxStateBytes:%d}",
-		c.Bucket, c.Region, c.Prefix, c.Key, c.Accelerate, c.Endpoint, c.SecretID,
+	return fmt.Sprintf("{Bucket:%s Region:%s Prefix:%s Key:%s Accelerate:%t Endpoint:%s AllowHTTPEndpoint:%t SecretID:%s SecretKey:%s SecurityToken:%s MaxStateBytes:%d}",
+		c.Bucket, c.Region, c.Prefix, c.Key, c.Accelerate, c.Endpoint, c.AllowHTTPEndpoint, c.SecretID,
 		redact(c.SecretKey), redact(c.SecurityToken), c.MaxStateBytes)
 }
 
@@ -91,10 +99,11 @@ func (c Config) withDefaults() Config {
 	return c
 }
 
-// validate applies Terraform's own argument checks (prefix and key) and
-// what the SDK would otherwise refuse later (bucket shape, credentials
-// with surrounding spaces). Errors wrap ErrInvalidConfig and quote no
-// secret.
+// validate applies Terraform's own argument checks (prefix and key), what
+// the SDK would otherwise refuse later (bucket shape, credentials with
+// surrounding spaces), and what keeps a tenant inside its prefix (no ".."
+// segments: path.Join would resolve them to keys outside it). Errors wrap
+// ErrInvalidConfig, name the field and quote no secret.
 func (c Config) validate() error {
 	if !bucketPattern.MatchString(c.Bucket) {
 		return fmt.Errorf("%w: bucket %q must look like <name>-<appid>", ErrInvalidConfig, c.Bucket)
@@ -102,8 +111,17 @@ func (c Config) validate() error {
 	if strings.HasPrefix(c.Prefix, "/") || strings.HasPrefix(c.Prefix, "./") {
 		return fmt.Errorf("%w: prefix %q must not start with '/' or './'", ErrInvalidConfig, c.Prefix)
 	}
+	if hasSegment(c.Prefix, "..") {
+		return fmt.Errorf("%w: prefix %q must not contain '..' path segments: they reach objects outside the prefix", ErrInvalidConfig, c.Prefix)
+	}
 	if strings.HasPrefix(c.Key, "/") || strings.HasSuffix(c.Key, "/") {
 		return fmt.Errorf("%w: key %q must not start or end with '/'", ErrInvalidConfig, c.Key)
+	}
+	if hasSegment(c.Key, "..") {
+		return fmt.Errorf("%w: key %q must not contain '..' path segments: they reach objects outside the prefix", ErrInvalidConfig, c.Key)
+	}
+	if strings.HasPrefix(c.Endpoint, "http://") && !c.AllowHTTPEndpoint {
+		return fmt.Errorf("%w: endpoint %q is plain http, which sends the security token and the state in clear text: use https or set AllowHTTPEndpoint", ErrInvalidConfig, c.Endpoint)
 	}
 	if c.MaxStateBytes < 0 {
 		return fmt.Errorf("%w: MaxStateBytes %d is negative", ErrInvalidConfig, c.MaxStateBytes)
@@ -167,7 +185,9 @@ func BucketURL(cfg Config) (*url.URL, error) {
 // workspace and path.Join(prefix, workspace, key) for any other. A key of
 // "" means DefaultKey. path.Join cleans the result: no leading slash with
 // an empty prefix, a trailing slash on the prefix is dropped, and an empty
-// workspace name collapses to the default layout.
+// workspace name collapses to the default layout. StateKey checks nothing:
+// ".." segments in its arguments lead outside the prefix. A Client refuses
+// them (New for prefix and key, every read for the workspace).
 func StateKey(prefix, key, workspace string) string {
 	if key == "" {
 		key = DefaultKey
@@ -176,6 +196,33 @@ func StateKey(prefix, key, workspace string) string {
 		return path.Join(prefix, key)
 	}
 	return path.Join(prefix, workspace, key)
+}
+
+// validateWorkspace refuses the workspace names whose state key would not
+// be the workspace's own: blank names (Terraform refuses them), names with
+// ".." segments (the key would leave the workspace's directory, possibly
+// the prefix) and names with "." segments ("." itself would collapse onto
+// the default workspace's key). Terraform's own workspace names cannot
+// contain '/' at all. Errors wrap ErrInvalidConfig.
+func validateWorkspace(workspace string) error {
+	if strings.TrimSpace(workspace) == "" {
+		return fmt.Errorf("%w: the workspace name must not be empty", ErrInvalidConfig)
+	}
+	if hasSegment(workspace, ".", "..") {
+		return fmt.Errorf("%w: workspace %q must not be or contain '.' or '..' path segments: its state key would not be its own", ErrInvalidConfig, workspace)
+	}
+	return nil
+}
+
+// hasSegment reports whether any '/'-separated segment of p is one of
+// names.
+func hasSegment(p string, names ...string) bool {
+	for _, seg := range strings.Split(p, "/") {
+		if slices.Contains(names, seg) {
+			return true
+		}
+	}
+	return false
 }
 
 // LockKey returns the key of the lock object of the state at stateKey:

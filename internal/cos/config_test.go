@@ -177,3 +177,64 @@ func TestConfigStringRedactsSecrets(t *testing.T) {
 		t.Errorf("pointer prints a secret: %s", out)
 	}
 }
+
+// TestHTTPEndpoint checks that an http:// endpoint, which would carry the
+// security token and the state in clear text, needs AllowHTTPEndpoint.
+func TestHTTPEndpoint(t *testing.T) {
+	valid := cos.Config{Bucket: "states-1250000000", Region: "ap-guangzhou", SecretID: "AKID", SecretKey: "Sup3rSecretKey", SecurityToken: "t0ken-value"}
+	cases := map[string]struct {
+		edit    func(*cos.Config)
+		wantErr error
+	}{
+		"https endpoint": {edit: func(c *cos.Config) { c.Endpoint = "https://cos-internal.ap-guangzhou.tencentcos.cn" }},
+		"no endpoint":    {edit: func(*cos.Config) {}},
+		"http endpoint": {
+			edit:    func(c *cos.Config) { c.Endpoint = "http://cos-internal.ap-guangzhou.tencentcos.cn" },
+			wantErr: cos.ErrInvalidConfig,
+		},
+		"http endpoint, anonymous": {
+			edit: func(c *cos.Config) {
+				c.Endpoint = "http://cos-internal.ap-guangzhou.tencentcos.cn"
+				c.SecretID, c.SecretKey, c.SecurityToken = "", "", ""
+			},
+			wantErr: cos.ErrInvalidConfig,
+		},
+		"http endpoint, allowed": {
+			edit: func(c *cos.Config) {
+				c.Endpoint = "http://cos-internal.ap-guangzhou.tencentcos.cn"
+				c.AllowHTTPEndpoint = true
+			},
+		},
+		"allowed, https endpoint": {
+			edit: func(c *cos.Config) {
+				c.Endpoint = "https://cos-internal.ap-guangzhou.tencentcos.cn"
+				c.AllowHTTPEndpoint = true
+			},
+		},
+		"allowed, no endpoint": {edit: func(c *cos.Config) { c.AllowHTTPEndpoint = true }},
+	}
+	for name, tc := range cases {
+		t.Run(name, func(t *testing.T) {
+			cfg := valid
+			tc.edit(&cfg)
+			c, err := cos.New(cfg)
+			if !errors.Is(err, tc.wantErr) {
+				t.Fatalf("New() = %v, want %v", err, tc.wantErr)
+			}
+			if err == nil {
+				if want, _ := cos.BucketURL(cfg); c.BaseURL().String() != want.String() {
+					t.Errorf("BaseURL() = %s, want %s", c.BaseURL(), want)
+				}
+				return
+			}
+			if !strings.Contains(err.Error(), "endpoint") {
+				t.Errorf("New() = %q, want it to name the endpoint", err)
+			}
+			for _, secret := range []string{"Sup3rSecretKey", "t0ken-value"} {
+				if strings.Contains(err.Error(), secret) {
+					t.Errorf("New() = %q quotes a secret", err)
+				}
+			}
+		})
+	}
+}

@@ -13,18 +13,43 @@
 //     "default" workspace, path.Join(prefix, workspace, key) otherwise, and
 //     the lock object at the state key plus ".tflock".
 //   - The bucket check (CheckBucket): list objects under the prefix.
-//   - Reading (ReadState, ReadLock): an object must carry x-cos-meta-md5, the
-//     hex MD5 of its body, and the body must match it. The lock ID Terraform
-//     reports for COS, and that terraform force-unlock expects, is that
-//     checksum of the .tflock object.
+//   - Reading (StreamState, ReadState, ReadLock): an object must carry
+//     x-cos-meta-md5, the hex MD5 of its body, and the body must match it.
+//     The lock ID Terraform reports for COS, and that terraform
+//     force-unlock expects, is that checksum of the .tflock object.
+//
+// Where it is stricter than Terraform, because the configuration comes
+// from tenants who may be careless or hostile:
+//
+//   - Prefix and key must not contain ".." segments, and a workspace name
+//     must not be or contain "." or "..": path.Join would resolve them to
+//     objects outside the prefix (or onto another workspace's state).
+//   - An http:// Endpoint, which sends the security token and the state in
+//     clear text, needs Config.AllowHTTPEndpoint.
+//   - A redirect to another scheme or host is never followed (it would
+//     carry the signed request and the token there): it is ErrRedirect.
+//   - Memory is bounded by configuration, not by the state: StreamState
+//     hands the body to the caller as it arrives, checks its size against
+//     Config.MaxStateBytes and its MD5 while it streams, and makes the
+//     reader fail at the end of a body that does not match. ReadState
+//     holds the whole state and is for small states and tests.
 //
 // Requests go through github.com/tencentyun/cos-go-sdk-v5 with
-// cos.AuthorizationTransport signing them, as Terraform does. Errors are
-// classified into sentinels (ErrBucketNotFound, ErrAccessDenied,
-// ErrUnreachable, ErrChecksumMissing, ...) usable with errors.Is; an error
-// answer from COS is a *ResponseError. No error message carries a secret
-// key, a security token or a request signature.
+// cos.AuthorizationTransport signing them, as Terraform does. WithDialContext
+// lets the operator decide, at connection time, which addresses a Client
+// may connect to; WithHTTPClient replaces the transport altogether (the two
+// exclude each other).
+//
+// Errors are classified into sentinels (ErrBucketNotFound,
+// ErrAccessDenied, ErrUnreachable, ErrChecksumMissing, ErrRedirect, ...)
+// usable with errors.Is; an error answer from COS is a *ResponseError. No
+// error message carries the secret key, the security token or a request
+// signature, whatever the SDK, net/http or the server put in it: messages
+// are scrubbed of the Client's credentials, of signing parameters
+// (q-signature, q-ak, x-cos-security-token) and of anything shaped like a
+// signature, and leave out the request URLs net/http quotes.
 //
 // The package never writes to COS. Tests point a Client at the protocol
-// server in the costest subpackage with WithBaseURL.
+// server in the costest subpackage with WithBaseURL, or route its
+// connections there with WithDialContext(srv.DialContext).
 package cos

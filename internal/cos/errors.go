@@ -37,10 +37,17 @@ var (
 	// ErrInvalidLock means the .tflock object exists but its body is not
 	// Terraform's LockInfo JSON.
 	ErrInvalidLock = errors.New("unreadable lock object")
+	// ErrRedirect means COS answered with a redirect (any 3xx) that was
+	// not followed: one to another scheme or host never is, since it would
+	// carry the signed request and the security token there. The error
+	// does not quote the redirect's target.
+	ErrRedirect = errors.New("COS answered with a redirect, which is not followed")
 )
 
-// ResponseError is an error answer from COS. It matches ErrBucketNotFound
-// and ErrAccessDenied as documented on them.
+// ResponseError is an error answer from COS. It matches ErrBucketNotFound,
+// ErrAccessDenied and ErrRedirect as documented on them. Its fields are
+// scrubbed of the Client's credentials and of request signatures; a
+// redirect keeps neither Code nor Message, which could repeat its target.
 type ResponseError struct {
 	// Op describes the operation, such as `read object "env/terraform.tfstate"`.
 	Op string
@@ -62,6 +69,9 @@ type ResponseError struct {
 // Error implements error.
 func (e *ResponseError) Error() string {
 	msg := fmt.Sprintf("%s in bucket %q: COS answered %d %s", e.Op, e.Bucket, e.StatusCode, http.StatusText(e.StatusCode))
+	if isRedirect(e.StatusCode) {
+		msg += ": a redirect, which is not followed"
+	}
 	if e.Code != "" {
 		msg += ": " + e.Code
 	}
@@ -74,9 +84,12 @@ func (e *ResponseError) Error() string {
 	return msg
 }
 
-// Is reports whether the answer means ErrBucketNotFound or ErrAccessDenied.
+// Is reports whether the answer means ErrBucketNotFound, ErrAccessDenied
+// or ErrRedirect.
 func (e *ResponseError) Is(target error) bool {
 	switch target {
+	case ErrRedirect:
+		return isRedirect(e.StatusCode)
 	case ErrBucketNotFound:
 		return e.Code == "NoSuchBucket" || (e.Key == "" && e.StatusCode == http.StatusNotFound)
 	case ErrAccessDenied:
@@ -94,14 +107,20 @@ func (e *ResponseError) Is(target error) bool {
 func (c *Client) classify(op, key string, resp *sdk.Response, err error) error {
 	var er *sdk.ErrorResponse
 	if errors.As(err, &er) && er.Response != nil {
+		// Built from the answer's fields, never from er.Error(), which
+		// quotes the request URL.
 		id := er.RequestID
 		if id == "" {
 			id = er.Response.Header.Get("X-Cos-Request-Id")
 		}
-		return &ResponseError{
-			Op: op, Bucket: c.bucket, Key: key,
-			StatusCode: er.Response.StatusCode, Code: er.Code, Message: er.Message, RequestID: id,
+		re := &ResponseError{
+			Op: op, Bucket: c.bucket, Key: key, StatusCode: er.Response.StatusCode,
+			Code: c.redact.scrub(er.Code), Message: c.redact.scrub(er.Message), RequestID: c.redact.scrub(id),
 		}
+		if isRedirect(re.StatusCode) {
+			re.Code, re.Message = "", ""
+		}
+		return re
 	}
 	where := fmt.Sprintf("%s in bucket %q", op, c.bucket)
 	last, attempts := lastError(err)
@@ -111,15 +130,20 @@ func (c *Client) classify(op, key string, resp *sdk.Response, err error) error {
 	if resp != nil {
 		// An answer came, but the SDK could not use it (a listing that
 		// is not XML, for example).
-		return fmt.Errorf("%s: unreadable answer (%d): %w", where, resp.StatusCode, last)
+		return fmt.Errorf("%s: unreadable answer (%d): %w", where, resp.StatusCode, withoutURL(last))
 	}
 	return transportError(where, last)
 }
 
+// isRedirect reports whether status is a redirect.
+func isRedirect(status int) bool { return status >= 300 && status < 400 }
+
 // transportError wraps an error met while no answer (or no complete
 // answer) came back. A cancelled context is reported as such; everything
-// else, deadlines included, is ErrUnreachable.
+// else, deadlines included, is ErrUnreachable. The request URL net/http
+// quotes is left out of the message (see withoutURL).
 func transportError(where string, err error) error {
+	err = withoutURL(err)
 	if errors.Is(err, context.Canceled) {
 		return fmt.Errorf("%s: %w", where, err)
 	}

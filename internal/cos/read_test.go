@@ -52,6 +52,10 @@ func TestReadState(t *testing.T) {
 		"missing": {
 			setup: func(srv *costest.Server, _ *cos.Config) { srv.PutState(bucket, "env/other/terraform.tfstate", data) },
 		},
+		"empty object": {
+			setup: func(srv *costest.Server, _ *cos.Config) { srv.PutState(bucket, "env/terraform.tfstate", nil) },
+			want:  &cos.Object{Data: []byte{}, MD5: md5hex(nil)},
+		},
 		"exactly the limit": {
 			maxBytes: int64(len(data)),
 			setup:    func(srv *costest.Server, _ *cos.Config) { srv.PutState(bucket, "env/terraform.tfstate", data) },

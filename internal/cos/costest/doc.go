@@ -36,5 +36,10 @@
 // <bucket>.cos.<region>.myqcloud.com, <bucket>.cos.accelerate.myqcloud.com
 // and <bucket>.cos-internal.<region>.tencentcos.cn. Server.HTTPClient
 // returns a client that dials that listener whatever the URL's host, so a
-// client built from a real (plain http) bucket URL reaches the server.
+// client built from a real (plain http) bucket URL reaches the server;
+// Server.DialContext is its dial function, for clients that take one
+// (cos.WithDialContext).
+//
+// Server.RequestLog records what the server saw of each request, including
+// its q-signature, so that tests can check that no error repeats it.
 package costest

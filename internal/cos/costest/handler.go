@@ -62,6 +62,9 @@ func (s *Server) handler(bucket string) http.Handler {
 			Method: r.Method, Host: r.Host, Path: r.URL.Path, Query: r.URL.RawQuery,
 			SecurityToken: r.Header.Get("x-cos-security-token"),
 		}
+		if a, ok := parseAuthorization(r.Header.Get("Authorization")); ok {
+			entry.Signature = a.signature
+		}
 		resp := s.serveLocked(r, bucket, body, readErr, &entry)
 		entry.Status = resp.status
 		s.log = append(s.log, entry)
@@ -163,7 +166,10 @@ func objectResp(o *object) response {
 	for k, v := range o.meta {
 		h.Set(k, v)
 	}
-	return response{status: http.StatusOK, header: h, body: append([]byte(nil), o.data...)}
+	// Stored bodies are never modified in place (a PUT replaces the
+	// object), so the answer shares them: serving a large object
+	// allocates no copy of it.
+	return response{status: http.StatusOK, header: h, body: o.data}
 }
 
 func (s *Server) putObject(r *http.Request, bucket, key string, body []byte) response {

@@ -57,6 +57,10 @@ type Request struct {
 	SecretID string
 	// SecurityToken is the x-cos-security-token header.
 	SecurityToken string
+	// Signature is the q-signature of the Authorization header, valid or
+	// not, "" when the header is missing or malformed: what a client must
+	// never print.
+	Signature string
 	// Status is the answer's status code.
 	Status int
 }
@@ -130,13 +134,16 @@ func mustParse(raw string) *url.URL {
 // cos.WithHTTPClient(srv.HTTPClient()) reaches the server, as long as the
 // URL is plain http (an endpoint such as http://cos-internal.<region>.tencentcos.cn).
 func (s *Server) HTTPClient() *http.Client {
-	addr := s.main.Listener.Addr().String()
+	return &http.Client{Transport: &http.Transport{DialContext: s.DialContext}}
+}
+
+// DialContext connects to the server's main listener, whatever address it
+// is asked for: the dial function HTTPClient uses, for tests that install
+// their own (cos.WithDialContext). It has the signature of
+// net.Dialer.DialContext.
+func (s *Server) DialContext(ctx context.Context, network, _ string) (net.Conn, error) {
 	var d net.Dialer
-	return &http.Client{Transport: &http.Transport{
-		DialContext: func(ctx context.Context, network, _ string) (net.Conn, error) {
-			return d.DialContext(ctx, network, addr)
-		},
-	}}
+	return d.DialContext(ctx, network, s.main.Listener.Addr().String())
 }
 
 // AddCredentials makes the server accept requests signed with this

@@ -9,6 +9,7 @@ import (
 	"io"
 	"net/http"
 	"net/url"
+	"regexp"
 	"strings"
 	"testing"
 	"time"
@@ -236,6 +237,28 @@ func TestSecurityToken(t *testing.T) {
 			}
 			if log := srv.RequestLog(); log[len(log)-1].SecurityToken != tc.token {
 				t.Errorf("server saw token %q, want %q", log[len(log)-1].SecurityToken, tc.token)
+			}
+		})
+	}
+}
+
+func TestRequestLogRecordsTheSignature(t *testing.T) {
+	cases := map[string]struct {
+		secretID, secretKey string
+		wantSigned          bool
+	}{
+		"signed":               {secretID: secretID, secretKey: secretKey, wantSigned: true},
+		"signed, wrong secret": {secretID: secretID, secretKey: "not-the-secret", wantSigned: true},
+		"anonymous, no header": {},
+	}
+	for name, tc := range cases {
+		t.Run(name, func(t *testing.T) {
+			srv := newServer(t)
+			c := newSDK(srv.URL(bucket), tc.secretID, tc.secretKey, "", nil)
+			_, _, _ = c.Bucket.Get(context.Background(), nil)
+			sig := srv.RequestLog()[0].Signature
+			if signed := regexp.MustCompile(`^[0-9a-f]{40}$`).MatchString(sig); signed != tc.wantSigned {
+				t.Errorf("Signature = %q, want a q-signature: %t", sig, tc.wantSigned)
 			}
 		})
 	}

@@ -1,0 +1,73 @@
+package cos
+
+import (
+	"context"
+	"net"
+	"net/http"
+	"time"
+)
+
+// DialFunc connects to a network address, as net.Dialer.DialContext does.
+type DialFunc func(ctx context.Context, network, address string) (net.Conn, error)
+
+// dialIdleConnTimeout is how long a transport built for WithDialContext
+// keeps an idle connection. Each Client gets its own transport and
+// Clients are built per probe, so connections are closed soon after the
+// probe's last request rather than lingering for net/http's 90 seconds.
+const dialIdleConnTimeout = 5 * time.Second
+
+// WithDialContext makes every connection of the Client go through dial,
+// so that the caller decides, at connection time, which addresses may be
+// reached (an address policy checking the resolved IP, for instance with
+// a net.Dialer whose Control refuses some ranges). dial gets the
+// host:port of the bucket URL (or of WithBaseURL's URL), or of the proxy
+// when the environment configures one (HTTPS_PROXY, HTTP_PROXY,
+// NO_PROXY): the proxy then makes the onward connection. An error from
+// dial makes the request fail with ErrUnreachable, wrapping dial's error.
+//
+// The Client then uses a transport of its own with net/http's defaults
+// (proxy from the environment, TLS with the system roots, HTTP/2,
+// net/http's timeouts) and dial, instead of the SDK's shared transports.
+// For cos-internal hosts that replaces the SDK's DNS scatter (a random
+// address among the resolved ones): dial decides which address to use.
+// Idle connections are closed after a few seconds.
+//
+// WithDialContext and WithHTTPClient exclude each other: New fails when
+// both are given, because the caller's transport, not dial, would decide
+// where connections go. A caller that needs both puts its dial function
+// in its own http.Transport.
+func WithDialContext(dial DialFunc) Option {
+	return func(o *options) { o.dial = dial }
+}
+
+// newDialTransport returns a transport with net/http's default settings
+// (those of http.DefaultTransport) that connects through dial.
+func newDialTransport(dial DialFunc) *http.Transport {
+	return &http.Transport{
+		Proxy:                 http.ProxyFromEnvironment,
+		DialContext:           dial,
+		ForceAttemptHTTP2:     true,
+		MaxIdleConns:          100,
+		IdleConnTimeout:       dialIdleConnTimeout,
+		TLSHandshakeTimeout:   10 * time.Second,
+		ExpectContinueTimeout: 1 * time.Second,
+	}
+}
+
+// redirectPolicy returns the CheckRedirect of the Client's http.Client.
+// COS never redirects a read to another host, and following such a
+// redirect would send the signed request, security token included (the
+// signing transport signs every request it sends), wherever the answer
+// points. So a redirect that changes the scheme or the host (port
+// included) is never followed: the 3xx answer itself comes back and is
+// reported as ErrRedirect. Other redirects are left to next, the caller's
+// CheckRedirect, and not followed when it is nil (the SDK's default).
+func redirectPolicy(next func(*http.Request, []*http.Request) error) func(*http.Request, []*http.Request) error {
+	return func(req *http.Request, via []*http.Request) error {
+		first := via[0].URL
+		if next == nil || req.URL.Scheme != first.Scheme || req.URL.Host != first.Host {
+			return http.ErrUseLastResponse
+		}
+		return next(req, via)
+	}
+}
