@@ -171,6 +171,9 @@ var _ = Describe("HttpBackend controller", func() {
 		Entry("a wrong password", func(ns string) *backendsv1alpha1.HttpBackend {
 			Expect(k8sClient.Create(ctx, makeSecret("pw", ns, map[string]string{"password": "wrong"}))).To(Succeed())
 			return makeHttpBackend("b", ns, stateURL(ns)).basicAuth(stateUser, "pw", "").build()
+		}, "StateReachable", metav1.ConditionFalse, "Forbidden", "invalid auth"),
+		Entry("no credentials", func(ns string) *backendsv1alpha1.HttpBackend {
+			return makeHttpBackend("b", ns, stateURL(ns)).build()
 		}, "StateReachable", metav1.ConditionFalse, "Unauthorized", "requires auth"),
 		Entry("a server that refuses the request", func(ns string) *backendsv1alpha1.HttpBackend {
 			stateServer.InjectFault(stateserverFault("/state/"+ns, 403))

@@ -6,6 +6,7 @@
 //	stateserver [--listen 127.0.0.1:8080] [--data-dir DIR]
 //	            [--username NAME]  (password from STATESERVER_PASSWORD)
 //	            [--tls-cert FILE --tls-key FILE [--client-ca FILE]]
+//	            [--body-timeout 1m] [--idle-timeout 2m] [--shutdown-timeout 10s]
 //
 // States live at /state/<name>; point Terraform at it with
 //
@@ -17,8 +18,25 @@
 //	  }
 //	}
 //
-// The server logs one line per request to stderr and stops gracefully on
-// SIGINT or SIGTERM.
+// With --data-dir, uploads are streamed to a temporary file in the directory
+// and renamed into place once complete, and downloads are read from the
+// files: memory use stays small whatever the size of the states (up to
+// 128 MiB each), and a crash leaves the old or the new state, never a torn
+// one. Without it, states are kept in memory and lost on exit.
+//
+// With --username, requests without credentials get 401 (Terraform says
+// "requires auth") and requests with wrong ones 403 ("invalid auth"). Without
+// --username or --client-ca, on an address other than a loopback one, the
+// server prints a WARNING on stderr: anyone who can reach it can read and
+// overwrite every state.
+//
+// A request body that stops arriving, or a response that stops being read,
+// for --body-timeout is dropped; any progress restarts the wait, so a slow
+// but steady upload is never cut. Headers must arrive within 10s, and idle
+// keep-alive connections are closed after --idle-timeout.
+//
+// The server logs one line per request to stderr, and a warning naming the
+// holder for every force unlock; it stops gracefully on SIGINT or SIGTERM.
 package main
 
 import (

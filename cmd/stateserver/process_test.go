@@ -62,11 +62,31 @@ func serverBinary(t *testing.T) string {
 type serverProcess struct {
 	url  string      // scheme://127.0.0.1:port from its "listening on" line
 	logs *syncBuffer // its stderr
+	pid  int
+
+	cmd    *exec.Cmd
+	exited chan error // receives the exit status once
+	killed bool
+}
+
+// kill stops the process with SIGKILL, as a crash would, and waits for it to
+// exit. The end of the test then expects nothing more of it.
+func (p *serverProcess) kill(t *testing.T) {
+	t.Helper()
+	if err := p.cmd.Process.Kill(); err != nil {
+		t.Fatalf("killing stateserver: %v", err)
+	}
+	select {
+	case <-p.exited:
+	case <-time.After(30 * time.Second):
+		t.Fatal("stateserver still running 30s after SIGKILL")
+	}
+	p.killed = true
 }
 
 // startServerProcess runs the stateserver binary with args and env (on top of
 // PATH only) until the end of the test, then stops it with SIGTERM and checks
-// that it shuts down cleanly.
+// that it shuts down cleanly (unless the test killed it).
 func startServerProcess(t *testing.T, args []string, env ...string) *serverProcess {
 	t.Helper()
 	cmd := exec.Command(serverBinary(t), args...)
@@ -78,7 +98,7 @@ func startServerProcess(t *testing.T, args []string, env ...string) *serverProce
 	if err := cmd.Start(); err != nil {
 		t.Fatalf("starting stateserver: %v", err)
 	}
-	p := &serverProcess{logs: &syncBuffer{}}
+	p := &serverProcess{logs: &syncBuffer{}, pid: cmd.Process.Pid, cmd: cmd, exited: make(chan error, 1)}
 	copied := make(chan struct{})
 	go func() {
 		defer close(copied)
@@ -87,17 +107,19 @@ func startServerProcess(t *testing.T, args []string, env ...string) *serverProce
 			_, _ = p.logs.Write(append(s.Bytes(), '\n'))
 		}
 	}()
-	exited := make(chan error, 1)
 	go func() {
 		<-copied
-		exited <- cmd.Wait()
+		p.exited <- cmd.Wait()
 	}()
 	t.Cleanup(func() {
+		if p.killed {
+			return
+		}
 		if err := cmd.Process.Signal(syscall.SIGTERM); err != nil && !errors.Is(err, os.ErrProcessDone) {
 			t.Errorf("signalling stateserver: %v", err)
 		}
 		select {
-		case err := <-exited:
+		case err := <-p.exited:
 			if err != nil {
 				t.Errorf("stateserver exited with %v after SIGTERM; its log:\n%s", err, p.logs)
 			}

@@ -34,7 +34,22 @@ type config struct {
 	tlsKey          string
 	clientCA        string
 	shutdownTimeout time.Duration
+	bodyTimeout     time.Duration
+	idleTimeout     time.Duration
 }
+
+const (
+	// readHeaderTimeout bounds the reading of a request's headers.
+	readHeaderTimeout = 10 * time.Second
+	// defaultBodyTimeout is the default of --body-timeout: long enough for
+	// any pause of a working client on a slow link, short enough to let go
+	// of stalled ones.
+	defaultBodyTimeout = time.Minute
+	// defaultIdleTimeout is the default of --idle-timeout: longer than the
+	// 90s after which Go clients (Terraform, the operator) close idle
+	// connections themselves, so that they close first.
+	defaultIdleTimeout = 2 * time.Minute
+)
 
 // parseConfig reads the flags in args and the password from getenv, and
 // checks that they make sense together.
@@ -49,6 +64,10 @@ func parseConfig(args []string, getenv func(string) string, stderr io.Writer) (c
 	fs.StringVar(&cfg.tlsKey, "tls-key", "", "PEM private key file of --tls-cert")
 	fs.StringVar(&cfg.clientCA, "client-ca", "", "PEM CA bundle; require client certificates signed by it (mutual TLS, needs --tls-cert)")
 	fs.DurationVar(&cfg.shutdownTimeout, "shutdown-timeout", 10*time.Second, "how long a graceful shutdown waits for requests in flight")
+	fs.DurationVar(&cfg.bodyTimeout, "body-timeout", defaultBodyTimeout,
+		"how long a request body may stop arriving, or a response stop being read, before the connection is closed; "+
+			"every transfer restarts it, so slow but steady uploads of large states are not cut")
+	fs.DurationVar(&cfg.idleTimeout, "idle-timeout", defaultIdleTimeout, "how long an idle keep-alive connection is kept open")
 	if err := fs.Parse(args); err != nil {
 		if errors.Is(err, flag.ErrHelp) {
 			return config{}, err
@@ -70,6 +89,10 @@ func parseConfig(args []string, getenv func(string) string, stderr io.Writer) (c
 		return config{}, fmt.Errorf("%w: --client-ca needs --tls-cert and --tls-key", errUsage)
 	case cfg.shutdownTimeout <= 0:
 		return config{}, fmt.Errorf("%w: --shutdown-timeout must be positive", errUsage)
+	case cfg.bodyTimeout <= 0:
+		return config{}, fmt.Errorf("%w: --body-timeout must be positive", errUsage)
+	case cfg.idleTimeout <= 0:
+		return config{}, fmt.Errorf("%w: --idle-timeout must be positive", errUsage)
 	}
 	return cfg, nil
 }
@@ -144,10 +167,16 @@ func run(ctx context.Context, args []string, getenv func(string) string, stderr 
 	if err != nil {
 		return fmt.Errorf("listening: %w", err)
 	}
+	if cfg.username == "" && cfg.clientCA == "" && !isLoopback(ln.Addr()) {
+		fmt.Fprintf(stderr, "WARNING: anyone who can reach %s can read and overwrite every state: "+
+			"no client is authenticated (set --username with $%s, or --client-ca), "+
+			"and the address is not a loopback one\n", ln.Addr(), passwordEnv)
+	}
 	srv := &http.Server{
-		Handler:           stateserver.New(store, opts...),
+		Handler:           progressDeadlines{next: stateserver.New(store, opts...), timeout: cfg.bodyTimeout},
 		TLSConfig:         tlsConfig,
-		ReadHeaderTimeout: 10 * time.Second,
+		ReadHeaderTimeout: readHeaderTimeout,
+		IdleTimeout:       cfg.idleTimeout,
 		ErrorLog:          slog.NewLogLogger(logger.Handler(), slog.LevelWarn),
 	}
 	scheme := "http"
@@ -186,6 +215,13 @@ func run(ctx context.Context, args []string, getenv func(string) string, stderr 
 	}
 	logger.Info("stopped")
 	return nil
+}
+
+// isLoopback reports whether addr is a loopback address; the unspecified
+// address (all interfaces) is not.
+func isLoopback(addr net.Addr) bool {
+	tcp, ok := addr.(*net.TCPAddr)
+	return ok && tcp.IP.IsLoopback()
 }
 
 func storeKind(dataDir string) string {

@@ -82,6 +82,12 @@ func TestConfigErrors(t *testing.T) {
 		"zero shutdown timeout": {
 			args: []string{"--shutdown-timeout", "0s"}, wantUsage: true, wantErr: "--shutdown-timeout must be positive",
 		},
+		"zero body timeout": {
+			args: []string{"--body-timeout", "0s"}, wantUsage: true, wantErr: "--body-timeout must be positive",
+		},
+		"negative idle timeout": {
+			args: []string{"--idle-timeout", "-1s"}, wantUsage: true, wantErr: "--idle-timeout must be positive",
+		},
 		"data dir is a file": {
 			args: []string{"--data-dir", notADir, "--listen", "127.0.0.1:0"}, wantErr: "opening the data directory",
 		},
@@ -121,7 +127,7 @@ func TestHelp(t *testing.T) {
 	if !errors.Is(err, flag.ErrHelp) {
 		t.Errorf("error = %v, want flag.ErrHelp", err)
 	}
-	for _, f := range []string{"-listen", "-data-dir", "-username", "-tls-cert", "-tls-key", "-client-ca", "STATESERVER_PASSWORD"} {
+	for _, f := range []string{"-listen", "-data-dir", "-username", "-tls-cert", "-tls-key", "-client-ca", "-body-timeout", "-idle-timeout", "STATESERVER_PASSWORD"} {
 		if !strings.Contains(out.String(), f) {
 			t.Errorf("usage does not mention %s:\n%s", f, out.String())
 		}
@@ -185,8 +191,8 @@ func TestRunBasicAuth(t *testing.T) {
 		t.Errorf("without credentials: status %d, want 401", status)
 	}
 	c.user, c.pass = "terraform", "wrong"
-	if status, _ := c.do(http.MethodGet, "/state/x", nil); status != http.StatusUnauthorized {
-		t.Errorf("with a wrong password: status %d, want 401", status)
+	if status, _ := c.do(http.MethodGet, "/state/x", nil); status != http.StatusForbidden {
+		t.Errorf("with a wrong password: status %d, want 403", status)
 	}
 	c.pass = password
 	if status, _ := c.do(http.MethodGet, "/state/x", nil); status != http.StatusNotFound {
@@ -276,4 +282,55 @@ func TestRunTLS(t *testing.T) {
 			})
 		}
 	})
+}
+
+// TestOpenServerWarning checks the WARNING printed when nothing
+// authenticates the clients of a server reachable from other hosts.
+func TestOpenServerWarning(t *testing.T) {
+	pki := newTestPKI(t)
+	const warning = "WARNING: anyone who can reach"
+	cases := map[string]struct {
+		args        []string
+		env         map[string]string
+		wantWarning bool
+	}{
+		"loopback without a username": {
+			args: []string{"--listen", "127.0.0.1:0"},
+		},
+		"localhost without a username": {
+			args: []string{"--listen", "localhost:0"},
+		},
+		"all interfaces without a username": {
+			args: []string{"--listen", "0.0.0.0:0"}, wantWarning: true,
+		},
+		"all interfaces with TLS but no client certificates": {
+			args:        []string{"--listen", "0.0.0.0:0", "--tls-cert", pki.serverCertFile, "--tls-key", pki.serverKeyFile},
+			wantWarning: true,
+		},
+		"all interfaces with a username": {
+			args: []string{"--listen", "0.0.0.0:0", "--username", "terraform"},
+			env:  map[string]string{"STATESERVER_PASSWORD": "pw"},
+		},
+		"all interfaces with client certificates": {
+			args: []string{"--listen", "0.0.0.0:0", "--tls-cert", pki.serverCertFile, "--tls-key", pki.serverKeyFile, "--client-ca", pki.caFile},
+		},
+	}
+	for name, tc := range cases {
+		t.Run(name, func(t *testing.T) {
+			_, logs, stop := runInProcess(t, tc.args, tc.env)
+			if err := stop(); err != nil {
+				t.Fatal(err)
+			}
+			got := linesWith(logs.String(), warning)
+			if !tc.wantWarning {
+				if len(got) != 0 {
+					t.Errorf("unexpected warning: %q", got)
+				}
+				return
+			}
+			if len(got) != 1 || !strings.HasPrefix(got[0], "WARNING: ") || !strings.Contains(got[0], "can read and overwrite every state") {
+				t.Errorf("warning lines %q, want one line starting with WARNING: that says anyone can read and overwrite every state; log:\n%s", got, logs)
+			}
+		})
+	}
 }

@@ -112,27 +112,27 @@ func TestTerraformCLI(t *testing.T) {
 		serverEnv  []string
 		tfEnv      []string
 		client     func(c *directClient)
-		// refusedEnv is an environment terraform must fail with; its output
-		// must then contain refusedWith, and the server log refusedLog.
-		refusedEnv  []string
-		refusedWith string
-		refusedLog  string
+		// refusals are environments terraform must fail with.
+		refusals map[string]refusal
 	}{
 		"plain HTTP": {},
 		"basic auth": {
-			serverArgs:  []string{"--username", "terraform"},
-			serverEnv:   []string{"STATESERVER_PASSWORD=" + password},
-			tfEnv:       []string{"TF_HTTP_USERNAME=terraform", "TF_HTTP_PASSWORD=" + password},
-			client:      func(c *directClient) { c.user, c.pass = "terraform", password },
-			refusedEnv:  []string{"TF_HTTP_USERNAME=terraform", "TF_HTTP_PASSWORD=wrong"},
-			refusedWith: "requires auth",
+			serverArgs: []string{"--username", "terraform"},
+			serverEnv:  []string{"STATESERVER_PASSWORD=" + password},
+			tfEnv:      []string{"TF_HTTP_USERNAME=terraform", "TF_HTTP_PASSWORD=" + password},
+			client:     func(c *directClient) { c.user, c.pass = "terraform", password },
+			refusals: map[string]refusal{
+				"wrong password": {env: []string{"TF_HTTP_USERNAME=terraform", "TF_HTTP_PASSWORD=wrong"}, with: "invalid auth"},
+				"no credentials": {with: "requires auth"},
+			},
 		},
 		"TLS": {
-			serverArgs:  []string{"--tls-cert", pki.serverCertFile, "--tls-key", pki.serverKeyFile},
-			tfEnv:       []string{"TF_HTTP_CLIENT_CA_CERTIFICATE_PEM=" + pki.caPEM},
-			client:      func(c *directClient) { setTLS(c, pki.clientTLS(nil)) },
-			refusedEnv:  []string{"TF_HTTP_RETRY_MAX=0"},
-			refusedWith: "certificate",
+			serverArgs: []string{"--tls-cert", pki.serverCertFile, "--tls-key", pki.serverKeyFile},
+			tfEnv:      []string{"TF_HTTP_CLIENT_CA_CERTIFICATE_PEM=" + pki.caPEM},
+			client:     func(c *directClient) { setTLS(c, pki.clientTLS(nil)) },
+			refusals: map[string]refusal{
+				"unknown CA": {env: []string{"TF_HTTP_RETRY_MAX=0"}, with: "certificate"},
+			},
 		},
 		"mutual TLS": {
 			serverArgs: []string{"--tls-cert", pki.serverCertFile, "--tls-key", pki.serverKeyFile, "--client-ca", pki.caFile},
@@ -141,12 +141,17 @@ func TestTerraformCLI(t *testing.T) {
 				"TF_HTTP_CLIENT_CERTIFICATE_PEM=" + pki.clientCertPEM,
 				"TF_HTTP_CLIENT_PRIVATE_KEY_PEM=" + pki.clientKeyPEM,
 			},
-			client:     func(c *directClient) { setTLS(c, pki.clientTLS(&pki.clientCert)) },
-			refusedEnv: []string{"TF_HTTP_CLIENT_CA_CERTIFICATE_PEM=" + pki.caPEM, "TF_HTTP_RETRY_MAX=0"},
-			// With TLS 1.3 the client learns of the refusal after its side of
-			// the handshake, so its error varies ("certificate required",
-			// "http2: client conn could not be established", ...).
-			refusedLog: "client didn't provide a certificate",
+			client: func(c *directClient) { setTLS(c, pki.clientTLS(&pki.clientCert)) },
+			refusals: map[string]refusal{
+				// With TLS 1.3 the client learns of the refusal after its side
+				// of the handshake, so its error varies ("certificate
+				// required", "http2: client conn could not be established",
+				// ...).
+				"no client certificate": {
+					env: []string{"TF_HTTP_CLIENT_CA_CERTIFICATE_PEM=" + pki.caPEM, "TF_HTTP_RETRY_MAX=0"},
+					log: "client didn't provide a certificate",
+				},
+			},
 		},
 	}
 	for name, tc := range cases {
@@ -167,9 +172,9 @@ func TestTerraformCLI(t *testing.T) {
 			if _, err := os.Stat(filepath.Join(dataDir, "stack-a.tfstate")); err != nil {
 				t.Errorf("state file in the data directory: %v", err)
 			}
-			if tc.refusedEnv != nil {
-				t.Run("refused without valid credentials", func(t *testing.T) {
-					w := newWorkdir(t, srv.url+"/state/stack-b", tc.refusedEnv...)
+			for name, r := range tc.refusals {
+				t.Run("refused: "+name, func(t *testing.T) {
+					w := newWorkdir(t, srv.url+"/state/stack-b", r.env...)
 					out, initErr := w.Run(t, "init", "-input=false", "-no-color")
 					if initErr == nil {
 						var err error
@@ -177,16 +182,23 @@ func TestTerraformCLI(t *testing.T) {
 							t.Fatalf("terraform init and apply succeeded, want a failure:\n%s", out)
 						}
 					}
-					if !strings.Contains(out, tc.refusedWith) {
-						t.Errorf("terraform output does not mention %q:\n%s", tc.refusedWith, out)
+					if !strings.Contains(out, r.with) {
+						t.Errorf("terraform output does not mention %q:\n%s", r.with, out)
 					}
-					if !strings.Contains(srv.logs.String(), tc.refusedLog) {
-						t.Errorf("server log does not mention %q", tc.refusedLog)
+					if !strings.Contains(srv.logs.String(), r.log) {
+						t.Errorf("server log does not mention %q", r.log)
 					}
 				})
 			}
 		})
 	}
+}
+
+// refusal is an environment terraform must fail with: its output must then
+// contain with, and the server log must contain log.
+type refusal struct {
+	env       []string
+	with, log string
 }
 
 func setTLS(c *directClient, cfg *tls.Config) {

@@ -129,8 +129,8 @@ func TestReferenceLifecycle(t *testing.T) {
 
 			bad := cfg
 			bad.Password = "wrong"
-			if _, err := mustNew(t, bad).Fetch(ctx); !errors.Is(err, ErrUnauthorized) {
-				t.Errorf("Fetch() with a wrong password = %v, want ErrUnauthorized", err)
+			if _, err := mustNew(t, bad).Fetch(ctx); !errors.Is(err, ErrForbidden) {
+				t.Errorf("Fetch() with a wrong password = %v, want ErrForbidden", err)
 			}
 		})
 	}

@@ -3,44 +3,29 @@ package stateserver
 import (
 	"errors"
 	"fmt"
+	"io"
 	"io/fs"
 	"os"
 	"path/filepath"
-	"strings"
-	"sync"
 )
-
-const (
-	// stateSuffix and lockSuffix end the file names of a state document and
-	// of its lock. Encoded names never contain them ambiguously: a state file
-	// always ends in stateSuffix and a lock file in lockSuffix.
-	stateSuffix = ".tfstate"
-	lockSuffix  = ".tflock"
-	// tempPrefix starts the name of every temporary file. Encoded names never
-	// start with a dot, so temporary files cannot collide with stored ones.
-	tempPrefix = ".tmp-"
-	// maxFileNameBytes keeps encoded names below the usual 255-byte limit of
-	// file systems, with room for the suffixes.
-	maxFileNameBytes = 240
-)
-
-// renameFile is os.Rename, replaced by tests to simulate a failure between
-// writing the temporary file and putting it in place.
-var renameFile = os.Rename
 
 // DirStore is a [Store] that keeps one file per state document and one per
 // lock in a directory, so that state and locks survive restarts.
 //
-// Every change is written to a temporary file in the same directory, synced,
-// renamed over the old file and followed by a sync of the directory: a crash
-// leaves either the old or the new content, never a torn file. Updates of one
-// name are serialized; different names proceed in parallel. Only one process
-// may use a directory at a time.
+// A new state document is streamed into a temporary file in the same
+// directory (Stage) and synced; installing it renames it over the old file
+// and syncs the directory. Locks are written the same way. A crash therefore
+// leaves either the old or the new content, never a torn file, and the
+// temporary files it leaves behind are removed by the next [NewDirStore].
+// Documents are read from their files: memory use does not depend on the
+// size of the states.
+//
+// Operations on one name are serialized; different names proceed in
+// parallel, and uploads are staged before the name is locked. Only one
+// process may use a directory at a time.
 type DirStore struct {
-	dir string
-
-	mu    sync.Mutex
-	names map[string]*sync.Mutex
+	dir   string
+	names nameLocks
 }
 
 var _ Store = (*DirStore)(nil)
@@ -68,21 +53,44 @@ func NewDirStore(dir string) (*DirStore, error) {
 			return nil, fmt.Errorf("dir store: remove leftover temporary file: %w", err)
 		}
 	}
-	return &DirStore{dir: abs, names: map[string]*sync.Mutex{}}, nil
+	return &DirStore{dir: abs}, nil
 }
 
 // Dir returns the absolute path of the directory the store writes to.
 func (d *DirStore) Dir() string { return d.dir }
 
-// Load implements [Store].
+// Load implements [Store]. The State it returns holds its file open, so it
+// keeps its content even when an update replaces the file.
 func (d *DirStore) Load(name string) (Record, error) {
 	base, err := encodeName(name)
 	if err != nil {
 		return Record{}, err
 	}
-	unlock := d.lockName(name)
+	unlock := d.names.lock(name)
 	defer unlock()
-	return d.read(base)
+	return d.open(base)
+}
+
+// Stage implements [Store]: it copies r into a new temporary file of the
+// directory and syncs it.
+func (d *DirStore) Stage(r io.Reader) (_ Document, err error) {
+	f, err := os.CreateTemp(d.dir, tempPrefix+"*")
+	if err != nil {
+		return nil, fmt.Errorf("dir store: create temporary file: %w", err)
+	}
+	doc := &fileDocument{owner: d, file: f, staged: true}
+	defer func() {
+		if err != nil {
+			_ = doc.Close()
+		}
+	}()
+	if doc.size, err = io.Copy(f, r); err != nil {
+		return nil, fmt.Errorf("dir store: stage a state: %w", err)
+	}
+	if err := f.Sync(); err != nil {
+		return nil, fmt.Errorf("dir store: sync temporary file: %w", err)
+	}
+	return doc, nil
 }
 
 // Update implements [Store].
@@ -91,19 +99,22 @@ func (d *DirStore) Update(name string, fn func(*Record) error) error {
 	if err != nil {
 		return err
 	}
-	unlock := d.lockName(name)
+	unlock := d.names.lock(name)
 	defer unlock()
 
-	old, err := d.read(base)
+	old, err := d.open(base)
 	if err != nil {
 		return err
 	}
-	rec := old.clone()
+	if old.State != nil {
+		defer old.State.Close()
+	}
+	rec := Record{State: old.State, Lock: cloneBytes(old.Lock)}
 	if err := fn(&rec); err != nil {
 		return err
 	}
-	if !sameBytes(old.State, rec.State) {
-		if err := d.writeOrRemove(base+stateSuffix, rec.State); err != nil {
+	if rec.State != old.State {
+		if err := d.install(base+stateSuffix, rec.State); err != nil {
 			return fmt.Errorf("dir store: state %q: %w", name, err)
 		}
 	}
@@ -115,130 +126,73 @@ func (d *DirStore) Update(name string, fn func(*Record) error) error {
 	return nil
 }
 
-// lockName takes the mutex of one name and returns its release. Mutexes are
-// kept for the life of the store: their number is bounded by the names used.
-func (d *DirStore) lockName(name string) func() {
-	d.mu.Lock()
-	m, ok := d.names[name]
-	if !ok {
-		m = &sync.Mutex{}
-		d.names[name] = m
-	}
-	d.mu.Unlock()
-	m.Lock()
-	return m.Unlock
-}
-
-func (d *DirStore) read(base string) (Record, error) {
-	state, err := d.readFile(base + stateSuffix)
-	if err != nil {
-		return Record{}, err
-	}
+// open returns the record stored under base, with its state file open.
+func (d *DirStore) open(base string) (Record, error) {
 	lock, err := d.readFile(base + lockSuffix)
 	if err != nil {
 		return Record{}, err
 	}
-	return Record{State: state, Lock: lock}, nil
-}
-
-// readFile returns the content of file, nil when it does not exist, and an
-// empty non-nil slice when it exists and is empty.
-func (d *DirStore) readFile(file string) ([]byte, error) {
-	b, err := os.ReadFile(filepath.Join(d.dir, file))
+	f, err := os.Open(filepath.Join(d.dir, base+stateSuffix))
 	if errors.Is(err, fs.ErrNotExist) {
-		return nil, nil
+		return Record{Lock: lock}, nil
 	}
 	if err != nil {
-		return nil, fmt.Errorf("dir store: %w", err)
+		return Record{}, fmt.Errorf("dir store: %w", err)
 	}
-	if b == nil {
-		b = []byte{}
-	}
-	return b, nil
-}
-
-// writeOrRemove replaces file with data atomically, or removes it when data
-// is nil.
-func (d *DirStore) writeOrRemove(file string, data []byte) error {
-	if data == nil {
-		err := os.Remove(filepath.Join(d.dir, file))
-		if errors.Is(err, fs.ErrNotExist) {
-			return nil
-		}
-		if err != nil {
-			return fmt.Errorf("remove: %w", err)
-		}
-		return syncDir(d.dir)
-	}
-	return writeFileAtomic(d.dir, file, data)
-}
-
-// writeFileAtomic writes data to a temporary file in dir, syncs it, renames it
-// to file and syncs dir, so that readers and crashes see either the old or the
-// new content. The file gets mode 0600: states can hold secrets.
-func writeFileAtomic(dir, file string, data []byte) (err error) {
-	tmp, err := os.CreateTemp(dir, tempPrefix+"*")
+	info, err := f.Stat()
 	if err != nil {
-		return fmt.Errorf("create temporary file: %w", err)
+		_ = f.Close()
+		return Record{}, fmt.Errorf("dir store: %w", err)
 	}
-	defer func() {
-		if err != nil {
-			_ = tmp.Close()
-			_ = os.Remove(tmp.Name())
-		}
-	}()
-	if _, err := tmp.Write(data); err != nil {
-		return fmt.Errorf("write temporary file: %w", err)
+	return Record{State: &fileDocument{owner: d, file: f, size: info.Size()}, Lock: lock}, nil
+}
+
+// install puts doc, staged by this store, in place as file, or removes file
+// when doc is nil.
+func (d *DirStore) install(file string, doc Document) error {
+	if doc == nil {
+		return d.writeOrRemove(file, nil)
 	}
-	if err := tmp.Sync(); err != nil {
-		return fmt.Errorf("sync temporary file: %w", err)
+	staged, ok := doc.(*fileDocument)
+	if !ok || staged.owner != d || !staged.staged {
+		return errForeignDocument
 	}
-	if err := tmp.Close(); err != nil {
-		return fmt.Errorf("close temporary file: %w", err)
-	}
-	if err := renameFile(tmp.Name(), filepath.Join(dir, file)); err != nil {
+	if err := renameFile(staged.file.Name(), filepath.Join(d.dir, file)); err != nil {
 		return fmt.Errorf("rename temporary file: %w", err)
 	}
-	return syncDir(dir)
+	staged.staged = false
+	return syncDir(d.dir)
 }
 
-// syncDir makes a rename or removal in dir durable.
-func syncDir(dir string) error {
-	f, err := os.Open(dir)
-	if err != nil {
-		return fmt.Errorf("open directory: %w", err)
-	}
-	defer f.Close()
-	if err := f.Sync(); err != nil {
-		return fmt.Errorf("sync directory: %w", err)
-	}
-	return nil
+// fileDocument is a Document read from an open file: a stored state, or a
+// staged one still in its temporary file.
+type fileDocument struct {
+	owner *DirStore
+	file  *os.File
+	size  int64
+	// staged is true while file is a temporary file not yet installed: Close
+	// then removes it.
+	staged bool
 }
 
-// encodeName maps a state name to a file name base: ASCII letters, digits,
-// '-', '_' and non-leading '.' are kept, every other byte becomes %XX. The
-// result never starts with a dot and never contains a path separator.
-func encodeName(name string) (string, error) {
-	if err := validateName(name); err != nil {
-		return "", err
-	}
-	const hex = "0123456789ABCDEF"
-	var b strings.Builder
-	for i := 0; i < len(name); i++ {
-		c := name[i]
-		switch {
-		case 'a' <= c && c <= 'z', 'A' <= c && c <= 'Z', '0' <= c && c <= '9', c == '-', c == '_':
-			b.WriteByte(c)
-		case c == '.' && i > 0:
-			b.WriteByte(c)
-		default:
-			b.WriteByte('%')
-			b.WriteByte(hex[c>>4])
-			b.WriteByte(hex[c&0xF])
+// ReadAt implements [io.ReaderAt].
+func (f *fileDocument) ReadAt(p []byte, off int64) (int, error) { return f.file.ReadAt(p, off) }
+
+// Size implements [Document].
+func (f *fileDocument) Size() int64 { return f.size }
+
+// Close implements [Document]: it closes the file, and removes it when it
+// was staged and never installed.
+func (f *fileDocument) Close() error {
+	err := f.file.Close()
+	if f.staged {
+		f.staged = false
+		if rerr := os.Remove(f.file.Name()); rerr != nil && !errors.Is(rerr, fs.ErrNotExist) {
+			err = errors.Join(err, rerr)
 		}
 	}
-	if b.Len() > maxFileNameBytes {
-		return "", fmt.Errorf("%w: %d bytes once encoded, at most %d", ErrInvalidName, b.Len(), maxFileNameBytes)
+	if err != nil {
+		return fmt.Errorf("dir store: %w", err)
 	}
-	return b.String(), nil
+	return nil
 }

@@ -126,16 +126,12 @@ func TestDirStoreAtomicWrite(t *testing.T) {
 	if diff := cmp.Diff(map[string]string{"x.tfstate": "old"}, dirFiles(t, dir)); diff != "" {
 		t.Errorf("files after start (-want +got):\n%s", diff)
 	}
-	rec, err := s.Load("x")
-	if err != nil {
-		t.Fatal(err)
-	}
-	if string(rec.State) != "old" {
-		t.Errorf("state = %q, want the intact old state", rec.State)
+	if got := load(t, s, "x").State; string(got) != "old" {
+		t.Errorf("state = %q, want the intact old state", got)
 	}
 
 	// A write that fails between the temporary file and the rename
-	// leaves neither a temporary file nor a change.
+	// changes nothing, and leaves no temporary file once discarded.
 	var renamed []string
 	renameFile = func(from, to string) error {
 		renamed = append(renamed, filepath.Dir(from), filepath.Base(to))
@@ -145,12 +141,20 @@ func TestDirStoreAtomicWrite(t *testing.T) {
 		return errors.New("simulated crash")
 	}
 	t.Cleanup(func() { renameFile = os.Rename })
-	err = s.Update("x", func(r *Record) error { r.State = []byte("new"); return nil })
+	doc := stage(t, s, []byte("new"))
+	err = s.Update("x", func(r *Record) error { r.State = doc; return nil })
 	if err == nil {
 		t.Fatal("Update succeeded, want the simulated failure")
 	}
 	if diff := cmp.Diff([]string{dir, "x.tfstate"}, renamed); diff != "" {
 		t.Errorf("rename from (directory) and to (-want +got):\n%s", diff)
+	}
+	if got := load(t, s, "x").State; string(got) != "old" {
+		t.Errorf("state = %q after a failed write, want the old state", got)
+	}
+	// The staged document is discarded when closed, as the server does.
+	if err := doc.Close(); err != nil {
+		t.Fatal(err)
 	}
 	if diff := cmp.Diff(map[string]string{"x.tfstate": "old"}, dirFiles(t, dir)); diff != "" {
 		t.Errorf("files after a failed write (-want +got):\n%s", diff)
@@ -158,7 +162,8 @@ func TestDirStoreAtomicWrite(t *testing.T) {
 	renameFile = os.Rename
 
 	big := []byte(strings.Repeat("x", 1<<20))
-	if err := s.Update("x", func(r *Record) error { r.State = big; return nil }); err != nil {
+	bigDoc := stage(t, s, big)
+	if err := s.Update("x", func(r *Record) error { r.State = bigDoc; return nil }); err != nil {
 		t.Fatal(err)
 	}
 	got, err := os.ReadFile(filepath.Join(dir, "x.tfstate"))

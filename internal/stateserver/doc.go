@@ -8,19 +8,30 @@
 //   - per-name locks through LOCK and UNLOCK on /state/<name>, or POST and
 //     DELETE on /state/<name>/lock for clients configured with other lock
 //     methods;
-//   - updates refused with 423 while a lock is held, unless they carry the
-//     holder's ID query parameter;
+//   - updates and deletes refused with 423 and the holder's LockInfo while a
+//     lock is held, unless they carry the holder's ID query parameter
+//     (Terraform never deletes an http state, so nothing legitimate is
+//     refused);
 //   - force unlock through an UNLOCK with an empty body (what
-//     `terraform force-unlock` sends);
-//   - Content-MD5 validation, optional basic auth and per-request logging.
+//     `terraform force-unlock` sends), logged as a warning naming the
+//     holder it released (its ID and Who);
+//   - Content-MD5 validation, bodies bounded (128 MiB for a state, 64 KiB
+//     for a LockInfo, else 413), optional basic auth (401 with a challenge
+//     for missing credentials, 403 for wrong ones) and per-request logging.
 //
 // State and locks live in a [Store]: [NewMemoryStore] for tests, or
 // [NewDirStore] which writes every change atomically to a directory and so
-// survives restarts and crashes.
+// survives restarts and crashes. A new state is streamed into the store
+// (into a temporary file of the directory store), its size and Content-MD5
+// checked as it arrives, and installed only once complete and allowed by the
+// lock; GETs are served from the stored document. With the directory store
+// the server's memory does not grow with the size of the states, nor with
+// the number of names asked for.
 //
 // Tests of other packages can make the server misbehave on purpose through
 // [Server.InjectFault] and count the requests it received with
-// [Server.Requests]:
+// [Server.Requests] (counting starts with the first fault, or at once with
+// [WithRequestCounting]):
 //
 //	srv := stateserver.New(stateserver.NewMemoryStore())
 //	ts := httptest.NewServer(srv)
@@ -28,4 +39,7 @@
 //	srv.InjectFault(stateserver.Fault{Method: http.MethodGet, Status: http.StatusServiceUnavailable, Times: 2})
 //	// ... the client under test retries ...
 //	if got := srv.Requests(http.MethodGet, "/state/x"); got != 3 { ... }
+//
+// The server sets no timeouts of its own: the stateserver command bounds
+// stalled bodies and idle connections around it.
 package stateserver

@@ -55,12 +55,16 @@ type Fault struct {
 type faultSet struct {
 	mu     sync.Mutex
 	faults []*Fault
-	counts map[requestKey]int
+	// counting is set by the first InjectFault or by WithRequestCounting;
+	// until then counts stays empty, whatever the paths requested.
+	counting bool
+	counts   map[requestKey]int
 }
 
 type requestKey struct{ method, path string }
 
-// InjectFault adds f after the faults already injected. It is safe to call
+// InjectFault adds f after the faults already injected, and starts the
+// counters of [Server.Requests] if they were not running. It is safe to call
 // while requests are being served. Intended for tests.
 func (s *Server) InjectFault(f Fault) {
 	f.Header = f.Header.Clone()
@@ -68,6 +72,7 @@ func (s *Server) InjectFault(f Fault) {
 	s.faults.mu.Lock()
 	defer s.faults.mu.Unlock()
 	s.faults.faults = append(s.faults.faults, &f)
+	s.faults.counting = true
 }
 
 // ClearFaults removes every injected fault; requests already waiting on a
@@ -82,6 +87,10 @@ func (s *Server) ClearFaults() {
 // and URL path (no query), whatever their outcome: faulted, refused by
 // authentication or served. An empty method or path matches any. Intended
 // for tests, for instance to count the attempts of a retrying client.
+//
+// Requests are counted from the first [Server.InjectFault] on, or from the
+// start with [WithRequestCounting]: a server that is never given a fault,
+// such as the stateserver binary, keeps no counter for the names it serves.
 func (s *Server) Requests(method, path string) int {
 	s.faults.mu.Lock()
 	defer s.faults.mu.Unlock()
@@ -107,7 +116,9 @@ func (s *Server) ResetRequests() {
 func (fs *faultSet) arrive(r *http.Request) (Fault, bool) {
 	fs.mu.Lock()
 	defer fs.mu.Unlock()
-	fs.counts[requestKey{r.Method, r.URL.Path}]++
+	if fs.counting {
+		fs.counts[requestKey{r.Method, r.URL.Path}]++
+	}
 	for i, f := range fs.faults {
 		if (f.Method != "" && f.Method != r.Method) || (f.Path != "" && f.Path != r.URL.Path) {
 			continue

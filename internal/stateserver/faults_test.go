@@ -4,6 +4,7 @@ import (
 	"context"
 	"net/http"
 	"net/http/httptest"
+	"strconv"
 	"strings"
 	"testing"
 	"time"
@@ -95,9 +96,7 @@ func TestFaultAnswers(t *testing.T) {
 		t.Run(name, func(t *testing.T) {
 			t.Parallel()
 			store := NewMemoryStore()
-			if err := store.Update("x", func(r *Record) error { r.State = state; return nil }); err != nil {
-				t.Fatal(err)
-			}
+			put(t, store, "x", stored{State: state})
 			srv := New(store, tc.opts...)
 			for _, f := range tc.faults {
 				srv.InjectFault(f)
@@ -279,5 +278,38 @@ func TestFaultDropHTTP2(t *testing.T) {
 	got, _ := send(t, ts.Client(), http.MethodGet, ts.URL+"/state/x", nil, nil)
 	if got.Status != http.StatusNotFound {
 		t.Errorf("GET after the drop: %d, want 404", got.Status)
+	}
+}
+
+// TestRequestCountingStart checks when Requests starts counting: never
+// without faults (so that serving many names keeps no counters), from the
+// first injected fault, or from the start with WithRequestCounting.
+func TestRequestCountingStart(t *testing.T) {
+	cases := map[string]struct {
+		opts        []Option
+		injectAfter int // inject a fault that never matches after this many requests; -1 never
+		want        int
+	}{
+		"no fault":                        {injectAfter: -1, want: 0},
+		"counting from the first fault":   {injectAfter: 2, want: 3},
+		"counting from the start":         {opts: []Option{WithRequestCounting()}, injectAfter: -1, want: 5},
+		"counting from the start, faults": {opts: []Option{WithRequestCounting()}, injectAfter: 2, want: 5},
+	}
+	for name, tc := range cases {
+		t.Run(name, func(t *testing.T) {
+			srv := New(NewMemoryStore(), tc.opts...)
+			for i := range 5 {
+				if i == tc.injectAfter {
+					srv.InjectFault(Fault{Path: "/never", Status: http.StatusTeapot})
+				}
+				serveDirect(srv, http.MethodGet, "/state/n"+strconv.Itoa(i), nil, nil)
+			}
+			if got := srv.Requests("", ""); got != tc.want {
+				t.Errorf("Requests = %d, want %d", got, tc.want)
+			}
+			if got := len(srv.faults.counts); got != tc.want {
+				t.Errorf("%d counters, want %d", got, tc.want)
+			}
+		})
 	}
 }

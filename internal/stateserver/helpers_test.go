@@ -68,3 +68,63 @@ func send(t *testing.T, client *http.Client, method, url string, body []byte, he
 	}
 	return response{Status: resp.StatusCode, Body: string(b)}, resp.Header
 }
+
+// stored is a record with its state read into memory, for seeding stores and
+// comparing what they hold.
+type stored struct {
+	State []byte // nil: no state; empty: an empty document
+	Lock  []byte
+}
+
+// stage stages b in s and closes the Document at the end of the test.
+func stage(t *testing.T, s Store, b []byte) Document {
+	t.Helper()
+	doc, err := s.Stage(bytes.NewReader(b))
+	if err != nil {
+		t.Fatalf("Stage: %v", err)
+	}
+	t.Cleanup(func() { _ = doc.Close() })
+	return doc
+}
+
+// put makes want the record of name in s.
+func put(t *testing.T, s Store, name string, want stored) {
+	t.Helper()
+	var doc Document
+	if want.State != nil {
+		doc = stage(t, s, want.State)
+	}
+	if err := s.Update(name, func(r *Record) error {
+		r.State, r.Lock = doc, want.Lock
+		return nil
+	}); err != nil {
+		t.Fatalf("Update(%q): %v", name, err)
+	}
+}
+
+// load returns the record of name in s.
+func load(t *testing.T, s Store, name string) stored {
+	t.Helper()
+	rec, err := s.Load(name)
+	if err != nil {
+		t.Fatalf("Load(%q): %v", name, err)
+	}
+	got := stored{Lock: rec.Lock}
+	if rec.State != nil {
+		got.State = readDocument(t, rec.State)
+		if err := rec.State.Close(); err != nil {
+			t.Errorf("closing the state of %q: %v", name, err)
+		}
+	}
+	return got
+}
+
+// readDocument returns the whole content of doc.
+func readDocument(t *testing.T, doc Document) []byte {
+	t.Helper()
+	b, err := io.ReadAll(io.NewSectionReader(doc, 0, doc.Size()))
+	if err != nil {
+		t.Fatalf("reading a document: %v", err)
+	}
+	return b
+}

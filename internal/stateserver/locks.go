@@ -3,6 +3,7 @@ package stateserver
 import (
 	"bytes"
 	"encoding/json"
+	"log/slog"
 	"net/http"
 )
 
@@ -22,11 +23,36 @@ func holderID(lock []byte) (id string, ok bool) {
 	return info.ID, true
 }
 
+// holderWho returns the Who of a stored LockInfo (who took the lock, such as
+// user@host), or "" when it cannot be read.
+func holderWho(lock []byte) string {
+	var info struct {
+		Who json.RawMessage `json:"Who"`
+	}
+	var who string
+	if json.Unmarshal(lock, &info) != nil || json.Unmarshal(info.Who, &who) != nil {
+		return ""
+	}
+	return who
+}
+
+// requireHolder refuses, with 423 and the holder's LockInfo, a change to a
+// locked state by a request whose ID query parameter is not the holder's.
+func requireHolder(lock []byte, id string) error {
+	if lock == nil {
+		return nil
+	}
+	if holder, ok := holderID(lock); !ok || holder != id {
+		return &conflictError{status: http.StatusLocked, holder: lock}
+	}
+	return nil
+}
+
 // lock takes the lock of name. The body must be a LockInfo JSON object with a
 // non-empty ID (else 400). While unlocked the body is stored and the answer is
 // 200; while locked, by anyone, the answer is 423 with the holder's LockInfo.
 func (s *Server) lock(w http.ResponseWriter, r *http.Request, name string) {
-	body, ok := readBody(w, r)
+	body, ok := readLockInfo(w, r)
 	if !ok {
 		return
 	}
@@ -55,10 +81,11 @@ func (s *Server) lock(w http.ResponseWriter, r *http.Request, name string) {
 // holding at least the ID (OpenTofu's force-unlock); an ID other than the
 // holder's gets 409 with the holder's LockInfo. An empty body is a force
 // unlock, as `terraform force-unlock` sends from a new process: it releases
-// whatever lock is held. Unlocking an unlocked state gets 409 with an empty
-// body. A non-empty body that is not a LockInfo with an ID gets 400.
+// whatever lock is held, and logs a warning naming the holder it released
+// (its ID and Who). Unlocking an unlocked state gets 409 with an empty body.
+// A non-empty body that is not a LockInfo with an ID gets 400.
 func (s *Server) unlock(w http.ResponseWriter, r *http.Request, name string) {
-	body, ok := readBody(w, r)
+	body, ok := readLockInfo(w, r)
 	if !ok {
 		return
 	}
@@ -86,6 +113,13 @@ func (s *Server) unlock(w http.ResponseWriter, r *http.Request, name string) {
 	if err != nil {
 		s.storeError(w, r, err)
 		return
+	}
+	if force {
+		id, _ := holderID(released)
+		s.logger.LogAttrs(r.Context(), slog.LevelWarn, "force unlock released a lock",
+			slog.String("path", r.URL.Path),
+			slog.String("holder_id", id),
+			slog.String("holder_who", holderWho(released)))
 	}
 	w.Header().Set("Content-Type", "application/json")
 	w.WriteHeader(http.StatusOK)

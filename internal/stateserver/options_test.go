@@ -17,6 +17,7 @@ func TestBasicAuth(t *testing.T) {
 		opts       []Option
 		user, pass string
 		noAuth     bool
+		header     string // an Authorization header sent as is
 		wantStatus int
 		wantChall  string
 	}{
@@ -30,17 +31,29 @@ func TestBasicAuth(t *testing.T) {
 			opts: []Option{WithBasicAuth("admin", "s3cret")}, noAuth: true,
 			wantStatus: http.StatusUnauthorized, wantChall: `Basic realm="stateserver", charset="UTF-8"`,
 		},
+		"auth on, another scheme": {
+			opts: []Option{WithBasicAuth("admin", "s3cret")}, noAuth: true, header: "Bearer s3cret",
+			wantStatus: http.StatusUnauthorized, wantChall: `Basic realm="stateserver", charset="UTF-8"`,
+		},
+		"auth on, malformed basic credentials": {
+			opts: []Option{WithBasicAuth("admin", "s3cret")}, noAuth: true, header: "Basic !!!",
+			wantStatus: http.StatusUnauthorized, wantChall: `Basic realm="stateserver", charset="UTF-8"`,
+		},
 		"auth on, wrong password": {
 			opts: []Option{WithBasicAuth("admin", "s3cret")}, user: "admin", pass: "wrong",
-			wantStatus: http.StatusUnauthorized, wantChall: `Basic realm="stateserver", charset="UTF-8"`,
+			wantStatus: http.StatusForbidden,
 		},
 		"auth on, wrong username": {
 			opts: []Option{WithBasicAuth("admin", "s3cret")}, user: "root", pass: "s3cret",
-			wantStatus: http.StatusUnauthorized, wantChall: `Basic realm="stateserver", charset="UTF-8"`,
+			wantStatus: http.StatusForbidden,
 		},
 		"auth on, password prefix": {
 			opts: []Option{WithBasicAuth("admin", "s3cret")}, user: "admin", pass: "s3cre",
-			wantStatus: http.StatusUnauthorized, wantChall: `Basic realm="stateserver", charset="UTF-8"`,
+			wantStatus: http.StatusForbidden,
+		},
+		"auth on, empty credentials": {
+			opts: []Option{WithBasicAuth("admin", "s3cret")}, user: "", pass: "",
+			wantStatus: http.StatusForbidden,
 		},
 		"auth on, right credentials": {
 			opts: []Option{WithBasicAuth("admin", "s3cret")}, user: "admin", pass: "s3cret",
@@ -57,6 +70,9 @@ func TestBasicAuth(t *testing.T) {
 			}
 			if !tc.noAuth {
 				req.SetBasicAuth(tc.user, tc.pass)
+			}
+			if tc.header != "" {
+				req.Header.Set("Authorization", tc.header)
 			}
 			resp, err := ts.Client().Do(req)
 			if err != nil {
@@ -143,5 +159,49 @@ func TestLogger(t *testing.T) {
 		if strings.Contains(logs.String(), secret) {
 			t.Errorf("the log contains %q:\n%s", secret, logs.String())
 		}
+	}
+}
+
+// TestForceUnlockLogsHolder checks that a force unlock names the holder it
+// released in the log, by ID and Who, and nothing else of its LockInfo.
+func TestForceUnlockLogsHolder(t *testing.T) {
+	var logs syncBuffer
+	logger := slog.New(slog.NewJSONHandler(&logs, nil))
+	ts := startServer(t, New(NewMemoryStore(), WithLogger(logger)))
+	holder := []byte(`{"ID":"stuck-lock-id","Operation":"OperationTypeApply","Info":"private-info-text","Who":"alice@build-7","Version":"1.5.7","Created":"2026-01-02T03:04:05Z","Path":""}`)
+	if got, _ := send(t, ts.Client(), MethodLock, ts.URL+"/state/prod", holder, nil); got.Status != http.StatusOK {
+		t.Fatalf("LOCK: %v", got)
+	}
+	if got, _ := send(t, ts.Client(), MethodUnlock, ts.URL+"/state/prod", holder, nil); got.Status != http.StatusOK {
+		t.Fatalf("UNLOCK by the holder: %v", got)
+	}
+	if got, _ := send(t, ts.Client(), MethodLock, ts.URL+"/state/prod", holder, nil); got.Status != http.StatusOK {
+		t.Fatalf("LOCK again: %v", got)
+	}
+	if got, _ := send(t, ts.Client(), MethodUnlock, ts.URL+"/state/prod", []byte{}, nil); got.Status != http.StatusOK {
+		t.Fatalf("forced UNLOCK: %v", got)
+	}
+
+	type entry struct {
+		Level, Msg, Path, HolderID, HolderWho string
+	}
+	var got []entry
+	for _, line := range strings.Split(strings.TrimSpace(logs.String()), "\n") {
+		var raw map[string]any
+		if err := json.Unmarshal([]byte(line), &raw); err != nil {
+			t.Fatalf("log line %q: %v", line, err)
+		}
+		if raw["msg"] == "request" {
+			continue
+		}
+		str := func(k string) string { s, _ := raw[k].(string); return s }
+		got = append(got, entry{Level: str("level"), Msg: str("msg"), Path: str("path"), HolderID: str("holder_id"), HolderWho: str("holder_who")})
+	}
+	want := []entry{{Level: "WARN", Msg: "force unlock released a lock", Path: "/state/prod", HolderID: "stuck-lock-id", HolderWho: "alice@build-7"}}
+	if diff := cmp.Diff(want, got); diff != "" {
+		t.Errorf("log entries other than requests (-want +got):\n%s", diff)
+	}
+	if strings.Contains(logs.String(), "private-info-text") {
+		t.Errorf("the log contains the holder's Info:\n%s", logs.String())
 	}
 }

@@ -1,15 +1,10 @@
 package stateserver
 
 import (
-	"bytes"
-	"crypto/md5"
-	"encoding/base64"
 	"errors"
 	"fmt"
-	"io"
 	"net/http"
 	"net/url"
-	"strconv"
 	"strings"
 )
 
@@ -25,8 +20,6 @@ const (
 	lockSegment = "lock"
 	// maxNameBytes bounds state names.
 	maxNameBytes = 200
-	// maxBodyBytes bounds request bodies; larger ones get 413.
-	maxBodyBytes = 128 << 20
 )
 
 var (
@@ -120,92 +113,6 @@ func validateName(name string) error {
 func methodNotAllowed(w http.ResponseWriter, allowed string) {
 	w.Header().Set("Allow", allowed)
 	http.Error(w, "method not allowed", http.StatusMethodNotAllowed)
-}
-
-// get answers the state document, or 404 when there is none.
-func (s *Server) get(w http.ResponseWriter, r *http.Request, name string) {
-	rec, err := s.store.Load(name)
-	if err != nil {
-		s.storeError(w, r, err)
-		return
-	}
-	if rec.State == nil {
-		http.Error(w, "no state", http.StatusNotFound)
-		return
-	}
-	sum := md5.Sum(rec.State)
-	w.Header().Set("Content-Type", "application/json")
-	w.Header().Set("Content-MD5", base64.StdEncoding.EncodeToString(sum[:]))
-	w.Header().Set("Content-Length", strconv.Itoa(len(rec.State)))
-	w.WriteHeader(http.StatusOK)
-	_, _ = w.Write(rec.State)
-}
-
-// update stores the body as the state document. While the state is locked
-// the request must carry the holder's ID query parameter, else it gets 423
-// with the holder's LockInfo. A stale ID while unlocked is accepted.
-func (s *Server) update(w http.ResponseWriter, r *http.Request, name string) {
-	body, ok := readBody(w, r)
-	if !ok {
-		return
-	}
-	id := r.URL.Query().Get("ID")
-	err := s.store.Update(name, func(rec *Record) error {
-		if rec.Lock != nil {
-			if holder, ok := holderID(rec.Lock); !ok || holder != id {
-				return &conflictError{status: http.StatusLocked, holder: rec.Lock}
-			}
-		}
-		rec.State = body
-		return nil
-	})
-	if err != nil {
-		s.storeError(w, r, err)
-		return
-	}
-	w.WriteHeader(http.StatusOK)
-}
-
-// purge deletes the state document, if any, and answers 200 either way. The
-// lock, if held, is kept: Terraform's DELETE carries no lock ID.
-func (s *Server) purge(w http.ResponseWriter, r *http.Request, name string) {
-	err := s.store.Update(name, func(rec *Record) error {
-		rec.State = nil
-		return nil
-	})
-	if err != nil {
-		s.storeError(w, r, err)
-		return
-	}
-	w.WriteHeader(http.StatusOK)
-}
-
-// readBody reads the whole request body and checks its Content-MD5 header
-// when present. On failure it has answered (400 or 413) and ok is false.
-func readBody(w http.ResponseWriter, r *http.Request) (body []byte, ok bool) {
-	body, err := io.ReadAll(http.MaxBytesReader(w, r.Body, maxBodyBytes))
-	if err != nil {
-		var tooLarge *http.MaxBytesError
-		if errors.As(err, &tooLarge) {
-			http.Error(w, "request body too large", http.StatusRequestEntityTooLarge)
-			return nil, false
-		}
-		http.Error(w, "reading request body failed", http.StatusBadRequest)
-		return nil, false
-	}
-	if raw := r.Header.Get("Content-MD5"); raw != "" {
-		want, err := base64.StdEncoding.DecodeString(raw)
-		if err != nil || len(want) != md5.Size {
-			http.Error(w, "malformed Content-MD5 header", http.StatusBadRequest)
-			return nil, false
-		}
-		got := md5.Sum(body)
-		if !bytes.Equal(got[:], want) {
-			http.Error(w, "Content-MD5 does not match the body", http.StatusBadRequest)
-			return nil, false
-		}
-	}
-	return body, true
 }
 
 // conflictError is returned from inside a Store.Update to refuse a request

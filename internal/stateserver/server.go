@@ -24,9 +24,10 @@ var _ http.Handler = (*Server)(nil)
 type Option func(*Server)
 
 // WithBasicAuth requires HTTP basic authentication with this username and
-// password on every request. Missing or wrong credentials are answered with
-// 401 Unauthorized and a WWW-Authenticate challenge. Credentials are compared
-// in constant time.
+// password on every request. A request without basic credentials is answered
+// 401 Unauthorized with a WWW-Authenticate challenge (Terraform reports
+// "requires auth"); one with wrong credentials 403 Forbidden (Terraform
+// reports "invalid auth"). Credentials are compared in constant time.
 func WithBasicAuth(username, password string) Option {
 	return func(s *Server) {
 		s.auth = &basicAuth{
@@ -37,13 +38,24 @@ func WithBasicAuth(username, password string) Option {
 }
 
 // WithLogger logs one line per request to logger, with the method, URL path,
-// status and duration. Bodies, query strings and credentials are never
-// logged. Without this option (or with a nil logger) nothing is logged.
+// status and duration, plus a warning for every force unlock naming the
+// holder it released (its ID and Who) and an error for every store failure.
+// Bodies, query strings and credentials are never logged. Without this
+// option (or with a nil logger) nothing is logged.
 func WithLogger(logger *slog.Logger) Option {
 	return func(s *Server) {
 		if logger != nil {
 			s.logger = logger
 		}
+	}
+}
+
+// WithRequestCounting makes [Server.Requests] count every request from the
+// start. Without it, counting starts with the first [Server.InjectFault], so
+// that a server given no fault keeps no per-path counters.
+func WithRequestCounting() Option {
+	return func(s *Server) {
+		s.faults.counting = true
 	}
 }
 
@@ -72,10 +84,16 @@ func (s *Server) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	if f, ok := s.faults.arrive(r); ok && s.applyFault(rec, r, f) {
 		return
 	}
-	if s.auth != nil && !s.auth.allows(r) {
-		rec.Header().Set("WWW-Authenticate", `Basic realm="stateserver", charset="UTF-8"`)
-		http.Error(rec, "authentication required", http.StatusUnauthorized)
-		return
+	if s.auth != nil {
+		switch s.auth.check(r) {
+		case credentialsMissing:
+			rec.Header().Set("WWW-Authenticate", `Basic realm="stateserver", charset="UTF-8"`)
+			http.Error(rec, "authentication required", http.StatusUnauthorized)
+			return
+		case credentialsWrong:
+			http.Error(rec, "invalid credentials", http.StatusForbidden)
+			return
+		}
 	}
 	s.route(rec, r)
 }
@@ -103,16 +121,30 @@ type basicAuth struct {
 	username, password [sha256.Size]byte
 }
 
-func (a *basicAuth) allows(r *http.Request) bool {
+// credentialsCheck is the outcome of checking a request's credentials.
+type credentialsCheck int
+
+const (
+	credentialsValid credentialsCheck = iota
+	// credentialsMissing: no basic credentials, or unreadable ones.
+	credentialsMissing
+	// credentialsWrong: basic credentials that do not match.
+	credentialsWrong
+)
+
+func (a *basicAuth) check(r *http.Request) credentialsCheck {
 	user, pass, ok := r.BasicAuth()
 	if !ok {
-		return false
+		return credentialsMissing
 	}
 	u := sha256.Sum256([]byte(user))
 	p := sha256.Sum256([]byte(pass))
 	userOK := subtle.ConstantTimeCompare(u[:], a.username[:])
 	passOK := subtle.ConstantTimeCompare(p[:], a.password[:])
-	return userOK&passOK == 1
+	if userOK&passOK != 1 {
+		return credentialsWrong
+	}
+	return credentialsValid
 }
 
 // recorder remembers the status written, for the request log.

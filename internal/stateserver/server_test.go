@@ -2,6 +2,7 @@ package stateserver
 
 import (
 	"net/http"
+	"strings"
 	"testing"
 
 	"github.com/google/go-cmp/cmp"
@@ -14,13 +15,13 @@ func TestRoutes(t *testing.T) {
 	other := lockInfo("other-id")
 
 	cases := map[string]struct {
-		seed       Record
+		seed       stored
 		method     string
 		path       string
 		body       []byte
 		header     http.Header
 		want       response
-		wantRecord Record
+		wantRecord stored
 		wantAllow  string
 	}{
 		"GET missing state": {
@@ -28,30 +29,30 @@ func TestRoutes(t *testing.T) {
 			want: response{Status: http.StatusNotFound, Body: "no state\n"},
 		},
 		"GET state": {
-			seed:   Record{State: state},
+			seed:   stored{State: state},
 			method: http.MethodGet, path: "/state/x",
 			want:       response{Status: http.StatusOK, Body: string(state)},
-			wantRecord: Record{State: state},
+			wantRecord: stored{State: state},
 		},
 		"GET empty state": {
-			seed:   Record{State: []byte{}},
+			seed:   stored{State: []byte{}},
 			method: http.MethodGet, path: "/state/x",
 			want:       response{Status: http.StatusOK},
-			wantRecord: Record{State: []byte{}},
+			wantRecord: stored{State: []byte{}},
 		},
 		"POST stores the state": {
 			method: http.MethodPost, path: "/state/x", body: state,
 			want:       response{Status: http.StatusOK},
-			wantRecord: Record{State: state},
+			wantRecord: stored{State: state},
 		},
 		"PUT replaces the state": {
-			seed:   Record{State: state},
+			seed:   stored{State: state},
 			method: http.MethodPut, path: "/state/x", body: newState,
 			want:       response{Status: http.StatusOK},
-			wantRecord: Record{State: newState},
+			wantRecord: stored{State: newState},
 		},
 		"DELETE removes the state": {
-			seed:   Record{State: state},
+			seed:   stored{State: state},
 			method: http.MethodDelete, path: "/state/x",
 			want: response{Status: http.StatusOK},
 		},
@@ -59,29 +60,53 @@ func TestRoutes(t *testing.T) {
 			method: http.MethodDelete, path: "/state/x",
 			want: response{Status: http.StatusOK},
 		},
-		"DELETE while locked keeps the lock": {
-			seed:   Record{State: state, Lock: holder},
+		"DELETE while locked": {
+			seed:   stored{State: state, Lock: holder},
 			method: http.MethodDelete, path: "/state/x",
+			want:       response{Status: http.StatusLocked, Body: string(holder)},
+			wantRecord: stored{State: state, Lock: holder},
+		},
+		"DELETE while locked with another ID": {
+			seed:   stored{State: state, Lock: holder},
+			method: http.MethodDelete, path: "/state/x?ID=other-id",
+			want:       response{Status: http.StatusLocked, Body: string(holder)},
+			wantRecord: stored{State: state, Lock: holder},
+		},
+		"DELETE while locked with the holder's ID keeps the lock": {
+			seed:   stored{State: state, Lock: holder},
+			method: http.MethodDelete, path: "/state/x?ID=holder-id",
 			want:       response{Status: http.StatusOK},
-			wantRecord: Record{Lock: holder},
+			wantRecord: stored{Lock: holder},
+		},
+		"DELETE while locked by an unreadable LockInfo": {
+			seed:   stored{State: state, Lock: []byte("garbage")},
+			method: http.MethodDelete, path: "/state/x",
+			want:       response{Status: http.StatusLocked, Body: "garbage"},
+			wantRecord: stored{State: state, Lock: []byte("garbage")},
+		},
+		"DELETE missing state while locked": {
+			seed:   stored{Lock: holder},
+			method: http.MethodDelete, path: "/state/x",
+			want:       response{Status: http.StatusLocked, Body: string(holder)},
+			wantRecord: stored{Lock: holder},
 		},
 		"LOCK while unlocked": {
-			seed:   Record{State: state},
+			seed:   stored{State: state},
 			method: MethodLock, path: "/state/x", body: holder,
 			want:       response{Status: http.StatusOK},
-			wantRecord: Record{State: state, Lock: holder},
+			wantRecord: stored{State: state, Lock: holder},
 		},
 		"LOCK while locked": {
-			seed:   Record{Lock: holder},
+			seed:   stored{Lock: holder},
 			method: MethodLock, path: "/state/x", body: other,
 			want:       response{Status: http.StatusLocked, Body: string(holder)},
-			wantRecord: Record{Lock: holder},
+			wantRecord: stored{Lock: holder},
 		},
 		"LOCK again with the holder's own ID": {
-			seed:   Record{Lock: holder},
+			seed:   stored{Lock: holder},
 			method: MethodLock, path: "/state/x", body: holder,
 			want:       response{Status: http.StatusLocked, Body: string(holder)},
-			wantRecord: Record{Lock: holder},
+			wantRecord: stored{Lock: holder},
 		},
 		"LOCK with a body that is not JSON": {
 			method: MethodLock, path: "/state/x", body: []byte("not json"),
@@ -91,41 +116,45 @@ func TestRoutes(t *testing.T) {
 			method: MethodLock, path: "/state/x", body: []byte(`{"ID":"","Who":"me"}`),
 			want: response{Status: http.StatusBadRequest, Body: "the body must be a LockInfo JSON object with a non-empty ID\n"},
 		},
+		"LOCK with a body over 64 KiB": {
+			method: MethodLock, path: "/state/x", body: []byte(`{"ID":"big","Info":"` + strings.Repeat("i", 64<<10) + `"}`),
+			want: response{Status: http.StatusRequestEntityTooLarge, Body: "request body too large\n"},
+		},
 		"LOCK with an empty body": {
 			method: MethodLock, path: "/state/x", body: []byte{},
 			want: response{Status: http.StatusBadRequest, Body: "the body must be a LockInfo JSON object with a non-empty ID\n"},
 		},
 		"UNLOCK by the holder": {
-			seed:   Record{State: state, Lock: holder},
+			seed:   stored{State: state, Lock: holder},
 			method: MethodUnlock, path: "/state/x", body: holder,
 			want:       response{Status: http.StatusOK, Body: string(holder)},
-			wantRecord: Record{State: state},
+			wantRecord: stored{State: state},
 		},
 		"UNLOCK with only the holder's ID (OpenTofu force-unlock)": {
-			seed:   Record{Lock: holder},
+			seed:   stored{Lock: holder},
 			method: MethodUnlock, path: "/state/x", body: []byte(`{"ID":"holder-id","Operation":"","Info":"","Who":"","Version":"","Created":"0001-01-01T00:00:00Z","Path":""}`),
 			want: response{Status: http.StatusOK, Body: string(holder)},
 		},
 		"UNLOCK by someone else": {
-			seed:   Record{Lock: holder},
+			seed:   stored{Lock: holder},
 			method: MethodUnlock, path: "/state/x", body: other,
 			want:       response{Status: http.StatusConflict, Body: string(holder)},
-			wantRecord: Record{Lock: holder},
+			wantRecord: stored{Lock: holder},
 		},
 		"UNLOCK while unlocked": {
-			seed:   Record{State: state},
+			seed:   stored{State: state},
 			method: MethodUnlock, path: "/state/x", body: holder,
 			want:       response{Status: http.StatusConflict},
-			wantRecord: Record{State: state},
+			wantRecord: stored{State: state},
 		},
 		"UNLOCK with an empty body forces the unlock": {
-			seed:   Record{State: state, Lock: holder},
+			seed:   stored{State: state, Lock: holder},
 			method: MethodUnlock, path: "/state/x", body: []byte{},
 			want:       response{Status: http.StatusOK, Body: string(holder)},
-			wantRecord: Record{State: state},
+			wantRecord: stored{State: state},
 		},
 		"UNLOCK without a body forces the unlock": {
-			seed:   Record{Lock: holder},
+			seed:   stored{Lock: holder},
 			method: MethodUnlock, path: "/state/x",
 			want: response{Status: http.StatusOK, Body: string(holder)},
 		},
@@ -134,74 +163,74 @@ func TestRoutes(t *testing.T) {
 			want: response{Status: http.StatusConflict},
 		},
 		"UNLOCK with a body that is not JSON": {
-			seed:   Record{Lock: holder},
+			seed:   stored{Lock: holder},
 			method: MethodUnlock, path: "/state/x", body: []byte("nope"),
 			want:       response{Status: http.StatusBadRequest, Body: "the body must be empty (force unlock) or a LockInfo JSON object with a non-empty ID\n"},
-			wantRecord: Record{Lock: holder},
+			wantRecord: stored{Lock: holder},
 		},
 		"update while locked without ID": {
-			seed:   Record{State: state, Lock: holder},
+			seed:   stored{State: state, Lock: holder},
 			method: http.MethodPost, path: "/state/x", body: newState,
 			want:       response{Status: http.StatusLocked, Body: string(holder)},
-			wantRecord: Record{State: state, Lock: holder},
+			wantRecord: stored{State: state, Lock: holder},
 		},
 		"update while locked with another ID": {
-			seed:   Record{State: state, Lock: holder},
+			seed:   stored{State: state, Lock: holder},
 			method: http.MethodPut, path: "/state/x?ID=other-id", body: newState,
 			want:       response{Status: http.StatusLocked, Body: string(holder)},
-			wantRecord: Record{State: state, Lock: holder},
+			wantRecord: stored{State: state, Lock: holder},
 		},
 		"update while locked with the holder's ID": {
-			seed:   Record{State: state, Lock: holder},
+			seed:   stored{State: state, Lock: holder},
 			method: http.MethodPost, path: "/state/x?ID=holder-id", body: newState,
 			want:       response{Status: http.StatusOK},
-			wantRecord: Record{State: newState, Lock: holder},
+			wantRecord: stored{State: newState, Lock: holder},
 		},
 		"update while unlocked with a stale ID": {
-			seed:   Record{State: state},
+			seed:   stored{State: state},
 			method: http.MethodPost, path: "/state/x?ID=stale-id", body: newState,
 			want:       response{Status: http.StatusOK},
-			wantRecord: Record{State: newState},
+			wantRecord: stored{State: newState},
 		},
 		"update while locked by an unreadable LockInfo": {
-			seed:   Record{State: state, Lock: []byte("garbage")},
+			seed:   stored{State: state, Lock: []byte("garbage")},
 			method: http.MethodPost, path: "/state/x?ID=", body: newState,
 			want:       response{Status: http.StatusLocked, Body: "garbage"},
-			wantRecord: Record{State: state, Lock: []byte("garbage")},
+			wantRecord: stored{State: state, Lock: []byte("garbage")},
 		},
 		"lock path POST locks": {
 			method: http.MethodPost, path: "/state/x/lock", body: holder,
 			want:       response{Status: http.StatusOK},
-			wantRecord: Record{Lock: holder},
+			wantRecord: stored{Lock: holder},
 		},
 		"lock path LOCK locks": {
 			method: MethodLock, path: "/state/x/lock", body: holder,
 			want:       response{Status: http.StatusOK},
-			wantRecord: Record{Lock: holder},
+			wantRecord: stored{Lock: holder},
 		},
 		"lock path POST while locked": {
-			seed:   Record{Lock: holder},
+			seed:   stored{Lock: holder},
 			method: http.MethodPost, path: "/state/x/lock", body: other,
 			want:       response{Status: http.StatusLocked, Body: string(holder)},
-			wantRecord: Record{Lock: holder},
+			wantRecord: stored{Lock: holder},
 		},
 		"lock path DELETE unlocks": {
-			seed:   Record{State: state, Lock: holder},
+			seed:   stored{State: state, Lock: holder},
 			method: http.MethodDelete, path: "/state/x/lock", body: holder,
 			want:       response{Status: http.StatusOK, Body: string(holder)},
-			wantRecord: Record{State: state},
+			wantRecord: stored{State: state},
 		},
 		"lock path DELETE by someone else": {
-			seed:   Record{Lock: holder},
+			seed:   stored{Lock: holder},
 			method: http.MethodDelete, path: "/state/x/lock", body: other,
 			want:       response{Status: http.StatusConflict, Body: string(holder)},
-			wantRecord: Record{Lock: holder},
+			wantRecord: stored{Lock: holder},
 		},
 		"lock path GET": {
-			seed:   Record{Lock: holder},
+			seed:   stored{Lock: holder},
 			method: http.MethodGet, path: "/state/x/lock",
 			want:       response{Status: http.StatusMethodNotAllowed, Body: "method not allowed\n"},
-			wantRecord: Record{Lock: holder},
+			wantRecord: stored{Lock: holder},
 			wantAllow:  "POST, DELETE, LOCK, UNLOCK",
 		},
 		"lock path PUT": {
@@ -210,10 +239,10 @@ func TestRoutes(t *testing.T) {
 			wantAllow: "POST, DELETE, LOCK, UNLOCK",
 		},
 		"PATCH": {
-			seed:   Record{State: state},
+			seed:   stored{State: state},
 			method: http.MethodPatch, path: "/state/x", body: newState,
 			want:       response{Status: http.StatusMethodNotAllowed, Body: "method not allowed\n"},
-			wantRecord: Record{State: state},
+			wantRecord: stored{State: state},
 			wantAllow:  "GET, POST, PUT, DELETE, LOCK, UNLOCK",
 		},
 		"HEAD": {
@@ -253,7 +282,7 @@ func TestRoutes(t *testing.T) {
 			method: http.MethodPost, path: "/state/x", body: state,
 			header:     http.Header{"Content-Md5": {md5Header(state)}},
 			want:       response{Status: http.StatusOK},
-			wantRecord: Record{State: state},
+			wantRecord: stored{State: state},
 		},
 		"Content-MD5 mismatch": {
 			method: http.MethodPost, path: "/state/x", body: state,
@@ -271,7 +300,7 @@ func TestRoutes(t *testing.T) {
 			want:   response{Status: http.StatusBadRequest, Body: "Content-MD5 does not match the body\n"},
 		},
 		"Content-MD5 of an empty body on a forced UNLOCK": {
-			seed:   Record{Lock: holder},
+			seed:   stored{Lock: holder},
 			method: MethodUnlock, path: "/state/x", body: []byte{},
 			header: http.Header{"Content-Md5": {md5Header(nil)}},
 			want:   response{Status: http.StatusOK, Body: string(holder)},
@@ -285,9 +314,7 @@ func TestRoutes(t *testing.T) {
 		t.Run(name, func(t *testing.T) {
 			t.Parallel()
 			store := NewMemoryStore()
-			if err := store.Update("x", func(r *Record) error { *r = tc.seed; return nil }); err != nil {
-				t.Fatal(err)
-			}
+			put(t, store, "x", tc.seed)
 			ts := startServer(t, New(store))
 
 			got, header := send(t, ts.Client(), tc.method, ts.URL+tc.path, tc.body, tc.header)
@@ -297,11 +324,7 @@ func TestRoutes(t *testing.T) {
 			if got := header.Get("Allow"); got != tc.wantAllow {
 				t.Errorf("Allow = %q, want %q", got, tc.wantAllow)
 			}
-			rec, err := store.Load("x")
-			if err != nil {
-				t.Fatal(err)
-			}
-			if diff := cmp.Diff(tc.wantRecord, rec); diff != "" {
+			if diff := cmp.Diff(tc.wantRecord, load(t, store, "x")); diff != "" {
 				t.Errorf("stored record (-want +got):\n%s", diff)
 			}
 		})

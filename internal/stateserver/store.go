@@ -1,93 +1,61 @@
 package stateserver
 
 import (
-	"bytes"
 	"errors"
-	"sync"
+	"io"
 )
 
 // ErrInvalidName is returned (wrapped) by a [Store] for a state name it cannot
 // keep. The server answers 400 Bad Request to it.
 var ErrInvalidName = errors.New("invalid state name")
 
+// Document is a state document held by a [Store]. Its content never changes:
+// replacing a state installs another Document. Read it at any offset with
+// ReadAt (for instance through [io.NewSectionReader]), and Close it when done.
+type Document interface {
+	io.ReaderAt
+	io.Closer
+	// Size is the length of the content in bytes.
+	Size() int64
+}
+
 // Record is everything a [Store] keeps for one state name.
 type Record struct {
-	// State is the state document as the client uploaded it; nil when there
-	// is no state. An empty, non-nil slice is a stored empty document.
-	State []byte
+	// State is the state document; nil when there is none. A Document of
+	// size 0 is a stored empty document.
+	State Document
 	// Lock is the LockInfo JSON of the current lock holder, exactly as it was
 	// sent with the LOCK request; nil while the state is unlocked.
 	Lock []byte
 }
 
-// clone returns a deep copy of r, keeping the difference between nil and
-// empty slices.
-func (r Record) clone() Record {
-	return Record{State: cloneBytes(r.State), Lock: cloneBytes(r.Lock)}
-}
-
-func cloneBytes(b []byte) []byte {
-	if b == nil {
-		return nil
-	}
-	return bytes.Clone(b)
-}
-
-// sameBytes reports whether a and b hold the same bytes and are both nil or
-// both non-nil.
-func sameBytes(a, b []byte) bool {
-	return (a == nil) == (b == nil) && bytes.Equal(a, b)
-}
-
 // Store keeps state documents and their locks, by state name.
+//
+// A new state document is first staged, outside of any lock, then installed
+// by an Update: a large upload never blocks other requests on its name and
+// is never visible half written.
 //
 // Implementations must be safe for concurrent use, and Update must be atomic
 // per name: no other Load or Update of the same name observes a half-applied
 // change, which is what makes the lock check-and-set of the server correct.
 type Store interface {
 	// Load returns the record of name; a name never written has an empty
-	// Record and no error.
+	// Record and no error. A non-nil State is a snapshot that later updates
+	// do not change, and the caller must Close it.
 	Load(name string) (Record, error)
-	// Update calls fn with the current record of name and persists the
-	// changes fn made to it. When fn returns an error nothing is written and
-	// Update returns that error unchanged. fn must not call the Store.
+	// Stage reads r to its end into a new Document that no name shows until
+	// an Update installs it. An error reading r is returned wrapped. The
+	// caller must Close the Document, installed or not: closing one that was
+	// never installed discards it.
+	Stage(r io.Reader) (Document, error)
+	// Update calls fn with the current record of name and applies what fn
+	// changed: Lock, and State set to nil (delete) or to a Document staged by
+	// this store (install). When fn returns an error nothing is written and
+	// Update returns that error unchanged. fn must not call the Store, and
+	// must not use the State it was given after it returns.
 	Update(name string, fn func(*Record) error) error
 }
 
-// MemoryStore is a [Store] kept in memory. Its zero value is not usable; call
-// [NewMemoryStore].
-type MemoryStore struct {
-	mu      sync.Mutex
-	records map[string]Record
-}
-
-var _ Store = (*MemoryStore)(nil)
-
-// NewMemoryStore returns an empty in-memory [Store]. Everything is lost when
-// the process exits.
-func NewMemoryStore() *MemoryStore {
-	return &MemoryStore{records: map[string]Record{}}
-}
-
-// Load implements [Store].
-func (m *MemoryStore) Load(name string) (Record, error) {
-	m.mu.Lock()
-	defer m.mu.Unlock()
-	return m.records[name].clone(), nil
-}
-
-// Update implements [Store].
-func (m *MemoryStore) Update(name string, fn func(*Record) error) error {
-	m.mu.Lock()
-	defer m.mu.Unlock()
-	rec := m.records[name].clone()
-	if err := fn(&rec); err != nil {
-		return err
-	}
-	if rec.State == nil && rec.Lock == nil {
-		delete(m.records, name)
-		return nil
-	}
-	m.records[name] = rec.clone()
-	return nil
-}
+// errForeignDocument is returned by Update when fn installs a Document that
+// the store did not stage.
+var errForeignDocument = errors.New("the state document was not staged by this store")

@@ -2,9 +2,13 @@ package stateserver
 
 import (
 	"errors"
+	"fmt"
+	"io"
 	"net/http"
+	"strings"
 	"sync"
 	"testing"
+	"testing/iotest"
 
 	"github.com/google/go-cmp/cmp"
 )
@@ -27,38 +31,89 @@ func stores() map[string]func(t *testing.T) Store {
 func TestStoreContract(t *testing.T) {
 	errRefused := errors.New("refused")
 	cases := map[string]struct {
-		seed    Record
-		fn      func(*Record) error
+		seed stored
+		// change returns the function given to Update; it may stage
+		// documents in s.
+		change  func(t *testing.T, s Store, newStore func(*testing.T) Store) func(*Record) error
 		wantErr error
-		want    Record
+		want    stored
 	}{
 		"a new name is empty": {
-			fn:   func(*Record) error { return nil },
-			want: Record{},
+			change: func(*testing.T, Store, func(*testing.T) Store) func(*Record) error {
+				return func(r *Record) error {
+					if r.State != nil || r.Lock != nil {
+						return fmt.Errorf("fn was given %+v", r)
+					}
+					return nil
+				}
+			},
+			want: stored{},
 		},
 		"state and lock are stored": {
-			fn:   func(r *Record) error { r.State, r.Lock = []byte("s"), lockInfo("a"); return nil },
-			want: Record{State: []byte("s"), Lock: lockInfo("a")},
+			change: func(t *testing.T, s Store, _ func(*testing.T) Store) func(*Record) error {
+				doc := stage(t, s, []byte("s"))
+				return func(r *Record) error { r.State, r.Lock = doc, lockInfo("a"); return nil }
+			},
+			want: stored{State: []byte("s"), Lock: lockInfo("a")},
 		},
 		"an empty state stays distinct from no state": {
-			fn:   func(r *Record) error { r.State = []byte{}; return nil },
-			want: Record{State: []byte{}},
+			change: func(t *testing.T, s Store, _ func(*testing.T) Store) func(*Record) error {
+				doc := stage(t, s, []byte{})
+				return func(r *Record) error { r.State = doc; return nil }
+			},
+			want: stored{State: []byte{}},
+		},
+		"fn is given the current state and lock": {
+			seed: stored{State: []byte("current"), Lock: lockInfo("a")},
+			change: func(t *testing.T, _ Store, _ func(*testing.T) Store) func(*Record) error {
+				return func(r *Record) error {
+					if got := string(readDocument(t, r.State)); got != "current" || string(r.Lock) != string(lockInfo("a")) {
+						return fmt.Errorf("fn was given state %q and lock %q", got, r.Lock)
+					}
+					return nil
+				}
+			},
+			want: stored{State: []byte("current"), Lock: lockInfo("a")},
+		},
+		"replacing the state keeps the lock": {
+			seed: stored{State: []byte("old"), Lock: lockInfo("a")},
+			change: func(t *testing.T, s Store, _ func(*testing.T) Store) func(*Record) error {
+				doc := stage(t, s, []byte("new"))
+				return func(r *Record) error { r.State = doc; return nil }
+			},
+			want: stored{State: []byte("new"), Lock: lockInfo("a")},
 		},
 		"clearing the lock keeps the state": {
-			seed: Record{State: []byte("s"), Lock: lockInfo("a")},
-			fn:   func(r *Record) error { r.Lock = nil; return nil },
-			want: Record{State: []byte("s")},
+			seed: stored{State: []byte("s"), Lock: lockInfo("a")},
+			change: func(*testing.T, Store, func(*testing.T) Store) func(*Record) error {
+				return func(r *Record) error { r.Lock = nil; return nil }
+			},
+			want: stored{State: []byte("s")},
 		},
 		"clearing the state keeps the lock": {
-			seed: Record{State: []byte("s"), Lock: lockInfo("a")},
-			fn:   func(r *Record) error { r.State = nil; return nil },
-			want: Record{Lock: lockInfo("a")},
+			seed: stored{State: []byte("s"), Lock: lockInfo("a")},
+			change: func(*testing.T, Store, func(*testing.T) Store) func(*Record) error {
+				return func(r *Record) error { r.State = nil; return nil }
+			},
+			want: stored{Lock: lockInfo("a")},
 		},
 		"an error writes nothing": {
-			seed:    Record{State: []byte("s")},
-			fn:      func(r *Record) error { r.State = []byte("changed"); r.Lock = lockInfo("a"); return errRefused },
+			seed: stored{State: []byte("s")},
+			change: func(t *testing.T, s Store, _ func(*testing.T) Store) func(*Record) error {
+				doc := stage(t, s, []byte("changed"))
+				return func(r *Record) error { r.State, r.Lock = doc, lockInfo("a"); return errRefused }
+			},
 			wantErr: errRefused,
-			want:    Record{State: []byte("s")},
+			want:    stored{State: []byte("s")},
+		},
+		"a document staged by another store is refused": {
+			seed: stored{State: []byte("s")},
+			change: func(t *testing.T, _ Store, newStore func(*testing.T) Store) func(*Record) error {
+				doc := stage(t, newStore(t), []byte("foreign"))
+				return func(r *Record) error { r.State, r.Lock = doc, lockInfo("a"); return nil }
+			},
+			wantErr: errForeignDocument,
+			want:    stored{State: []byte("s")},
 		},
 	}
 	for storeName, newStore := range stores() {
@@ -66,24 +121,14 @@ func TestStoreContract(t *testing.T) {
 			t.Run(storeName+"/"+name, func(t *testing.T) {
 				t.Parallel()
 				s := newStore(t)
-				if err := s.Update("n", func(r *Record) error { *r = tc.seed; return nil }); err != nil {
-					t.Fatal(err)
-				}
-				if err := s.Update("n", tc.fn); !errors.Is(err, tc.wantErr) {
+				put(t, s, "n", tc.seed)
+				if err := s.Update("n", tc.change(t, s, newStore)); !errors.Is(err, tc.wantErr) {
 					t.Fatalf("Update error = %v, want %v", err, tc.wantErr)
 				}
-				got, err := s.Load("n")
-				if err != nil {
-					t.Fatal(err)
-				}
-				if diff := cmp.Diff(tc.want, got); diff != "" {
+				if diff := cmp.Diff(tc.want, load(t, s, "n")); diff != "" {
 					t.Errorf("record (-want +got):\n%s", diff)
 				}
-				other, err := s.Load("other")
-				if err != nil {
-					t.Fatal(err)
-				}
-				if diff := cmp.Diff(Record{}, other); diff != "" {
+				if diff := cmp.Diff(stored{}, load(t, s, "other")); diff != "" {
 					t.Errorf("another name was touched (-want +got):\n%s", diff)
 				}
 			})
@@ -91,30 +136,70 @@ func TestStoreContract(t *testing.T) {
 	}
 }
 
-// TestStoreCopies checks that stores keep their own copies: changing a slice
-// handed to Update or returned by Load later changes nothing stored.
-func TestStoreCopies(t *testing.T) {
+// TestStoreSnapshots checks that what a store hands out does not change under
+// the caller: a loaded state keeps its content after the state is replaced
+// or deleted, a staged document is invisible until installed, and the locks
+// given and returned are copies.
+func TestStoreSnapshots(t *testing.T) {
 	for storeName, newStore := range stores() {
 		t.Run(storeName, func(t *testing.T) {
 			s := newStore(t)
-			given := []byte("state")
-			if err := s.Update("n", func(r *Record) error { r.State = given; return nil }); err != nil {
-				t.Fatal(err)
-			}
-			given[1] = 'X'
-			got, err := s.Load("n")
+			lock := lockInfo("a")
+			put(t, s, "n", stored{State: []byte("first"), Lock: lock})
+			lock[2] = 'X'
+
+			rec, err := s.Load("n")
 			if err != nil {
 				t.Fatal(err)
 			}
-			got.State[0] = 'X'
-			again, err := s.Load("n")
-			if err != nil {
+			defer rec.State.Close()
+			rec.Lock[3] = 'X'
+
+			staged := stage(t, s, []byte("second"))
+			if diff := cmp.Diff(stored{State: []byte("first"), Lock: lockInfo("a")}, load(t, s, "n")); diff != "" {
+				t.Errorf("record with a document staged (-want +got):\n%s", diff)
+			}
+			if err := s.Update("n", func(r *Record) error { r.State = staged; return nil }); err != nil {
 				t.Fatal(err)
 			}
-			if string(again.State) != "state" {
-				t.Errorf("state = %q after changing a loaded copy, want %q", again.State, "state")
+			if got := string(readDocument(t, rec.State)); got != "first" {
+				t.Errorf("the loaded state reads %q after an update, want %q", got, "first")
+			}
+			if err := s.Update("n", func(r *Record) error { r.State = nil; return nil }); err != nil {
+				t.Fatal(err)
+			}
+			if got := string(readDocument(t, rec.State)); got != "first" {
+				t.Errorf("the loaded state reads %q after a delete, want %q", got, "first")
 			}
 		})
+	}
+}
+
+// TestStagedDocumentsLeaveNothing checks that a staged document that is
+// never installed leaves no file behind once closed, and that a failing
+// reader stages nothing.
+func TestStagedDocumentsLeaveNothing(t *testing.T) {
+	dir := t.TempDir()
+	s, err := NewDirStore(dir)
+	if err != nil {
+		t.Fatal(err)
+	}
+	doc, err := s.Stage(strings.NewReader("never installed"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got := len(dirFiles(t, dir)); got != 1 {
+		t.Errorf("%d files while a document is staged, want its temporary file", got)
+	}
+	if err := doc.Close(); err != nil {
+		t.Fatal(err)
+	}
+	errBroken := errors.New("broken body")
+	if _, err := s.Stage(io.MultiReader(strings.NewReader("part"), iotest.ErrReader(errBroken))); !errors.Is(err, errBroken) {
+		t.Errorf("Stage of a failing reader: error %v, want %v", err, errBroken)
+	}
+	if diff := cmp.Diff(map[string]string{}, dirFiles(t, dir)); diff != "" {
+		t.Errorf("files left (-want +got):\n%s", diff)
 	}
 }
 

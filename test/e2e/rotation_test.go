@@ -38,10 +38,10 @@ var _ = Describe("A password rotation", func() {
 		Eventually(func(g Gomega) {
 			status, reason, _ := kc.condition(ctx, ns, "httpbackend/rotating", "StateReachable")
 			g.Expect(status).To(Equal("False"))
-			g.Expect(reason).To(Equal("Unauthorized"))
+			g.Expect(reason).To(Equal("Forbidden"))
 		}).Should(Succeed())
 		_, reason, message := kc.condition(ctx, ns, "httpbackend/rotating", "Ready")
-		Expect(reason).To(Equal("Unauthorized"))
+		Expect(reason).To(Equal("Forbidden"))
 		Expect(message).NotTo(ContainSubstring(newPassword))
 		Expect(message).NotTo(ContainSubstring(oldPassword))
 
