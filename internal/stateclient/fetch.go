@@ -1,6 +1,7 @@
 package stateclient
 
 import (
+	"bufio"
 	"context"
 	"crypto/md5" //nolint:gosec // protocol checksum
 	"encoding/base64"
@@ -75,31 +76,55 @@ func (c *Client) fetch(ctx context.Context) (*Payload, error) {
 // answers are handled as by Fetch. A malformed state or one in a format
 // other than version 4 is an error.
 func (c *Client) FetchSummary(ctx context.Context) (*StateSummary, error) {
-	s, err := c.fetchSummary(ctx)
-	return s, c.secrets.scrubError(err)
+	var sum statefile.Summary
+	found, size, err := c.streamState(ctx, func(r io.Reader) error {
+		var err error
+		sum, err = statefile.ReadSummary(r)
+		return err
+	})
+	switch {
+	case err != nil:
+		return nil, c.secrets.scrubError(err)
+	case !found:
+		return &StateSummary{}, nil
+	}
+	return &StateSummary{Present: true, SizeBytes: size, Summary: sum}, nil
 }
 
-func (c *Client) fetchSummary(ctx context.Context) (*StateSummary, error) {
+// StreamState reads the state and hands its body to read as it arrives:
+// the client keeps nothing of it, so a streaming consumer bounds the
+// memory a state costs. found is false when there is no state (a 204 or
+// 404 answer, or a 200 with an empty body), in which case read is not
+// called. size is the number of bytes read. A state larger than
+// Config.MaxStateBytes gives a *SizeError: read sees at most one byte past
+// the limit. An error of read is returned wrapped; other answers are
+// handled as by Fetch.
+func (c *Client) StreamState(ctx context.Context, read func(io.Reader) error) (found bool, size int64, err error) {
+	found, size, err = c.streamState(ctx, read)
+	return found, size, c.secrets.scrubError(err)
+}
+
+func (c *Client) streamState(ctx context.Context, read func(io.Reader) error) (bool, int64, error) {
 	resp, err := c.get(ctx)
-	if err != nil {
-		return nil, err
-	}
-	if resp == nil {
-		return &StateSummary{}, nil
+	if err != nil || resp == nil {
+		return false, 0, err
 	}
 	defer resp.Body.Close()
-	body := &countingReader{r: io.LimitReader(resp.Body, c.maxStateBytes+1)}
-	sum, err := statefile.ReadSummary(body)
-	if body.n > c.maxStateBytes {
-		return nil, fmt.Errorf("GET %s: %w", c.state.printable, &SizeError{Limit: c.maxStateBytes, ContentLength: resp.ContentLength})
+	counted := &countingReader{r: io.LimitReader(resp.Body, c.maxStateBytes+1)}
+	body := bufio.NewReader(counted)
+	if _, err := body.Peek(1); errors.Is(err, io.EOF) {
+		return false, 0, nil
+	} else if err != nil {
+		return false, 0, fmt.Errorf("GET %s: reading the state: %w", c.state.printable, err)
 	}
-	if errors.Is(err, statefile.ErrNoState) {
-		return &StateSummary{}, nil
+	readErr := read(body)
+	if counted.n > c.maxStateBytes {
+		return false, 0, fmt.Errorf("GET %s: %w", c.state.printable, &SizeError{Limit: c.maxStateBytes, ContentLength: resp.ContentLength})
 	}
-	if err != nil {
-		return nil, fmt.Errorf("GET %s: %w", c.state.printable, err) // statefile's errors quote no input; FetchSummary scrubs secrets
+	if readErr != nil {
+		return true, counted.n, fmt.Errorf("GET %s: %w", c.state.printable, readErr) // statefile's errors quote no input; the caller scrubs secrets
 	}
-	return &StateSummary{Present: true, SizeBytes: body.n, Summary: sum}, nil
+	return true, counted.n, nil
 }
 
 // get sends the GET of the state and sorts the answer: it returns the

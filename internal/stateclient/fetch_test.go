@@ -3,6 +3,7 @@ package stateclient
 import (
 	"crypto/md5" //nolint:gosec // protocol checksum
 	"errors"
+	"io"
 	"net/http"
 	"strconv"
 	"strings"
@@ -202,6 +203,56 @@ func TestReadChunks(t *testing.T) {
 			}
 			if string(got) != in {
 				t.Errorf("readChunks returned %d bytes, want %d", len(got), size)
+			}
+		})
+	}
+}
+
+func TestStreamState(t *testing.T) {
+	t.Parallel()
+	boom := errors.New("the consumer stopped")
+	cases := map[string]struct {
+		handler   http.HandlerFunc
+		maxBytes  int64
+		read      func(io.Reader) error
+		wantFound bool
+		wantSize  int64
+		wantRead  string // what read saw, when it reads everything
+		wantErr   string
+		is        error
+	}{
+		"state":          {handler: respond(200, smallState), wantFound: true, wantSize: int64(len(smallState)), wantRead: smallState},
+		"chunked":        {handler: chunked(smallState), wantFound: true, wantSize: int64(len(smallState)), wantRead: smallState},
+		"empty 200":      {handler: respond(200, "")},
+		"404":            {handler: respond(404, "")},
+		"403":            {handler: respond(403, ""), wantErr: "invalid auth", is: ErrForbidden},
+		"too large":      {handler: chunked(smallState), maxBytes: 10, wantRead: smallState[:11], wantErr: "larger than the 10 bytes limit", is: ErrStateTooLarge},
+		"consumer error": {handler: respond(200, smallState), read: func(io.Reader) error { return boom }, wantFound: true, wantErr: "the consumer stopped", is: boom},
+	}
+	for name, tc := range cases {
+		t.Run(name, func(t *testing.T) {
+			t.Parallel()
+			srv := newServer(t, tc.handler)
+			cfg := fastConfig(srv.URL)
+			if tc.maxBytes > 0 {
+				cfg.MaxStateBytes = tc.maxBytes
+			}
+			var seen []byte
+			read := tc.read
+			if read == nil {
+				read = func(r io.Reader) error {
+					var err error
+					seen, err = io.ReadAll(r)
+					return err
+				}
+			}
+			found, size, err := mustNew(t, cfg).StreamState(ctxT(t), read)
+			checkErr(t, err, tc.wantErr, tc.is)
+			if found != tc.wantFound || (err == nil && size != tc.wantSize) {
+				t.Errorf("StreamState() = found %t, size %d; want %t, %d", found, size, tc.wantFound, tc.wantSize)
+			}
+			if string(seen) != tc.wantRead {
+				t.Errorf("read saw %q, want %q", seen, tc.wantRead)
 			}
 		})
 	}

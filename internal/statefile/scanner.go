@@ -38,9 +38,12 @@ func newScanner(r io.Reader) *scanner {
 	return &scanner{r: bufio.NewReaderSize(r, readBufferSize)}
 }
 
+// ErrMalformed is wrapped by the errors about input that is not JSON.
+var ErrMalformed = errors.New("invalid JSON")
+
 // syntaxError describes malformed JSON at a byte offset.
 func (s *scanner) syntaxError(format string, args ...any) error {
-	return fmt.Errorf("invalid JSON at offset %d: %s", s.off, fmt.Sprintf(format, args...))
+	return fmt.Errorf("%w at offset %d: %s", ErrMalformed, s.off, fmt.Sprintf(format, args...))
 }
 
 // readErr turns a read error into a syntax error for io.EOF and wraps others.
