@@ -2,12 +2,14 @@ package controllers
 
 import (
 	"context"
+	"fmt"
 	"time"
 
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/client-go/tools/events"
 	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/client"
+	ctrlevent "sigs.k8s.io/controller-runtime/pkg/event"
 
 	backendsv1alpha1 "github.com/infrastate/backend-operator/api/v1alpha1"
 	"github.com/infrastate/backend-operator/internal/render"
@@ -20,16 +22,48 @@ type reconciler struct {
 	events    events.EventRecorder
 	opts      options
 	schedule  *probeSchedule
+	// probes runs the probes of this kind, and of the others when the
+	// reconcilers are set up together (SetupAll).
+	probes *prober
+	// wake receives an event when a probe ends, to reconcile its object.
+	wake chan ctrlevent.GenericEvent
 }
 
+// wakeBuffer bounds the probe-end events waiting for a controller.
+const wakeBuffer = 1024
+
 func newReconciler(c client.Client, apiReader client.Reader, recorder events.EventRecorder, opts []Option) reconciler {
+	o := newOptions(opts)
+	probes := o.prober
+	if probes == nil {
+		probes = newProber(o.maxConcurrentProbes, o.maxConcurrentProbesPerNamespace, o.clock)
+	}
 	return reconciler{
 		client:    c,
 		apiReader: apiReader,
 		events:    recorder,
-		opts:      newOptions(opts),
+		opts:      o,
 		schedule:  newProbeSchedule(),
+		probes:    probes,
+		wake:      make(chan ctrlevent.GenericEvent, wakeBuffer),
 	}
+}
+
+// addProber runs the reconciler's prober with mgr, unless SetupAll shares
+// one it already added.
+func (r *reconciler) addProber(mgr ctrl.Manager) error {
+	if r.opts.prober != nil {
+		return nil
+	}
+	if err := mgr.Add(r.probes); err != nil {
+		return fmt.Errorf("adding the prober: %w", err)
+	}
+	return nil
+}
+
+// ownedWriter writes the objects the reconciler renders or publishes.
+func (r *reconciler) ownedWriter() ownedWriter {
+	return ownedWriter{client: r.client, reader: r.apiReader}
 }
 
 // phasesFunc runs a kind's phases on obj and returns how they ended and
@@ -39,12 +73,14 @@ type phasesFunc func(ctx context.Context) (outcome, time.Duration, error)
 // reconcile is the shape every Reconcile of this package shares: read the
 // object (forgetting one that is gone), leave one being deleted to the
 // garbage collector, mark a new generation as Reconciling, run the phases,
-// and finish with one status patch. After an error the next attempt probes
-// again, since this one's observations may not have reached the status.
+// and finish with one status patch. A probe result the phases wrote is
+// acknowledged only once the patch succeeded: after an error the next
+// attempt writes the same result again.
 func (r *reconciler) reconcile(ctx context.Context, req ctrl.Request, obj statusObject, kind string, run phasesFunc) (ctrl.Result, error) {
 	if err := r.client.Get(ctx, req.NamespacedName, obj); err != nil {
 		if apierrors.IsNotFound(err) {
 			r.schedule.forget(req.NamespacedName)
+			r.probes.forget(probeKey{kind: kind, NamespacedName: req.NamespacedName})
 			forgetMetrics(kind, req.Namespace, req.Name)
 		}
 		return ctrl.Result{}, client.IgnoreNotFound(err)
@@ -57,8 +93,10 @@ func (r *reconciler) reconcile(ctx context.Context, req ctrl.Request, obj status
 	markReconciling(obj.StatusConditions(), obj.GetGeneration(), *obj.StatusObservedGeneration())
 	out, requeueAfter, err := run(ctx)
 	if err := finishReconcile(ctx, r.client, r.events, obj, before, out, err); err != nil {
-		r.schedule.forget(req.NamespacedName)
 		return ctrl.Result{}, err
+	}
+	if out.applied != nil {
+		r.probes.ack(probeKey{kind: kind, NamespacedName: req.NamespacedName}, out.applied)
 	}
 	return ctrl.Result{RequeueAfter: requeueAfter}, nil
 }
@@ -81,7 +119,7 @@ func (r *reconciler) renderBackend(ctx context.Context, obj client.Object, kind,
 	if renderErr != nil {
 		return "", stall(backendsv1alpha1.InvalidSpecReason, "Cannot render the backend configuration: %v", renderErr)
 	}
-	names, err := writeRendered(ctx, ownedWriter{client: r.client, reader: r.apiReader}, renderedObjects{
+	names, err := writeRendered(ctx, r.ownedWriter(), renderedObjects{
 		owner:         ownerOf(obj, kind),
 		configMapName: configMapName,
 		files:         files,

@@ -39,6 +39,12 @@ type cosScope struct {
 	readyMessage string
 	// requeueAfter is the wait until the next probe, set by reconcileProbe.
 	requeueAfter time.Duration
+	// probePending is true while a probe is under way, set by
+	// reconcileProbe.
+	probePending bool
+	// applied is the probe result written to status, set by the probe
+	// phase.
+	applied *probeResult
 }
 
 // Reconcile renders the backend's ConfigMap and credentials Secret, then
@@ -49,7 +55,7 @@ func (r *CosBackendReconciler) Reconcile(ctx context.Context, req ctrl.Request) 
 	return r.reconcile(ctx, req, backend, cosBackendKind, func(ctx context.Context) (outcome, time.Duration, error) {
 		s := &cosScope{backend: backend}
 		err := runPhases(ctx, s, r.reconcileRegion, r.reconcileCredentials, r.reconcileRender, r.reconcileProbe)
-		return outcome{readyMessage: s.readyMessage, probe: cosProbeCondition(backend)}, s.requeueAfter, err
+		return outcome{readyMessage: s.readyMessage, probe: cosProbeCondition(backend), probePending: s.probePending, applied: s.applied}, s.requeueAfter, err
 	})
 }
 
@@ -57,8 +63,8 @@ func (r *CosBackendReconciler) Reconcile(ctx context.Context, req ctrl.Request) 
 // come from SetupAll. Secrets are watched for metadata only: the manager
 // never holds their contents.
 func (r *CosBackendReconciler) SetupWithManager(mgr ctrl.Manager) error {
-	return setupBackendController(mgr, r, "cosbackend", &backendsv1alpha1.CosBackend{},
-		func() client.ObjectList { return &backendsv1alpha1.CosBackendList{} }, r.opts.maxConcurrentReconciles, &corev1.Secret{})
+	return setupBackendController(mgr, &r.reconciler, r, "cosbackend", &backendsv1alpha1.CosBackend{},
+		func() client.ObjectList { return &backendsv1alpha1.CosBackendList{} }, &corev1.Secret{})
 }
 
 // cosBackendReferences lists the Secrets a CosBackend references, for

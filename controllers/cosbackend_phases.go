@@ -3,8 +3,6 @@ package controllers
 import (
 	"context"
 
-	"sigs.k8s.io/controller-runtime/pkg/client"
-
 	backendsv1alpha1 "github.com/infrastate/backend-operator/api/v1alpha1"
 	"github.com/infrastate/backend-operator/internal/render"
 )
@@ -42,7 +40,7 @@ func effectiveRegion(spec backendsv1alpha1.CosBackendSpec, managerDefault string
 
 // reconcileCredentials reads the credentials the backend references.
 func (r *CosBackendReconciler) reconcileCredentials(ctx context.Context, s *cosScope) error {
-	secrets, err := resolveCosSecrets(ctx, r.apiReader, s.backend)
+	secrets, err := resolveCosSecrets(ctx, r.references(s.backend.Namespace), s.backend)
 	if err != nil {
 		return err
 	}
@@ -53,14 +51,13 @@ func (r *CosBackendReconciler) reconcileCredentials(ctx context.Context, s *cosS
 // resolveCosSecrets reads secretId, secretKey and the optional
 // securityToken from credentialsSecretRef. A missing Secret or key is a
 // stallError naming the Secret and key.
-func resolveCosSecrets(ctx context.Context, reader client.Reader, backend *backendsv1alpha1.CosBackend) (render.CosSecrets, error) {
+func resolveCosSecrets(ctx context.Context, refs referenceReader, backend *backendsv1alpha1.CosBackend) (render.CosSecrets, error) {
 	var secrets render.CosSecrets
 	ref := backend.Spec.CredentialsSecretRef
 	if ref == nil {
 		return secrets, nil
 	}
 	const field = "spec.credentialsSecretRef"
-	refs := referenceReader{reader: reader, namespace: backend.Namespace}
 	secret, err := refs.secret(ctx, ref.Name, field)
 	if err != nil {
 		return secrets, err

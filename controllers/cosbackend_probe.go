@@ -1,15 +1,14 @@
 package controllers
 
 import (
-	"bytes"
 	"context"
 	"fmt"
+	"io"
 	"strconv"
 	"time"
 
 	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
-	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	backendsv1alpha1 "github.com/infrastate/backend-operator/api/v1alpha1"
 	"github.com/infrastate/backend-operator/internal/cos"
@@ -29,10 +28,12 @@ func cosProbeCondition(b *backendsv1alpha1.CosBackend) string {
 }
 
 // reconcileProbe checks the bucket as Terraform does, then reads the state
-// object and the .tflock object of the default workspace, when a probe is
-// due. It sets BucketReady, Locked, status.state and status.lock, and
-// scope.requeueAfter.
-func (r *CosBackendReconciler) reconcileProbe(ctx context.Context, s *cosScope) error {
+// object and the .tflock object of the default workspace. The reads run off
+// the reconcile path (see prober): a due probe is submitted, and the
+// reconcile that its end triggers applies what it learned to BucketReady,
+// Locked, status.state and status.lock. It sets scope.requeueAfter and
+// scope.probePending.
+func (r *CosBackendReconciler) reconcileProbe(_ context.Context, s *cosScope) error {
 	backend := s.backend
 	conds := &backend.Status.Conditions
 	interval := probeInterval(backend.Spec.Probe)
@@ -46,70 +47,133 @@ func (r *CosBackendReconciler) reconcileProbe(ctx context.Context, s *cosScope) 
 		return nil
 	}
 
-	key := client.ObjectKeyFromObject(backend)
 	inputs := fingerprint([]byte(backend.UID), []byte(strconv.FormatInt(backend.Generation, 10)), []byte(s.region),
 		s.secrets.SecretID, s.secrets.SecretKey, s.secrets.SecurityToken)
-	now := r.opts.clock.Now()
-	if due, wait := r.schedule.due(key, inputs, now); !due {
-		s.requeueAfter = wait
+	task := probeTask{kind: cosBackendKind, obj: backend, inputs: inputs, interval: interval,
+		probed: probedThisGeneration(backend.Status.Conditions, backend.Generation, backendsv1alpha1.BucketReadyCondition)}
+	step := r.probeStep(task)
+	s.requeueAfter, s.probePending, s.applied = step.requeueAfter, step.pending, step.result
+	if step.result != nil {
+		applyCosProbe(backend, step.result.value.(cosProbeResult))
 		return nil
 	}
-
+	if !step.submit {
+		return nil
+	}
 	cc, err := r.opts.cosClients(cosConfig(backend.Spec, s.region, s.secrets))
 	if err != nil {
 		return stall(backendsv1alpha1.InvalidSpecReason, "Cannot build a COS client: %v", err)
 	}
-	ctx, cancel := context.WithTimeout(ctx, probeTimeout)
-	defer cancel()
-	r.probeBucket(ctx, backend, cc)
-	s.requeueAfter = r.schedule.probed(key, inputs, now, interval)
+	r.submitProbe(task, func(ctx context.Context) any { return runCosProbe(ctx, cc) })
+	s.probePending = true
 	return nil
 }
 
-// probeBucket checks the bucket, then the state and the lock.
-func (r *CosBackendReconciler) probeBucket(ctx context.Context, backend *backendsv1alpha1.CosBackend, cc *cos.Client) {
+// cosProbeResult is what one probe of a CosBackend learned.
+type cosProbeResult struct {
+	// bucketErr is the bucket check's error; nothing else was read when it
+	// is set.
+	bucketErr error
+	// state is the state object's summary (Present false when there is
+	// none); stateErr is set when the object cannot be used.
+	state    *backendsv1alpha1.StateSummary
+	stateErr error
+	// lock is the holder in the .tflock object, nil when unlocked; lockErr
+	// is set when the lock object cannot be read.
+	lock    *cos.LockInfo
+	lockErr error
+}
+
+// runCosProbe checks the bucket, then streams the state object into a
+// summary and reads the lock object, within probeTimeout. Memory does not
+// depend on the size of the state.
+func runCosProbe(ctx context.Context, cc *cos.Client) cosProbeResult {
+	ctx, cancel := context.WithTimeout(ctx, probeTimeout)
+	defer cancel()
+	start := time.Now()
+	var res cosProbeResult
+	res.bucketErr = cc.CheckBucket(ctx)
+	probeDuration.WithLabelValues(cosBackendKind, bucketObservation("", res.bucketErr).reason).Observe(time.Since(start).Seconds())
+	if res.bucketErr != nil {
+		return res
+	}
+	res.state, res.stateErr = streamCosSummary(ctx, cc, defaultWorkspace)
+	res.lock, res.lockErr = cc.ReadLock(ctx, defaultWorkspace)
+	return res
+}
+
+// streamCosSummary streams a workspace's state object into status.state.
+// The summary is trusted only once the object's checksum matched, which
+// StreamState checks at its end.
+func streamCosSummary(ctx context.Context, cc *cos.Client, workspace string) (*backendsv1alpha1.StateSummary, error) {
+	var (
+		summary statefile.Summary
+		size    int64
+	)
+	found, err := cc.StreamState(ctx, workspace, func(r io.Reader) error {
+		counted := &countingReader{r: r}
+		var err error
+		summary, err = statefile.ReadSummary(counted)
+		size = counted.n
+		return err
+	})
+	switch {
+	case err != nil:
+		return nil, fmt.Errorf("reading the state: %w", err)
+	case !found:
+		return &backendsv1alpha1.StateSummary{Present: false}, nil
+	}
+	return stateStatus(summary, size), nil
+}
+
+// countingReader counts the bytes read through it.
+type countingReader struct {
+	r io.Reader
+	n int64
+}
+
+func (c *countingReader) Read(p []byte) (int, error) {
+	n, err := c.r.Read(p)
+	c.n += int64(n)
+	return n, err
+}
+
+// applyCosProbe writes what a probe learned into the backend's status.
+func applyCosProbe(backend *backendsv1alpha1.CosBackend, res cosProbeResult) {
 	conds := &backend.Status.Conditions
 	gen := backend.Generation
-	start := time.Now()
-	err := cc.CheckBucket(ctx)
-	bucket := bucketObservation(backend.Spec.Bucket, err)
-	probeDuration.WithLabelValues(cosBackendKind, bucket.reason).Observe(time.Since(start).Seconds())
-	if err != nil {
+	bucket := bucketObservation(backend.Spec.Bucket, res.bucketErr)
+	if res.bucketErr != nil {
 		setCondition(conds, gen, backendsv1alpha1.BucketReadyCondition, bucket)
 		meta.SetStatusCondition(conds, unknownLock(gen, "The bucket cannot be read"))
 		return
 	}
-
-	object, err := cc.ReadState(ctx, defaultWorkspace)
-	state, stateErr := cosStateSummary(object, err)
-	if stateErr != nil {
+	if res.stateErr != nil {
 		bucket = observation{status: metav1.ConditionFalse, reason: backendsv1alpha1.StateUnreadableReason,
-			message: fmt.Sprintf("The bucket exists, but its state object cannot be used: %v", stateErr)}
+			message: fmt.Sprintf("The bucket exists, but its state object cannot be used: %v", res.stateErr)}
 	} else {
-		backend.Status.State = state
-		stateSize.WithLabelValues(cosBackendKind, backend.Namespace, backend.Name).Set(float64(state.SizeBytes))
+		backend.Status.State = res.state
+		stateSize.WithLabelValues(cosBackendKind, backend.Namespace, backend.Name).Set(float64(res.state.SizeBytes))
 	}
 	setCondition(conds, gen, backendsv1alpha1.BucketReadyCondition, bucket)
 
-	lock, err := cc.ReadLock(ctx, defaultWorkspace)
-	if err != nil {
-		meta.SetStatusCondition(conds, unknownLock(gen, "Reading the lock object failed: "+err.Error()))
-		return
-	}
-	if lock == nil {
+	switch {
+	case res.lockErr != nil:
+		meta.SetStatusCondition(conds, unknownLock(gen, "Reading the lock object failed: "+res.lockErr.Error()))
+	case res.lock == nil:
 		backend.Status.Lock = nil
 		lockHeld.WithLabelValues(cosBackendKind, backend.Namespace, backend.Name).Set(0)
 		setCondition(conds, gen, backendsv1alpha1.LockedCondition, observation{
 			status: metav1.ConditionFalse, reason: backendsv1alpha1.NotLockedReason, message: "The state is not locked.",
 		})
-		return
+	default:
+		holder := lockInfo(res.lock)
+		backend.Status.Lock = holder
+		lockHeld.WithLabelValues(cosBackendKind, backend.Namespace, backend.Name).Set(1)
+		setCondition(conds, gen, backendsv1alpha1.LockedCondition, observation{
+			status: metav1.ConditionTrue, reason: backendsv1alpha1.LockHeldReason, message: describeHolder(holder),
+		})
 	}
-	holder := lockInfo(lock)
-	backend.Status.Lock = holder
-	lockHeld.WithLabelValues(cosBackendKind, backend.Namespace, backend.Name).Set(1)
-	setCondition(conds, gen, backendsv1alpha1.LockedCondition, observation{
-		status: metav1.ConditionTrue, reason: backendsv1alpha1.LockHeldReason, message: describeHolder(holder),
-	})
 }
 
 // unknownLock is the Locked condition when the lock cannot be read.
@@ -118,19 +182,4 @@ func unknownLock(generation int64, message string) metav1.Condition {
 		Type: backendsv1alpha1.LockedCondition, Status: metav1.ConditionUnknown,
 		Reason: backendsv1alpha1.UnreachableReason, Message: truncate(message), ObservedGeneration: generation,
 	}
-}
-
-// cosStateSummary is status.state for a state object read.
-func cosStateSummary(object *cos.Object, err error) (*backendsv1alpha1.StateSummary, error) {
-	if err != nil {
-		return nil, err
-	}
-	if object == nil {
-		return &backendsv1alpha1.StateSummary{Present: false}, nil
-	}
-	summary, err := statefile.ReadSummary(bytes.NewReader(object.Data))
-	if err != nil {
-		return nil, fmt.Errorf("parsing the state: %w", err)
-	}
-	return stateStatus(summary, int64(len(object.Data))), nil
 }

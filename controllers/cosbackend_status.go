@@ -8,6 +8,7 @@ import (
 
 	backendsv1alpha1 "github.com/infrastate/backend-operator/api/v1alpha1"
 	"github.com/infrastate/backend-operator/internal/cos"
+	"github.com/infrastate/backend-operator/internal/netguard"
 	"github.com/infrastate/backend-operator/internal/render"
 )
 
@@ -37,6 +38,9 @@ func bucketObservation(bucket string, err error) observation {
 	case err == nil:
 		return observation{status: metav1.ConditionTrue, reason: backendsv1alpha1.ReachableReason,
 			message: fmt.Sprintf("Bucket %s exists and can be read", bucket)}
+	case errors.Is(err, netguard.ErrAddressDenied):
+		return observation{status: metav1.ConditionFalse, reason: backendsv1alpha1.AddressDeniedReason,
+			message: fmt.Sprintf("COS for bucket %s cannot be reached: %v", bucket, err)}
 	case errors.Is(err, cos.ErrBucketNotFound):
 		return observation{status: metav1.ConditionFalse, reason: backendsv1alpha1.BucketNotFoundReason,
 			message: fmt.Sprintf("Bucket %s does not exist: create it first (%v)", bucket, err)}

@@ -14,14 +14,18 @@ type event struct {
 }
 
 // transitionEvents returns the events for the condition changes between
-// before and after: Ready becoming True or not True, and a lock appearing
-// or going away. A reconciliation that changes nothing emits nothing.
+// before and after: Ready becoming True or not True (but not while work is
+// merely in progress), and a lock appearing or going away. A
+// reconciliation that changes nothing emits nothing.
 func transitionEvents(before, after []metav1.Condition) []event {
 	var events []event
 	if ready, changed := changedCondition(before, after, backendsv1alpha1.ReadyCondition); changed {
-		if ready.Status == metav1.ConditionTrue {
+		switch {
+		case ready.Status == metav1.ConditionTrue:
 			events = append(events, event{corev1.EventTypeNormal, ready.Reason, "Reconcile", ready.Message})
-		} else {
+		case ready.Reason == backendsv1alpha1.ProgressingReason:
+			// Work in progress (a probe under way) is not worth a warning.
+		default:
 			events = append(events, event{corev1.EventTypeWarning, ready.Reason, "Reconcile", ready.Message})
 		}
 	}

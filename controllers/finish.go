@@ -5,10 +5,13 @@ import (
 	"fmt"
 
 	apiequality "k8s.io/apimachinery/pkg/api/equality"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/client-go/tools/events"
 	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/client"
+
+	backendsv1alpha1 "github.com/infrastate/backend-operator/api/v1alpha1"
 )
 
 // statusObject is a kind of this API whose status has conditions and an
@@ -42,7 +45,10 @@ func finishReconcile[T statusObject](ctx context.Context, c client.Client, recor
 		// object fail with a conflict instead of overwriting newer
 		// conditions; the retry reads the object again.
 		patch := client.MergeFromWithOptions(before, client.MergeFromWithOptimisticLock{})
-		if patchErr := c.Status().Patch(ctx, obj, patch); patchErr != nil {
+		if patchErr := c.Status().Patch(ctx, obj, patch, fieldOwner); patchErr != nil {
+			if apierrors.IsInvalid(patchErr) || apierrors.IsRequestEntityTooLargeError(patchErr) {
+				return patchRejectedStatus(ctx, c, before, patchErr)
+			}
 			return fmt.Errorf("patching status: %w", patchErr)
 		}
 	}
@@ -51,4 +57,22 @@ func finishReconcile[T statusObject](ctx context.Context, c client.Client, recor
 		return nil
 	}
 	return err
+}
+
+// patchRejectedStatus handles a status the API server refused: retrying the
+// same patch would be refused again, in a loop that re-reads and re-probes.
+// It writes the status as it was read, with only the conditions changed to
+// a stall (StatusRejected) that says why, and no requeue: the next spec or
+// referenced object change tries again.
+func patchRejectedStatus[T statusObject](ctx context.Context, c client.Client, before T, rejected error) error {
+	obj := before.DeepCopyObject().(T)
+	out := outcome{stall: &stallError{reason: backendsv1alpha1.StatusRejectedReason,
+		message: "The API server refused the status the operator computed: " + apiMessage(rejected)}}
+	*obj.StatusObservedGeneration() = summarize(obj.StatusConditions(), obj.GetGeneration(), *before.StatusObservedGeneration(), out)
+	patch := client.MergeFromWithOptions(before, client.MergeFromWithOptimisticLock{})
+	if err := c.Status().Patch(ctx, obj, patch, fieldOwner); err != nil {
+		return fmt.Errorf("patching status after the API server refused it (%w): %w", rejected, err)
+	}
+	ctrl.LoggerFrom(ctx).Info("Stalled: the API server refused the status", "reason", backendsv1alpha1.StatusRejectedReason)
+	return nil
 }

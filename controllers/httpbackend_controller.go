@@ -38,6 +38,12 @@ type httpScope struct {
 	readyMessage string
 	// requeueAfter is the wait until the next probe, set by reconcileProbe.
 	requeueAfter time.Duration
+	// probePending is true while a probe is under way, set by
+	// reconcileProbe.
+	probePending bool
+	// applied is the probe result written to status, set by the probe
+	// phase.
+	applied *probeResult
 }
 
 // Reconcile renders the backend's ConfigMap and credentials Secret, then
@@ -48,7 +54,7 @@ func (r *HttpBackendReconciler) Reconcile(ctx context.Context, req ctrl.Request)
 	return r.reconcile(ctx, req, backend, httpBackendKind, func(ctx context.Context) (outcome, time.Duration, error) {
 		s := &httpScope{backend: backend}
 		err := runPhases(ctx, s, r.reconcileCredentials, r.reconcileRender, r.reconcileProbe)
-		return outcome{readyMessage: s.readyMessage, probe: httpProbeCondition(backend)}, s.requeueAfter, err
+		return outcome{readyMessage: s.readyMessage, probe: httpProbeCondition(backend), probePending: s.probePending, applied: s.applied}, s.requeueAfter, err
 	})
 }
 
@@ -56,8 +62,8 @@ func (r *HttpBackendReconciler) Reconcile(ctx context.Context, req ctrl.Request)
 // come from SetupAll. Secrets and ConfigMaps are watched for metadata only:
 // the manager never holds their contents.
 func (r *HttpBackendReconciler) SetupWithManager(mgr ctrl.Manager) error {
-	return setupBackendController(mgr, r, "httpbackend", &backendsv1alpha1.HttpBackend{},
-		func() client.ObjectList { return &backendsv1alpha1.HttpBackendList{} }, r.opts.maxConcurrentReconciles, &corev1.Secret{}, &corev1.ConfigMap{})
+	return setupBackendController(mgr, &r.reconciler, r, "httpbackend", &backendsv1alpha1.HttpBackend{},
+		func() client.ObjectList { return &backendsv1alpha1.HttpBackendList{} }, &corev1.Secret{}, &corev1.ConfigMap{})
 }
 
 // httpBackendReferences lists the Secrets and ConfigMaps an HttpBackend

@@ -6,7 +6,6 @@ import (
 
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/types"
-	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	backendsv1alpha1 "github.com/infrastate/backend-operator/api/v1alpha1"
 	"github.com/infrastate/backend-operator/internal/render"
@@ -30,7 +29,7 @@ type httpSecrets = render.HTTPSecrets
 // SecretKeyMissing, ConfigMapNotFound, ConfigMapKeyMissing,
 // InvalidCertificate) whose message names the object and key, never a value.
 func (r *HttpBackendReconciler) reconcileCredentials(ctx context.Context, s *httpScope) error {
-	secrets, err := resolveHTTPSecrets(ctx, r.apiReader, s.backend)
+	secrets, err := resolveHTTPSecrets(ctx, r.references(s.backend.Namespace), s.backend)
 	if err != nil {
 		return err
 	}
@@ -41,10 +40,9 @@ func (r *HttpBackendReconciler) reconcileCredentials(ctx context.Context, s *htt
 // resolveHTTPSecrets reads and checks the credential material an
 // HttpBackend references. Problems are stallErrors naming the object and
 // key.
-func resolveHTTPSecrets(ctx context.Context, reader client.Reader, backend *backendsv1alpha1.HttpBackend) (httpSecrets, error) {
+func resolveHTTPSecrets(ctx context.Context, refs referenceReader, backend *backendsv1alpha1.HttpBackend) (httpSecrets, error) {
 	var secrets httpSecrets
 	spec := backend.Spec
-	refs := referenceReader{reader: reader, namespace: backend.Namespace}
 
 	if ref := spec.PasswordSecretRef; ref != nil {
 		key := ref.Key

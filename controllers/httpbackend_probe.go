@@ -7,18 +7,15 @@ import (
 	"strconv"
 	"time"
 
+	"github.com/go-logr/logr"
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	ctrl "sigs.k8s.io/controller-runtime"
-	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	backendsv1alpha1 "github.com/infrastate/backend-operator/api/v1alpha1"
 	"github.com/infrastate/backend-operator/internal/stateclient"
 )
-
-// probeTimeout bounds one probe, retries included.
-const probeTimeout = 2 * time.Minute
 
 // lockCheckOperation is the operation our own short-lived lock records, so
 // that a Terraform run that meets it tells its user who holds the lock.
@@ -42,46 +39,41 @@ func httpProbeInterval(b *backendsv1alpha1.HttpBackend) time.Duration {
 	return probeInterval(&b.Spec.Probe.ProbeSpec)
 }
 
-// probeInterval is the period of a probe spec; 0 disables probing. The API
-// server defaults it, so nil only happens for objects built in tests.
-func probeInterval(p *backendsv1alpha1.ProbeSpec) time.Duration {
-	if p == nil || p.Interval == nil {
-		return defaultProbeInterval
-	}
-	return p.Interval.Duration
-}
-
-// defaultProbeInterval is the API's default probe.interval.
-const defaultProbeInterval = 5 * time.Minute
-
 // reconcileProbe reads the state through the backend's own address,
-// credentials, TLS and retry settings when a probe is due, and sets
-// StateReachable and status.state. With probe.lockCheck or forceUnlock it
-// also learns the lock holder (Locked, status.lock) and releases the lock
-// forceUnlock names. It sets scope.requeueAfter to the next probe.
+// credentials, TLS and retry settings, and with probe.lockCheck or
+// forceUnlock learns the lock holder and releases the lock forceUnlock
+// names. The reads run off the reconcile path (see prober): a due probe is
+// submitted, and the reconcile that its end triggers applies what it
+// learned to StateReachable, Locked, status.state and status.lock. It sets
+// scope.requeueAfter to the next probe and scope.probePending while one is
+// under way.
 func (r *HttpBackendReconciler) reconcileProbe(ctx context.Context, s *httpScope) error {
 	backend := s.backend
-	key := client.ObjectKeyFromObject(backend)
 	interval := httpProbeInterval(backend)
-	conds := &backend.Status.Conditions
+	lockWork := (backend.Spec.Probe != nil && backend.Spec.Probe.LockCheck) || backend.Spec.ForceUnlock != nil
 	if interval == 0 {
-		setCondition(conds, backend.Generation, backendsv1alpha1.StateReachableCondition, observation{
+		setCondition(&backend.Status.Conditions, backend.Generation, backendsv1alpha1.StateReachableCondition, observation{
 			status: metav1.ConditionUnknown, reason: backendsv1alpha1.ProbeDisabledReason,
 			message: "Probing is disabled: probe.interval is 0s",
 		})
 		backend.Status.State = nil
-		if backend.Spec.ForceUnlock == nil {
-			meta.RemoveStatusCondition(conds, backendsv1alpha1.LockedCondition)
-			backend.Status.Lock = nil
+		if !lockWork {
+			clearLock(backend, &backend.Status.Lock, httpBackendKind)
 			return nil
 		}
 	}
 
 	inputs := fingerprint([]byte(backend.UID), []byte(strconv.FormatInt(backend.Generation, 10)),
 		s.secrets.Password, s.secrets.ClientCertificatePEM, s.secrets.ClientPrivateKeyPEM, s.secrets.ClientCACertificatePEM)
-	now := r.opts.clock.Now()
-	if due, wait := r.schedule.due(key, inputs, now); !due {
-		s.requeueAfter = wait
+	task := probeTask{kind: httpBackendKind, obj: backend, inputs: inputs, interval: interval,
+		probed: probedThisGeneration(backend.Status.Conditions, backend.Generation, backendsv1alpha1.StateReachableCondition)}
+	step := r.probeStep(task)
+	s.requeueAfter, s.probePending, s.applied = step.requeueAfter, step.pending, step.result
+	if step.result != nil {
+		r.applyHTTPProbe(backend, step.result.value.(httpProbeResult))
+		return nil
+	}
+	if !step.submit {
 		return nil
 	}
 
@@ -90,107 +82,185 @@ func (r *HttpBackendReconciler) reconcileProbe(ctx context.Context, s *httpScope
 	if err != nil {
 		return stall(backendsv1alpha1.InvalidSpecReason, "Cannot build a state client: %v", err)
 	}
-	ctx, cancel := context.WithTimeout(ctx, probeTimeout)
-	defer cancel()
-
-	if interval > 0 {
-		r.probeState(ctx, backend, sc)
+	plan := httpProbePlan{
+		fetch:       interval > 0,
+		checkLock:   lockWork,
+		forceUnlock: forceUnlockID(backend),
+		who:         "backend-operator",
+		info:        fmt.Sprintf("Lock check of HttpBackend %s/%s by backend-operator, released at once", backend.Namespace, backend.Name),
 	}
-	if (backend.Spec.Probe != nil && backend.Spec.Probe.LockCheck) || backend.Spec.ForceUnlock != nil {
-		r.checkLock(ctx, backend, sc)
-	} else {
-		meta.RemoveStatusCondition(conds, backendsv1alpha1.LockedCondition)
-		backend.Status.Lock = nil
-		lockHeld.DeleteLabelValues(httpBackendKind, backend.Namespace, backend.Name)
-	}
-	s.requeueAfter = r.schedule.probed(key, inputs, now, interval)
+	r.submitProbe(task, func(ctx context.Context) any { return runHTTPProbe(ctx, sc, plan, log) })
+	s.probePending = true
 	return nil
 }
 
-// probeState fetches a summary of the state and records what it saw.
-func (r *HttpBackendReconciler) probeState(ctx context.Context, backend *backendsv1alpha1.HttpBackend, sc StateClient) {
-	start := time.Now()
-	summary, err := sc.FetchSummary(ctx)
-	obs := stateObservation(summary, err)
-	probeDuration.WithLabelValues(httpBackendKind, obs.reason).Observe(time.Since(start).Seconds())
-	setCondition(&backend.Status.Conditions, backend.Generation, backendsv1alpha1.StateReachableCondition, obs)
-	if err != nil {
-		return
-	}
-	backend.Status.State = stateSummary(summary)
-	stateSize.WithLabelValues(httpBackendKind, backend.Namespace, backend.Name).Set(float64(summary.SizeBytes))
+// httpProbePlan says what one probe of an HttpBackend does.
+type httpProbePlan struct {
+	// fetch reads the state (probing is enabled).
+	fetch bool
+	// checkLock learns the lock holder by taking the lock.
+	checkLock bool
+	// forceUnlock is the lock ID forceUnlock names, or "".
+	forceUnlock string
+	// who and info describe the lock check's own lock to whoever meets it.
+	who, info string
 }
 
-// checkLock learns the holder of the lock by taking it: the protocol has no
-// call to read a lock. When the lock is free it is released at once; when
-// it is held by the ID forceUnlock names, it is released for good.
-func (r *HttpBackendReconciler) checkLock(ctx context.Context, backend *backendsv1alpha1.HttpBackend, sc StateClient) {
-	conds := &backend.Status.Conditions
-	gen := backend.Generation
-	info := stateclient.NewLockInfo(lockCheckOperation, "backend-operator")
-	info.Info = fmt.Sprintf("Lock check of HttpBackend %s/%s by backend-operator, released at once", backend.Namespace, backend.Name)
+// httpProbeResult is what one probe of an HttpBackend learned.
+type httpProbeResult struct {
+	// fetched is true when the state was read; summary and fetchErr are
+	// its outcome.
+	fetched  bool
+	summary  *stateclient.StateSummary
+	fetchErr error
+	// lockChecked is true when the lock was checked; lock is its outcome.
+	lockChecked bool
+	lock        lockCheck
+}
 
+// lockCheck is the outcome of a lock check.
+type lockCheck struct {
+	// err is set when the check failed: the holder is unknown.
+	err error
+	// unlockErr is set when the check took the lock and could not
+	// release it.
+	unlockErr error
+	// held is true when someone else holds the lock; holder describes
+	// them, nil when their LockInfo cannot be read.
+	held   bool
+	holder *backendsv1alpha1.LockInfo
+	// forceUnlocked is true when forceUnlock released holder;
+	// forceUnlockErr is set when it tried and failed.
+	forceUnlocked  bool
+	forceUnlockErr error
+}
+
+// runHTTPProbe performs a probe with sc, within probeTimeout. It reads
+// only what plan asks for and never touches the backend object.
+func runHTTPProbe(ctx context.Context, sc StateClient, plan httpProbePlan, log logr.Logger) httpProbeResult {
+	ctx, cancel := context.WithTimeout(ctx, probeTimeout)
+	defer cancel()
+	var res httpProbeResult
+	if plan.fetch {
+		start := time.Now()
+		res.fetched = true
+		res.summary, res.fetchErr = sc.FetchSummary(ctx)
+		probeDuration.WithLabelValues(httpBackendKind, stateObservation(res.summary, res.fetchErr).reason).Observe(time.Since(start).Seconds())
+	}
+	if plan.checkLock {
+		res.lockChecked = true
+		res.lock = checkHTTPLock(ctx, sc, plan)
+	}
+	log.V(1).Info("Probed the backend", "fetched", res.fetched, "lockChecked", res.lockChecked)
+	return res
+}
+
+// checkHTTPLock learns the holder of the lock by taking it: the protocol
+// has no call to read a lock. When the lock is free it is released at
+// once; when it is held by the ID plan.forceUnlock names, it is released
+// for good.
+func checkHTTPLock(ctx context.Context, sc StateClient, plan httpProbePlan) lockCheck {
+	info := stateclient.NewLockInfo(lockCheckOperation, plan.who)
+	info.Info = plan.info
 	_, err := sc.Lock(ctx, info)
 	var lockErr *stateclient.LockError
 	switch {
 	case err == nil:
-		if unlockErr := sc.Unlock(ctx, info.ID); unlockErr != nil {
-			setCondition(conds, gen, backendsv1alpha1.LockedCondition, observation{
-				status: metav1.ConditionUnknown, reason: probeFailure(unlockErr).reason,
-				message: "Releasing the lock check's own lock failed: " + unlockErr.Error(),
-			})
-			return
-		}
-		r.setUnlocked(backend, backendsv1alpha1.NotLockedReason, forceUnlockNote(backend, nil))
+		return lockCheck{unlockErr: sc.Unlock(ctx, info.ID)}
 	case errors.As(err, &lockErr):
-		holder := lockInfo(lockErr.Info)
-		if id := forceUnlockID(backend); id != "" && holder != nil && holder.ID == id {
-			r.forceUnlock(ctx, backend, sc, holder)
-			return
+		out := lockCheck{held: true, holder: lockInfo(lockErr.Info)}
+		if plan.forceUnlock != "" && out.holder != nil && out.holder.ID == plan.forceUnlock {
+			if err := sc.ForceUnlock(ctx, out.holder.ID); err != nil {
+				out.forceUnlockErr = err
+			} else {
+				out.forceUnlocked = true
+			}
 		}
+		return out
+	default:
+		return lockCheck{err: err}
+	}
+}
+
+// applyHTTPProbe writes what a probe learned into the backend's status:
+// StateReachable and status.state from the read, Locked and status.lock
+// from the lock check, and records a force unlock with an event.
+func (r *HttpBackendReconciler) applyHTTPProbe(backend *backendsv1alpha1.HttpBackend, res httpProbeResult) {
+	conds := &backend.Status.Conditions
+	gen := backend.Generation
+	if res.fetched {
+		setCondition(conds, gen, backendsv1alpha1.StateReachableCondition, stateObservation(res.summary, res.fetchErr))
+		if res.fetchErr == nil {
+			backend.Status.State = stateSummary(res.summary)
+			stateSize.WithLabelValues(httpBackendKind, backend.Namespace, backend.Name).Set(float64(res.summary.SizeBytes))
+		}
+	}
+	if !res.lockChecked {
+		clearLock(backend, &backend.Status.Lock, httpBackendKind)
+		return
+	}
+	lock := res.lock
+	if lock.forceUnlocked {
+		now := metav1.NewTime(r.opts.clock.Now())
+		backend.Status.LastForceUnlock = &backendsv1alpha1.ForceUnlockStatus{LockID: lock.holder.ID, Time: now}
+		r.events.Eventf(backend, nil, corev1.EventTypeNormal, backendsv1alpha1.ForceUnlockedReason, "ForceUnlock",
+			"Released the state lock %s held by %s", lock.holder.ID, lock.holder.Who)
+	}
+	known, holder, obs := httpLockObservation(backend, lock)
+	if known {
 		backend.Status.Lock = holder
-		lockHeld.WithLabelValues(httpBackendKind, backend.Namespace, backend.Name).Set(1)
+		held := 0.0
+		if holder != nil {
+			held = 1
+		}
+		lockHeld.WithLabelValues(httpBackendKind, backend.Namespace, backend.Name).Set(held)
+	}
+	setCondition(conds, gen, backendsv1alpha1.LockedCondition, obs)
+}
+
+// httpLockObservation is the Locked condition for a lock check of backend,
+// and, when known is true, the holder to record (nil: not locked). When
+// the check failed the recorded holder is left as it was.
+func httpLockObservation(backend *backendsv1alpha1.HttpBackend, lock lockCheck) (known bool, holder *backendsv1alpha1.LockInfo, obs observation) {
+	switch {
+	case lock.err != nil:
+		obs := probeFailure(lock.err)
+		obs.message = "Checking the lock failed: " + obs.message
+		return false, nil, obs
+	case lock.unlockErr != nil:
+		return false, nil, observation{
+			status: metav1.ConditionUnknown, reason: probeFailure(lock.unlockErr).reason,
+			message: "Releasing the lock check's own lock failed: " + lock.unlockErr.Error(),
+		}
+	case lock.forceUnlocked:
+		return true, nil, observation{status: metav1.ConditionFalse, reason: backendsv1alpha1.ForceUnlockedReason,
+			message: fmt.Sprintf("The state is not locked. Released lock %s as forceUnlock.lockID asked.", lock.holder.ID)}
+	case lock.forceUnlockErr != nil:
+		obs := probeFailure(lock.forceUnlockErr)
+		obs.status = metav1.ConditionTrue
+		obs.message = fmt.Sprintf("%s; force unlock of %s failed: %s", describeHolder(lock.holder), lock.holder.ID, lock.forceUnlockErr.Error())
+		return true, lock.holder, obs
+	case lock.held:
 		reason := backendsv1alpha1.LockHeldReason
 		if forceUnlockID(backend) != "" {
 			reason = backendsv1alpha1.ForceUnlockSkippedReason
 		}
-		setCondition(conds, gen, backendsv1alpha1.LockedCondition, observation{
-			status: metav1.ConditionTrue, reason: reason,
-			message: describeHolder(holder) + forceUnlockNote(backend, holder),
-		})
-	default:
-		obs := probeFailure(err)
-		obs.message = "Checking the lock failed: " + obs.message
-		setCondition(conds, gen, backendsv1alpha1.LockedCondition, obs)
+		return true, lock.holder, observation{status: metav1.ConditionTrue, reason: reason,
+			message: describeHolder(lock.holder) + forceUnlockNote(backend, lock.holder)}
 	}
+	return true, nil, observation{status: metav1.ConditionFalse, reason: backendsv1alpha1.NotLockedReason,
+		message: "The state is not locked." + forceUnlockNote(backend, nil)}
 }
 
-// forceUnlock releases the lock held by the ID forceUnlock names.
-func (r *HttpBackendReconciler) forceUnlock(ctx context.Context, backend *backendsv1alpha1.HttpBackend, sc StateClient, holder *backendsv1alpha1.LockInfo) {
-	if err := sc.ForceUnlock(ctx, holder.ID); err != nil {
-		backend.Status.Lock = holder
-		obs := probeFailure(err)
-		obs.status = metav1.ConditionTrue
-		obs.message = fmt.Sprintf("%s; force unlock of %s failed: %s", describeHolder(holder), holder.ID, err.Error())
-		setCondition(&backend.Status.Conditions, backend.Generation, backendsv1alpha1.LockedCondition, obs)
-		return
-	}
-	now := metav1.NewTime(r.opts.clock.Now())
-	backend.Status.LastForceUnlock = &backendsv1alpha1.ForceUnlockStatus{LockID: holder.ID, Time: now}
-	r.events.Eventf(backend, nil, corev1.EventTypeNormal, backendsv1alpha1.ForceUnlockedReason, "ForceUnlock",
-		"Released the state lock %s held by %s", holder.ID, holder.Who)
-	r.setUnlocked(backend, backendsv1alpha1.ForceUnlockedReason,
-		fmt.Sprintf(" Released lock %s as forceUnlock.lockID asked.", holder.ID))
-}
-
-// setUnlocked records that no lock is held.
-func (r *HttpBackendReconciler) setUnlocked(backend *backendsv1alpha1.HttpBackend, reason, note string) {
-	backend.Status.Lock = nil
-	lockHeld.WithLabelValues(httpBackendKind, backend.Namespace, backend.Name).Set(0)
-	setCondition(&backend.Status.Conditions, backend.Generation, backendsv1alpha1.LockedCondition, observation{
-		status: metav1.ConditionFalse, reason: reason,
-		message: "The state is not locked." + note,
-	})
+// clearLock forgets the lock of a backend whose lock is not checked.
+func clearLock(obj interface {
+	GetNamespace() string
+	GetName() string
+	StatusConditions() *[]metav1.Condition
+}, lock **backendsv1alpha1.LockInfo, kind string) {
+	meta.RemoveStatusCondition(obj.StatusConditions(), backendsv1alpha1.LockedCondition)
+	*lock = nil
+	lockHeld.DeleteLabelValues(kind, obj.GetNamespace(), obj.GetName())
 }
 
 // forceUnlockID is the lock ID forceUnlock names, or "".

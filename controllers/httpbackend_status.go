@@ -16,6 +16,7 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
 	backendsv1alpha1 "github.com/infrastate/backend-operator/api/v1alpha1"
+	"github.com/infrastate/backend-operator/internal/netguard"
 	"github.com/infrastate/backend-operator/internal/stateclient"
 	"github.com/infrastate/backend-operator/internal/statefile"
 )
@@ -44,6 +45,7 @@ func stateClientConfig(spec backendsv1alpha1.HttpBackendSpec, secrets httpSecret
 	cfg.ClientCertificatePEM = secrets.ClientCertificatePEM
 	cfg.ClientPrivateKeyPEM = secrets.ClientPrivateKeyPEM
 	cfg.ClientCACertificatePEM = secrets.ClientCACertificatePEM
+	cfg.AttemptTimeout = probeAttemptTimeout
 	return cfg
 }
 
@@ -65,6 +67,8 @@ func stateObservation(summary *stateclient.StateSummary, err error) observation 
 func probeFailure(err error) observation {
 	obs := observation{status: metav1.ConditionFalse, message: err.Error()}
 	switch {
+	case errors.Is(err, netguard.ErrAddressDenied):
+		obs.reason = backendsv1alpha1.AddressDeniedReason
 	case errors.Is(err, stateclient.ErrUnauthorized):
 		obs.reason = backendsv1alpha1.UnauthorizedReason
 	case errors.Is(err, stateclient.ErrForbidden):
@@ -103,10 +107,11 @@ func isNetworkError(err error) bool {
 		errors.Is(err, io.EOF) || errors.Is(err, io.ErrUnexpectedEOF) || errors.Is(err, context.DeadlineExceeded)
 }
 
-// isStateFormatError reports a state the server returned that does not
-// parse as a v4 state.
+// isStateFormatError reports an answer that does not parse as a v4 state:
+// not JSON, another format version, an invalid output type.
 func isStateFormatError(err error) bool {
-	return errors.Is(err, statefile.ErrUnsupportedVersion) || errors.Is(err, statefile.ErrInvalidType)
+	return errors.Is(err, statefile.ErrUnsupportedVersion) || errors.Is(err, statefile.ErrInvalidType) ||
+		errors.Is(err, statefile.ErrMalformed)
 }
 
 // stateSummary is status.state for a fetch result.
@@ -118,13 +123,15 @@ func stateSummary(s *stateclient.StateSummary) *backendsv1alpha1.StateSummary {
 }
 
 // stateStatus is status.state for a present state of size bytes; every
-// kind reports a state this way.
+// kind reports a state this way. What the state holds is clipped to the
+// API's bounds, so that a state written by anything but Terraform cannot
+// make the status patch fail.
 func stateStatus(summary statefile.Summary, size int64) *backendsv1alpha1.StateSummary {
 	return &backendsv1alpha1.StateSummary{
 		Present:          true,
-		Serial:           int64(summary.Serial),
-		Lineage:          summary.Lineage,
-		TerraformVersion: summary.TerraformVersion,
+		Serial:           int64(min(summary.Serial, math.MaxInt64)),
+		Lineage:          clip(summary.Lineage, 128),
+		TerraformVersion: clip(summary.TerraformVersion, 64),
 		SizeBytes:        size,
 		OutputCount:      int32(min(summary.OutputCount, math.MaxInt32)),
 	}

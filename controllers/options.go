@@ -2,11 +2,13 @@ package controllers
 
 import (
 	"context"
+	"io"
 
 	"github.com/go-logr/logr"
 	"k8s.io/utils/clock"
 
 	"github.com/infrastate/backend-operator/internal/cos"
+	"github.com/infrastate/backend-operator/internal/netguard"
 	"github.com/infrastate/backend-operator/internal/stateclient"
 )
 
@@ -14,6 +16,7 @@ import (
 type StateClient interface {
 	Fetch(ctx context.Context) (*stateclient.Payload, error)
 	FetchSummary(ctx context.Context) (*stateclient.StateSummary, error)
+	StreamState(ctx context.Context, read func(io.Reader) error) (found bool, size int64, err error)
 	Lock(ctx context.Context, info stateclient.LockInfo) (string, error)
 	Unlock(ctx context.Context, id string) error
 	ForceUnlock(ctx context.Context, id string) error
@@ -28,12 +31,28 @@ type CosClientFactory func(cfg cos.Config) (*cos.Client, error)
 
 // options are the settings shared by the reconcilers, set with Option.
 type options struct {
-	clock                   clock.PassiveClock
-	stateClients            StateClientFactory
-	cosClients              CosClientFactory
-	maxConcurrentReconciles int
-	cosDefaultRegion        string
+	clock                           clock.PassiveClock
+	stateClients                    StateClientFactory
+	cosClients                      CosClientFactory
+	maxConcurrentReconciles         int
+	maxConcurrentProbes             int
+	maxConcurrentProbesPerNamespace int
+	cosDefaultRegion                string
+	referencePolicy                 ReferencePolicy
+	addressPolicy                   netguard.Policy
+	// prober is shared by the reconcilers SetupAll sets up; nil makes each
+	// reconciler run its own.
+	prober *prober
 }
+
+// Defaults of WithMaxConcurrentProbes.
+const (
+	// DefaultMaxConcurrentProbes bounds the probes running at once.
+	DefaultMaxConcurrentProbes = 16
+	// DefaultMaxConcurrentProbesPerNamespace bounds the probes of one
+	// namespace running at once.
+	DefaultMaxConcurrentProbesPerNamespace = 4
+)
 
 // Option configures a reconciler.
 type Option func(*options)
@@ -57,6 +76,26 @@ func WithMaxConcurrentReconciles(n int) Option {
 	return func(o *options) { o.maxConcurrentReconciles = n }
 }
 
+// WithMaxConcurrentProbes bounds the probes and state reads running at
+// once, across kinds, and those of one namespace: a tenant whose servers
+// hang holds at most perNamespace of them.
+func WithMaxConcurrentProbes(total, perNamespace int) Option {
+	return func(o *options) { o.maxConcurrentProbes, o.maxConcurrentProbesPerNamespace = total, perNamespace }
+}
+
+// WithReferencePolicy sets which Secrets and ConfigMaps a backend may
+// reference; the default is ReferencePolicyNamespace.
+func WithReferencePolicy(p ReferencePolicy) Option { return func(o *options) { o.referencePolicy = p } }
+
+// WithAddressPolicy sets the addresses the default state and COS clients
+// may connect to; the default is netguard.DefaultPolicy (link-local and
+// cloud metadata addresses denied). Clients from WithStateClientFactory
+// and WithCosClientFactory are not affected.
+func WithAddressPolicy(p netguard.Policy) Option { return func(o *options) { o.addressPolicy = p } }
+
+// withProber shares p between reconcilers.
+func withProber(p *prober) Option { return func(o *options) { o.prober = p } }
+
 // WithCosDefaultRegion sets the region of CosBackends that set none.
 func WithCosDefaultRegion(region string) Option {
 	return func(o *options) { o.cosDefaultRegion = region }
@@ -64,17 +103,28 @@ func WithCosDefaultRegion(region string) Option {
 
 func newOptions(opts []Option) options {
 	o := options{
-		clock: clock.RealClock{},
-		stateClients: func(cfg stateclient.Config, log logr.Logger) (StateClient, error) {
-			return stateclient.New(cfg, stateclient.WithLogger(log))
-		},
-		cosClients: func(cfg cos.Config) (*cos.Client, error) {
-			return cos.New(cfg)
-		},
-		maxConcurrentReconciles: 1,
+		clock:                           clock.RealClock{},
+		maxConcurrentReconciles:         1,
+		maxConcurrentProbes:             DefaultMaxConcurrentProbes,
+		maxConcurrentProbesPerNamespace: DefaultMaxConcurrentProbesPerNamespace,
+		referencePolicy:                 ReferencePolicyNamespace,
+		addressPolicy:                   netguard.DefaultPolicy(),
 	}
 	for _, opt := range opts {
 		opt(&o)
+	}
+	// The clients connect only where the address policy allows, checked on
+	// the resolved address at connection time.
+	dial := (&netguard.Dialer{Policy: o.addressPolicy}).DialContext
+	if o.stateClients == nil {
+		o.stateClients = func(cfg stateclient.Config, log logr.Logger) (StateClient, error) {
+			return stateclient.New(cfg, stateclient.WithLogger(log), stateclient.WithDialContext(dial))
+		}
+	}
+	if o.cosClients == nil {
+		o.cosClients = func(cfg cos.Config) (*cos.Client, error) {
+			return cos.New(cfg, cos.WithDialContext(dial))
+		}
 	}
 	return o
 }

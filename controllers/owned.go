@@ -2,11 +2,12 @@ package controllers
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"maps"
+	"slices"
 
 	corev1 "k8s.io/api/core/v1"
-	apiequality "k8s.io/apimachinery/pkg/api/equality"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/types"
@@ -19,18 +20,32 @@ import (
 // ownedWriter creates and updates the objects a backend renders. It reads
 // the current object straight from the API server and writes only when the
 // content differs, so a resync with nothing new performs no write.
+//
+// Every object it writes carries contentHashAnnotation, the hash of the
+// data it wrote. When an object's data no longer matches that hash,
+// another writer changed it: the writer then stops writing it and stalls
+// (ExternallyModified) instead of fighting over it, until the object is
+// deleted (the next reconcile recreates it) or the spec moves elsewhere.
 type ownedWriter struct {
 	client client.Client
 	reader client.Reader
 }
 
+// fieldOwner is the field manager of every write of the operator.
+const fieldOwner = client.FieldOwner("backend-operator")
+
+// contentHashAnnotation holds the hash of the data the operator last wrote
+// into a rendered or published object.
+const contentHashAnnotation = "backends.infrastate.io/content-hash"
+
 // applyConfigMap makes the ConfigMap match desired: data, labels and the
 // controller reference. It refuses to touch a ConfigMap another owner
-// controls, and reports whether it wrote.
+// controls or another writer changed, and reports whether it wrote.
 func (w ownedWriter) applyConfigMap(ctx context.Context, desired *corev1.ConfigMap) (bool, error) {
 	current := &corev1.ConfigMap{}
-	return w.apply(ctx, "ConfigMap", desired, current, func() bool {
-		return apiequality.Semantic.DeepEqual(current.Data, desired.Data) && len(current.BinaryData) == 0
+	setContentHash(desired, configMapHash(desired.Data, nil))
+	return w.apply(ctx, "ConfigMap", desired, current, func() string {
+		return configMapHash(current.Data, current.BinaryData)
 	}, func() {
 		current.Data = desired.Data
 		current.BinaryData = nil
@@ -40,22 +55,26 @@ func (w ownedWriter) applyConfigMap(ctx context.Context, desired *corev1.ConfigM
 // applySecret makes the Secret match desired, as applyConfigMap does.
 func (w ownedWriter) applySecret(ctx context.Context, desired *corev1.Secret) (bool, error) {
 	current := &corev1.Secret{}
-	return w.apply(ctx, "Secret", desired, current, func() bool {
-		return secretDataEqual(current.Data, desired.Data) && len(current.StringData) == 0
+	setContentHash(desired, secretHash(desired.Data))
+	return w.apply(ctx, "Secret", desired, current, func() string {
+		if len(current.StringData) > 0 {
+			return "" // never equal: stringData is folded into data on write
+		}
+		return secretHash(current.Data)
 	}, func() {
 		current.Data = desired.Data
 	})
 }
 
 // apply is the shared create-or-patch of applyConfigMap and applySecret.
-// sameData compares the contents of current and desired; copyData copies
-// desired's contents into current.
-func (w ownedWriter) apply(ctx context.Context, kind string, desired, current client.Object, sameData func() bool, copyData func()) (bool, error) {
+// hash returns the hash of current's contents; copyData copies desired's
+// contents into current.
+func (w ownedWriter) apply(ctx context.Context, kind string, desired, current client.Object, hash func() string, copyData func()) (bool, error) {
 	key := client.ObjectKeyFromObject(desired)
 	err := w.reader.Get(ctx, key, current)
 	if apierrors.IsNotFound(err) {
-		if err := w.client.Create(ctx, desired); err != nil {
-			return false, fmt.Errorf("creating %s %s: %w", kind, key, err)
+		if err := w.client.Create(ctx, desired, fieldOwner); err != nil {
+			return false, writeError("creating", kind, key, err)
 		}
 		return true, nil
 	}
@@ -68,22 +87,82 @@ func (w ownedWriter) apply(ctx context.Context, kind string, desired, current cl
 		return false, stall(backendsv1alpha1.NameConflictReason,
 			"%s %s already exists and is not controlled by %s %s: choose another name or delete it", kind, key, owner.Kind, owner.Name)
 	}
-	if sameData() && labelsInclude(current.GetLabels(), desired.GetLabels()) {
+	want, have := desired.GetAnnotations()[contentHashAnnotation], hash()
+	if have == want && labelsInclude(current.GetLabels(), desired.GetLabels()) {
 		return false, nil
+	}
+	// An object written before the annotation existed, or whose annotation
+	// someone removed, is adopted as it is.
+	if written, marked := current.GetAnnotations()[contentHashAnnotation]; marked && written != have {
+		// The data is neither what the operator wrote last nor what it
+		// would write: someone else wrote it.
+		return false, stall(backendsv1alpha1.ExternallyModifiedReason,
+			"%s %s was changed by another writer since the operator rendered it, so the operator stopped writing it: delete it to have it rendered again, or choose another name", kind, key)
 	}
 
 	patch := client.MergeFrom(current.DeepCopyObject().(client.Object))
 	copyData()
-	labels := maps.Clone(current.GetLabels())
-	if labels == nil {
-		labels = map[string]string{}
-	}
-	maps.Copy(labels, desired.GetLabels())
-	current.SetLabels(labels)
-	if err := w.client.Patch(ctx, current, patch); err != nil {
-		return false, fmt.Errorf("updating %s %s: %w", kind, key, err)
+	current.SetLabels(mergeStrings(current.GetLabels(), desired.GetLabels()))
+	current.SetAnnotations(mergeStrings(current.GetAnnotations(), desired.GetAnnotations()))
+	if err := w.client.Patch(ctx, current, patch, fieldOwner); err != nil {
+		return false, writeError("updating", kind, key, err)
 	}
 	return true, nil
+}
+
+// writeError wraps an error writing an object. A write the API server
+// refuses as invalid or too large is a stall with its reason: retrying
+// the same write would only be refused again.
+func writeError(verb, kind string, key client.ObjectKey, err error) error {
+	if apierrors.IsInvalid(err) || apierrors.IsRequestEntityTooLargeError(err) {
+		return stall(backendsv1alpha1.WriteRejectedReason, "The API server refused %s %s %s: %v", verb, kind, key, apiMessage(err))
+	}
+	return fmt.Errorf("%s %s %s: %w", verb, kind, key, err)
+}
+
+// apiMessage is the message of an API error.
+func apiMessage(err error) string {
+	var status apierrors.APIStatus
+	if errors.As(err, &status) && status.Status().Message != "" {
+		return status.Status().Message
+	}
+	return err.Error()
+}
+
+// setContentHash records hash in obj's contentHashAnnotation.
+func setContentHash(obj client.Object, hash string) {
+	obj.SetAnnotations(mergeStrings(obj.GetAnnotations(), map[string]string{contentHashAnnotation: hash}))
+}
+
+// configMapHash hashes the data of a ConfigMap.
+func configMapHash(data map[string]string, binary map[string][]byte) string {
+	parts := make([][]byte, 0, 2*(len(data)+len(binary)))
+	for _, k := range slices.Sorted(maps.Keys(data)) {
+		parts = append(parts, []byte("data/"+k), []byte(data[k]))
+	}
+	for _, k := range slices.Sorted(maps.Keys(binary)) {
+		parts = append(parts, []byte("binaryData/"+k), binary[k])
+	}
+	return "sha256:" + fingerprint(parts...)
+}
+
+// secretHash hashes the data of a Secret.
+func secretHash(data map[string][]byte) string {
+	parts := make([][]byte, 0, 2*len(data))
+	for _, k := range slices.Sorted(maps.Keys(data)) {
+		parts = append(parts, []byte(k), data[k])
+	}
+	return "sha256:" + fingerprint(parts...)
+}
+
+// mergeStrings returns a copy of have with every entry of want set.
+func mergeStrings(have, want map[string]string) map[string]string {
+	out := maps.Clone(have)
+	if out == nil {
+		out = map[string]string{}
+	}
+	maps.Copy(out, want)
+	return out
 }
 
 // deleteIfOwned deletes a ConfigMap or Secret that the owner controls, for
@@ -105,20 +184,6 @@ func (w ownedWriter) deleteIfOwned(ctx context.Context, obj client.Object, key t
 func labelsInclude(have, want map[string]string) bool {
 	for k, v := range want {
 		if have[k] != v {
-			return false
-		}
-	}
-	return true
-}
-
-// secretDataEqual compares Secret data, treating nil and empty alike.
-func secretDataEqual(a, b map[string][]byte) bool {
-	if len(a) != len(b) {
-		return false
-	}
-	for k, v := range a {
-		w, ok := b[k]
-		if !ok || string(v) != string(w) {
 			return false
 		}
 	}

@@ -15,6 +15,7 @@ import (
 
 	backendsv1alpha1 "github.com/infrastate/backend-operator/api/v1alpha1"
 	"github.com/infrastate/backend-operator/internal/cos"
+	"github.com/infrastate/backend-operator/internal/netguard"
 	"github.com/infrastate/backend-operator/internal/render"
 	"github.com/infrastate/backend-operator/internal/stateclient"
 	"github.com/infrastate/backend-operator/internal/statefile"
@@ -35,6 +36,8 @@ func TestProbeFailure(t *testing.T) {
 		"DNS":               {err: fmt.Errorf("get: %w", &net.DNSError{Err: "no such host", Name: "x"}), want: "Unreachable"},
 		"too large":         {err: &stateclient.SizeError{Limit: 1}, want: "StateUnreadable"},
 		"not a v4 state":    {err: fmt.Errorf("read: %w", statefile.ErrUnsupportedVersion), want: "StateUnreadable"},
+		"not JSON":          {err: fmt.Errorf("read: %w", statefile.ErrMalformed), want: "StateUnreadable"},
+		"address denied":    {err: &stateclient.RetryError{Err: &netguard.DeniedError{Host: "metadata.test", Port: "80"}}, want: "AddressDenied"},
 		"anything else":     {err: errors.New("boom"), want: "ServerError"},
 	}
 	for name, tc := range cases {
@@ -118,6 +121,7 @@ func TestStateClientConfig(t *testing.T) {
 		UnlockAddress: "https://s/unlock", UnlockMethod: "DELETE", Username: "u", Password: "p",
 		RetryMax: 5, RetryWaitMin: 0, RetryWaitMax: 7 * time.Second, SkipCertVerification: true,
 		ClientCACertificatePEM: []byte("ca"), MaxStateBytes: stateclient.DefaultMaxStateBytes,
+		AttemptTimeout: probeAttemptTimeout, // the operator bounds each attempt; Terraform does not
 	}
 	if diff := cmp.Diff(want, stateClientConfig(spec, secrets)); diff != "" {
 		t.Errorf("stateClientConfig() mismatch (-want +got):\n%s", diff)

@@ -6,30 +6,50 @@ import (
 
 	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/types"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	backendsv1alpha1 "github.com/infrastate/backend-operator/api/v1alpha1"
 )
 
+// ReferencePolicy says which Secrets and ConfigMaps of its namespace a
+// backend may reference.
+type ReferencePolicy string
+
+const (
+	// ReferencePolicyNamespace lets a backend reference any Secret or
+	// ConfigMap of its namespace, as a Pod can: whoever may create a
+	// backend in a namespace may read its Secrets through it.
+	ReferencePolicyNamespace ReferencePolicy = "namespace"
+	// ReferencePolicyLabeled lets a backend reference only the Secrets and
+	// ConfigMaps labelled backends.infrastate.io/allow-reference: "true";
+	// the operator never reads the content of any other.
+	ReferencePolicyLabeled ReferencePolicy = "labeled"
+)
+
 // referenceReader reads the Secrets and ConfigMaps a backend references,
-// straight from the API server: the manager never caches their contents.
+// straight from the API server (the manager never caches their contents),
+// under the manager's reference policy.
 type referenceReader struct {
 	reader    client.Reader
 	namespace string
+	policy    ReferencePolicy
+}
+
+// references returns the reader of the references of an object in
+// namespace.
+func (r *reconciler) references(namespace string) referenceReader {
+	return referenceReader{reader: r.apiReader, namespace: namespace, policy: r.opts.referencePolicy}
 }
 
 // secret fetches a Secret of the object's namespace; a missing Secret is a
-// stallError with reason SecretNotFound.
+// stallError with reason SecretNotFound, one the policy does not allow a
+// stallError with reason ReferenceNotAllowed.
 func (r referenceReader) secret(ctx context.Context, name, field string) (*corev1.Secret, error) {
 	secret := &corev1.Secret{}
-	err := r.reader.Get(ctx, types.NamespacedName{Namespace: r.namespace, Name: name}, secret)
-	switch {
-	case apierrors.IsNotFound(err):
-		return nil, stall(backendsv1alpha1.SecretNotFoundReason,
-			"Secret %s/%s referenced by %s does not exist", r.namespace, name, field)
-	case err != nil:
-		return nil, fmt.Errorf("reading Secret %s/%s: %w", r.namespace, name, err)
+	if err := r.get(ctx, secret, &corev1.SecretList{}, "Secret", name, field); err != nil {
+		return nil, err
 	}
 	return secret, nil
 }
@@ -57,13 +77,8 @@ func requiredKey(secret *corev1.Secret, key, field string) ([]byte, error) {
 // configMapKey returns one key of a ConfigMap (data or binaryData).
 func (r referenceReader) configMapKey(ctx context.Context, name, key, field string) ([]byte, error) {
 	cm := &corev1.ConfigMap{}
-	err := r.reader.Get(ctx, types.NamespacedName{Namespace: r.namespace, Name: name}, cm)
-	switch {
-	case apierrors.IsNotFound(err):
-		return nil, stall(backendsv1alpha1.ConfigMapNotFoundReason,
-			"ConfigMap %s/%s referenced by %s does not exist", r.namespace, name, field)
-	case err != nil:
-		return nil, fmt.Errorf("reading ConfigMap %s/%s: %w", r.namespace, name, err)
+	if err := r.get(ctx, cm, &corev1.ConfigMapList{}, "ConfigMap", name, field); err != nil {
+		return nil, err
 	}
 	if value, ok := cm.Data[key]; ok && value != "" {
 		return []byte(value), nil
@@ -73,4 +88,72 @@ func (r referenceReader) configMapKey(ctx context.Context, name, key, field stri
 	}
 	return nil, stall(backendsv1alpha1.ConfigMapKeyMissingReason,
 		"ConfigMap %s/%s referenced by %s has no key %q", r.namespace, name, field, key)
+}
+
+// get reads the Secret or ConfigMap name into obj. Under the labeled
+// policy it lists by name and by the allow-reference label, so that the
+// API server itself filters: an unlabelled object's content never reaches
+// the operator. When nothing matches, a metadata-only read tells a
+// missing object from one without the label.
+func (r referenceReader) get(ctx context.Context, obj client.Object, list client.ObjectList, kind, name, field string) error {
+	key := types.NamespacedName{Namespace: r.namespace, Name: name}
+	if r.policy != ReferencePolicyLabeled {
+		err := r.reader.Get(ctx, key, obj)
+		switch {
+		case apierrors.IsNotFound(err):
+			return r.notFound(kind, name, field)
+		case err != nil:
+			return fmt.Errorf("reading %s %s: %w", kind, key, err)
+		}
+		return nil
+	}
+
+	err := r.reader.List(ctx, list, client.InNamespace(r.namespace),
+		client.MatchingFields{"metadata.name": name},
+		client.MatchingLabels{backendsv1alpha1.AllowReferenceLabel: "true"})
+	if err != nil {
+		return fmt.Errorf("reading %s %s: %w", kind, key, err)
+	}
+	found := false
+	if err := forEachObject(list, func(o client.Object) {
+		if o.GetName() == name && !found {
+			found = true
+			copyInto(obj, o)
+		}
+	}); err != nil {
+		return fmt.Errorf("reading %s %s: %w", kind, key, err)
+	}
+	if found {
+		return nil
+	}
+	meta := &metav1.PartialObjectMetadata{TypeMeta: metav1.TypeMeta{APIVersion: "v1", Kind: kind}}
+	err = r.reader.Get(ctx, key, meta)
+	switch {
+	case apierrors.IsNotFound(err):
+		return r.notFound(kind, name, field)
+	case err != nil:
+		return fmt.Errorf("reading the metadata of %s %s: %w", kind, key, err)
+	}
+	return stall(backendsv1alpha1.ReferenceNotAllowedReason,
+		"%s %s/%s referenced by %s is not labelled %s=true, which the manager's --secret-reference-policy=labeled requires: add the label to allow this reference",
+		kind, r.namespace, name, field, backendsv1alpha1.AllowReferenceLabel)
+}
+
+// notFound is the stall of a missing reference.
+func (r referenceReader) notFound(kind, name, field string) error {
+	reason := backendsv1alpha1.SecretNotFoundReason
+	if kind == "ConfigMap" {
+		reason = backendsv1alpha1.ConfigMapNotFoundReason
+	}
+	return stall(reason, "%s %s/%s referenced by %s does not exist", kind, r.namespace, name, field)
+}
+
+// copyInto copies a listed Secret or ConfigMap into obj of the same type.
+func copyInto(obj, from client.Object) {
+	switch dst := obj.(type) {
+	case *corev1.Secret:
+		*dst = *from.(*corev1.Secret)
+	case *corev1.ConfigMap:
+		*dst = *from.(*corev1.ConfigMap)
+	}
 }

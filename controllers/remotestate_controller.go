@@ -2,6 +2,7 @@ package controllers
 
 import (
 	"context"
+	"io"
 	"time"
 
 	corev1 "k8s.io/api/core/v1"
@@ -14,6 +15,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/handler"
 	"sigs.k8s.io/controller-runtime/pkg/predicate"
 	"sigs.k8s.io/controller-runtime/pkg/reconcile"
+	"sigs.k8s.io/controller-runtime/pkg/source"
 
 	backendsv1alpha1 "github.com/infrastate/backend-operator/api/v1alpha1"
 )
@@ -49,15 +51,25 @@ func NewRemoteStateReconciler(c client.Client, apiReader client.Reader, recorder
 type remoteScope struct {
 	// remote is the object; phases set its status.
 	remote *backendsv1alpha1.RemoteState
-	// read fetches the workspace's state through the backend's own client
-	// and settings, filled by reconcileBackend. nil data means no state.
-	read func(ctx context.Context) ([]byte, error)
+	// stream reads the workspace's state through the backend's own client
+	// and settings, filled by reconcileBackend.
+	stream stateStreamer
 	// inputs fingerprints everything the read depends on, filled by
 	// reconcileBackend: a change makes a read due at once.
 	inputs string
 	// requeueAfter is the wait until the next read, set by reconcileOutputs.
 	requeueAfter time.Duration
+	// probePending is true while a read is under way, set by
+	// reconcileOutputs.
+	probePending bool
+	// applied is the probe result written to status, set by the probe
+	// phase.
+	applied *probeResult
 }
+
+// stateStreamer reads a workspace's state and hands its body to read as it
+// arrives; found is false when there is no state.
+type stateStreamer func(ctx context.Context, read func(io.Reader) error) (found bool, err error)
 
 // Reconcile resolves the backend, then reads the state and publishes the
 // outputs when a read is due. Status is patched once, at the end.
@@ -66,16 +78,20 @@ func (r *RemoteStateReconciler) Reconcile(ctx context.Context, req ctrl.Request)
 	return r.reconcile(ctx, req, remote, remoteStateKind, func(ctx context.Context) (outcome, time.Duration, error) {
 		s := &remoteScope{remote: remote}
 		err := runPhases(ctx, s, r.reconcileBackend, r.reconcileOutputs)
-		return outcome{readyMessage: "Outputs are published", probe: backendsv1alpha1.OutputsReadyCondition}, s.requeueAfter, err
+		return outcome{readyMessage: "Outputs are published", probe: backendsv1alpha1.OutputsReadyCondition, probePending: s.probePending, applied: s.applied}, s.requeueAfter, err
 	})
 }
 
 // SetupWithManager registers the reconciler with mgr; the field indexes
 // come from SetupAll. Backends are watched for spec changes, Secrets for
-// metadata only.
+// metadata only, and the object is reconciled again when its read ends.
 func (r *RemoteStateReconciler) SetupWithManager(mgr ctrl.Manager) error {
+	if err := r.addProber(mgr); err != nil {
+		return err
+	}
 	c := mgr.GetClient()
 	return ctrl.NewControllerManagedBy(mgr).
+		WatchesRawSource(source.Channel(r.wake, &handler.EnqueueRequestForObject{})).
 		For(&backendsv1alpha1.RemoteState{}, builder.WithPredicates(predicate.GenerationChangedPredicate{})).
 		Owns(&corev1.ConfigMap{}, builder.OnlyMetadata).
 		Owns(&corev1.Secret{}, builder.OnlyMetadata).

@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"io"
 	"strconv"
 
 	apiextensionsv1 "k8s.io/apiextensions-apiserver/pkg/apis/apiextensions/v1"
@@ -16,6 +17,7 @@ import (
 
 	backendsv1alpha1 "github.com/infrastate/backend-operator/api/v1alpha1"
 	"github.com/infrastate/backend-operator/internal/cos"
+	"github.com/infrastate/backend-operator/internal/netguard"
 	"github.com/infrastate/backend-operator/internal/outputs"
 	"github.com/infrastate/backend-operator/internal/statefile"
 )
@@ -23,7 +25,7 @@ import (
 const remoteStateKind = "RemoteState"
 
 // reconcileBackend reads the backend the RemoteState names and its
-// credentials, and prepares scope.read to fetch the workspace's state with
+// credentials, and prepares scope.stream to read the workspace's state with
 // the backend's own client and settings. A missing backend is a stall with
 // reason BackendNotFound, a backend whose references are broken one with
 // BackendNotReady; the watches on backends and Secrets bring the object
@@ -39,22 +41,17 @@ func (r *RemoteStateReconciler) reconcileBackend(ctx context.Context, s *remoteS
 		if err := r.getBackend(ctx, key, backend, ref.Kind); err != nil {
 			return err
 		}
-		secrets, err := resolveHTTPSecrets(ctx, r.apiReader, backend)
+		secrets, err := resolveHTTPSecrets(ctx, r.references(backend.Namespace), backend)
 		if err != nil {
 			return backendNotReady(ref, err)
 		}
-		cfg := stateClientConfig(backend.Spec, secrets)
-		log := ctrl.LoggerFrom(ctx).WithName("stateclient")
-		s.read = func(ctx context.Context) ([]byte, error) {
-			sc, err := r.opts.stateClients(cfg, log)
-			if err != nil {
-				return nil, stall(backendsv1alpha1.BackendNotReadyReason, "HttpBackend %s cannot be used: %v", ref.Name, err)
-			}
-			payload, err := sc.Fetch(ctx)
-			if err != nil || payload == nil {
-				return nil, err
-			}
-			return payload.Data, nil
+		sc, err := r.opts.stateClients(stateClientConfig(backend.Spec, secrets), ctrl.LoggerFrom(ctx).WithName("stateclient"))
+		if err != nil {
+			return stall(backendsv1alpha1.BackendNotReadyReason, "HttpBackend %s cannot be used: %v", ref.Name, err)
+		}
+		s.stream = func(ctx context.Context, read func(io.Reader) error) (bool, error) {
+			found, _, err := sc.StreamState(ctx, read)
+			return found, err
 		}
 		s.inputs = fingerprint(append(base, []byte(backend.UID), []byte(strconv.FormatInt(backend.Generation, 10)),
 			secrets.Password, secrets.ClientCertificatePEM, secrets.ClientPrivateKeyPEM, secrets.ClientCACertificatePEM)...)
@@ -68,22 +65,17 @@ func (r *RemoteStateReconciler) reconcileBackend(ctx context.Context, s *remoteS
 		if err != nil {
 			return backendNotReady(ref, err)
 		}
-		secrets, err := resolveCosSecrets(ctx, r.apiReader, backend)
+		secrets, err := resolveCosSecrets(ctx, r.references(backend.Namespace), backend)
 		if err != nil {
 			return backendNotReady(ref, err)
 		}
-		cfg := cosConfig(backend.Spec, region, secrets)
-		workspace := s.remote.Spec.Workspace
-		s.read = func(ctx context.Context) ([]byte, error) {
-			cc, err := r.opts.cosClients(cfg)
-			if err != nil {
-				return nil, stall(backendsv1alpha1.BackendNotReadyReason, "CosBackend %s cannot be used: %v", ref.Name, err)
-			}
-			object, err := cc.ReadState(ctx, workspaceOrDefault(workspace))
-			if err != nil || object == nil {
-				return nil, err
-			}
-			return object.Data, nil
+		cc, err := r.opts.cosClients(cosConfig(backend.Spec, region, secrets))
+		if err != nil {
+			return stall(backendsv1alpha1.BackendNotReadyReason, "CosBackend %s cannot be used: %v", ref.Name, err)
+		}
+		workspace := workspaceOrDefault(s.remote.Spec.Workspace)
+		s.stream = func(ctx context.Context, read func(io.Reader) error) (bool, error) {
+			return cc.StreamState(ctx, workspace, read)
 		}
 		s.inputs = fingerprint(append(base, []byte(backend.UID), []byte(strconv.FormatInt(backend.Generation, 10)),
 			[]byte(region), secrets.SecretID, secrets.SecretKey, secrets.SecurityToken)...)
@@ -116,62 +108,95 @@ func backendNotReady(ref backendsv1alpha1.BackendReference, err error) error {
 
 // reconcileOutputs reads the state when a read is due and publishes the
 // selected outputs: plain ones to the ConfigMap, sensitive ones only to the
-// Secret, each written only when a value changed. A failed read, a missing
-// state or a missing or mistyped output sets OutputsReady=False and keeps
-// the last published values. It sets status.outputs, status.state,
-// status.rendered and scope.requeueAfter.
+// Secret, each written only when a value changed. The read runs off the
+// reconcile path (see prober), streaming, and keeps only the selected
+// outputs: outputs that cannot fit a ConfigMap or a Secret are refused
+// (OutputsTooLarge) before they are built. A failed read, a missing state
+// or a missing or mistyped output sets OutputsReady=False and keeps the
+// last published values. It sets status.outputs, status.state,
+// status.rendered, scope.requeueAfter and scope.probePending.
 func (r *RemoteStateReconciler) reconcileOutputs(ctx context.Context, s *remoteScope) error {
 	remote := s.remote
-	key := types.NamespacedName{Namespace: remote.Namespace, Name: remote.Name}
+	defaults := defaultsOf(remote.Spec.Defaults)
+	if err := outputs.CheckDefaults(defaults); err != nil {
+		return stall(backendsv1alpha1.InvalidSpecReason, "spec.defaults: %v", err)
+	}
 	interval := defaultProbeInterval
 	if remote.Spec.Interval != nil {
 		interval = remote.Spec.Interval.Duration
 	}
-	now := r.opts.clock.Now()
-	if due, wait := r.schedule.due(key, s.inputs, now); !due {
-		s.requeueAfter = wait
+	task := probeTask{kind: remoteStateKind, obj: remote, inputs: s.inputs, interval: interval,
+		probed: probedThisGeneration(remote.Status.Conditions, remote.Generation, backendsv1alpha1.OutputsReadyCondition)}
+	step := r.probeStep(task)
+	s.requeueAfter, s.probePending, s.applied = step.requeueAfter, step.pending, step.result
+	if step.result != nil {
+		obs, err := r.publish(ctx, remote, step.result.value.(remoteRead))
+		if err != nil {
+			return err
+		}
+		setCondition(&remote.Status.Conditions, remote.Generation, backendsv1alpha1.OutputsReadyCondition, obs)
 		return nil
 	}
-	readCtx, cancel := context.WithTimeout(ctx, probeTimeout)
-	defer cancel()
-
-	obs, err := r.publish(readCtx, s)
-	if err != nil {
-		return err
+	if !step.submit {
+		return nil
 	}
-	setCondition(&remote.Status.Conditions, remote.Generation, backendsv1alpha1.OutputsReadyCondition, obs)
-	s.requeueAfter = r.schedule.probed(key, s.inputs, now, interval)
+	stream, selectors := s.stream, selectorsOf(remote.Spec.Outputs)
+	r.submitProbe(task, func(ctx context.Context) any { return readOutputs(ctx, stream, defaults, selectors) })
+	s.probePending = true
 	return nil
 }
 
-// publish reads, selects and writes the outputs, and returns the
-// OutputsReady observation. Only errors writing to the API server, and
-// stalls, are returned as errors.
-func (r *RemoteStateReconciler) publish(ctx context.Context, s *remoteScope) (observation, error) {
-	remote := s.remote
-	data, err := s.read(ctx)
-	if _, isStall := asStall(err); isStall {
-		return observation{}, err
+// remoteRead is what one read of a RemoteState's state learned.
+type remoteRead struct {
+	// found is false when the backend holds no state for the workspace.
+	found bool
+	// err is set when the state could not be read: the backend's answer,
+	// a checksum, the size limit.
+	err error
+	// contentErr is set when the state was read but its content cannot be
+	// published: it does not parse, an output is missing or mistyped, or
+	// the outputs do not fit.
+	contentErr error
+	// state and values are the state read and the outputs to publish.
+	state  *statefile.State
+	size   int64
+	values []outputs.Value
+}
+
+// readOutputs streams the state through outputs.Read, within probeTimeout.
+func readOutputs(ctx context.Context, stream stateStreamer, defaults map[string]json.RawMessage, selectors []outputs.Selector) remoteRead {
+	ctx, cancel := context.WithTimeout(ctx, probeTimeout)
+	defer cancel()
+	var res remoteRead
+	found, err := stream(ctx, func(r io.Reader) error {
+		counted := &countingReader{r: r}
+		res.state, res.values, res.contentErr = outputs.Read(counted, defaults, selectors)
+		res.size = counted.n
+		return res.contentErr
+	})
+	res.found = found
+	if err != nil && (res.contentErr == nil || !errors.Is(err, res.contentErr)) {
+		res.err, res.contentErr = err, nil
 	}
-	if err != nil {
-		return readFailure(err), nil
-	}
-	if data == nil {
+	return res
+}
+
+// publish writes a read's outputs and returns the OutputsReady
+// observation. Only errors writing to the API server, and stalls, are
+// returned as errors.
+func (r *RemoteStateReconciler) publish(ctx context.Context, remote *backendsv1alpha1.RemoteState, read remoteRead) (observation, error) {
+	switch {
+	case read.err != nil:
+		return readFailure(read.err), nil
+	case read.contentErr != nil:
+		return contentFailure(read.contentErr), nil
+	case !read.found:
 		return observation{status: metav1.ConditionFalse, reason: backendsv1alpha1.StateNotFoundReason,
 			message: fmt.Sprintf("%s %s holds no state for workspace %s", remote.Spec.BackendRef.Kind,
 				remote.Spec.BackendRef.Name, workspaceOrDefault(remote.Spec.Workspace))}, nil
 	}
-	state, err := statefile.Parse(data)
-	if err != nil {
-		return observation{status: metav1.ConditionFalse, reason: backendsv1alpha1.StateUnreadableReason,
-			message: fmt.Sprintf("The state cannot be parsed: %v", err)}, nil
-	}
-	values, err := outputs.Select(state, defaultsOf(remote.Spec.Defaults), selectorsOf(remote.Spec.Outputs))
-	if err != nil {
-		return selectFailure(err), nil
-	}
 
-	plain, sensitive := outputs.Split(values)
+	plain, sensitive := outputs.Split(read.values)
 	owner := ownerOf(remote, remoteStateKind)
 	target := remote.Spec.Target
 	cmName, secretName := target.ConfigMapName, target.SecretName
@@ -181,7 +206,7 @@ func (r *RemoteStateReconciler) publish(ctx context.Context, s *remoteScope) (ob
 	if secretName == "" {
 		secretName = outputs.DefaultTargetName(remote.Name)
 	}
-	w := ownedWriter{client: r.client, reader: r.apiReader}
+	w := r.ownedWriter()
 	if _, err := w.applySecret(ctx, outputs.Secret(owner, secretName, sensitive)); err != nil {
 		return observation{}, err
 	}
@@ -190,16 +215,22 @@ func (r *RemoteStateReconciler) publish(ctx context.Context, s *remoteScope) (ob
 	}
 
 	remote.Status.Rendered = &backendsv1alpha1.RenderedObjects{ConfigMapName: cmName, SecretName: secretName}
-	remote.Status.Outputs = outputStatuses(values)
-	remote.Status.State = stateStatus(state.Summary(), int64(len(data)))
-	return observation{status: metav1.ConditionTrue, reason: backendsv1alpha1.OutputsPublishedReason,
-		message: fmt.Sprintf("Published %d outputs (%d sensitive) from state serial %d to ConfigMap %s and Secret %s",
-			len(values), len(sensitive), state.Serial, cmName, secretName)}, nil
+	remote.Status.Outputs = outputStatuses(read.values)
+	remote.Status.State = stateStatus(read.state.Summary(), read.size)
+	msg := fmt.Sprintf("Published %d outputs (%d sensitive) from state serial %d to ConfigMap %s and Secret %s",
+		len(read.values), len(sensitive), read.state.Serial, cmName, secretName)
+	if len(read.values) > maxOutputStatuses {
+		msg += fmt.Sprintf("; status.outputs lists the first %d", maxOutputStatuses)
+	}
+	return observation{status: metav1.ConditionTrue, reason: backendsv1alpha1.OutputsPublishedReason, message: msg}, nil
 }
 
 // readFailure classifies an error reading the state.
 func readFailure(err error) observation {
 	switch {
+	case errors.Is(err, netguard.ErrAddressDenied):
+		return observation{status: metav1.ConditionFalse, reason: backendsv1alpha1.AddressDeniedReason, message: err.Error()}
+
 	case errors.Is(err, cos.ErrBucketNotFound):
 		return observation{status: metav1.ConditionFalse, reason: backendsv1alpha1.BucketNotFoundReason, message: err.Error()}
 	case errors.Is(err, cos.ErrAccessDenied):
@@ -212,25 +243,43 @@ func readFailure(err error) observation {
 	return probeFailure(err)
 }
 
-// selectFailure is the OutputsReady observation of a selection error.
-func selectFailure(err error) observation {
-	obs := observation{status: metav1.ConditionFalse, reason: backendsv1alpha1.InvalidSpecReason, message: err.Error()}
-	var missing *outputs.MissingError
-	var mismatch *outputs.TypeMismatchError
+// contentFailure is the OutputsReady observation of a state that was read
+// but cannot be published.
+func contentFailure(err error) observation {
+	obs := observation{status: metav1.ConditionFalse, reason: backendsv1alpha1.StateUnreadableReason,
+		message: fmt.Sprintf("The state cannot be parsed: %v", err)}
+	var (
+		missing  *outputs.MissingError
+		mismatch *outputs.TypeMismatchError
+		key      *outputs.KeyError
+	)
 	switch {
+	case errors.Is(err, outputs.ErrTooLarge):
+		obs.reason = backendsv1alpha1.OutputsTooLargeReason
+		obs.message = "The outputs cannot be published: " + err.Error() + "; select the outputs you need with spec.outputs"
 	case errors.As(err, &missing):
-		obs.reason = backendsv1alpha1.OutputMissingReason
+		obs.reason, obs.message = backendsv1alpha1.OutputMissingReason, err.Error()
 	case errors.As(err, &mismatch):
-		obs.reason = backendsv1alpha1.OutputTypeMismatchReason
+		obs.reason, obs.message = backendsv1alpha1.OutputTypeMismatchReason, err.Error()
+	case errors.As(err, &key):
+		obs.reason, obs.message = backendsv1alpha1.OutputKeyInvalidReason, err.Error()+"; rename it with spec.outputs[].key or leave it out"
+	case errors.Is(err, outputs.ErrInvalidDefault):
+		obs.reason, obs.message = backendsv1alpha1.InvalidSpecReason, err.Error()
 	}
 	return obs
 }
 
-// outputStatuses is status.outputs: names, keys, types, sensitivity.
+// maxOutputStatuses is the most outputs status.outputs lists, the API's
+// bound: a ConfigMap holds many more.
+const maxOutputStatuses = 512
+
+// outputStatuses is status.outputs: names, keys, types, sensitivity of the
+// first maxOutputStatuses outputs, clipped to the API's bounds.
 func outputStatuses(values []outputs.Value) []backendsv1alpha1.OutputStatus {
+	values = values[:min(len(values), maxOutputStatuses)]
 	out := make([]backendsv1alpha1.OutputStatus, 0, len(values))
 	for _, v := range values {
-		out = append(out, backendsv1alpha1.OutputStatus{Name: v.Name, Key: v.Key, Type: clip(v.Type, 1024), Sensitive: v.Sensitive})
+		out = append(out, backendsv1alpha1.OutputStatus{Name: clip(v.Name, 128), Key: v.Key, Type: clip(v.Type, 1024), Sensitive: v.Sensitive})
 	}
 	return out
 }

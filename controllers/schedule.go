@@ -14,8 +14,9 @@ import (
 // probeSchedule remembers, in memory, when each object was last probed and
 // with which inputs, so that a reconcile triggered by a watch event does not
 // probe again before the interval has passed. New inputs (a new generation,
-// rotated credentials) make a probe due at once. After a restart every
-// object is probed once, which is what a user expects.
+// rotated credentials) make a probe due at once. After a restart, objects
+// whose status already describes a probe are seeded at a random point of
+// their interval (see seed), and the others are probed at once.
 type probeSchedule struct {
 	mu   sync.Mutex
 	last map[types.NamespacedName]probeRecord
@@ -49,14 +50,32 @@ func (s *probeSchedule) due(key types.NamespacedName, inputs string, now time.Ti
 	return true, 0
 }
 
-// probed records a probe of key at now and returns the jittered wait until
-// the next one; an interval of 0 means no periodic probe.
-func (s *probeSchedule) probed(key types.NamespacedName, inputs string, now time.Time, interval time.Duration) time.Duration {
+// probed records a probe of key that ended at end and returns the
+// jittered wait until the next one, counted from that end; an interval of
+// 0 means no periodic probe.
+func (s *probeSchedule) probed(key types.NamespacedName, inputs string, end time.Time, interval time.Duration) time.Duration {
 	next := jitter(interval)
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	s.last[key] = probeRecord{at: now, inputs: inputs, next: next}
+	s.last[key] = probeRecord{at: end, inputs: inputs, next: next}
 	return next
+}
+
+// seed schedules the first probe of key, when nothing is known of it yet,
+// at a random point of interval from now: after a restart the status of
+// key already holds a probe, so the next one can wait, and seeding every
+// object this way spreads their probes over the interval. It does nothing
+// when key is known or interval is 0.
+func (s *probeSchedule) seed(key types.NamespacedName, inputs string, now time.Time, interval time.Duration) {
+	if interval <= 0 {
+		return
+	}
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if _, ok := s.last[key]; ok {
+		return
+	}
+	s.last[key] = probeRecord{at: now, inputs: inputs, next: time.Duration(rand.Int64N(int64(interval)))}
 }
 
 // forget drops what is known of key, when the object is deleted.

@@ -12,6 +12,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/handler"
 	"sigs.k8s.io/controller-runtime/pkg/predicate"
 	"sigs.k8s.io/controller-runtime/pkg/reconcile"
+	"sigs.k8s.io/controller-runtime/pkg/source"
 
 	backendsv1alpha1 "github.com/infrastate/backend-operator/api/v1alpha1"
 )
@@ -34,6 +35,15 @@ func SetupAll(ctx context.Context, mgr ctrl.Manager, opts ...Option) error {
 		}
 	}
 
+	// One prober for every kind: its bounds are the manager's, and each
+	// namespace's share of them spans kinds.
+	o := newOptions(opts)
+	probes := newProber(o.maxConcurrentProbes, o.maxConcurrentProbesPerNamespace, o.clock)
+	if err := mgr.Add(probes); err != nil {
+		return fmt.Errorf("adding the prober: %w", err)
+	}
+	opts = append(opts, withProber(probes))
+
 	recorder := mgr.GetEventRecorder("backend-operator")
 	c, reader := mgr.GetClient(), mgr.GetAPIReader()
 	if err := NewHttpBackendReconciler(c, reader, recorder, opts...).SetupWithManager(mgr); err != nil {
@@ -49,16 +59,20 @@ func SetupAll(ctx context.Context, mgr ctrl.Manager, opts ...Option) error {
 }
 
 // setupBackendController registers a backend reconciler. It reconciles on
-// spec changes of the backend, on changes to the objects it renders, and on
+// spec changes of the backend, on changes to the objects it renders, on
 // changes to the objects of the referenced kinds (Secrets, ConfigMaps) that
-// a backend references through referencesIndex. Rendered and referenced
-// objects are watched for metadata only.
-func setupBackendController(mgr ctrl.Manager, r reconcile.Reconciler, name string, obj client.Object,
-	newList func() client.ObjectList, maxConcurrent int, referenced ...client.Object) error {
+// a backend references through referencesIndex, and when one of its probes
+// ends. Rendered and referenced objects are watched for metadata only.
+func setupBackendController(mgr ctrl.Manager, base *reconciler, r reconcile.Reconciler, name string, obj client.Object,
+	newList func() client.ObjectList, referenced ...client.Object) error {
+	if err := base.addProber(mgr); err != nil {
+		return err
+	}
 	b := ctrl.NewControllerManagedBy(mgr).
 		For(obj, builder.WithPredicates(predicate.GenerationChangedPredicate{})).
 		Owns(&corev1.ConfigMap{}, builder.OnlyMetadata).
-		Owns(&corev1.Secret{}, builder.OnlyMetadata)
+		Owns(&corev1.Secret{}, builder.OnlyMetadata).
+		WatchesRawSource(source.Channel(base.wake, &handler.EnqueueRequestForObject{}))
 	for _, kind := range referenced {
 		reference := secretReference
 		if _, ok := kind.(*corev1.ConfigMap); ok {
@@ -66,5 +80,5 @@ func setupBackendController(mgr ctrl.Manager, r reconcile.Reconciler, name strin
 		}
 		b = b.Watches(kind, handler.EnqueueRequestsFromMapFunc(enqueueReferrers(mgr.GetClient(), newList, reference)), builder.OnlyMetadata)
 	}
-	return b.WithOptions(controller.Options{MaxConcurrentReconciles: maxConcurrent}).Named(name).Complete(r)
+	return b.WithOptions(controller.Options{MaxConcurrentReconciles: base.opts.maxConcurrentReconciles}).Named(name).Complete(r)
 }

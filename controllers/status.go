@@ -1,6 +1,8 @@
 package controllers
 
 import (
+	"strings"
+
 	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
@@ -52,12 +54,19 @@ type outcome struct {
 	// probe is the condition the probe set (StateReachable or BucketReady),
 	// or "" when probing is disabled.
 	probe string
+	// probePending is true while a probe is under way.
+	probePending bool
+	// applied is the probe result this reconciliation wrote to status; it
+	// is acknowledged once the status is patched.
+	applied *probeResult
 }
 
 // summarize sets Ready, Reconciling and Stalled from the outcome and returns
 // the observedGeneration to record. The invariants kstatus relies on hold:
 // Ready is always present, Reconciling and Stalled are never both True, and
-// observedGeneration moves only after success or a stall.
+// observedGeneration moves only after success or a stall. While the first
+// probe of a generation is under way the object is in progress: Reconciling
+// True, Ready Unknown, observedGeneration unchanged.
 func summarize(conds *[]metav1.Condition, generation, observed int64, out outcome) int64 {
 	switch {
 	case out.stall != nil:
@@ -81,6 +90,14 @@ func summarize(conds *[]metav1.Condition, generation, observed int64, out outcom
 	}
 
 	meta.RemoveStatusCondition(conds, backendsv1alpha1.StalledCondition)
+	if out.probePending && out.probe != "" && !probedThisGeneration(*conds, generation, out.probe) {
+		progressing := observation{status: metav1.ConditionTrue, reason: backendsv1alpha1.ProgressingReason,
+			message: "Waiting for the first probe of this generation"}
+		setCondition(conds, generation, backendsv1alpha1.ReconcilingCondition, progressing)
+		progressing.status, progressing.message = metav1.ConditionUnknown, joinMessages(out.readyMessage, "waiting for the first probe")
+		setCondition(conds, generation, backendsv1alpha1.ReadyCondition, progressing)
+		return observed
+	}
 	meta.RemoveStatusCondition(conds, backendsv1alpha1.ReconcilingCondition)
 	ready := observation{status: metav1.ConditionTrue, reason: backendsv1alpha1.SucceededReason, message: out.readyMessage}
 	if out.probe != "" {
@@ -93,6 +110,14 @@ func summarize(conds *[]metav1.Condition, generation, observed int64, out outcom
 	}
 	setCondition(conds, generation, backendsv1alpha1.ReadyCondition, ready)
 	return generation
+}
+
+// joinMessages joins two sentences of a message, skipping an empty first.
+func joinMessages(first, second string) string {
+	if first == "" {
+		return strings.ToUpper(second[:1]) + second[1:]
+	}
+	return first + "; " + second
 }
 
 // maxMessageLength bounds condition messages to what the API accepts.

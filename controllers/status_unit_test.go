@@ -70,6 +70,23 @@ func TestSummarize(t *testing.T) {
 			want:         []metav1.Condition{cond("Ready", T, "Succeeded", "old"), cond("Reconciling", T, "ReconcileError", "Retrying after an error: connection refused")},
 			wantObserved: 2,
 		},
+		"the first probe of a generation under way": {
+			conds:      []metav1.Condition{cond("Reconciling", T, "Progressing", "x"), cond("Ready", T, "Succeeded", "old")},
+			generation: 2, observed: 1,
+			out: outcome{readyMessage: "Rendered", probe: "StateReachable", probePending: true},
+			want: []metav1.Condition{
+				cond("Reconciling", T, "Progressing", "Waiting for the first probe of this generation"),
+				cond("Ready", U, "Progressing", "Rendered; waiting for the first probe"),
+			},
+			wantObserved: 1,
+		},
+		"a periodic probe under way changes nothing": {
+			conds:      []metav1.Condition{{Type: "StateReachable", Status: T, Reason: "Reachable", Message: "ok", ObservedGeneration: 2}},
+			generation: 2, observed: 2,
+			out:          outcome{readyMessage: "Rendered", probe: "StateReachable", probePending: true},
+			want:         []metav1.Condition{cond("StateReachable", T, "Reachable", "ok"), cond("Ready", T, "Succeeded", "Rendered")},
+			wantObserved: 2,
+		},
 		"a transient error on a new object": {
 			generation: 1, observed: -1,
 			out:          outcome{err: errors.New("timeout")},
@@ -142,6 +159,10 @@ func TestTransitionEvents(t *testing.T) {
 			before: []metav1.Condition{cond("Locked", T, "LockHeld", "by bob")},
 			after:  []metav1.Condition{cond("Locked", F, "ForceUnlocked", "released")},
 			want:   []event{{"Normal", "LockReleased", "Probe", "released"}},
+		},
+		"work in progress is no warning": {
+			before: []metav1.Condition{cond("Ready", T, "Succeeded", "a")},
+			after:  []metav1.Condition{cond("Ready", metav1.ConditionUnknown, "Progressing", "waiting for the first probe")},
 		},
 		"the first observation of no lock is no event": {
 			after: []metav1.Condition{cond("Locked", F, "NotLocked", "")},

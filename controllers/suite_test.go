@@ -99,21 +99,45 @@ var _ = AfterSuite(func() {
 	}
 })
 
-// writeCounter counts the writes a manager sends to the API server.
+// writeCounter counts the writes a manager sends to the API server, and
+// records its reads.
 type writeCounter struct {
 	mu     sync.Mutex
 	writes []string
+	reads  []apiRead
+}
+
+// apiRead is one GET the manager sent.
+type apiRead struct {
+	// path and query of the request; accept is its Accept header, which
+	// asks for metadata only (as=PartialObjectMetadata) or whole objects.
+	path, query, accept string
 }
 
 func (w *writeCounter) wrap(rt http.RoundTripper) http.RoundTripper {
 	return roundTripFunc(func(req *http.Request) (*http.Response, error) {
+		w.mu.Lock()
 		if req.Method != http.MethodGet {
-			w.mu.Lock()
 			w.writes = append(w.writes, req.Method+" "+req.URL.Path)
-			w.mu.Unlock()
+		} else {
+			w.reads = append(w.reads, apiRead{path: req.URL.Path, query: req.URL.RawQuery, accept: req.Header.Get("Accept")})
 		}
+		w.mu.Unlock()
 		return rt.RoundTrip(req)
 	})
+}
+
+// readsOf returns the GETs of path.
+func (w *writeCounter) readsOf(path string) []apiRead {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	var out []apiRead
+	for _, r := range w.reads {
+		if r.path == path {
+			out = append(out, r)
+		}
+	}
+	return out
 }
 
 // since returns the writes recorded after the first n.
@@ -137,6 +161,11 @@ func (f roundTripFunc) RoundTrip(r *http.Request) (*http.Response, error) { retu
 // spec, watching only its namespace, and stops it when the spec ends. It
 // returns the counter of the manager's writes.
 func startManager(ctx context.Context, namespace string, opts ...Option) *writeCounter {
+	return startManagerFor(ctx, []string{namespace}, opts...)
+}
+
+// startManagerFor is startManager watching several namespaces.
+func startManagerFor(ctx context.Context, namespaces []string, opts ...Option) *writeCounter {
 	counter := &writeCounter{}
 	mgrCfg := rest.CopyConfig(cfg)
 	mgrCfg.Wrap(counter.wrap)
@@ -146,7 +175,7 @@ func startManager(ctx context.Context, namespace string, opts ...Option) *writeC
 		Scheme:     testenv.Scheme(),
 		Metrics:    metricsserver.Options{BindAddress: "0"},
 		Controller: config.Controller{SkipNameValidation: &skip},
-		Cache:      CacheOptions([]string{namespace}),
+		Cache:      CacheOptions(namespaces),
 		Client:     ClientOptions(),
 	})
 	Expect(err).NotTo(HaveOccurred())

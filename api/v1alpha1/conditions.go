@@ -68,6 +68,24 @@ const (
 	// belongs to something else, so the controller leaves it alone.
 	NameConflictReason = "NameConflict"
 
+	// ExternallyModifiedReason means another writer changed a ConfigMap or
+	// Secret the operator renders, so the operator stopped writing it
+	// rather than fight over it.
+	ExternallyModifiedReason = "ExternallyModified"
+
+	// WriteRejectedReason means the API server refused to store an object
+	// the operator wrote (invalid or too large); the same write would be
+	// refused again.
+	WriteRejectedReason = "WriteRejected"
+
+	// StatusRejectedReason means the API server refused the status the
+	// operator computed; the status keeps its previous observations.
+	StatusRejectedReason = "StatusRejected"
+
+	// OutputKeyInvalidReason means an output cannot be published: its name
+	// or key is not a valid ConfigMap or Secret key.
+	OutputKeyInvalidReason = "OutputKeyInvalid"
+
 	// ReconcileErrorReason means a transient error interrupted the
 	// reconciliation; it is retried with backoff.
 	ReconcileErrorReason = "ReconcileError"
@@ -88,6 +106,12 @@ const (
 
 	// TLSErrorReason means the TLS handshake with the backend failed.
 	TLSErrorReason = "TLSError"
+
+	// AddressDeniedReason means the manager's address policy refuses every
+	// address the backend's host resolves to (link-local and cloud
+	// metadata addresses by default; --allowed-address-cidrs and
+	// --denied-address-cidrs).
+	AddressDeniedReason = "AddressDenied"
 
 	// UnreachableReason means the backend could not be reached.
 	UnreachableReason = "Unreachable"
@@ -136,6 +160,15 @@ const (
 
 	// OutputsPublishedReason means the outputs were read and published.
 	OutputsPublishedReason = "OutputsPublished"
+
+	// ReferenceNotAllowedReason means a referenced Secret or ConfigMap
+	// lacks the AllowReferenceLabel that the manager's
+	// --secret-reference-policy=labeled requires.
+	ReferenceNotAllowedReason = "ReferenceNotAllowed"
+
+	// OutputsTooLargeReason means the outputs a RemoteState would publish
+	// do not fit a ConfigMap or a Secret, or are too many to read.
+	OutputsTooLargeReason = "OutputsTooLarge"
 
 	// ForceUnlockSkippedReason means the state is locked, but
 	// forceUnlock.lockID does not name the current holder, so the

@@ -15,6 +15,7 @@ import (
 
 	backendsv1alpha1 "github.com/infrastate/backend-operator/api/v1alpha1"
 	"github.com/infrastate/backend-operator/controllers"
+	"github.com/infrastate/backend-operator/internal/netguard"
 )
 
 // scheme holds the built-in kinds and the backends.infrastate.io kinds.
@@ -58,7 +59,9 @@ func run() error {
 		return err
 	}
 
-	log.Info("Starting manager", "watchNamespaces", opts.watchNamespaces, "leaderElection", opts.leaderElect)
+	log.Info("Starting manager", "watchNamespaces", opts.watchNamespaces, "leaderElection", opts.leaderElect,
+		"secretReferencePolicy", opts.referencePolicy, "deniedAddresses", netguard.FormatPrefixes(opts.addressPolicy.Denied),
+		"allowedAddresses", netguard.FormatPrefixes(opts.addressPolicy.Allowed))
 	if err := mgr.Start(ctx); err != nil {
 		return fmt.Errorf("running manager: %w", err)
 	}
@@ -69,6 +72,9 @@ func run() error {
 func setupControllers(ctx context.Context, mgr ctrl.Manager, opts options) error {
 	return controllers.SetupAll(ctx, mgr,
 		controllers.WithMaxConcurrentReconciles(opts.maxConcurrentReconciles),
+		controllers.WithMaxConcurrentProbes(opts.maxConcurrentProbes, opts.maxConcurrentProbesPerNamespace),
 		controllers.WithCosDefaultRegion(opts.cosDefaultRegion),
+		controllers.WithReferencePolicy(opts.referencePolicy),
+		controllers.WithAddressPolicy(opts.addressPolicy),
 	)
 }

@@ -12,7 +12,9 @@ import (
 	metricsfilters "sigs.k8s.io/controller-runtime/pkg/metrics/filters"
 	metricsserver "sigs.k8s.io/controller-runtime/pkg/metrics/server"
 
+	backendsv1alpha1 "github.com/infrastate/backend-operator/api/v1alpha1"
 	"github.com/infrastate/backend-operator/controllers"
+	"github.com/infrastate/backend-operator/internal/netguard"
 )
 
 // leaderElectionID names the Lease the manager replicas compete for.
@@ -20,13 +22,17 @@ const leaderElectionID = "backend-operator.backends.infrastate.io"
 
 // options are the manager's command-line settings.
 type options struct {
-	metricsAddr             string
-	secureMetrics           bool
-	probeAddr               string
-	leaderElect             bool
-	watchNamespaces         []string
-	maxConcurrentReconciles int
-	cosDefaultRegion        string
+	metricsAddr                     string
+	secureMetrics                   bool
+	probeAddr                       string
+	leaderElect                     bool
+	watchNamespaces                 []string
+	maxConcurrentReconciles         int
+	maxConcurrentProbes             int
+	maxConcurrentProbesPerNamespace int
+	cosDefaultRegion                string
+	referencePolicy                 controllers.ReferencePolicy
+	addressPolicy                   netguard.Policy
 }
 
 // parseOptions reads the manager's flags from args. getenv supplies the
@@ -35,6 +41,9 @@ func parseOptions(fs *flag.FlagSet, args []string, getenv func(string) string) (
 	var (
 		o          options
 		namespaces string
+		policy     string
+		allowed    netguard.PrefixList
+		denied     = netguard.PrefixList(netguard.DefaultDenied())
 	)
 	fs.StringVar(&o.metricsAddr, "metrics-bind-address", "0",
 		"Address the metrics endpoint binds to, for example :8443 (secure) or :8080. 0 disables it.")
@@ -48,10 +57,29 @@ func parseOptions(fs *flag.FlagSet, args []string, getenv func(string) string) (
 		"Comma-separated namespaces to watch. Empty watches all namespaces.")
 	fs.IntVar(&o.maxConcurrentReconciles, "max-concurrent-reconciles", 4,
 		"Maximum number of objects of one kind reconciled at the same time.")
+	fs.IntVar(&o.maxConcurrentProbes, "max-concurrent-probes", controllers.DefaultMaxConcurrentProbes,
+		"Maximum number of probes and state reads running at the same time, across kinds.")
+	fs.IntVar(&o.maxConcurrentProbesPerNamespace, "max-concurrent-probes-per-namespace", controllers.DefaultMaxConcurrentProbesPerNamespace,
+		"Maximum number of probes and state reads of one namespace running at the same time: a tenant whose servers hang holds at most this many.")
 	fs.StringVar(&o.cosDefaultRegion, "cos-default-region", getenv("TENCENTCLOUD_REGION"),
 		"Region of CosBackends that set none. Defaults to TENCENTCLOUD_REGION.")
+	fs.StringVar(&policy, "secret-reference-policy", string(controllers.ReferencePolicyNamespace),
+		"Which Secrets and ConfigMaps a backend may reference: namespace (any of its namespace, as a Pod can) or labeled "+
+			"(only those labelled "+backendsv1alpha1.AllowReferenceLabel+"=true).")
+	fs.Var(&allowed, netguard.AllowedFlag,
+		"Comma-separated CIDRs (or IPs) that probes and state reads may connect to; empty allows every address not denied.")
+	fs.Var(&denied, netguard.DeniedFlag,
+		"Comma-separated CIDRs (or IPs) that probes and state reads never connect to, checked on the resolved address. "+
+			"The default denies link-local and cloud metadata addresses; set it to add the cluster's pod and service ranges.")
 	if err := fs.Parse(args); err != nil {
 		return options{}, err
+	}
+	o.addressPolicy = netguard.Policy{Allowed: allowed, Denied: denied}
+	switch p := controllers.ReferencePolicy(policy); p {
+	case controllers.ReferencePolicyNamespace, controllers.ReferencePolicyLabeled:
+		o.referencePolicy = p
+	default:
+		return options{}, fmt.Errorf("--secret-reference-policy must be namespace or labeled, got %q", policy)
 	}
 
 	var err error
@@ -60,6 +88,10 @@ func parseOptions(fs *flag.FlagSet, args []string, getenv func(string) string) (
 	}
 	if o.maxConcurrentReconciles < 1 {
 		return options{}, fmt.Errorf("--max-concurrent-reconciles must be at least 1, got %d", o.maxConcurrentReconciles)
+	}
+	if o.maxConcurrentProbes < 1 || o.maxConcurrentProbesPerNamespace < 1 {
+		return options{}, fmt.Errorf("--max-concurrent-probes and --max-concurrent-probes-per-namespace must be at least 1, got %d and %d",
+			o.maxConcurrentProbes, o.maxConcurrentProbesPerNamespace)
 	}
 	return o, nil
 }

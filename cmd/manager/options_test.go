@@ -3,15 +3,33 @@ package main
 import (
 	"flag"
 	"io"
+	"net/netip"
 	"strings"
 	"testing"
 
 	"github.com/google/go-cmp/cmp"
+	"github.com/google/go-cmp/cmp/cmpopts"
 	corev1 "k8s.io/api/core/v1"
 	"sigs.k8s.io/controller-runtime/pkg/cache"
+
+	"github.com/infrastate/backend-operator/controllers"
+	"github.com/infrastate/backend-operator/internal/netguard"
 )
 
 func TestParseOptions(t *testing.T) {
+	// defaults returns the options of no flags, changed by edit.
+	defaults := func(edit func(*options)) options {
+		o := options{
+			metricsAddr: "0", secureMetrics: true, probeAddr: ":8081", maxConcurrentReconciles: 4,
+			maxConcurrentProbes: 16, maxConcurrentProbesPerNamespace: 4,
+			referencePolicy: controllers.ReferencePolicyNamespace,
+			addressPolicy:   netguard.Policy{Denied: netguard.DefaultDenied()},
+		}
+		if edit != nil {
+			edit(&o)
+		}
+		return o
+	}
 	cases := map[string]struct {
 		args    []string
 		env     map[string]string
@@ -19,26 +37,50 @@ func TestParseOptions(t *testing.T) {
 		wantErr string
 	}{
 		"defaults": {
-			want: options{metricsAddr: "0", secureMetrics: true, probeAddr: ":8081", maxConcurrentReconciles: 4},
+			want: defaults(nil),
 		},
 		"region from the environment": {
 			env:  map[string]string{"TENCENTCLOUD_REGION": "ap-shanghai"},
-			want: options{metricsAddr: "0", secureMetrics: true, probeAddr: ":8081", maxConcurrentReconciles: 4, cosDefaultRegion: "ap-shanghai"},
+			want: defaults(func(o *options) { o.cosDefaultRegion = "ap-shanghai" }),
 		},
 		"flag wins over the environment": {
 			args: []string{"--cos-default-region=ap-guangzhou"},
 			env:  map[string]string{"TENCENTCLOUD_REGION": "ap-shanghai"},
-			want: options{metricsAddr: "0", secureMetrics: true, probeAddr: ":8081", maxConcurrentReconciles: 4, cosDefaultRegion: "ap-guangzhou"},
+			want: defaults(func(o *options) { o.cosDefaultRegion = "ap-guangzhou" }),
 		},
 		"every flag": {
 			args: []string{
 				"--metrics-bind-address=:8443", "--metrics-secure=false", "--health-probe-bind-address=:9000",
 				"--leader-elect", "--watch-namespaces= team-a,team-b,,team-a ", "--max-concurrent-reconciles=8",
+				"--max-concurrent-probes=32", "--max-concurrent-probes-per-namespace=2", "--secret-reference-policy=labeled",
+				"--allowed-address-cidrs=10.0.0.0/8, 192.168.1.7", "--denied-address-cidrs=10.96.0.0/12",
 			},
 			want: options{
 				metricsAddr: ":8443", probeAddr: ":9000", leaderElect: true,
 				watchNamespaces: []string{"team-a", "team-b"}, maxConcurrentReconciles: 8,
+				maxConcurrentProbes: 32, maxConcurrentProbesPerNamespace: 2,
+				referencePolicy: controllers.ReferencePolicyLabeled,
+				addressPolicy: netguard.Policy{
+					Allowed: []netip.Prefix{netip.MustParsePrefix("10.0.0.0/8"), netip.MustParsePrefix("192.168.1.7/32")},
+					Denied:  []netip.Prefix{netip.MustParsePrefix("10.96.0.0/12")},
+				},
 			},
+		},
+		"an empty deny list allows link-local addresses": {
+			args: []string{"--denied-address-cidrs="},
+			want: defaults(func(o *options) { o.addressPolicy.Denied = nil }),
+		},
+		"unknown reference policy": {
+			args:    []string{"--secret-reference-policy=cluster"},
+			wantErr: `--secret-reference-policy must be namespace or labeled, got "cluster"`,
+		},
+		"bad CIDR": {
+			args:    []string{"--denied-address-cidrs=10.0.0.0/33"},
+			wantErr: "denied-address-cidrs",
+		},
+		"zero probe concurrency": {
+			args:    []string{"--max-concurrent-probes-per-namespace=0"},
+			wantErr: "--max-concurrent-probes and --max-concurrent-probes-per-namespace must be at least 1",
 		},
 		"invalid namespace": {
 			args:    []string{"--watch-namespaces=team-a,Team_B"},
@@ -63,7 +105,7 @@ func TestParseOptions(t *testing.T) {
 			if err != nil {
 				t.Fatalf("parseOptions() error = %v", err)
 			}
-			if diff := cmp.Diff(tc.want, got, cmp.AllowUnexported(options{})); diff != "" {
+			if diff := cmp.Diff(tc.want, got, cmp.AllowUnexported(options{}), cmpopts.EquateEmpty(), cmp.Comparer(func(a, b netip.Prefix) bool { return a == b })); diff != "" {
 				t.Errorf("parseOptions() mismatch (-want +got):\n%s", diff)
 			}
 		})

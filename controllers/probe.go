@@ -1,0 +1,116 @@
+package controllers
+
+import (
+	"context"
+	"time"
+
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+	ctrlevent "sigs.k8s.io/controller-runtime/pkg/event"
+
+	backendsv1alpha1 "github.com/infrastate/backend-operator/api/v1alpha1"
+)
+
+// What every kind's probe shares: its bounds, its interval, and the
+// decision of what one reconcile does about it.
+
+const (
+	// probeTimeout bounds one probe, retries included.
+	probeTimeout = 2 * time.Minute
+	// probeAttemptTimeout bounds one attempt of a probe, from the dial to
+	// the end of the body: a server that accepts and never answers costs
+	// this much per attempt, not probeTimeout.
+	probeAttemptTimeout = 30 * time.Second
+	// defaultProbeInterval is the API's default probe.interval.
+	defaultProbeInterval = 5 * time.Minute
+)
+
+// probeInterval is the period of a probe spec; 0 disables probing. The API
+// server defaults it, so nil only happens for objects built in tests.
+func probeInterval(p *backendsv1alpha1.ProbeSpec) time.Duration {
+	if p == nil || p.Interval == nil {
+		return defaultProbeInterval
+	}
+	return p.Interval.Duration
+}
+
+// probeTask describes the probe of one object for probeStep.
+type probeTask struct {
+	// kind of the object, which keys it in the prober.
+	kind string
+	// obj is the object being reconciled.
+	obj client.Object
+	// inputs fingerprints everything the probe reads: new inputs make a
+	// probe due at once.
+	inputs string
+	// interval between probes; 0 probes only on new inputs.
+	interval time.Duration
+	// probed is true when the status already holds a probe of the current
+	// generation (see probedThisGeneration).
+	probed bool
+}
+
+// probeDecision is what a reconcile does about a probe.
+type probeDecision struct {
+	// result is a finished probe to write to status.
+	result *probeResult
+	// submit is true when a probe is due and must be submitted.
+	submit bool
+	// pending is true while a probe is queued or running.
+	pending bool
+	// requeueAfter is the wait until the next probe is due.
+	requeueAfter time.Duration
+}
+
+// probeStep decides what this reconcile does about t's probe: write a
+// finished result (and schedule the next probe from when it ended), wait
+// for one under way, wait until one is due, or submit one.
+//
+// After a restart the schedule is empty. An object whose status already
+// holds a probe of its generation is then scheduled at a random point of
+// its interval rather than probed at once, so that a manager restarting
+// with thousands of backends spreads their probes instead of firing them
+// all together.
+func (r *reconciler) probeStep(t probeTask) probeDecision {
+	key := probeKey{kind: t.kind, NamespacedName: client.ObjectKeyFromObject(t.obj)}
+	if res, pending := r.probes.poll(key, t.inputs); res != nil {
+		return probeDecision{result: res, requeueAfter: r.schedule.probed(key.NamespacedName, t.inputs, res.finished, t.interval)}
+	} else if pending {
+		return probeDecision{pending: true}
+	}
+	now := r.opts.clock.Now()
+	if t.probed {
+		r.schedule.seed(key.NamespacedName, t.inputs, now, t.interval)
+	}
+	if due, wait := r.schedule.due(key.NamespacedName, t.inputs, now); !due {
+		return probeDecision{requeueAfter: wait}
+	}
+	return probeDecision{submit: true}
+}
+
+// submitProbe hands run to the prober; when it ends, the object is
+// reconciled again to write its result.
+func (r *reconciler) submitProbe(t probeTask, run probeFunc) {
+	key := probeKey{kind: t.kind, NamespacedName: client.ObjectKeyFromObject(t.obj)}
+	r.probes.submit(key, t.inputs, run, func(ctx context.Context) {
+		wake := ctrlevent.GenericEvent{Object: &metav1.PartialObjectMetadata{ObjectMeta: metav1.ObjectMeta{
+			Namespace: key.Namespace, Name: key.Name,
+		}}}
+		select {
+		case r.wake <- wake:
+		case <-ctx.Done():
+		}
+	})
+}
+
+// probedThisGeneration reports whether conditions hold the probe condition
+// condType observed for generation: the status describes a probe of the
+// current spec.
+func probedThisGeneration(conds []metav1.Condition, generation int64, condType string) bool {
+	for _, c := range conds {
+		if c.Type == condType {
+			return c.ObservedGeneration == generation
+		}
+	}
+	return false
+}

@@ -1,0 +1,276 @@
+package controllers
+
+import (
+	"context"
+	"sync"
+	"time"
+
+	"k8s.io/apimachinery/pkg/types"
+	"k8s.io/utils/clock"
+)
+
+// prober runs probes off the reconcile path, so that a tenant whose
+// servers are slow, hung or rate-limiting never holds the workers that
+// render other tenants' backends. At most limit probes run at once, and at
+// most perNamespace of one namespace; a free slot goes to the namespace
+// with the fewest running probes, so a namespace with many queued probes
+// cannot delay another's.
+//
+// A probe works on copies of what it needs and returns a result; its
+// notify function re-enqueues the object, whose next reconcile takes the
+// result with poll and writes it to status. The reconciler stays the only
+// writer of status.
+type prober struct {
+	limit, perNamespace int
+	clock               clock.PassiveClock
+
+	mu      sync.Mutex
+	idle    *sync.Cond               // signalled whenever a probe ends
+	base    context.Context          // cancelled when the manager stops
+	closed  bool                     // the manager stopped: nothing starts any more
+	running map[*probeJob]struct{}   // running probes
+	active  map[string]int           // running probes per namespace
+	queues  map[string][]*probeJob   // queued probes per namespace, FIFO
+	ring    []string                 // namespaces with queued probes, in turn order
+	jobs    map[probeKey]*probeJob   // the current probe of each object, queued or running
+	done    map[probeKey]probeResult // finished results not yet polled
+}
+
+// probeKey names one object of one kind.
+type probeKey struct {
+	kind string
+	types.NamespacedName
+}
+
+// probeFunc runs one probe with ctx and returns what it learned.
+type probeFunc func(ctx context.Context) any
+
+// probeJob is one submitted probe.
+type probeJob struct {
+	key    probeKey
+	inputs string
+	run    probeFunc
+	notify func(ctx context.Context)
+	cancel context.CancelFunc // set while it runs
+}
+
+// probeResult is a finished probe: what it returned, the inputs it was
+// submitted with, and when it ended.
+type probeResult struct {
+	inputs   string
+	finished time.Time
+	value    any
+}
+
+// newProber returns a prober running at most limit probes at once and at
+// most perNamespace per namespace. Probes start once Start has been called.
+func newProber(limit, perNamespace int, clk clock.PassiveClock) *prober {
+	p := &prober{
+		limit:        max(limit, 1),
+		perNamespace: max(perNamespace, 1),
+		clock:        clk,
+		running:      map[*probeJob]struct{}{},
+		active:       map[string]int{},
+		queues:       map[string][]*probeJob{},
+		jobs:         map[probeKey]*probeJob{},
+		done:         map[probeKey]probeResult{},
+	}
+	p.idle = sync.NewCond(&p.mu)
+	return p
+}
+
+// Start lets probes run until ctx ends, then cancels the running ones and
+// waits for them. It implements manager.Runnable.
+func (p *prober) Start(ctx context.Context) error {
+	p.mu.Lock()
+	p.base = ctx
+	p.dispatchLocked()
+	p.mu.Unlock()
+
+	<-ctx.Done()
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	p.closed = true
+	for job := range p.running {
+		job.cancel()
+	}
+	for len(p.running) > 0 {
+		p.idle.Wait()
+	}
+	return nil
+}
+
+// poll returns the finished result of key for inputs: the caller writes it
+// to status, and acknowledges it with ack once the status is written, so
+// that a failed write loses nothing; until then every poll returns it.
+// pending is true while a probe for these inputs is queued or running. A
+// result or a probe for other inputs is dropped (and the probe cancelled):
+// it would describe a spec or credentials that no longer apply.
+func (p *prober) poll(key probeKey, inputs string) (result *probeResult, pending bool) {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	if res, ok := p.done[key]; ok {
+		if res.inputs == inputs {
+			return &res, false
+		}
+		delete(p.done, key)
+	}
+	job, ok := p.jobs[key]
+	if !ok {
+		return nil, false
+	}
+	if job.inputs == inputs {
+		return nil, true
+	}
+	p.dropLocked(key)
+	return nil, false
+}
+
+// submit queues a probe of key with inputs. run gets a context that ends
+// when the probe is superseded or forgotten, or the manager stops; notify
+// is called once its result can be polled, with a context that ends when
+// the manager stops. A probe already queued or running for key is
+// replaced.
+func (p *prober) submit(key probeKey, inputs string, run probeFunc, notify func(ctx context.Context)) {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	p.dropLocked(key)
+	job := &probeJob{key: key, inputs: inputs, run: run, notify: notify}
+	p.jobs[key] = job
+	ns := key.Namespace
+	if len(p.queues[ns]) == 0 {
+		p.ring = append(p.ring, ns)
+	}
+	p.queues[ns] = append(p.queues[ns], job)
+	p.dispatchLocked()
+}
+
+// ack drops the result res of key once its status is written, unless a
+// newer result replaced it.
+func (p *prober) ack(key probeKey, res *probeResult) {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	if done, ok := p.done[key]; ok && done.inputs == res.inputs && done.finished.Equal(res.finished) {
+		delete(p.done, key)
+	}
+}
+
+// forget drops everything known of key: a queued probe, a running one
+// (cancelled) and a result not yet polled. For deleted objects.
+func (p *prober) forget(key probeKey) {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	p.dropLocked(key)
+	delete(p.done, key)
+}
+
+// dropLocked cancels and forgets the probe of key, queued or running.
+func (p *prober) dropLocked(key probeKey) {
+	job, ok := p.jobs[key]
+	if !ok {
+		return
+	}
+	delete(p.jobs, key)
+	if job.cancel != nil { // running: its result will be dropped
+		job.cancel()
+		return
+	}
+	queue := p.queues[key.Namespace]
+	for i, queued := range queue {
+		if queued == job {
+			p.queues[key.Namespace] = append(queue[:i:i], queue[i+1:]...)
+			break
+		}
+	}
+	if len(p.queues[key.Namespace]) == 0 {
+		p.removeFromRingLocked(key.Namespace)
+	}
+}
+
+// dispatchLocked starts queued probes while the bounds allow, taking
+// namespaces in turn.
+func (p *prober) dispatchLocked() {
+	if p.base == nil || p.closed || p.base.Err() != nil {
+		return
+	}
+	for len(p.running) < p.limit {
+		job := p.nextLocked()
+		if job == nil {
+			return
+		}
+		p.startLocked(job)
+	}
+}
+
+// nextLocked takes the first queued probe of the namespace with the
+// fewest running probes (below its bound; the earliest in turn order among
+// equals), and moves that namespace to the end of the turn order.
+func (p *prober) nextLocked() *probeJob {
+	best := -1
+	for i, ns := range p.ring {
+		if p.active[ns] < p.perNamespace && (best < 0 || p.active[ns] < p.active[p.ring[best]]) {
+			best = i
+		}
+	}
+	if best < 0 {
+		return nil
+	}
+	ns := p.ring[best]
+	queue := p.queues[ns]
+	job := queue[0]
+	p.queues[ns] = queue[1:]
+	p.ring = append(p.ring[:best:best], p.ring[best+1:]...)
+	if len(p.queues[ns]) > 0 {
+		p.ring = append(p.ring, ns)
+	} else {
+		delete(p.queues, ns)
+	}
+	return job
+}
+
+// removeFromRingLocked removes ns from the turn order.
+func (p *prober) removeFromRingLocked(ns string) {
+	for i, queued := range p.ring {
+		if queued == ns {
+			p.ring = append(p.ring[:i:i], p.ring[i+1:]...)
+			break
+		}
+	}
+	delete(p.queues, ns)
+}
+
+// startLocked runs job in a goroutine of its own.
+func (p *prober) startLocked(job *probeJob) {
+	ctx, cancel := context.WithCancel(p.base)
+	job.cancel = cancel
+	p.running[job] = struct{}{}
+	p.active[job.key.Namespace]++
+	go func() {
+		value := job.run(ctx)
+		cancel()
+		p.finish(job, value)
+	}()
+}
+
+// finish records a probe's result and starts the next ones. The result is
+// kept only when the probe is still the current one for its object.
+func (p *prober) finish(job *probeJob, value any) {
+	p.mu.Lock()
+	delete(p.running, job)
+	if p.active[job.key.Namespace]--; p.active[job.key.Namespace] == 0 {
+		delete(p.active, job.key.Namespace)
+	}
+	current := p.jobs[job.key] == job
+	if current {
+		delete(p.jobs, job.key)
+		p.done[job.key] = probeResult{inputs: job.inputs, finished: p.clock.Now(), value: value}
+	}
+	base := p.base
+	closed := p.closed || base.Err() != nil
+	p.dispatchLocked()
+	p.idle.Broadcast()
+	p.mu.Unlock()
+	if current && !closed {
+		job.notify(base)
+	}
+}

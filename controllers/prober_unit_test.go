@@ -1,0 +1,244 @@
+package controllers
+
+import (
+	"context"
+	"sync"
+	"sync/atomic"
+	"testing"
+	"time"
+
+	"github.com/google/go-cmp/cmp"
+	"github.com/google/go-cmp/cmp/cmpopts"
+	"k8s.io/apimachinery/pkg/types"
+	clocktesting "k8s.io/utils/clock/testing"
+)
+
+// probeHarness runs a prober with probes that block until released, and
+// records which started.
+type probeHarness struct {
+	t        *testing.T
+	p        *prober
+	mu       sync.Mutex
+	started  []string
+	release  map[string]chan any
+	ctxs     map[string]context.Context
+	notified chan string
+	stop     context.CancelFunc
+	stopped  chan struct{}
+}
+
+func newProbeHarness(t *testing.T, limit, perNamespace int) *probeHarness {
+	h := &probeHarness{
+		t:        t,
+		p:        newProber(limit, perNamespace, clocktesting.NewFakePassiveClock(time.Unix(1000, 0))),
+		release:  map[string]chan any{},
+		ctxs:     map[string]context.Context{},
+		notified: make(chan string, 100),
+		stopped:  make(chan struct{}),
+	}
+	ctx, cancel := context.WithCancel(context.Background())
+	h.stop = cancel
+	go func() {
+		defer close(h.stopped)
+		_ = h.p.Start(ctx)
+	}()
+	t.Cleanup(func() {
+		h.mu.Lock()
+		for _, ch := range h.release {
+			select {
+			case ch <- nil:
+			default:
+			}
+		}
+		h.mu.Unlock()
+		cancel()
+		<-h.stopped
+	})
+	return h
+}
+
+func key(ns, name string) probeKey {
+	return probeKey{kind: "Test", NamespacedName: types.NamespacedName{Namespace: ns, Name: name}}
+}
+
+// submit queues a probe named ns/name that blocks until released or
+// cancelled, and returns what it is released with.
+func (h *probeHarness) submit(ns, name, inputs string) {
+	id := ns + "/" + name
+	ch := make(chan any, 1)
+	h.mu.Lock()
+	h.release[id] = ch
+	h.mu.Unlock()
+	h.p.submit(key(ns, name), inputs, func(ctx context.Context) any {
+		h.mu.Lock()
+		h.started = append(h.started, id)
+		h.ctxs[id] = ctx
+		h.mu.Unlock()
+		select {
+		case v := <-ch:
+			return v
+		case <-ctx.Done():
+			return "cancelled"
+		}
+	}, func(context.Context) { h.notified <- id })
+}
+
+// finish releases ns/name with value and waits for its notification.
+func (h *probeHarness) finish(ns, name string, value any) {
+	h.t.Helper()
+	id := ns + "/" + name
+	h.mu.Lock()
+	ch := h.release[id]
+	h.mu.Unlock()
+	ch <- value
+	select {
+	case got := <-h.notified:
+		if got != id {
+			h.t.Fatalf("notified %s, want %s", got, id)
+		}
+	case <-time.After(10 * time.Second):
+		h.t.Fatalf("%s was never notified", id)
+	}
+}
+
+// waitStarted waits until exactly want have started, in any order:
+// probes started together run in goroutines of their own.
+func (h *probeHarness) waitStarted(want ...string) {
+	h.t.Helper()
+	deadline := time.Now().Add(10 * time.Second)
+	for {
+		h.mu.Lock()
+		got := append([]string(nil), h.started...)
+		h.mu.Unlock()
+		if len(got) >= len(want) || time.Now().After(deadline) {
+			if diff := cmp.Diff(want, got, cmpopts.SortSlices(func(a, b string) bool { return a < b })); diff != "" {
+				h.t.Fatalf("started probes (-want +got):\n%s", diff)
+			}
+			return
+		}
+		time.Sleep(time.Millisecond)
+	}
+}
+
+// settle gives started goroutines a moment to show up before a test
+// asserts that nothing more started.
+func (h *probeHarness) settle() { time.Sleep(50 * time.Millisecond) }
+
+func TestProberBoundsAndFairness(t *testing.T) {
+	h := newProbeHarness(t, 3, 2)
+	// Four hung probes of tenant a: only two run.
+	for _, name := range []string{"1", "2", "3", "4"} {
+		h.submit("a", name, "in")
+	}
+	h.waitStarted("a/1", "a/2")
+	h.settle()
+	h.waitStarted("a/1", "a/2")
+
+	// Another tenant's probe starts at once, whatever a has queued.
+	h.submit("b", "1", "in")
+	h.waitStarted("a/1", "a/2", "b/1")
+
+	// The global bound holds: c waits for a free slot.
+	h.submit("c", "1", "in")
+	h.settle()
+	h.waitStarted("a/1", "a/2", "b/1")
+
+	// When a probe of a ends, the slot goes to c, which runs none, before
+	// a's queued probes.
+	h.finish("a", "1", "done")
+	h.waitStarted("a/1", "a/2", "b/1", "c/1")
+	h.finish("b", "1", "done")
+	h.waitStarted("a/1", "a/2", "b/1", "c/1", "a/3")
+}
+
+func TestProberResults(t *testing.T) {
+	h := newProbeHarness(t, 2, 2)
+	k := key("ns", "obj")
+
+	if res, pending := h.p.poll(k, "v1"); res != nil || pending {
+		t.Fatalf("poll() before any probe = %v, %t", res, pending)
+	}
+	h.submit("ns", "obj", "v1")
+	h.waitStarted("ns/obj")
+	if res, pending := h.p.poll(k, "v1"); res != nil || !pending {
+		t.Fatalf("poll() while running = %v, %t; want pending", res, pending)
+	}
+	h.finish("ns", "obj", "learned")
+	res, pending := h.p.poll(k, "v1")
+	if pending || res == nil {
+		t.Fatalf("poll() after the probe = %v, %t; want its result", res, pending)
+	}
+	if diff := cmp.Diff(probeResult{inputs: "v1", finished: time.Unix(1000, 0), value: "learned"}, *res, cmp.AllowUnexported(probeResult{})); diff != "" {
+		t.Errorf("result (-want +got):\n%s", diff)
+	}
+	if again, _ := h.p.poll(k, "v1"); again == nil {
+		t.Errorf("a result is handed out until it is acknowledged; second poll() = nil")
+	}
+	h.p.ack(k, res)
+	if res, pending := h.p.poll(k, "v1"); res != nil || pending {
+		t.Errorf("poll() after ack = %v, %t; want nothing", res, pending)
+	}
+}
+
+func TestProberDropsStaleProbes(t *testing.T) {
+	cases := map[string]func(h *probeHarness){
+		"new inputs": func(h *probeHarness) {
+			if res, pending := h.p.poll(key("ns", "obj"), "v2"); res != nil || pending {
+				t.Fatalf("poll() with new inputs = %v, %t; want nothing, the old probe dropped", res, pending)
+			}
+		},
+		"forgotten": func(h *probeHarness) { h.p.forget(key("ns", "obj")) },
+		"replaced":  func(h *probeHarness) { h.submit("ns", "obj", "v2") },
+	}
+	for name, drop := range cases {
+		t.Run(name, func(t *testing.T) {
+			h := newProbeHarness(t, 1, 1)
+			h.submit("ns", "obj", "v1")
+			h.submit("ns", "queued", "v1")
+			h.waitStarted("ns/obj")
+			h.mu.Lock()
+			ctx := h.ctxs["ns/obj"]
+			h.mu.Unlock()
+
+			drop(h)
+			select {
+			case <-ctx.Done():
+			case <-time.After(10 * time.Second):
+				t.Fatal("the running probe was not cancelled")
+			}
+			// The slot is free again: the queued probe starts, and the
+			// dropped one's result is never handed out.
+			h.waitStarted("ns/obj", "ns/queued")
+			if res, _ := h.p.poll(key("ns", "obj"), "v1"); res != nil {
+				t.Errorf("the dropped probe's result was handed out: %v", res)
+			}
+		})
+	}
+}
+
+func TestProberStopsWithTheManager(t *testing.T) {
+	p := newProber(1, 1, clocktesting.NewFakePassiveClock(time.Unix(0, 0)))
+	ctx, cancel := context.WithCancel(context.Background())
+	stopped := make(chan struct{})
+	go func() { _ = p.Start(ctx); close(stopped) }()
+	started, cancelled := make(chan struct{}), make(chan struct{})
+	p.submit(key("ns", "hung"), "v", func(ctx context.Context) any {
+		close(started)
+		<-ctx.Done()
+		close(cancelled)
+		return nil
+	}, func(context.Context) { t.Error("a probe ended by the manager's stop must not notify") })
+	var ran atomic.Bool
+	p.submit(key("ns", "queued"), "v", func(context.Context) any { ran.Store(true); return nil }, func(context.Context) {})
+	<-started
+	cancel()
+	select {
+	case <-stopped:
+	case <-time.After(10 * time.Second):
+		t.Fatal("Start did not return after its context ended")
+	}
+	<-cancelled
+	if ran.Load() {
+		t.Error("a queued probe started after the manager stopped")
+	}
+}

@@ -1,0 +1,101 @@
+package controllers
+
+import (
+	"context"
+	"net"
+	"net/http"
+	"net/http/httptest"
+	"sync"
+	"time"
+
+	. "github.com/onsi/ginkgo/v2"
+	. "github.com/onsi/gomega"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+)
+
+// hungServer accepts TCP connections on loopback and never answers them.
+func hungServer() string {
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	Expect(err).NotTo(HaveOccurred())
+	var (
+		mu    sync.Mutex
+		conns []net.Conn
+	)
+	go func() {
+		for {
+			conn, err := ln.Accept()
+			if err != nil {
+				return
+			}
+			mu.Lock()
+			conns = append(conns, conn)
+			mu.Unlock()
+		}
+	}()
+	DeferCleanup(func() {
+		_ = ln.Close()
+		mu.Lock()
+		defer mu.Unlock()
+		for _, c := range conns {
+			_ = c.Close()
+		}
+	})
+	return "http://" + ln.Addr().String()
+}
+
+// rateLimitingServer answers every request 429 with Retry-After: 3600.
+func rateLimitingServer() string {
+	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, _ *http.Request) {
+		w.Header().Set("Retry-After", "3600")
+		w.WriteHeader(http.StatusTooManyRequests)
+	}))
+	DeferCleanup(srv.Close)
+	return srv.URL
+}
+
+var _ = Describe("Tenant isolation", func() {
+	It("renders and probes a new backend within seconds while another tenant's servers hang", func() {
+		ctx, cancel := context.WithTimeout(context.Background(), 3*time.Minute)
+		DeferCleanup(cancel)
+		hostile, victim := newNamespace(ctx), newNamespace(ctx)
+		startManagerFor(ctx, []string{hostile, victim}, WithMaxConcurrentReconciles(4))
+
+		By("a tenant whose three servers never answer and whose fourth asks to wait an hour")
+		hung, limited := hungServer(), rateLimitingServer()
+		for i, address := range []string{hung, hung, hung, limited} {
+			b := makeHttpBackend("slow-"+string(rune('a'+i)), hostile, address+"/state/x")
+			if address == hung {
+				b.retries(0, 0, 0) // one attempt, bounded by the attempt timeout
+			} else {
+				b.retries(2, 1, 2) // Retry-After: 3600 is capped at retryWaitMax
+			}
+			Expect(k8sClient.Create(ctx, b.build())).To(Succeed())
+		}
+		// Their probes are under way once they are rendered.
+		Eventually(func(g Gomega) {
+			for i := range 4 {
+				renderedConfigMap(ctx, g, hostile, "slow-"+string(rune('a'+i))+"-backend")
+			}
+		}, timeout, interval).Should(Succeed())
+
+		By("another tenant's new backend is rendered and Ready within seconds")
+		Expect(k8sClient.Create(ctx, makeSecret("pw", victim, map[string]string{"password": statePassword}))).To(Succeed())
+		backend := makeHttpBackend("app", victim, stateURL(victim)).basicAuth(stateUser, "pw", "").build()
+		start := time.Now()
+		Expect(k8sClient.Create(ctx, backend)).To(Succeed())
+		Eventually(func(g Gomega) {
+			getObject(ctx, g, backend)
+			expectCondition(g, backend.Status.Conditions, "Ready", metav1.ConditionTrue, "Succeeded")
+		}, 15*time.Second, interval).Should(Succeed())
+		GinkgoWriter.Printf("Ready after %s while the other tenant's probes hang\n", time.Since(start))
+
+		By("the hostile backends are reported, not left in progress forever")
+		Eventually(func(g Gomega) {
+			for i := range 4 {
+				b := makeHttpBackend("slow-"+string(rune('a'+i)), hostile, "").build()
+				getObject(ctx, g, b)
+				expectCondition(g, b.Status.Conditions, "StateReachable", metav1.ConditionFalse, map[bool]string{true: "ServerError", false: "Unreachable"}[i == 3])
+			}
+		}, time.Minute, time.Second).Should(Succeed())
+	})
+})
