@@ -54,7 +54,7 @@ func (r *CosBackendReconciler) Reconcile(ctx context.Context, req ctrl.Request) 
 	backend := &backendsv1alpha1.CosBackend{}
 	return r.reconcile(ctx, req, backend, cosBackendKind, func(ctx context.Context) (outcome, time.Duration, error) {
 		s := &cosScope{backend: backend}
-		err := runPhases(ctx, s, r.reconcileRegion, r.reconcileCredentials, r.reconcileRender, r.reconcileProbe)
+		err := runPhases(ctx, s, r.reconcileSpec, r.reconcileRegion, r.reconcileCredentials, r.reconcileRender, r.reconcileProbe)
 		return outcome{readyMessage: s.readyMessage, probe: cosProbeCondition(backend), probePending: s.probePending, applied: s.applied}, s.requeueAfter, err
 	})
 }

@@ -14,6 +14,12 @@ const (
 	cosSecurityTokenKey = "securityToken"
 )
 
+// reconcileSpec refuses, as a stall, a spec the admission rules would
+// refuse today but that was stored before they existed.
+func (r *CosBackendReconciler) reconcileSpec(_ context.Context, s *cosScope) error {
+	return checkCosSpec(s.backend.Spec)
+}
+
 // reconcileRegion decides the region in effect and sets status.region.
 func (r *CosBackendReconciler) reconcileRegion(_ context.Context, s *cosScope) error {
 	region, err := effectiveRegion(s.backend.Spec, r.opts.cosDefaultRegion)

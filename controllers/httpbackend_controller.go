@@ -53,7 +53,7 @@ func (r *HttpBackendReconciler) Reconcile(ctx context.Context, req ctrl.Request)
 	backend := &backendsv1alpha1.HttpBackend{}
 	return r.reconcile(ctx, req, backend, httpBackendKind, func(ctx context.Context) (outcome, time.Duration, error) {
 		s := &httpScope{backend: backend}
-		err := runPhases(ctx, s, r.reconcileCredentials, r.reconcileRender, r.reconcileProbe)
+		err := runPhases(ctx, s, r.reconcileSpec, r.reconcileCredentials, r.reconcileRender, r.reconcileProbe)
 		return outcome{readyMessage: s.readyMessage, probe: httpProbeCondition(backend), probePending: s.probePending, applied: s.applied}, s.requeueAfter, err
 	})
 }

@@ -22,6 +22,12 @@ const (
 // httpSecrets is the credential material an HttpBackend references.
 type httpSecrets = render.HTTPSecrets
 
+// reconcileSpec refuses, as a stall, a spec the admission rules would
+// refuse today but that was stored before they existed.
+func (r *HttpBackendReconciler) reconcileSpec(_ context.Context, s *httpScope) error {
+	return checkHTTPSpec(s.backend.Spec)
+}
+
 // reconcileCredentials resolves the Secrets and ConfigMaps the backend
 // references and checks the PEMs: the password, the client certificate and
 // key (which must match), and the CA bundle (at least one certificate). It

@@ -77,7 +77,7 @@ func (r *RemoteStateReconciler) Reconcile(ctx context.Context, req ctrl.Request)
 	remote := &backendsv1alpha1.RemoteState{}
 	return r.reconcile(ctx, req, remote, remoteStateKind, func(ctx context.Context) (outcome, time.Duration, error) {
 		s := &remoteScope{remote: remote}
-		err := runPhases(ctx, s, r.reconcileBackend, r.reconcileOutputs)
+		err := runPhases(ctx, s, r.reconcileSpec, r.reconcileBackend, r.reconcileOutputs)
 		return outcome{readyMessage: "Outputs are published", probe: backendsv1alpha1.OutputsReadyCondition, probePending: s.probePending, applied: s.applied}, s.requeueAfter, err
 	})
 }

@@ -24,6 +24,12 @@ import (
 
 const remoteStateKind = "RemoteState"
 
+// reconcileSpec refuses, as a stall, a spec the admission rules would
+// refuse today but that was stored before they existed.
+func (r *RemoteStateReconciler) reconcileSpec(_ context.Context, s *remoteScope) error {
+	return checkRemoteStateSpec(s.remote.Spec)
+}
+
 // reconcileBackend reads the backend the RemoteState names and its
 // credentials, and prepares scope.stream to read the workspace's state with
 // the backend's own client and settings. A missing backend is a stall with

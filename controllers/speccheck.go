@@ -1,0 +1,120 @@
+package controllers
+
+import (
+	"net/netip"
+	"net/url"
+	"regexp"
+	"slices"
+	"strings"
+
+	backendsv1alpha1 "github.com/infrastate/backend-operator/api/v1alpha1"
+	"github.com/infrastate/backend-operator/internal/netguard"
+)
+
+// The checks of this file repeat the API's admission rules in the
+// controller. The API server does not validate again the fields of an
+// object stored before a rule existed (CRD validation ratchets unchanged
+// fields), so the controller refuses such specs itself, before it reads a
+// Secret or renders anything. Messages name the field, never its value:
+// it may hold a credential. Every function is pure and table-tested.
+
+// lockMethods are the lock and unlock methods state servers use.
+var lockMethods = []string{"LOCK", "UNLOCK", "POST", "PUT", "DELETE", "PATCH"}
+
+// credentialParameter matches the names of query parameters that carry
+// credentials, as the admission rule does.
+var credentialParameter = regexp.MustCompile(`(?i)^(token|access_token|private_token|auth|auth_token|password|passwd|pwd|secret|client_secret|api_key|apikey|sig|signature|x-amz-signature|x-amz-credential|x-amz-security-token|x-goog-signature|x-goog-credential)$`)
+
+// metadataHosts are the host names of cloud metadata services.
+var metadataHosts = []string{"metadata", "metadata.google.internal", "metadata.goog", "instance-data", "instance-data.ec2.internal", "metadata.tencentyun.com"}
+
+// checkHTTPSpec refuses what the admission rules of an HttpBackend refuse
+// and the renderer or the probe would otherwise use: credentials in a URL,
+// link-local and cloud metadata addresses, lock methods servers do not
+// use, and system object names.
+func checkHTTPSpec(spec backendsv1alpha1.HttpBackendSpec) error {
+	for _, f := range []struct{ field, value string }{
+		{"spec.address", spec.Address}, {"spec.lockAddress", spec.LockAddress}, {"spec.unlockAddress", spec.UnlockAddress},
+	} {
+		if f.value == "" {
+			continue
+		}
+		if err := checkURL(f.field, f.value); err != nil {
+			return err
+		}
+	}
+	for _, f := range []struct{ field, value string }{{"spec.lockMethod", spec.LockMethod}, {"spec.unlockMethod", spec.UnlockMethod}} {
+		if f.value != "" && !slices.Contains(lockMethods, f.value) {
+			return stall(backendsv1alpha1.InvalidSpecReason, "%s must be one of %s, the methods state servers use", f.field, strings.Join(lockMethods, ", "))
+		}
+	}
+	return checkConfigMapName("spec.configMapName", spec.ConfigMapName)
+}
+
+// checkURL refuses user information, credential query parameters and
+// link-local or metadata hosts in a URL field.
+func checkURL(field, raw string) error {
+	u, err := url.Parse(raw)
+	if err != nil {
+		return stall(backendsv1alpha1.InvalidSpecReason, "%s is not a valid URL", field)
+	}
+	if u.User != nil {
+		return stall(backendsv1alpha1.InvalidSpecReason,
+			"%s must not contain user information (user:password@host): it would be published in the rendered ConfigMap; set username and passwordSecretRef instead", field)
+	}
+	for name := range u.Query() {
+		if credentialParameter.MatchString(name) {
+			return stall(backendsv1alpha1.InvalidSpecReason,
+				"%s must not carry credentials in its query string (parameter %s): it is published in the rendered ConfigMap; set username and passwordSecretRef instead", field, name)
+		}
+	}
+	host := strings.TrimSuffix(strings.ToLower(u.Hostname()), ".")
+	addr, err := netip.ParseAddr(host)
+	if (err == nil && !netguard.DefaultPolicy().Allows(addr)) || slices.Contains(metadataHosts, host) {
+		return stall(backendsv1alpha1.InvalidSpecReason, "%s must not point at a link-local address or a cloud metadata service", field)
+	}
+	return nil
+}
+
+// checkCosSpec refuses what the admission rules of a CosBackend refuse
+// and the renderer would otherwise write: '..' segments that leave the
+// prefix, an http:// endpoint not explicitly allowed, and system object
+// names.
+func checkCosSpec(spec backendsv1alpha1.CosBackendSpec) error {
+	for _, f := range []struct{ field, value string }{{"spec.prefix", spec.Prefix}, {"spec.key", spec.Key}} {
+		if slices.Contains(strings.Split(f.value, "/"), "..") {
+			return stall(backendsv1alpha1.InvalidSpecReason, "%s must not contain '..' path segments: they would reach objects outside the prefix", f.field)
+		}
+	}
+	if strings.HasPrefix(spec.Endpoint, "http://") && !spec.AllowInsecureEndpoint {
+		return stall(backendsv1alpha1.InvalidSpecReason,
+			"spec.endpoint uses http://, which sends the security token and the state in clear text: use https:// or set allowInsecureEndpoint")
+	}
+	return checkConfigMapName("spec.configMapName", spec.ConfigMapName)
+}
+
+// checkRemoteStateSpec refuses what the admission rules of a RemoteState
+// refuse: a workspace that leaves the prefix and system object names.
+// Output keys and defaults are checked where they are used.
+func checkRemoteStateSpec(spec backendsv1alpha1.RemoteStateSpec) error {
+	if spec.Workspace == "." || spec.Workspace == ".." {
+		return stall(backendsv1alpha1.InvalidSpecReason, "spec.workspace must not be '.' or '..': they would reach objects outside the backend's prefix")
+	}
+	if err := checkConfigMapName("spec.target.configMapName", spec.Target.ConfigMapName); err != nil {
+		return err
+	}
+	if strings.HasPrefix(spec.Target.SecretName, "sh.helm.release.v1.") {
+		return stall(backendsv1alpha1.InvalidSpecReason, "spec.target.secretName must not be a Helm release Secret name (sh.helm.release.v1.*)")
+	}
+	return nil
+}
+
+// checkConfigMapName refuses the names that Kubernetes or cluster add-ons
+// publish in every namespace: the operator would fight them over it.
+func checkConfigMapName(field, name string) error {
+	if name == "kube-root-ca.crt" || name == "openshift-service-ca.crt" || strings.HasSuffix(name, "-ca-root-cert") {
+		return stall(backendsv1alpha1.InvalidSpecReason,
+			"%s must not be a name that Kubernetes or a cluster add-on publishes in every namespace (kube-root-ca.crt, openshift-service-ca.crt, *-ca-root-cert)", field)
+	}
+	return nil
+}

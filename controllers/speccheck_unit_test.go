@@ -1,0 +1,125 @@
+package controllers
+
+import (
+	"context"
+	"strings"
+	"testing"
+
+	corev1 "k8s.io/api/core/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	"k8s.io/apimachinery/pkg/api/meta"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/types"
+	"k8s.io/client-go/tools/events"
+	ctrl "sigs.k8s.io/controller-runtime"
+	"sigs.k8s.io/controller-runtime/pkg/client/fake"
+
+	backendsv1alpha1 "github.com/infrastate/backend-operator/api/v1alpha1"
+	"github.com/infrastate/backend-operator/internal/testenv"
+)
+
+func TestCheckHTTPSpec(t *testing.T) {
+	const secret = "hunter2-secret"
+	valid := backendsv1alpha1.HttpBackendSpec{
+		Address:     "https://state.example.com/state/app?env=prod&ID=1",
+		LockAddress: "http://10.0.0.1:8080/lock", UnlockAddress: "https://[::1]:8443/unlock",
+		LockMethod: "POST", UnlockMethod: "DELETE", ConfigMapName: "app-backend",
+	}
+	cases := map[string]struct {
+		edit    func(*backendsv1alpha1.HttpBackendSpec)
+		wantMsg string
+	}{
+		"valid": {},
+		"user info": {edit: func(s *backendsv1alpha1.HttpBackendSpec) {
+			s.Address = "https://runner:" + secret + "@state.example.com/x"
+		}, wantMsg: "spec.address must not contain user information"},
+		"a user name only": {edit: func(s *backendsv1alpha1.HttpBackendSpec) {
+			s.UnlockAddress = "https://" + secret + "@state.example.com/x"
+		}, wantMsg: "spec.unlockAddress must not contain user information"},
+		"a query token":        {edit: func(s *backendsv1alpha1.HttpBackendSpec) { s.LockAddress = "https://s/x?a=1&Token=" + secret }, wantMsg: "spec.lockAddress must not carry credentials in its query string (parameter Token)"},
+		"the metadata service": {edit: func(s *backendsv1alpha1.HttpBackendSpec) { s.Address = "http://169.254.169.254/latest" }, wantMsg: "spec.address must not point at a link-local address"},
+		"mapped link-local":    {edit: func(s *backendsv1alpha1.HttpBackendSpec) { s.Address = "http://[::ffff:169.254.169.254]/" }, wantMsg: "must not point at a link-local address"},
+		"a metadata host name": {edit: func(s *backendsv1alpha1.HttpBackendSpec) { s.Address = "http://Metadata.Google.Internal./x" }, wantMsg: "must not point at a link-local address"},
+		"a GET lock":           {edit: func(s *backendsv1alpha1.HttpBackendSpec) { s.LockMethod = "GET" }, wantMsg: "spec.lockMethod must be one of LOCK, UNLOCK, POST, PUT, DELETE, PATCH"},
+		"kube-root-ca.crt":     {edit: func(s *backendsv1alpha1.HttpBackendSpec) { s.ConfigMapName = "kube-root-ca.crt" }, wantMsg: "spec.configMapName must not be a name that Kubernetes or a cluster add-on publishes"},
+	}
+	for name, tc := range cases {
+		t.Run(name, func(t *testing.T) {
+			spec := valid
+			if tc.edit != nil {
+				tc.edit(&spec)
+			}
+			expectStall(t, checkHTTPSpec(spec), tc.wantMsg, secret)
+		})
+	}
+}
+
+func TestCheckCosAndRemoteStateSpecs(t *testing.T) {
+	cases := map[string]struct {
+		err     error
+		wantMsg string
+	}{
+		"a valid CosBackend": {err: checkCosSpec(backendsv1alpha1.CosBackendSpec{Prefix: "platform/a..b", Key: "k", Endpoint: "http://cos-internal.ap-guangzhou.tencentcos.cn", AllowInsecureEndpoint: true})},
+		"a prefix escape":    {err: checkCosSpec(backendsv1alpha1.CosBackendSpec{Prefix: "platform/../other"}), wantMsg: "spec.prefix must not contain '..' path segments"},
+		"a key escape":       {err: checkCosSpec(backendsv1alpha1.CosBackendSpec{Key: "../other/terraform.tfstate"}), wantMsg: "spec.key must not contain '..'"},
+		"an http endpoint":   {err: checkCosSpec(backendsv1alpha1.CosBackendSpec{Endpoint: "http://cos-internal.ap-guangzhou.tencentcos.cn"}), wantMsg: "spec.endpoint uses http://"},
+		"a mesh CA bundle":   {err: checkCosSpec(backendsv1alpha1.CosBackendSpec{ConfigMapName: "istio-ca-root-cert"}), wantMsg: "spec.configMapName must not be"},
+		"a valid RemoteState": {err: checkRemoteStateSpec(backendsv1alpha1.RemoteStateSpec{Workspace: "staging",
+			Target: backendsv1alpha1.RemoteStateTarget{ConfigMapName: "net", SecretName: "net"}})},
+		"a workspace escape": {err: checkRemoteStateSpec(backendsv1alpha1.RemoteStateSpec{Workspace: ".."}), wantMsg: "spec.workspace must not be '.' or '..'"},
+		"a system ConfigMap": {err: checkRemoteStateSpec(backendsv1alpha1.RemoteStateSpec{Target: backendsv1alpha1.RemoteStateTarget{ConfigMapName: "openshift-service-ca.crt"}}), wantMsg: "spec.target.configMapName must not be"},
+		"a Helm release":     {err: checkRemoteStateSpec(backendsv1alpha1.RemoteStateSpec{Target: backendsv1alpha1.RemoteStateTarget{SecretName: "sh.helm.release.v1.app.v3"}}), wantMsg: "spec.target.secretName must not be a Helm release"},
+	}
+	for name, tc := range cases {
+		t.Run(name, func(t *testing.T) { expectStall(t, tc.err, tc.wantMsg, "") })
+	}
+}
+
+// expectStall checks that err is nil when wantMsg is empty, and otherwise
+// an InvalidSpec stall containing wantMsg and not secret.
+func expectStall(t *testing.T, err error, wantMsg, secret string) {
+	t.Helper()
+	if wantMsg == "" {
+		if err != nil {
+			t.Fatalf("error = %v, want none", err)
+		}
+		return
+	}
+	se, ok := asStall(err)
+	if !ok || se.reason != backendsv1alpha1.InvalidSpecReason || !strings.Contains(se.message, wantMsg) {
+		t.Fatalf("error = %v, want an InvalidSpec stall containing %q", err, wantMsg)
+	}
+	if secret != "" && strings.Contains(se.message, secret) {
+		t.Errorf("message %q quotes the secret", se.message)
+	}
+}
+
+// TestReconcileRefusesLegacySpec reconciles, with a fake client (which
+// runs no admission rule), an HttpBackend stored before the rules existed
+// whose address holds a password: it stalls, and nothing is rendered.
+func TestReconcileRefusesLegacySpec(t *testing.T) {
+	backend := &backendsv1alpha1.HttpBackend{
+		ObjectMeta: metav1.ObjectMeta{Name: "legacy", Namespace: "ns", Generation: 1},
+		Spec:       backendsv1alpha1.HttpBackendSpec{Address: "https://runner:s3cret@state.example.com/state/x"},
+		Status:     backendsv1alpha1.HttpBackendStatus{ObservedGeneration: -1},
+	}
+	c := fake.NewClientBuilder().WithScheme(testenv.Scheme()).WithObjects(backend).
+		WithStatusSubresource(&backendsv1alpha1.HttpBackend{}).Build()
+	r := NewHttpBackendReconciler(c, c, events.NewFakeRecorder(10))
+	key := types.NamespacedName{Namespace: "ns", Name: "legacy"}
+	if _, err := r.Reconcile(context.Background(), ctrl.Request{NamespacedName: key}); err != nil {
+		t.Fatalf("Reconcile() = %v", err)
+	}
+	got := &backendsv1alpha1.HttpBackend{}
+	if err := c.Get(context.Background(), key, got); err != nil {
+		t.Fatal(err)
+	}
+	stalled := meta.FindStatusCondition(got.Status.Conditions, backendsv1alpha1.StalledCondition)
+	if stalled == nil || stalled.Reason != backendsv1alpha1.InvalidSpecReason || strings.Contains(stalled.Message, "s3cret") {
+		t.Fatalf("Stalled = %+v, want InvalidSpec without the password", stalled)
+	}
+	err := c.Get(context.Background(), types.NamespacedName{Namespace: "ns", Name: "legacy-backend"}, &corev1.ConfigMap{})
+	if !apierrors.IsNotFound(err) {
+		t.Errorf("the ConfigMap was rendered (Get = %v): the address would have been published", err)
+	}
+}
