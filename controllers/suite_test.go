@@ -8,6 +8,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/go-logr/logr"
 	. "github.com/onsi/ginkgo/v2"
 	. "github.com/onsi/gomega"
 	"k8s.io/client-go/rest"
@@ -105,6 +106,8 @@ type writeCounter struct {
 	mu     sync.Mutex
 	writes []string
 	reads  []apiRead
+	// stop stops the manager before the spec ends.
+	stop func()
 }
 
 // apiRead is one GET the manager sent.
@@ -166,6 +169,12 @@ func startManager(ctx context.Context, namespace string, opts ...Option) *writeC
 
 // startManagerFor is startManager watching several namespaces.
 func startManagerFor(ctx context.Context, namespaces []string, opts ...Option) *writeCounter {
+	return startManagerLogging(ctx, namespaces, logr.Logger{}, opts...)
+}
+
+// startManagerLogging is startManagerFor with the manager's logs going to
+// log (the suite's logger when log is the zero Logger).
+func startManagerLogging(ctx context.Context, namespaces []string, log logr.Logger, opts ...Option) *writeCounter {
 	counter := &writeCounter{}
 	mgrCfg := rest.CopyConfig(cfg)
 	mgrCfg.Wrap(counter.wrap)
@@ -177,6 +186,7 @@ func startManagerFor(ctx context.Context, namespaces []string, opts ...Option) *
 		Controller: config.Controller{SkipNameValidation: &skip},
 		Cache:      CacheOptions(namespaces),
 		Client:     ClientOptions(),
+		Logger:     log,
 	})
 	Expect(err).NotTo(HaveOccurred())
 
@@ -192,10 +202,11 @@ func startManagerFor(ctx context.Context, namespaces []string, opts ...Option) *
 		defer close(done)
 		Expect(mgr.Start(mgrCtx)).To(Succeed())
 	}()
-	DeferCleanup(func() {
+	counter.stop = func() {
 		cancel()
 		Eventually(done, timeout).Should(BeClosed())
-	})
+	}
+	DeferCleanup(counter.stop)
 	return counter
 }
 

@@ -15,6 +15,7 @@ import (
 
 	backendsv1alpha1 "github.com/infrastate/backend-operator/api/v1alpha1"
 	"github.com/infrastate/backend-operator/controllers"
+	"github.com/infrastate/backend-operator/internal/logging"
 	"github.com/infrastate/backend-operator/internal/netguard"
 )
 
@@ -40,7 +41,9 @@ func run() error {
 	if err != nil {
 		return err
 	}
-	ctrl.SetLogger(zap.New(zap.UseFlagOptions(&zapOpts)))
+	// Bounded: client-go logs request headers and bodies through this
+	// logger at high verbosity, Secrets and the manager's token included.
+	ctrl.SetLogger(logging.Bounded(zap.New(zap.UseFlagOptions(&zapOpts)), logging.MaxVerbosity))
 	log := ctrl.Log.WithName("setup")
 
 	ctx := ctrl.SetupSignalHandler()
