@@ -183,13 +183,18 @@ type managerProcess struct{ *process }
 // machine: Unreachable. Loopback requests (the API server, the state
 // servers) never use a proxy.
 func startManager(kubeconfig, namespace string, extraArgs ...string) *managerProcess {
+	return startManagerWithEnv(kubeconfig, namespace, nil, extraArgs...)
+}
+
+// startManagerWithEnv is startManager with extra environment variables.
+func startManagerWithEnv(kubeconfig, namespace string, extraEnv []string, extraArgs ...string) *managerProcess {
 	args := append([]string{
 		"--kubeconfig", kubeconfig,
 		"--watch-namespaces", namespace,
 		"--health-probe-bind-address", "127.0.0.1:0",
 		"--metrics-bind-address", "0",
 	}, extraArgs...)
-	env := []string{"HTTPS_PROXY=http://127.0.0.1:1", "HTTP_PROXY=http://127.0.0.1:1", "NO_PROXY=127.0.0.1,localhost"}
+	env := append([]string{"HTTPS_PROXY=http://127.0.0.1:1", "HTTP_PROXY=http://127.0.0.1:1", "NO_PROXY=127.0.0.1,localhost"}, extraEnv...)
 	p := startProcess("manager", bin.manager, args, env)
 	p.waitForLog(regexp.MustCompile(`Starting workers`), 30*time.Second)
 	return &managerProcess{p}

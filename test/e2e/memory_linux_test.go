@@ -1,0 +1,94 @@
+package e2e
+
+import (
+	"bufio"
+	"fmt"
+	"os"
+	"path/filepath"
+	"strconv"
+	"strings"
+	"time"
+
+	. "github.com/onsi/ginkgo/v2"
+	. "github.com/onsi/gomega"
+
+	"github.com/infrastate/backend-operator/internal/stateclient"
+)
+
+// peakResidentMiB reads the peak resident memory (VmHWM) of a process.
+func peakResidentMiB(pid int) int {
+	f, err := os.Open(fmt.Sprintf("/proc/%d/status", pid))
+	Expect(err).NotTo(HaveOccurred())
+	defer f.Close()
+	s := bufio.NewScanner(f)
+	for s.Scan() {
+		if rest, ok := strings.CutPrefix(s.Text(), "VmHWM:"); ok {
+			kib, err := strconv.Atoi(strings.TrimSpace(strings.TrimSuffix(strings.TrimSpace(rest), "kB")))
+			Expect(err).NotTo(HaveOccurred())
+			return kib / 1024
+		}
+	}
+	Fail("no VmHWM in /proc/" + strconv.Itoa(pid) + "/status")
+	return 0
+}
+
+// manyOutputsState is a 64 MB state of n empty outputs.
+func manyOutputsState(n int) []byte {
+	var b strings.Builder
+	b.Grow(n * 40)
+	b.WriteString(`{"version":4,"terraform_version":"1.5.7","serial":1,"lineage":"huge","outputs":{`)
+	for i := range n {
+		if i > 0 {
+			b.WriteByte(',')
+		}
+		fmt.Fprintf(&b, `"o%d":{"value":"","type":"string"}`, i)
+	}
+	b.WriteString(`},"resources":[],"check_results":null}`)
+	return []byte(b.String())
+}
+
+var _ = Describe("A state of 1.7 million outputs", func() {
+	It("is probed and refused by a RemoteState with the manager's memory bounded, under the shipped GOMEMLIMIT", func(ctx SpecContext) {
+		ns := newNamespace(ctx, "memory")
+		server := startStateServer(stateServerOptions{dataDir: filepath.Join(GinkgoT().TempDir(), "states")})
+		DeferCleanup(server.stop)
+
+		By("uploading the state")
+		state := manyOutputsState(1_700_000)
+		GinkgoWriter.Printf("state of %d bytes\n", len(state))
+		Expect(len(state)).To(BeNumerically("<", stateclient.DefaultMaxStateBytes), "the state must be within the client's limit to be read at all")
+		sc, err := stateclient.New(stateclient.DefaultConfig(server.stateURL("huge")))
+		Expect(err).NotTo(HaveOccurred())
+		Expect(sc.Update(ctx, state)).To(Succeed())
+		state = nil
+
+		By("running the manager as shipped: GOMEMLIMIT=256MiB")
+		mgr := startManagerWithEnv(kc.kubeconfig, ns, []string{"GOMEMLIMIT=256MiB"})
+		DeferCleanup(mgr.stop)
+		kc.apply(ctx, ns, httpBackend{name: "huge", address: server.stateURL("huge")}.manifest()+`---
+apiVersion: backends.infrastate.io/v1alpha1
+kind: RemoteState
+metadata:
+  name: huge
+spec:
+  backendRef: {kind: HttpBackend, name: huge}
+`)
+		kc.must(ctx, ns, "wait", "--for=condition=Ready", "httpbackend/huge", "--timeout=120s")
+		Expect(kc.jsonpath(ctx, ns, "httpbackend/huge", "{.status.state.outputCount}")).To(Equal("1700000"))
+		Eventually(func(g Gomega) {
+			status, reason, message := kc.condition(ctx, ns, "remotestate/huge", "OutputsReady")
+			g.Expect(status).To(Equal("False"))
+			g.Expect(reason).To(Equal("OutputsTooLarge"))
+			g.Expect(message).To(ContainSubstring("spec.outputs"))
+		}).WithTimeout(2 * time.Minute).Should(Succeed())
+
+		peak := peakResidentMiB(mgr.cmd.Process.Pid)
+		GinkgoWriter.Printf("manager peak resident memory: %d MiB\n", peak)
+		Expect(peak).To(BeNumerically("<", 192), "the manager's memory must not grow with the state")
+		select {
+		case <-mgr.exited:
+			Fail("the manager exited:\n" + mgr.logs())
+		default:
+		}
+	})
+})
