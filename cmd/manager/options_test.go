@@ -4,6 +4,8 @@ import (
 	"flag"
 	"io"
 	"net/netip"
+	"os"
+	"path/filepath"
 	"strings"
 	"testing"
 
@@ -156,5 +158,35 @@ func TestManagerOptions(t *testing.T) {
 				t.Errorf("uncached kinds mismatch (-want +got):\n%s", diff)
 			}
 		})
+	}
+}
+
+// TestShippedArguments parses the manager's arguments in
+// config/manager/manager.yaml: they must be valid, and the tenant-safety
+// settings they spell out must be the defaults the code has, so that the
+// manifest platform teams edit cannot drift from them.
+func TestShippedArguments(t *testing.T) {
+	data, err := os.ReadFile(filepath.Join("..", "..", "config", "manager", "manager.yaml"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	var args []string
+	for line := range strings.SplitSeq(string(data), "\n") {
+		if arg, ok := strings.CutPrefix(strings.TrimSpace(line), "- --"); ok {
+			args = append(args, "--"+arg)
+		}
+	}
+	fs := flag.NewFlagSet("manager", flag.ContinueOnError)
+	fs.SetOutput(io.Discard)
+	got, err := parseOptions(fs, args, func(string) string { return "" })
+	if err != nil {
+		t.Fatalf("the shipped arguments %q do not parse: %v", args, err)
+	}
+	if diff := cmp.Diff(netguard.DefaultDenied(), got.addressPolicy.Denied, cmp.Comparer(func(a, b netip.Prefix) bool { return a == b })); diff != "" {
+		t.Errorf("the shipped --denied-address-cidrs differ from the default (-default +shipped):\n%s", diff)
+	}
+	if got.referencePolicy != controllers.ReferencePolicyNamespace || got.maxConcurrentProbes != controllers.DefaultMaxConcurrentProbes ||
+		got.maxConcurrentProbesPerNamespace != controllers.DefaultMaxConcurrentProbesPerNamespace {
+		t.Errorf("the shipped arguments = %+v, want the defaults", got)
 	}
 }
