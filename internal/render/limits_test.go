@@ -123,8 +123,8 @@ func TestOverrideLimits(t *testing.T) {
 			wantMsg:   `path "last": the override values total more than 32768 bytes`,
 		},
 		"path of 4 segments": {overrides: []v1alpha1.Override{overrideJSON("a.b.c.d", "1")}, wantMsg: `path "a.b.c.d" has more than 3 segments`},
-		"33 overrides":      {overrides: numberedOverrides(33, "1"), wantMsg: "33 overrides, more than 32"},
-		"path of 129 bytes": {overrides: []v1alpha1.Override{overrideJSON(path128+"z", "1")}, wantMsg: "the path of override 0 is longer than 128 bytes"},
+		"33 overrides":       {overrides: numberedOverrides(33, "1"), wantMsg: "33 overrides, more than 32"},
+		"path of 129 bytes":  {overrides: []v1alpha1.Override{overrideJSON(path128+"z", "1")}, wantMsg: "the path of override 0 is longer than 128 bytes"},
 		"a later override too deep": {
 			overrides: []v1alpha1.Override{overrideJSON("a", `1`), overrideJSON("b", `[[1]]`)},
 			wantMsg:   `path "b": a list or object value may hold only`,
