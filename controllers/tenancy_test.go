@@ -5,12 +5,17 @@ import (
 	"net"
 	"net/http"
 	"net/http/httptest"
+	"net/netip"
+	"strings"
 	"sync"
 	"time"
 
 	. "github.com/onsi/ginkgo/v2"
 	. "github.com/onsi/gomega"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+
+	"github.com/infrastate/backend-operator/internal/netguard"
+	"github.com/infrastate/backend-operator/internal/stateserver"
 )
 
 // hungServer accepts TCP connections on loopback and never answers them.
@@ -97,5 +102,35 @@ var _ = Describe("Tenant isolation", func() {
 				expectCondition(g, b.Status.Conditions, "StateReachable", metav1.ConditionFalse, map[bool]string{true: "ServerError", false: "Unreachable"}[i == 3])
 			}
 		}, time.Minute, time.Second).Should(Succeed())
+	})
+})
+
+var _ = Describe("The address policy", func() {
+	It("refuses at connection time, without sending anything, an address the policy denies", func() {
+		ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+		DeferCleanup(cancel)
+		ns := newNamespace(ctx)
+		counting := stateserver.New(stateserver.NewMemoryStore(), stateserver.WithRequestCounting())
+		srv := httptest.NewServer(counting)
+		DeferCleanup(srv.Close)
+		// Deny loopback, where the test servers are: the only address a
+		// test may send to is the one being denied, so a leak shows in the
+		// server's request count.
+		startManager(ctx, ns, WithAddressPolicy(netguard.Policy{Denied: []netip.Prefix{
+			netip.MustParsePrefix("127.0.0.0/8"), netip.MustParsePrefix("::1/128"),
+		}}))
+
+		// localhost resolves to loopback: the check is on the resolved
+		// address, not on what the spec says.
+		address := strings.Replace(srv.URL, "127.0.0.1", "localhost", 1) + "/state/x"
+		backend := makeHttpBackend("app", ns, address).locks().lockCheck().build()
+		Expect(k8sClient.Create(ctx, backend)).To(Succeed())
+		Eventually(func(g Gomega) {
+			getObject(ctx, g, backend)
+			c := expectCondition(g, backend.Status.Conditions, "StateReachable", metav1.ConditionFalse, "AddressDenied")
+			g.Expect(c.Message).To(ContainSubstring("refused by the address policy"))
+			g.Expect(c.Message).To(ContainSubstring("--denied-address-cidrs"))
+		}, timeout, interval).Should(Succeed())
+		Expect(counting.Requests("", "")).To(BeZero(), "a request reached the denied address")
 	})
 })
