@@ -106,15 +106,10 @@ func runCosProbe(ctx context.Context, cc *cos.Client) cosProbeResult {
 // The summary is trusted only once the object's checksum matched, which
 // StreamState checks at its end.
 func streamCosSummary(ctx context.Context, cc *cos.Client, workspace string) (*backendsv1alpha1.StateSummary, error) {
-	var (
-		summary statefile.Summary
-		size    int64
-	)
-	found, err := cc.StreamState(ctx, workspace, func(r io.Reader) error {
-		counted := &countingReader{r: r}
+	var summary statefile.Summary
+	found, size, err := cc.StreamState(ctx, workspace, func(r io.Reader) error {
 		var err error
-		summary, err = statefile.ReadSummary(counted)
-		size = counted.n
+		summary, err = statefile.ReadSummary(r)
 		return err
 	})
 	switch {
@@ -124,18 +119,6 @@ func streamCosSummary(ctx context.Context, cc *cos.Client, workspace string) (*b
 		return &backendsv1alpha1.StateSummary{Present: false}, nil
 	}
 	return stateStatus(summary, size), nil
-}
-
-// countingReader counts the bytes read through it.
-type countingReader struct {
-	r io.Reader
-	n int64
-}
-
-func (c *countingReader) Read(p []byte) (int, error) {
-	n, err := c.r.Read(p)
-	c.n += int64(n)
-	return n, err
 }
 
 // applyCosProbe writes what a probe learned into the backend's status.

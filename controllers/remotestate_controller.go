@@ -68,8 +68,8 @@ type remoteScope struct {
 }
 
 // stateStreamer reads a workspace's state and hands its body to read as it
-// arrives; found is false when there is no state.
-type stateStreamer func(ctx context.Context, read func(io.Reader) error) (found bool, err error)
+// arrives; found is false when there is no state, size is its size.
+type stateStreamer func(ctx context.Context, read func(io.Reader) error) (found bool, size int64, err error)
 
 // Reconcile resolves the backend, then reads the state and publishes the
 // outputs when a read is due. Status is patched once, at the end.

@@ -55,10 +55,7 @@ func (r *RemoteStateReconciler) reconcileBackend(ctx context.Context, s *remoteS
 		if err != nil {
 			return stall(backendsv1alpha1.BackendNotReadyReason, "HttpBackend %s cannot be used: %v", ref.Name, err)
 		}
-		s.stream = func(ctx context.Context, read func(io.Reader) error) (bool, error) {
-			found, _, err := sc.StreamState(ctx, read)
-			return found, err
-		}
+		s.stream = sc.StreamState
 		s.inputs = fingerprint(append(base, []byte(backend.UID), []byte(strconv.FormatInt(backend.Generation, 10)),
 			secrets.Password, secrets.ClientCertificatePEM, secrets.ClientPrivateKeyPEM, secrets.ClientCACertificatePEM)...)
 
@@ -80,7 +77,7 @@ func (r *RemoteStateReconciler) reconcileBackend(ctx context.Context, s *remoteS
 			return stall(backendsv1alpha1.BackendNotReadyReason, "CosBackend %s cannot be used: %v", ref.Name, err)
 		}
 		workspace := workspaceOrDefault(s.remote.Spec.Workspace)
-		s.stream = func(ctx context.Context, read func(io.Reader) error) (bool, error) {
+		s.stream = func(ctx context.Context, read func(io.Reader) error) (bool, int64, error) {
 			return cc.StreamState(ctx, workspace, read)
 		}
 		s.inputs = fingerprint(append(base, []byte(backend.UID), []byte(strconv.FormatInt(backend.Generation, 10)),
@@ -174,13 +171,11 @@ func readOutputs(ctx context.Context, stream stateStreamer, defaults map[string]
 	ctx, cancel := context.WithTimeout(ctx, probeTimeout)
 	defer cancel()
 	var res remoteRead
-	found, err := stream(ctx, func(r io.Reader) error {
-		counted := &countingReader{r: r}
-		res.state, res.values, res.contentErr = outputs.Read(counted, defaults, selectors)
-		res.size = counted.n
+	found, size, err := stream(ctx, func(r io.Reader) error {
+		res.state, res.values, res.contentErr = outputs.Read(r, defaults, selectors)
 		return res.contentErr
 	})
-	res.found = found
+	res.found, res.size = found, size
 	if err != nil && (res.contentErr == nil || !errors.Is(err, res.contentErr)) {
 		res.err, res.contentErr = err, nil
 	}

@@ -62,7 +62,7 @@ func TestWorkspaceNames(t *testing.T) {
 		"ReadState": func(c *cos.Client, w string) error { _, err := c.ReadState(context.Background(), w); return err },
 		"ReadLock":  func(c *cos.Client, w string) error { _, err := c.ReadLock(context.Background(), w); return err },
 		"StreamState": func(c *cos.Client, w string) error {
-			_, err := c.StreamState(context.Background(), w, func(io.Reader) error { return nil })
+			_, _, err := c.StreamState(context.Background(), w, func(io.Reader) error { return nil })
 			return err
 		},
 	}

@@ -21,10 +21,13 @@ const md5Header = "X-Cos-Meta-Md5"
 
 // Object is a state object as read from COS.
 type Object struct {
-	// Data is the object's body, verified against MD5.
+	// Data is the object's body, verified against MD5; ReadState fills it,
+	// StreamState hands it over instead.
 	Data []byte
 	// MD5 is the object's x-cos-meta-md5: the lower-case hex MD5 of Data.
 	MD5 string
+	// Size is the size of the body in bytes.
+	Size int64
 }
 
 // LockInfo is the holder of a state lock, from the .tflock object
@@ -102,11 +105,11 @@ func (c *Client) readObject(ctx context.Context, workspace string, lock bool, re
 		key = LockKey(key)
 		op, limit, tooLarge = "read lock object ", maxLockBytes, ErrInvalidLock
 	}
-	sum, found, err := c.streamObject(ctx, op+strconv.Quote(key), key, limit, tooLarge, read)
+	sum, size, found, err := c.streamObject(ctx, op+strconv.Quote(key), key, limit, tooLarge, read)
 	if err != nil || !found {
 		return nil, c.redact.error(err)
 	}
-	return &Object{MD5: sum}, nil
+	return &Object{MD5: sum, Size: size}, nil
 }
 
 // stateKey validates a workspace name (see validateWorkspace) and returns

@@ -35,19 +35,19 @@ func TestReadState(t *testing.T) {
 	}{
 		"default workspace": {
 			setup: func(srv *costest.Server, _ *cos.Config) { srv.PutState(bucket, "env/terraform.tfstate", data) },
-			want:  &cos.Object{Data: data, MD5: md5hex(data)},
+			want:  &cos.Object{Data: data, MD5: md5hex(data), Size: int64(len(data))},
 		},
 		"named workspace": {
 			workspace: "staging",
 			setup:     func(srv *costest.Server, _ *cos.Config) { srv.PutState(bucket, "env/staging/terraform.tfstate", data) },
-			want:      &cos.Object{Data: data, MD5: md5hex(data)},
+			want:      &cos.Object{Data: data, MD5: md5hex(data), Size: int64(len(data))},
 		},
 		"custom key, no prefix": {
 			setup: func(srv *costest.Server, cfg *cos.Config) {
 				cfg.Prefix, cfg.Key = "", "app.tfstate"
 				srv.PutState(bucket, "app.tfstate", data)
 			},
-			want: &cos.Object{Data: data, MD5: md5hex(data)},
+			want: &cos.Object{Data: data, MD5: md5hex(data), Size: int64(len(data))},
 		},
 		"missing": {
 			setup: func(srv *costest.Server, _ *cos.Config) { srv.PutState(bucket, "env/other/terraform.tfstate", data) },
@@ -59,7 +59,7 @@ func TestReadState(t *testing.T) {
 		"exactly the limit": {
 			maxBytes: int64(len(data)),
 			setup:    func(srv *costest.Server, _ *cos.Config) { srv.PutState(bucket, "env/terraform.tfstate", data) },
-			want:     &cos.Object{Data: data, MD5: md5hex(data)},
+			want:     &cos.Object{Data: data, MD5: md5hex(data), Size: int64(len(data))},
 		},
 		"too large": {
 			maxBytes: int64(len(data)) - 1,

@@ -5,6 +5,8 @@ import (
 	"net/url"
 	"regexp"
 	"strings"
+
+	errtext "github.com/infrastate/backend-operator/internal/redact"
 )
 
 // redacted replaces a secret in an error message.
@@ -68,23 +70,10 @@ func (r redactor) error(err error) error {
 	}
 	msg := err.Error()
 	if clean := r.scrub(msg); clean != msg {
-		return &redactedError{msg: clean, err: err}
+		return errtext.Error(err, clean)
 	}
 	return err
 }
-
-// redactedError is an error whose message was rewritten: scrubbed of
-// secrets, or stripped of a URL.
-type redactedError struct {
-	msg string
-	err error
-}
-
-// Error implements error.
-func (e *redactedError) Error() string { return e.msg }
-
-// Unwrap returns the original error.
-func (e *redactedError) Unwrap() error { return e.err }
 
 // withoutURL returns err with the URL of a *url.Error left out of its
 // message: net/http quotes the request URL, which after a redirect is the
@@ -96,5 +85,5 @@ func withoutURL(err error) error {
 		return err
 	}
 	msg := strings.Replace(err.Error(), ue.Error(), ue.Op+" request: "+ue.Err.Error(), 1)
-	return &redactedError{msg: msg, err: err}
+	return errtext.Error(err, msg)
 }

@@ -189,7 +189,7 @@ var leakReads = map[string]func(context.Context, *cos.Client) error{
 		return err
 	},
 	"StreamState": func(ctx context.Context, c *cos.Client) error {
-		_, err := c.StreamState(ctx, cos.DefaultWorkspace, func(r io.Reader) error {
+		_, _, err := c.StreamState(ctx, cos.DefaultWorkspace, func(r io.Reader) error {
 			_, err := io.Copy(io.Discard, r)
 			return err
 		})

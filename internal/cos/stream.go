@@ -40,28 +40,32 @@ import (
 // stop before the end), and it returns it in preference to read's own
 // error (a tampered body often fails parsing first). Otherwise read's
 // error is returned, wrapped. The reader must not be used after read
-// returns. On every error found is false.
+// returns. On every error found is false. size is the size of the body.
 //
 // The whole call, body included, is bounded by the HTTP client's timeout
 // (DefaultTimeout unless WithHTTPClient sets another) and by ctx.
-func (c *Client) StreamState(ctx context.Context, workspace string, read func(io.Reader) error) (found bool, err error) {
+func (c *Client) StreamState(ctx context.Context, workspace string, read func(io.Reader) error) (found bool, size int64, err error) {
 	obj, err := c.readObject(ctx, workspace, false, read)
-	return obj != nil, err
+	if obj == nil {
+		return false, 0, err
+	}
+	return true, obj.Size, err
 }
 
 // streamObject GETs key and checks it as Terraform's getObject does, but
 // while streaming it to read: a 404 is "not found" (found false, no
 // error, read not called); x-cos-meta-md5 must be 32 characters and equal
 // the hex MD5 of the body; bodies above limit are refused with tooLarge.
-// It returns the object's checksum. See StreamState for the contract.
-func (c *Client) streamObject(ctx context.Context, op, key string, limit int64, tooLarge error, read func(io.Reader) error) (sum string, found bool, err error) {
+// It returns the object's checksum and size. See StreamState for the
+// contract.
+func (c *Client) streamObject(ctx context.Context, op, key string, limit int64, tooLarge error, read func(io.Reader) error) (sum string, size int64, found bool, err error) {
 	resp, err := c.sdk.Object.Get(ctx, key, nil)
 	if err != nil {
 		err = c.classify(op, key, resp, err)
 		if resp != nil && resp.StatusCode == http.StatusNotFound && !errors.Is(err, ErrBucketNotFound) {
-			return "", false, nil
+			return "", 0, false, nil
 		}
-		return "", false, err
+		return "", 0, false, err
 	}
 	defer func() { _ = resp.Body.Close() }()
 	where := fmt.Sprintf("%s in bucket %q", op, c.bucket)
@@ -69,13 +73,13 @@ func (c *Client) streamObject(ctx context.Context, op, key string, limit int64, 
 	sum = resp.Header.Get(md5Header)
 	if len(sum) != md5.Size*2 {
 		if sum == "" {
-			return "", false, fmt.Errorf("%s: %w: the object has no x-cos-meta-md5", where, ErrChecksumMissing)
+			return "", 0, false, fmt.Errorf("%s: %w: the object has no x-cos-meta-md5", where, ErrChecksumMissing)
 		}
 		// Not quoted: the header is whatever the object's writer put there.
-		return "", false, fmt.Errorf("%s: %w: x-cos-meta-md5 has %d characters, not 32 hex digits", where, ErrChecksumMissing, len(sum))
+		return "", 0, false, fmt.Errorf("%s: %w: x-cos-meta-md5 has %d characters, not 32 hex digits", where, ErrChecksumMissing, len(sum))
 	}
 	if resp.ContentLength > limit {
-		return "", false, fmt.Errorf("%s: %w: Content-Length %d is above the %d byte limit", where, tooLarge, resp.ContentLength, limit)
+		return "", 0, false, fmt.Errorf("%s: %w: Content-Length %d is above the %d byte limit", where, tooLarge, resp.ContentLength, limit)
 	}
 
 	body := &verifiedBody{
@@ -89,13 +93,13 @@ func (c *Client) streamObject(ctx context.Context, op, key string, limit int64, 
 	}
 	switch {
 	case body.failedCheck():
-		return "", false, body.err
+		return "", 0, false, body.err
 	case body.err != nil && (readErr == nil || errors.Is(readErr, body.err)):
-		return "", false, body.err // read gave up on the reader's own error
+		return "", 0, false, body.err // read gave up on the reader's own error
 	case readErr != nil:
-		return "", false, fmt.Errorf("%s: %w", where, readErr)
+		return "", 0, false, fmt.Errorf("%s: %w", where, readErr)
 	}
-	return sum, true, nil
+	return sum, body.n, true, nil
 }
 
 // verifiedBody is the reader streamObject hands over: it counts and

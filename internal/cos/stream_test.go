@@ -180,7 +180,7 @@ func TestStreamState(t *testing.T) {
 				workspace = cos.DefaultWorkspace
 			}
 			var got consumed
-			found, err := newClient(t, srv, cfg).StreamState(context.Background(), workspace, tc.read(&got))
+			found, size, err := newClient(t, srv, cfg).StreamState(context.Background(), workspace, tc.read(&got))
 			if diff := errorsDiff(tc.wantErrs, err); diff != "" {
 				t.Fatalf("StreamState() error = %v; sentinels (-want +got):\n%s", err, diff)
 			}
@@ -189,6 +189,9 @@ func TestStreamState(t *testing.T) {
 			}
 			if found != tc.wantFound {
 				t.Errorf("StreamState() found = %t, want %t", found, tc.wantFound)
+			}
+			if wantSize := map[bool]int64{true: int64(len(data))}[found]; size != wantSize {
+				t.Errorf("StreamState() size = %d, want %d", size, wantSize)
 			}
 			if diff := cmp.Diff(tc.want, got, sameError, cmp.AllowUnexported(consumed{})); diff != "" {
 				t.Errorf("read saw (-want +got):\n%s", diff)
@@ -243,7 +246,7 @@ func TestStreamStateLimitWhileStreaming(t *testing.T) {
 				t.Fatal(err)
 			}
 			var got consumed
-			_, err = c.StreamState(context.Background(), cos.DefaultWorkspace, readAll(&got))
+			_, _, err = c.StreamState(context.Background(), cos.DefaultWorkspace, readAll(&got))
 			if diff := errorsDiff(tc.wantErrs, err); diff != "" {
 				t.Errorf("StreamState() error = %v; sentinels (-want +got):\n%s", err, diff)
 			}
@@ -265,7 +268,7 @@ func TestStreamStateConnectionLost(t *testing.T) {
 		t.Fatal(err)
 	}
 	var got consumed
-	found, err := c.StreamState(context.Background(), cos.DefaultWorkspace, readAll(&got))
+	found, _, err := c.StreamState(context.Background(), cos.DefaultWorkspace, readAll(&got))
 	if diff := errorsDiff([]error{cos.ErrUnreachable}, err); diff != "" || found {
 		t.Errorf("StreamState() = %t, %v; want false and (-want +got):\n%s", found, err, diff)
 	}
@@ -303,7 +306,7 @@ func TestStreamStateHandsOverTheBodyAsItArrives(t *testing.T) {
 		t.Fatal(err)
 	}
 	var rest []byte
-	found, err := c.StreamState(context.Background(), cos.DefaultWorkspace, func(r io.Reader) error {
+	found, _, err := c.StreamState(context.Background(), cos.DefaultWorkspace, func(r io.Reader) error {
 		first := make([]byte, half)
 		if _, err := io.ReadFull(r, first); err != nil {
 			return err
@@ -366,7 +369,7 @@ func TestStreamStateAllocatesFarLessThanTheState(t *testing.T) {
 	var found bool
 	var err error
 	allocated := allocatedDuring(func() {
-		found, err = c.StreamState(context.Background(), cos.DefaultWorkspace, func(r io.Reader) error {
+		found, _, err = c.StreamState(context.Background(), cos.DefaultWorkspace, func(r io.Reader) error {
 			var copyErr error
 			n, copyErr = io.Copy(h, r)
 			return copyErr

@@ -59,7 +59,7 @@ func readEverything(ctx context.Context, c *cos.Client) error {
 	if _, err := c.ReadState(ctx, cos.DefaultWorkspace); err != nil {
 		return err
 	}
-	if _, err := c.StreamState(ctx, "staging", func(r io.Reader) error { _, err := io.Copy(io.Discard, r); return err }); err != nil {
+	if _, _, err := c.StreamState(ctx, "staging", func(r io.Reader) error { _, err := io.Copy(io.Discard, r); return err }); err != nil {
 		return err
 	}
 	_, err := c.ReadLock(ctx, cos.DefaultWorkspace)
@@ -215,7 +215,7 @@ func TestRedirectsToAnotherHostAreRefused(t *testing.T) {
 			return err
 		},
 		"StreamState": func(c *cos.Client) error {
-			_, err := c.StreamState(context.Background(), cos.DefaultWorkspace, func(io.Reader) error { return nil })
+			_, _, err := c.StreamState(context.Background(), cos.DefaultWorkspace, func(io.Reader) error { return nil })
 			return err
 		},
 		"ReadLock": func(c *cos.Client) error {
@@ -274,7 +274,7 @@ func TestSameHostRedirects(t *testing.T) {
 			opts: []cos.Option{cos.WithHTTPClient(&http.Client{
 				CheckRedirect: func(*http.Request, []*http.Request) error { return nil },
 			})},
-			want: &cos.Object{Data: data, MD5: md5hex(data)},
+			want: &cos.Object{Data: data, MD5: md5hex(data), Size: int64(len(data))},
 		},
 	}
 	for name, tc := range cases {
