@@ -8,6 +8,8 @@ import (
 	"slices"
 	"strconv"
 	"strings"
+
+	"github.com/infrastate/backend-operator/internal/redact"
 )
 
 // redacted replaces a secret or bytes of an answer in printed text.
@@ -225,32 +227,9 @@ func (s secrets) scrubError(err error) error {
 	}
 	text := err.Error()
 	if clean := s.scrub(text); clean != text {
-		return &cleanError{err: err, text: clean}
+		return redact.Error(err, clean)
 	}
 	return err
-}
-
-// cleanError is an error whose text was cleaned of secrets or of bytes a
-// server sent. It unwraps to the original error, and keeps its timeout
-// classification, which url.Error asks of its cause directly.
-type cleanError struct {
-	err  error
-	text string
-}
-
-func (e *cleanError) Error() string { return e.text }
-func (e *cleanError) Unwrap() error { return e.err }
-
-// Timeout reports whether the original error is a timeout.
-func (e *cleanError) Timeout() bool {
-	var t interface{ Timeout() bool }
-	return errors.As(e.err, &t) && t.Timeout()
-}
-
-// Temporary reports whether the original error is temporary.
-func (e *cleanError) Temporary() bool {
-	var t interface{ Temporary() bool }
-	return errors.As(e.err, &t) && t.Temporary()
 }
 
 // cleanCause returns err with a text holding neither the bytes a server
@@ -261,7 +240,7 @@ func (s secrets) cleanCause(err error) error {
 	}
 	text := err.Error()
 	if clean := s.scrub(stripQuoted(text)); clean != text {
-		return &cleanError{err: err, text: clean}
+		return redact.Error(err, clean)
 	}
 	return err
 }

@@ -1,0 +1,47 @@
+// Package redact rewrites the text of errors without losing what they are:
+// the clients of this module remove secrets, and bytes that a server sent,
+// from the messages of errors they return, while callers still classify
+// those errors with errors.Is and errors.As.
+package redact
+
+import "errors"
+
+// Error returns an error whose message is text and that is otherwise err:
+// errors.Is and errors.As see err's chain. When the chain holds a net.Error
+// (an error with Timeout and Temporary, which url.Error asks of its cause
+// directly), the result is one too, answering as it does; otherwise it is
+// not, so that a rewritten error is never mistaken for a network failure.
+func Error(err error, text string) error {
+	var ne interface {
+		Timeout() bool
+		Temporary() bool
+	}
+	if errors.As(err, &ne) {
+		return &rewrittenNet{rewritten{err: err, text: text}, ne}
+	}
+	return &rewritten{err: err, text: text}
+}
+
+// rewritten is an error with another message.
+type rewritten struct {
+	err  error
+	text string
+}
+
+func (e *rewritten) Error() string { return e.text }
+func (e *rewritten) Unwrap() error { return e.err }
+
+// rewrittenNet is a rewritten network error.
+type rewrittenNet struct {
+	rewritten
+	net interface {
+		Timeout() bool
+		Temporary() bool
+	}
+}
+
+// Timeout reports whether the original error is a timeout.
+func (e *rewrittenNet) Timeout() bool { return e.net.Timeout() }
+
+// Temporary reports whether the original error is temporary.
+func (e *rewrittenNet) Temporary() bool { return e.net.Temporary() }

@@ -1,0 +1,45 @@
+package redact
+
+import (
+	"context"
+	"errors"
+	"net"
+	"net/url"
+	"testing"
+)
+
+func TestError(t *testing.T) {
+	sentinel := errors.New("sentinel")
+	timeout := &net.OpError{Op: "dial", Err: context.DeadlineExceeded}
+	cases := map[string]struct {
+		err         error
+		wantIs      error
+		wantNet     bool
+		wantTimeout bool
+	}{
+		"a plain error is no network error": {err: errors.Join(sentinel, errors.New("500")), wantIs: sentinel},
+		"a network error stays one":         {err: &url.Error{Op: "Get", URL: "https://h/p?token=x", Err: sentinel}, wantIs: sentinel, wantNet: true},
+		"a timeout stays one":               {err: timeout, wantIs: context.DeadlineExceeded, wantNet: true, wantTimeout: true},
+	}
+	for name, tc := range cases {
+		t.Run(name, func(t *testing.T) {
+			got := Error(tc.err, "clean text")
+			if got.Error() != "clean text" {
+				t.Errorf("Error() = %q", got.Error())
+			}
+			if !errors.Is(got, tc.wantIs) {
+				t.Errorf("errors.Is(%v) = false", tc.wantIs)
+			}
+			var ne net.Error
+			if isNet := errors.As(got, &ne); isNet != tc.wantNet {
+				t.Fatalf("errors.As(net.Error) = %t, want %t", isNet, tc.wantNet)
+			}
+			if _, direct := got.(net.Error); direct != tc.wantNet {
+				t.Errorf("the rewritten error is a net.Error: %t, want %t", direct, tc.wantNet)
+			}
+			if tc.wantNet && ne.Timeout() != tc.wantTimeout {
+				t.Errorf("Timeout() = %t, want %t", ne.Timeout(), tc.wantTimeout)
+			}
+		})
+	}
+}
