@@ -1,7 +1,6 @@
 package controllers
 
 import (
-	"bytes"
 	"context"
 	"encoding/base64"
 	"encoding/json"
@@ -10,7 +9,6 @@ import (
 	"net/http"
 	"net/http/httptest"
 	"strings"
-	"sync"
 	"time"
 
 	. "github.com/onsi/ginkgo/v2"
@@ -25,6 +23,7 @@ import (
 
 	backendsv1alpha1 "github.com/infrastate/backend-operator/api/v1alpha1"
 	"github.com/infrastate/backend-operator/internal/logging"
+	"github.com/infrastate/backend-operator/internal/testtools"
 )
 
 // echoServer answers with everything it received: the method, the URL with
@@ -59,24 +58,6 @@ func echoServer() string {
 	return srv.URL
 }
 
-// syncBuffer is a bytes.Buffer safe for concurrent writers.
-type syncBuffer struct {
-	mu  sync.Mutex
-	buf bytes.Buffer
-}
-
-func (b *syncBuffer) Write(p []byte) (int, error) {
-	b.mu.Lock()
-	defer b.mu.Unlock()
-	return b.buf.Write(p)
-}
-
-func (b *syncBuffer) String() string {
-	b.mu.Lock()
-	defer b.mu.Unlock()
-	return b.buf.String()
-}
-
 // printerColumns returns the table kubectl get shows for a kind in a
 // namespace, as the API server renders it from the printer columns.
 func printerColumns(ctx context.Context, resource, namespace string) string {
@@ -101,7 +82,7 @@ var _ = Describe("The secret scan", func() {
 		ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
 		DeferCleanup(cancel)
 		ns := newNamespace(ctx)
-		logs := &syncBuffer{}
+		logs := &testtools.SyncBuffer{}
 		// As cmd/manager builds its logger, at the highest level zap allows.
 		debug := zap.New(zap.WriteTo(logs), zap.UseDevMode(true), zap.Level(zapcore.Level(-10)))
 		startManagerLogging(ctx, []string{ns}, logging.Bounded(debug, logging.MaxVerbosity))

@@ -7,35 +7,18 @@ import (
 	"net/http"
 	"regexp"
 	"strings"
-	"sync"
 	"testing"
 	"time"
+
+	"github.com/infrastate/backend-operator/internal/testtools"
 )
 
 // listeningRE finds the URL in the "listening on" log line.
 var listeningRE = regexp.MustCompile(`listening on (https?://[^\s"]+)`)
 
-// syncBuffer is a bytes.Buffer safe for concurrent writers and readers.
-type syncBuffer struct {
-	mu  sync.Mutex
-	buf bytes.Buffer
-}
-
-func (b *syncBuffer) Write(p []byte) (int, error) {
-	b.mu.Lock()
-	defer b.mu.Unlock()
-	return b.buf.Write(p)
-}
-
-func (b *syncBuffer) String() string {
-	b.mu.Lock()
-	defer b.mu.Unlock()
-	return b.buf.String()
-}
-
 // waitForURL polls logs until the "listening on" line shows up, done is
 // closed (the server stopped) or the timeout passes.
-func waitForURL(t *testing.T, logs *syncBuffer, done <-chan struct{}) string {
+func waitForURL(t *testing.T, logs *testtools.SyncBuffer, done <-chan struct{}) string {
 	t.Helper()
 	deadline := time.After(30 * time.Second)
 	tick := time.NewTicker(10 * time.Millisecond)

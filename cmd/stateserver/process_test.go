@@ -10,6 +10,8 @@ import (
 	"syscall"
 	"testing"
 	"time"
+
+	"github.com/infrastate/backend-operator/internal/testtools"
 )
 
 // binary is the stateserver command built once for the tests that run it as
@@ -60,8 +62,8 @@ func serverBinary(t *testing.T) string {
 
 // serverProcess is a running stateserver binary.
 type serverProcess struct {
-	url  string      // scheme://127.0.0.1:port from its "listening on" line
-	logs *syncBuffer // its stderr
+	url  string                // scheme://127.0.0.1:port from its "listening on" line
+	logs *testtools.SyncBuffer // its stderr
 	pid  int
 
 	cmd    *exec.Cmd
@@ -98,7 +100,7 @@ func startServerProcess(t *testing.T, args []string, env ...string) *serverProce
 	if err := cmd.Start(); err != nil {
 		t.Fatalf("starting stateserver: %v", err)
 	}
-	p := &serverProcess{logs: &syncBuffer{}, pid: cmd.Process.Pid, cmd: cmd, exited: make(chan error, 1)}
+	p := &serverProcess{logs: &testtools.SyncBuffer{}, pid: cmd.Process.Pid, cmd: cmd, exited: make(chan error, 1)}
 	copied := make(chan struct{})
 	go func() {
 		defer close(copied)

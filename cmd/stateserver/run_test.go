@@ -13,15 +13,17 @@ import (
 	"time"
 
 	"github.com/google/go-cmp/cmp"
+
+	"github.com/infrastate/backend-operator/internal/testtools"
 )
 
 // runInProcess starts run with args and env in a goroutine and returns the
 // base URL it listens on, its log, and stop, which cancels run and returns
 // its error.
-func runInProcess(t *testing.T, args []string, env map[string]string) (string, *syncBuffer, func() error) {
+func runInProcess(t *testing.T, args []string, env map[string]string) (string, *testtools.SyncBuffer, func() error) {
 	t.Helper()
 	ctx, cancel := context.WithCancel(t.Context())
-	logs := &syncBuffer{}
+	logs := &testtools.SyncBuffer{}
 	done := make(chan struct{})
 	var runErr error
 	go func() {
@@ -122,7 +124,7 @@ func TestConfigErrors(t *testing.T) {
 }
 
 func TestHelp(t *testing.T) {
-	var out syncBuffer
+	var out testtools.SyncBuffer
 	err := run(t.Context(), []string{"--help"}, envFunc(nil), &out)
 	if !errors.Is(err, flag.ErrHelp) {
 		t.Errorf("error = %v, want flag.ErrHelp", err)

@@ -6,10 +6,11 @@ import (
 	"log/slog"
 	"net/http"
 	"strings"
-	"sync"
 	"testing"
 
 	"github.com/google/go-cmp/cmp"
+
+	"github.com/infrastate/backend-operator/internal/testtools"
 )
 
 func TestBasicAuth(t *testing.T) {
@@ -89,26 +90,8 @@ func TestBasicAuth(t *testing.T) {
 	}
 }
 
-// syncBuffer is a bytes.Buffer safe for the concurrent writes of a logger.
-type syncBuffer struct {
-	mu  sync.Mutex
-	buf bytes.Buffer
-}
-
-func (b *syncBuffer) Write(p []byte) (int, error) {
-	b.mu.Lock()
-	defer b.mu.Unlock()
-	return b.buf.Write(p)
-}
-
-func (b *syncBuffer) String() string {
-	b.mu.Lock()
-	defer b.mu.Unlock()
-	return b.buf.String()
-}
-
 func TestLogger(t *testing.T) {
-	var logs syncBuffer
+	var logs testtools.SyncBuffer
 	logger := slog.New(slog.NewJSONHandler(&logs, nil))
 	ts := startServer(t, New(NewMemoryStore(), WithLogger(logger), WithBasicAuth("admin", "hunter2")))
 
@@ -165,7 +148,7 @@ func TestLogger(t *testing.T) {
 // TestForceUnlockLogsHolder checks that a force unlock names the holder it
 // released in the log, by ID and Who, and nothing else of its LockInfo.
 func TestForceUnlockLogsHolder(t *testing.T) {
-	var logs syncBuffer
+	var logs testtools.SyncBuffer
 	logger := slog.New(slog.NewJSONHandler(&logs, nil))
 	ts := startServer(t, New(NewMemoryStore(), WithLogger(logger)))
 	holder := []byte(`{"ID":"stuck-lock-id","Operation":"OperationTypeApply","Info":"private-info-text","Who":"alice@build-7","Version":"1.5.7","Created":"2026-01-02T03:04:05Z","Path":""}`)
