@@ -8,8 +8,11 @@ import (
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/client-go/tools/events"
 	ctrl "sigs.k8s.io/controller-runtime"
+	"sigs.k8s.io/controller-runtime/pkg/builder"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	ctrlevent "sigs.k8s.io/controller-runtime/pkg/event"
+	"sigs.k8s.io/controller-runtime/pkg/handler"
+	"sigs.k8s.io/controller-runtime/pkg/source"
 
 	backendsv1alpha1 "github.com/infrastate/backend-operator/api/v1alpha1"
 	"github.com/infrastate/backend-operator/internal/render"
@@ -19,9 +22,14 @@ import (
 type reconciler struct {
 	client    client.Client
 	apiReader client.Reader
-	events    events.EventRecorder
-	opts      options
-	schedule  *probeSchedule
+	// metadata reads the metadata of watched Secrets and ConfigMaps from
+	// the manager's cache, whose transform drops their annotations
+	// (kubectl's last-applied-configuration copy of a Secret's data among
+	// them): the manager's cache once set up, the client before.
+	metadata client.Reader
+	events   events.EventRecorder
+	opts     options
+	schedule *probeSchedule
 	// probes runs the probes of this kind, and of the others when the
 	// reconcilers are set up together (SetupAll).
 	probes *prober
@@ -41,6 +49,7 @@ func newReconciler(c client.Client, apiReader client.Reader, recorder events.Eve
 	return reconciler{
 		client:    c,
 		apiReader: apiReader,
+		metadata:  c,
 		events:    recorder,
 		opts:      o,
 		schedule:  newProbeSchedule(),
@@ -49,21 +58,22 @@ func newReconciler(c client.Client, apiReader client.Reader, recorder events.Eve
 	}
 }
 
-// addProber runs the reconciler's prober with mgr, unless SetupAll shares
-// one it already added.
-func (r *reconciler) addProber(mgr ctrl.Manager) error {
-	if r.opts.prober != nil {
-		return nil
+// setup prepares the reconciler to run with mgr: it reads metadata from
+// mgr's cache, runs its prober (unless SetupAll shares one it added), and
+// returns b watching the ends of its probes.
+func (r *reconciler) setup(mgr ctrl.Manager, b *builder.Builder) (*builder.Builder, error) {
+	r.metadata = mgr.GetCache()
+	if r.opts.prober == nil {
+		if err := mgr.Add(r.probes); err != nil {
+			return nil, fmt.Errorf("adding the prober: %w", err)
+		}
 	}
-	if err := mgr.Add(r.probes); err != nil {
-		return fmt.Errorf("adding the prober: %w", err)
-	}
-	return nil
+	return b.WatchesRawSource(source.Channel(r.wake, &handler.EnqueueRequestForObject{})), nil
 }
 
 // ownedWriter writes the objects the reconciler renders or publishes.
 func (r *reconciler) ownedWriter() ownedWriter {
-	return ownedWriter{client: r.client, reader: r.apiReader}
+	return ownedWriter{client: r.client, reader: r.apiReader, metadata: r.metadata}
 }
 
 // phasesFunc runs a kind's phases on obj and returns how they ended and

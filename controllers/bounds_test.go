@@ -123,6 +123,35 @@ var _ = Describe("Bounds", func() {
 			}, timeout, interval).Should(Succeed())
 		})
 
+		It("publishes again within seconds once the cause of a failed publication is gone", func() {
+			seedState(ctx, stateURL(ns), v4State(1, `"a":{"value":"x","type":"string"}`))
+			remote := read("net", nil)
+			Eventually(func(g Gomega) {
+				getObject(ctx, g, remote)
+				expectCondition(g, remote.Status.Conditions, "OutputsReady", metav1.ConditionTrue, "OutputsPublished")
+			}, timeout, interval).Should(Succeed())
+
+			By("another writer changes the published ConfigMap, and a new generation must publish")
+			cm := renderedConfigMap(ctx, Default, ns, "net-outputs")
+			cm.Data = map[string]string{"someone": "else"}
+			Expect(k8sClient.Update(ctx, cm)).To(Succeed())
+			getObject(ctx, Default, remote)
+			remote.Spec.Outputs = []backendsv1alpha1.OutputSelector{{Name: "a", Key: "A"}}
+			Expect(k8sClient.Update(ctx, remote)).To(Succeed())
+			Eventually(func(g Gomega) {
+				getObject(ctx, g, remote)
+				expectCondition(g, remote.Status.Conditions, "Stalled", metav1.ConditionTrue, "ExternallyModified")
+			}, timeout, interval).Should(Succeed())
+
+			By("deleting it publishes the outputs again, without waiting for the next read")
+			Expect(k8sClient.Delete(ctx, cm)).To(Succeed())
+			Eventually(func(g Gomega) {
+				g.Expect(renderedConfigMap(ctx, g, ns, "net-outputs").Data).To(Equal(map[string]string{"A": "x"}))
+				getObject(ctx, g, remote)
+				expectCondition(g, remote.Status.Conditions, "Ready", metav1.ConditionTrue, "Succeeded")
+			}, 10*time.Second, interval).Should(Succeed())
+		})
+
 		It("refuses outputs too many to publish before building them, and publishes a selection", func() {
 			var outputs strings.Builder
 			for i := range 5000 {

@@ -9,6 +9,7 @@ import (
 
 	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	backendsv1alpha1 "github.com/infrastate/backend-operator/api/v1alpha1"
 	"github.com/infrastate/backend-operator/internal/cos"
@@ -33,7 +34,7 @@ func cosProbeCondition(b *backendsv1alpha1.CosBackend) string {
 // reconcile that its end triggers applies what it learned to BucketReady,
 // Locked, status.state and status.lock. It sets scope.requeueAfter and
 // scope.probePending.
-func (r *CosBackendReconciler) reconcileProbe(_ context.Context, s *cosScope) error {
+func (r *CosBackendReconciler) reconcileProbe(ctx context.Context, s *cosScope) error {
 	backend := s.backend
 	conds := &backend.Status.Conditions
 	interval := probeInterval(backend.Spec.Probe)
@@ -44,15 +45,16 @@ func (r *CosBackendReconciler) reconcileProbe(_ context.Context, s *cosScope) er
 		})
 		meta.RemoveStatusCondition(conds, backendsv1alpha1.LockedCondition)
 		backend.Status.State, backend.Status.Lock = nil, nil
+		r.probes.forget(probeKey{kind: cosBackendKind, NamespacedName: client.ObjectKeyFromObject(backend)})
 		return nil
 	}
 
 	inputs := fingerprint([]byte(backend.UID), []byte(strconv.FormatInt(backend.Generation, 10)), []byte(s.region),
 		s.secrets.SecretID, s.secrets.SecretKey, s.secrets.SecurityToken)
 	task := probeTask{kind: cosBackendKind, obj: backend, inputs: inputs, interval: interval,
-		probed: probedThisGeneration(backend.Status.Conditions, backend.Generation, backendsv1alpha1.BucketReadyCondition)}
-	step := r.probeStep(task)
-	s.requeueAfter, s.probePending, s.applied = step.requeueAfter, step.pending, step.result
+		condition: backendsv1alpha1.BucketReadyCondition}
+	step := r.probeStep(ctx, task)
+	s.requeueAfter, s.probePending, s.applied = step.requeueAfter, step.pending, step.ack
 	if step.result != nil {
 		applyCosProbe(backend, step.result.value.(cosProbeResult))
 		return nil

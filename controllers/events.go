@@ -15,8 +15,9 @@ type event struct {
 
 // transitionEvents returns the events for the condition changes between
 // before and after: Ready becoming True or not True (but not while work is
-// merely in progress), and a lock appearing or going away. A
-// reconciliation that changes nothing emits nothing.
+// merely in progress), and a lock appearing or going away (ForceUnlocked
+// when the operator released it). A reconciliation that changes nothing
+// emits nothing.
 func transitionEvents(before, after []metav1.Condition) []event {
 	var events []event
 	if ready, changed := changedCondition(before, after, backendsv1alpha1.ReadyCondition); changed {
@@ -34,6 +35,8 @@ func transitionEvents(before, after []metav1.Condition) []event {
 		switch {
 		case locked.Status == metav1.ConditionTrue:
 			events = append(events, event{corev1.EventTypeNormal, backendsv1alpha1.LockHeldReason, "Probe", locked.Message})
+		case wasLocked && locked.Status == metav1.ConditionFalse && locked.Reason == backendsv1alpha1.ForceUnlockedReason:
+			events = append(events, event{corev1.EventTypeNormal, backendsv1alpha1.ForceUnlockedReason, "ForceUnlock", locked.Message})
 		case wasLocked && locked.Status == metav1.ConditionFalse:
 			events = append(events, event{corev1.EventTypeNormal, "LockReleased", "Probe", locked.Message})
 		}

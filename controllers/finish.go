@@ -23,10 +23,11 @@ type statusObject interface {
 }
 
 // finishReconcile is the deferred end of every Reconcile: it summarises
-// Ready, Reconciling and Stalled from err, emits events for transitions,
-// patches the status once when it changed, and turns a stall into no
-// error, so that the object waits for a watch event instead of being
-// requeued. before is the object as read; the reconciliation changed only
+// Ready, Reconciling and Stalled from err, patches the status once when it
+// changed, emits events for the transitions the patch stored (none when it
+// failed: the retry emits them), and turns a stall into no error, so that
+// the object waits for a watch event instead of being retried with
+// backoff. before is the object as read; the reconciliation changed only
 // obj's status.
 func finishReconcile[T statusObject](ctx context.Context, c client.Client, recorder events.EventRecorder, obj, before T, out outcome, err error) error {
 	if se, ok := asStall(err); ok {
@@ -37,9 +38,6 @@ func finishReconcile[T statusObject](ctx context.Context, c client.Client, recor
 	conds := obj.StatusConditions()
 	*obj.StatusObservedGeneration() = summarize(conds, obj.GetGeneration(), *before.StatusObservedGeneration(), out)
 
-	for _, e := range transitionEvents(*before.StatusConditions(), *conds) {
-		recorder.Eventf(obj, nil, e.eventType, e.reason, e.action, "%s", e.note)
-	}
 	if !apiequality.Semantic.DeepEqual(obj, before) {
 		// The optimistic lock makes a patch computed from a stale cached
 		// object fail with a conflict instead of overwriting newer
@@ -47,11 +45,12 @@ func finishReconcile[T statusObject](ctx context.Context, c client.Client, recor
 		patch := client.MergeFromWithOptions(before, client.MergeFromWithOptimisticLock{})
 		if patchErr := c.Status().Patch(ctx, obj, patch, fieldOwner); patchErr != nil {
 			if apierrors.IsInvalid(patchErr) || apierrors.IsRequestEntityTooLargeError(patchErr) {
-				return patchRejectedStatus(ctx, c, before, patchErr)
+				return patchRejectedStatus(ctx, c, recorder, before, patchErr)
 			}
 			return fmt.Errorf("patching status: %w", patchErr)
 		}
 	}
+	emitTransitions(recorder, obj, *before.StatusConditions(), *conds)
 	if out.stall != nil {
 		ctrl.LoggerFrom(ctx).Info("Stalled until the spec or a referenced object changes", "reason", out.stall.reason)
 		return nil
@@ -59,12 +58,21 @@ func finishReconcile[T statusObject](ctx context.Context, c client.Client, recor
 	return err
 }
 
+// emitTransitions emits the events of the condition changes between
+// before and after.
+func emitTransitions(recorder events.EventRecorder, obj client.Object, before, after []metav1.Condition) {
+	for _, e := range transitionEvents(before, after) {
+		recorder.Eventf(obj, nil, e.eventType, e.reason, e.action, "%s", e.note)
+	}
+}
+
 // patchRejectedStatus handles a status the API server refused: retrying the
 // same patch would be refused again, in a loop that re-reads and re-probes.
 // It writes the status as it was read, with only the conditions changed to
-// a stall (StatusRejected) that says why, and no requeue: the next spec or
-// referenced object change tries again.
-func patchRejectedStatus[T statusObject](ctx context.Context, c client.Client, before T, rejected error) error {
+// a stall (StatusRejected) that says why, and its events. The observations
+// of the refused status are dropped; the next probe, spec change or
+// referenced object change computes a status again.
+func patchRejectedStatus[T statusObject](ctx context.Context, c client.Client, recorder events.EventRecorder, before T, rejected error) error {
 	obj := before.DeepCopyObject().(T)
 	out := outcome{stall: &stallError{reason: backendsv1alpha1.StatusRejectedReason,
 		message: "The API server refused the status the operator computed: " + apiMessage(rejected)}}
@@ -73,6 +81,7 @@ func patchRejectedStatus[T statusObject](ctx context.Context, c client.Client, b
 	if err := c.Status().Patch(ctx, obj, patch, fieldOwner); err != nil {
 		return fmt.Errorf("patching status after the API server refused it (%w): %w", rejected, err)
 	}
+	emitTransitions(recorder, obj, *before.StatusConditions(), *obj.StatusConditions())
 	ctrl.LoggerFrom(ctx).Info("Stalled: the API server refused the status", "reason", backendsv1alpha1.StatusRejectedReason)
 	return nil
 }

@@ -50,7 +50,8 @@ func TestFinishReconcileStatusRejected(t *testing.T) {
 	obj := read.DeepCopy()
 	obj.Status.State = &backendsv1alpha1.StateSummary{Present: true, Serial: 5, Lineage: "a lineage the API refuses"}
 
-	err := finishReconcile(context.Background(), c, events.NewFakeRecorder(10), obj, read, outcome{readyMessage: "Rendered"}, nil)
+	recorder := events.NewFakeRecorder(10)
+	err := finishReconcile(context.Background(), c, recorder, obj, read, outcome{readyMessage: "Rendered"}, nil)
 	if err != nil {
 		t.Fatalf("finishReconcile() = %v, want nil: a refused status must not be retried", err)
 	}
@@ -67,6 +68,14 @@ func TestFinishReconcileStatusRejected(t *testing.T) {
 	}
 	if want := "status.state.lineage"; !strings.Contains(stalled.Message, want) {
 		t.Errorf("Stalled message %q does not name %s", stalled.Message, want)
+	}
+	close(recorder.Events)
+	var emitted []string
+	for e := range recorder.Events {
+		emitted = append(emitted, e)
+	}
+	if len(emitted) != 1 || !strings.HasPrefix(emitted[0], "Warning StatusRejected") {
+		t.Errorf("events = %q, want one Warning StatusRejected and no event of the refused status", emitted)
 	}
 	if got.Status.State.Lineage != "old" || got.Status.ObservedGeneration != 2 {
 		t.Errorf("status = %+v, want the observations as read and observedGeneration 2", got.Status)

@@ -8,10 +8,10 @@ import (
 	"time"
 
 	"github.com/go-logr/logr"
-	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	ctrl "sigs.k8s.io/controller-runtime"
+	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	backendsv1alpha1 "github.com/infrastate/backend-operator/api/v1alpha1"
 	"github.com/infrastate/backend-operator/internal/stateclient"
@@ -20,6 +20,10 @@ import (
 // lockCheckOperation is the operation our own short-lived lock records, so
 // that a Terraform run that meets it tells its user who holds the lock.
 const lockCheckOperation = "OperationTypeInvalid"
+
+// lockReleaseTimeout bounds the release of the lock check's own lock,
+// which outlives the probe's context.
+const lockReleaseTimeout = 30 * time.Second
 
 // httpProbeCondition is the condition Ready follows for an HttpBackend: ""
 // when probing is disabled.
@@ -59,6 +63,7 @@ func (r *HttpBackendReconciler) reconcileProbe(ctx context.Context, s *httpScope
 		backend.Status.State = nil
 		if !lockWork {
 			clearLock(backend, &backend.Status.Lock, httpBackendKind)
+			r.probes.forget(probeKey{kind: httpBackendKind, NamespacedName: client.ObjectKeyFromObject(backend)})
 			return nil
 		}
 	}
@@ -66,11 +71,11 @@ func (r *HttpBackendReconciler) reconcileProbe(ctx context.Context, s *httpScope
 	inputs := fingerprint([]byte(backend.UID), []byte(strconv.FormatInt(backend.Generation, 10)),
 		s.secrets.Password, s.secrets.ClientCertificatePEM, s.secrets.ClientPrivateKeyPEM, s.secrets.ClientCACertificatePEM)
 	task := probeTask{kind: httpBackendKind, obj: backend, inputs: inputs, interval: interval,
-		probed: probedThisGeneration(backend.Status.Conditions, backend.Generation, backendsv1alpha1.StateReachableCondition)}
-	step := r.probeStep(task)
-	s.requeueAfter, s.probePending, s.applied = step.requeueAfter, step.pending, step.result
+		condition: backendsv1alpha1.StateReachableCondition}
+	step := r.probeStep(ctx, task)
+	s.requeueAfter, s.probePending, s.applied = step.requeueAfter, step.pending, step.ack
 	if step.result != nil {
-		r.applyHTTPProbe(backend, step.result.value.(httpProbeResult))
+		applyHTTPProbe(backend, step.result.value.(httpProbeResult), step.result.finished)
 		return nil
 	}
 	if !step.submit {
@@ -166,7 +171,12 @@ func checkHTTPLock(ctx context.Context, sc StateClient, plan httpProbePlan) lock
 	var lockErr *stateclient.LockError
 	switch {
 	case err == nil:
-		return lockCheck{unlockErr: sc.Unlock(ctx, info.ID)}
+		// Release it even when the probe was cancelled meanwhile (its spec
+		// changed, the backend was deleted, the manager stops): a lock left
+		// behind blocks every run.
+		release, cancel := context.WithTimeout(context.WithoutCancel(ctx), lockReleaseTimeout)
+		defer cancel()
+		return lockCheck{unlockErr: sc.Unlock(release, info.ID)}
 	case errors.As(err, &lockErr):
 		out := lockCheck{held: true, holder: lockInfo(lockErr.Info)}
 		if plan.forceUnlock != "" && out.holder != nil && out.holder.ID == plan.forceUnlock {
@@ -182,10 +192,12 @@ func checkHTTPLock(ctx context.Context, sc StateClient, plan httpProbePlan) lock
 	}
 }
 
-// applyHTTPProbe writes what a probe learned into the backend's status:
-// StateReachable and status.state from the read, Locked and status.lock
-// from the lock check, and records a force unlock with an event.
-func (r *HttpBackendReconciler) applyHTTPProbe(backend *backendsv1alpha1.HttpBackend, res httpProbeResult) {
+// applyHTTPProbe writes what a probe that ended at finished learned into
+// the backend's status: StateReachable and status.state from the read,
+// Locked and status.lock from the lock check, and status.lastForceUnlock.
+// Its event comes from the Locked transition (see transitionEvents), so
+// writing the same result again emits nothing more.
+func applyHTTPProbe(backend *backendsv1alpha1.HttpBackend, res httpProbeResult, finished time.Time) {
 	conds := &backend.Status.Conditions
 	gen := backend.Generation
 	if res.fetched {
@@ -201,10 +213,7 @@ func (r *HttpBackendReconciler) applyHTTPProbe(backend *backendsv1alpha1.HttpBac
 	}
 	lock := res.lock
 	if lock.forceUnlocked {
-		now := metav1.NewTime(r.opts.clock.Now())
-		backend.Status.LastForceUnlock = &backendsv1alpha1.ForceUnlockStatus{LockID: lock.holder.ID, Time: now}
-		r.events.Eventf(backend, nil, corev1.EventTypeNormal, backendsv1alpha1.ForceUnlockedReason, "ForceUnlock",
-			"Released the state lock %s held by %s", lock.holder.ID, lock.holder.Who)
+		backend.Status.LastForceUnlock = &backendsv1alpha1.ForceUnlockStatus{LockID: lock.holder.ID, Time: metav1.NewTime(finished)}
 	}
 	known, holder, obs := httpLockObservation(backend, lock)
 	if known {
@@ -234,7 +243,7 @@ func httpLockObservation(backend *backendsv1alpha1.HttpBackend, lock lockCheck) 
 		}
 	case lock.forceUnlocked:
 		return true, nil, observation{status: metav1.ConditionFalse, reason: backendsv1alpha1.ForceUnlockedReason,
-			message: fmt.Sprintf("The state is not locked. Released lock %s as forceUnlock.lockID asked.", lock.holder.ID)}
+			message: fmt.Sprintf("The state is not locked. Released lock %s held by %s, as forceUnlock.lockID asked.", lock.holder.ID, lock.holder.Who)}
 	case lock.forceUnlockErr != nil:
 		obs := probeFailure(lock.forceUnlockErr)
 		obs.status = metav1.ConditionTrue

@@ -14,7 +14,6 @@ import (
 
 // StateClient is what the HttpBackend controller uses of a state client.
 type StateClient interface {
-	Fetch(ctx context.Context) (*stateclient.Payload, error)
 	FetchSummary(ctx context.Context) (*stateclient.StateSummary, error)
 	StreamState(ctx context.Context, read func(io.Reader) error) (found bool, size int64, err error)
 	Lock(ctx context.Context, info stateclient.LockInfo) (string, error)

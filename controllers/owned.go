@@ -29,6 +29,9 @@ import (
 type ownedWriter struct {
 	client client.Client
 	reader client.Reader
+	// metadata reads the metadata of watched objects from the manager's
+	// cache (see reconciler).
+	metadata client.Reader
 }
 
 // fieldOwner is the field manager of every write of the operator.
@@ -57,9 +60,6 @@ func (w ownedWriter) applySecret(ctx context.Context, desired *corev1.Secret) (b
 	current := &corev1.Secret{}
 	setContentHash(desired, secretHash(desired.Data))
 	return w.apply(ctx, "Secret", desired, current, func() string {
-		if len(current.StringData) > 0 {
-			return "" // never equal: stringData is folded into data on write
-		}
 		return secretHash(current.Data)
 	}, func() {
 		current.Data = desired.Data
@@ -71,6 +71,17 @@ func (w ownedWriter) applySecret(ctx context.Context, desired *corev1.Secret) (b
 // contents into current.
 func (w ownedWriter) apply(ctx context.Context, kind string, desired, current client.Object, hash func() string, copyData func()) (bool, error) {
 	key := client.ObjectKeyFromObject(desired)
+	owner := metav1.GetControllerOf(desired)
+	// The watched metadata tells first whether the object is someone
+	// else's: then it is refused without its content being read. Only an
+	// object of the owner, or one the cache does not hold yet, is read.
+	meta := &metav1.PartialObjectMetadata{TypeMeta: metav1.TypeMeta{APIVersion: "v1", Kind: kind}}
+	switch err := w.metadata.Get(ctx, key, meta); {
+	case err == nil && !controlledBy(meta, owner):
+		return false, nameConflict(kind, key, owner)
+	case err != nil && !apierrors.IsNotFound(err):
+		return false, fmt.Errorf("reading the metadata of %s %s: %w", kind, key, err)
+	}
 	err := w.reader.Get(ctx, key, current)
 	if apierrors.IsNotFound(err) {
 		if err := w.client.Create(ctx, desired, fieldOwner); err != nil {
@@ -82,10 +93,8 @@ func (w ownedWriter) apply(ctx context.Context, kind string, desired, current cl
 		return false, fmt.Errorf("reading %s %s: %w", kind, key, err)
 	}
 
-	owner := metav1.GetControllerOf(desired)
-	if ref := metav1.GetControllerOf(current); ref == nil || ref.UID != owner.UID {
-		return false, stall(backendsv1alpha1.NameConflictReason,
-			"%s %s already exists and is not controlled by %s %s: choose another name or delete it", kind, key, owner.Kind, owner.Name)
+	if !controlledBy(current, owner) {
+		return false, nameConflict(kind, key, owner)
 	}
 	want, have := desired.GetAnnotations()[contentHashAnnotation], hash()
 	if have == want && labelsInclude(current.GetLabels(), desired.GetLabels()) {
@@ -100,7 +109,9 @@ func (w ownedWriter) apply(ctx context.Context, kind string, desired, current cl
 			"%s %s was changed by another writer since the operator rendered it, so the operator stopped writing it: delete it to have it rendered again, or choose another name", kind, key)
 	}
 
-	patch := client.MergeFrom(current.DeepCopyObject().(client.Object))
+	// The optimistic lock turns a write by someone else since the read into
+	// a conflict: the retry reads again and sees it.
+	patch := client.MergeFromWithOptions(current.DeepCopyObject().(client.Object), client.MergeFromWithOptimisticLock{})
 	copyData()
 	current.SetLabels(mergeStrings(current.GetLabels(), desired.GetLabels()))
 	current.SetAnnotations(mergeStrings(current.GetAnnotations(), desired.GetAnnotations()))
@@ -108,6 +119,18 @@ func (w ownedWriter) apply(ctx context.Context, kind string, desired, current cl
 		return false, writeError("updating", kind, key, err)
 	}
 	return true, nil
+}
+
+// controlledBy reports whether owner is obj's controller.
+func controlledBy(obj metav1.Object, owner *metav1.OwnerReference) bool {
+	ref := metav1.GetControllerOf(obj)
+	return ref != nil && ref.UID == owner.UID
+}
+
+// nameConflict is the stall of an object another owner controls.
+func nameConflict(kind string, key client.ObjectKey, owner *metav1.OwnerReference) error {
+	return stall(backendsv1alpha1.NameConflictReason,
+		"%s %s already exists and is not controlled by %s %s: choose another name or delete it", kind, key, owner.Kind, owner.Name)
 }
 
 // writeError wraps an error writing an object. A write the API server

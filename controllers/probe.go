@@ -2,9 +2,12 @@ package controllers
 
 import (
 	"context"
+	"fmt"
 	"time"
 
+	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	ctrlevent "sigs.k8s.io/controller-runtime/pkg/event"
 
@@ -45,15 +48,18 @@ type probeTask struct {
 	inputs string
 	// interval between probes; 0 probes only on new inputs.
 	interval time.Duration
-	// probed is true when the status already holds a probe of the current
-	// generation (see probedThisGeneration).
-	probed bool
+	// condition is the condition the probe sets (StateReachable,
+	// BucketReady, OutputsReady).
+	condition string
 }
 
 // probeDecision is what a reconcile does about a probe.
 type probeDecision struct {
 	// result is a finished probe to write to status.
 	result *probeResult
+	// ack is the finished probe to acknowledge once the status is written:
+	// result, or one probeStep wrote itself (a probe that panicked).
+	ack *probeResult
 	// submit is true when a probe is due and must be submitted.
 	submit bool
 	// pending is true while a probe is queued or running.
@@ -66,20 +72,41 @@ type probeDecision struct {
 // finished result (and schedule the next probe from when it ended), wait
 // for one under way, wait until one is due, or submit one.
 //
+// A result the status could not take (its write failed) is kept for the
+// next reconcile, but not past the interval: a newer read is due by then.
+// A probe that panicked sets its condition to Unknown (ProbeFailed).
+//
 // After a restart the schedule is empty. An object whose status already
 // holds a probe of its generation is then scheduled at a random point of
 // its interval rather than probed at once, so that a manager restarting
 // with thousands of backends spreads their probes instead of firing them
 // all together.
-func (r *reconciler) probeStep(t probeTask) probeDecision {
+func (r *reconciler) probeStep(ctx context.Context, t probeTask) probeDecision {
 	key := probeKey{kind: t.kind, NamespacedName: client.ObjectKeyFromObject(t.obj)}
-	if res, pending := r.probes.poll(key, t.inputs); res != nil {
-		return probeDecision{result: res, requeueAfter: r.schedule.probed(key.NamespacedName, t.inputs, res.finished, t.interval)}
-	} else if pending {
+	now := r.opts.clock.Now()
+	res, pending := r.probes.poll(key, t.inputs)
+	switch {
+	case res != nil && t.interval > 0 && now.Sub(res.finished) > t.interval:
+		r.probes.ack(key, res) // too old to write: probe again
+	case res != nil:
+		next := r.schedule.probed(key.NamespacedName, t.inputs, res.finished, t.interval)
+		if p, panicked := res.value.(probePanic); panicked {
+			ctrl.LoggerFrom(ctx).Error(fmt.Errorf("probe panicked: %v", p.value), "Probe failed on an internal error", "stack", string(p.stack))
+			obj := t.obj.(statusObject)
+			setCondition(obj.StatusConditions(), obj.GetGeneration(), t.condition, observation{
+				status: metav1.ConditionUnknown, reason: backendsv1alpha1.ProbeFailedReason,
+				message: "The probe stopped on an internal error of the operator; the manager's log has the details",
+			})
+			return probeDecision{ack: res, requeueAfter: next}
+		}
+		return probeDecision{result: res, ack: res, requeueAfter: next}
+	case pending:
 		return probeDecision{pending: true}
 	}
-	now := r.opts.clock.Now()
-	if t.probed {
+	obj := t.obj.(statusObject)
+	if cond := meta.FindStatusCondition(*obj.StatusConditions(), t.condition); cond != nil && cond.ObservedGeneration == obj.GetGeneration() {
+		// The status holds a probe of this generation: after a restart,
+		// the next one can wait.
 		r.schedule.seed(key.NamespacedName, t.inputs, now, t.interval)
 	}
 	if due, wait := r.schedule.due(key.NamespacedName, t.inputs, now); !due {
@@ -101,16 +128,4 @@ func (r *reconciler) submitProbe(t probeTask, run probeFunc) {
 		case <-ctx.Done():
 		}
 	})
-}
-
-// probedThisGeneration reports whether conditions hold the probe condition
-// condType observed for generation: the status describes a probe of the
-// current spec.
-func probedThisGeneration(conds []metav1.Condition, generation int64, condType string) bool {
-	for _, c := range conds {
-		if c.Type == condType {
-			return c.ObservedGeneration == generation
-		}
-	}
-	return false
 }

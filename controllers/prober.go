@@ -2,6 +2,7 @@ package controllers
 
 import (
 	"context"
+	"runtime/debug"
 	"sync"
 	"time"
 
@@ -246,7 +247,7 @@ func (p *prober) startLocked(job *probeJob) {
 	p.running[job] = struct{}{}
 	p.active[job.key.Namespace]++
 	go func() {
-		value := job.run(ctx)
+		value := runRecovered(ctx, job.run)
 		cancel()
 		p.finish(job, value)
 	}()
@@ -273,4 +274,22 @@ func (p *prober) finish(job *probeJob, value any) {
 	if current && !closed {
 		job.notify(base)
 	}
+}
+
+// probePanic is the result of a probe that panicked: the panic is
+// contained, as controller-runtime contains a Reconcile's, so that one
+// tenant's answer cannot crash the manager for all.
+type probePanic struct {
+	value any
+	stack []byte
+}
+
+// runRecovered runs run and turns a panic into a probePanic result.
+func runRecovered(ctx context.Context, run probeFunc) (value any) {
+	defer func() {
+		if r := recover(); r != nil {
+			value = probePanic{value: r, stack: debug.Stack()}
+		}
+	}()
+	return run(ctx)
 }

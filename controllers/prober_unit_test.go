@@ -2,6 +2,7 @@ package controllers
 
 import (
 	"context"
+	"strings"
 	"sync"
 	"sync/atomic"
 	"testing"
@@ -9,8 +10,12 @@ import (
 
 	"github.com/google/go-cmp/cmp"
 	"github.com/google/go-cmp/cmp/cmpopts"
+	"k8s.io/apimachinery/pkg/api/meta"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/types"
 	clocktesting "k8s.io/utils/clock/testing"
+
+	backendsv1alpha1 "github.com/infrastate/backend-operator/api/v1alpha1"
 )
 
 // probeHarness runs a prober with probes that block until released, and
@@ -240,5 +245,35 @@ func TestProberStopsWithTheManager(t *testing.T) {
 	<-cancelled
 	if ran.Load() {
 		t.Error("a queued probe started after the manager stopped")
+	}
+}
+
+// TestPanickingProbeIsContained checks that a probe that panics (a parser
+// meeting an answer it did not expect) neither crashes the manager nor
+// leaves the object in progress: its condition reads Unknown, ProbeFailed.
+func TestPanickingProbeIsContained(t *testing.T) {
+	backend := &backendsv1alpha1.HttpBackend{ObjectMeta: metav1.ObjectMeta{Name: "b", Namespace: "ns", Generation: 1}}
+	r := newReconciler(nil, nil, nil, []Option{WithClock(clocktesting.NewFakePassiveClock(time.Unix(1000, 0)))})
+	ctx, cancel := context.WithCancel(context.Background())
+	defer cancel()
+	go func() { _ = r.probes.Start(ctx) }()
+
+	task := probeTask{kind: httpBackendKind, obj: backend, inputs: "v1", interval: time.Minute, condition: backendsv1alpha1.StateReachableCondition}
+	if step := r.probeStep(ctx, task); !step.submit {
+		t.Fatalf("probeStep() = %+v, want a probe submitted", step)
+	}
+	r.submitProbe(task, func(context.Context) any { panic("index out of range") })
+	select {
+	case <-r.wake:
+	case <-time.After(10 * time.Second):
+		t.Fatal("the panicking probe never ended")
+	}
+	step := r.probeStep(ctx, task)
+	if step.result != nil || step.ack == nil || step.requeueAfter == 0 {
+		t.Fatalf("probeStep() = %+v, want nothing to apply, the panic acknowledged and the next probe scheduled", step)
+	}
+	c := meta.FindStatusCondition(backend.Status.Conditions, backendsv1alpha1.StateReachableCondition)
+	if c == nil || c.Status != metav1.ConditionUnknown || c.Reason != backendsv1alpha1.ProbeFailedReason || strings.Contains(c.Message, "index out of range") {
+		t.Errorf("StateReachable = %+v, want Unknown, ProbeFailed, without the panic's text", c)
 	}
 }

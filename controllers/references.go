@@ -32,7 +32,9 @@ const (
 // straight from the API server (the manager never caches their contents),
 // under the manager's reference policy.
 type referenceReader struct {
-	reader    client.Reader
+	reader client.Reader
+	// metadata reads metadata without annotations (see reconciler).
+	metadata  client.Reader
 	namespace string
 	policy    ReferencePolicy
 }
@@ -40,7 +42,7 @@ type referenceReader struct {
 // references returns the reader of the references of an object in
 // namespace.
 func (r *reconciler) references(namespace string) referenceReader {
-	return referenceReader{reader: r.apiReader, namespace: namespace, policy: r.opts.referencePolicy}
+	return referenceReader{reader: r.apiReader, metadata: r.metadata, namespace: namespace, policy: r.opts.referencePolicy}
 }
 
 // secret fetches a Secret of the object's namespace; a missing Secret is a
@@ -93,8 +95,11 @@ func (r referenceReader) configMapKey(ctx context.Context, name, key, field stri
 // get reads the Secret or ConfigMap name into obj. Under the labeled
 // policy it lists by name and by the allow-reference label, so that the
 // API server itself filters: an unlabelled object's content never reaches
-// the operator. When nothing matches, a metadata-only read tells a
-// missing object from one without the label.
+// the operator. When nothing matches, the metadata the manager already
+// watches tells a missing object from one without the label; it is read
+// from the cache, whose transform dropped the annotations, because the API
+// server would send them, and kubectl apply keeps a copy of a Secret's
+// data in one.
 func (r referenceReader) get(ctx context.Context, obj client.Object, list client.ObjectList, kind, name, field string) error {
 	key := types.NamespacedName{Namespace: r.namespace, Name: name}
 	if r.policy != ReferencePolicyLabeled {
@@ -127,7 +132,7 @@ func (r referenceReader) get(ctx context.Context, obj client.Object, list client
 		return nil
 	}
 	meta := &metav1.PartialObjectMetadata{TypeMeta: metav1.TypeMeta{APIVersion: "v1", Kind: kind}}
-	err = r.reader.Get(ctx, key, meta)
+	err = r.metadata.Get(ctx, key, meta)
 	switch {
 	case apierrors.IsNotFound(err):
 		return r.notFound(kind, name, field)

@@ -44,6 +44,8 @@ var _ = Describe("The labeled secret reference policy", func() {
 
 	It("never reads an unlabelled Secret, says which label to add, and heals once it is added", func() {
 		password := makeSecret("state-password", ns, map[string]string{"password": statePassword})
+		// kubectl apply keeps a copy of what it applied in an annotation.
+		password.Annotations = map[string]string{"kubectl.kubernetes.io/last-applied-configuration": `{"data":{"password":"` + statePassword + `"}}`}
 		Expect(k8sClient.Create(ctx, password)).To(Succeed())
 		backend := makeHttpBackend("app", ns, stateURL(ns)).basicAuth(stateUser, "state-password", "").build()
 		Expect(k8sClient.Create(ctx, backend)).To(Succeed())
@@ -56,13 +58,8 @@ var _ = Describe("The labeled secret reference policy", func() {
 			g.Expect(c.Message).To(ContainSubstring("add the label"))
 		}, timeout, interval).Should(Succeed())
 
-		By("no request read the Secret's content: only its metadata")
-		secretPath := "/api/v1/namespaces/" + ns + "/secrets/state-password"
-		reads := requests.readsOf(secretPath)
-		Expect(reads).NotTo(BeEmpty(), "the operator checks whether the Secret exists")
-		for _, r := range reads {
-			Expect(r.accept).To(ContainSubstring("as=PartialObjectMetadata"), "GET %s asked for the whole Secret", r.path)
-		}
+		By("no request read the Secret, not even its metadata, whose annotations hold its data")
+		Expect(requests.readsOf("/api/v1/namespaces/" + ns + "/secrets/state-password")).To(BeEmpty())
 		for _, r := range requests.readsOf("/api/v1/namespaces/" + ns + "/secrets") {
 			Expect(strings.Contains(r.query, "labelSelector=") || strings.Contains(r.accept, "as=PartialObjectMetadata")).To(BeTrue(),
 				"a list or watch of Secrets must be filtered by the label or ask for metadata only: %+v", r)
@@ -103,6 +100,27 @@ var _ = Describe("The labeled secret reference policy", func() {
 			getObject(ctx, g, backend)
 			expectCondition(g, backend.Status.Conditions, "Ready", metav1.ConditionTrue, "Succeeded")
 		}, 10*time.Second, interval).Should(Succeed())
+	})
+
+	It("refuses a RemoteState target that is someone else's Secret without reading it", func() {
+		Expect(k8sClient.Create(ctx, makeSecret("team-secret", ns, map[string]string{"token": "t0p-secret-value"}))).To(Succeed())
+		Eventually(func(g Gomega) { // the manager's cache sees it
+			g.Expect(k8sClient.Get(ctx, types.NamespacedName{Namespace: ns, Name: "team-secret"}, &corev1.Secret{})).To(Succeed())
+		}, timeout, interval).Should(Succeed())
+		time.Sleep(time.Second)
+		password := makeSecret("state-password", ns, map[string]string{"password": statePassword})
+		label(password)
+		Expect(k8sClient.Create(ctx, password)).To(Succeed())
+		Expect(k8sClient.Create(ctx, makeHttpBackend("network", ns, stateURL(ns)).basicAuth(stateUser, "state-password", "").build())).To(Succeed())
+		seedState(ctx, stateURL(ns), v4State(1, `"a":{"value":"x","type":"string"}`))
+		remote := makeRemoteState("net", ns, "HttpBackend", "network")
+		remote.Spec.Target.SecretName = "team-secret"
+		Expect(k8sClient.Create(ctx, remote)).To(Succeed())
+		Eventually(func(g Gomega) {
+			getObject(ctx, g, remote)
+			expectCondition(g, remote.Status.Conditions, "Stalled", metav1.ConditionTrue, "NameConflict")
+		}, timeout, interval).Should(Succeed())
+		Expect(requests.readsOf("/api/v1/namespaces/"+ns+"/secrets/team-secret")).To(BeEmpty(), "the foreign Secret was read")
 	})
 
 	It("tells a missing Secret from an unlabelled one", func() {

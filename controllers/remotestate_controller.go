@@ -15,7 +15,6 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/handler"
 	"sigs.k8s.io/controller-runtime/pkg/predicate"
 	"sigs.k8s.io/controller-runtime/pkg/reconcile"
-	"sigs.k8s.io/controller-runtime/pkg/source"
 
 	backendsv1alpha1 "github.com/infrastate/backend-operator/api/v1alpha1"
 )
@@ -51,9 +50,9 @@ func NewRemoteStateReconciler(c client.Client, apiReader client.Reader, recorder
 type remoteScope struct {
 	// remote is the object; phases set its status.
 	remote *backendsv1alpha1.RemoteState
-	// stream reads the workspace's state through the backend's own client
-	// and settings, filled by reconcileBackend.
-	stream stateStreamer
+	// newStream builds the reader of the workspace's state, with the
+	// backend's own client and settings, filled by reconcileBackend.
+	newStream func() (stateStreamer, error)
 	// inputs fingerprints everything the read depends on, filled by
 	// reconcileBackend: a change makes a read due at once.
 	inputs string
@@ -86,13 +85,13 @@ func (r *RemoteStateReconciler) Reconcile(ctx context.Context, req ctrl.Request)
 // come from SetupAll. Backends are watched for spec changes, Secrets for
 // metadata only, and the object is reconciled again when its read ends.
 func (r *RemoteStateReconciler) SetupWithManager(mgr ctrl.Manager) error {
-	if err := r.addProber(mgr); err != nil {
+	c := mgr.GetClient()
+	b, err := r.setup(mgr, ctrl.NewControllerManagedBy(mgr).
+		For(&backendsv1alpha1.RemoteState{}, builder.WithPredicates(predicate.GenerationChangedPredicate{})))
+	if err != nil {
 		return err
 	}
-	c := mgr.GetClient()
-	return ctrl.NewControllerManagedBy(mgr).
-		WatchesRawSource(source.Channel(r.wake, &handler.EnqueueRequestForObject{})).
-		For(&backendsv1alpha1.RemoteState{}, builder.WithPredicates(predicate.GenerationChangedPredicate{})).
+	return b.
 		Owns(&corev1.ConfigMap{}, builder.OnlyMetadata).
 		Owns(&corev1.Secret{}, builder.OnlyMetadata).
 		Watches(&backendsv1alpha1.HttpBackend{}, handler.EnqueueRequestsFromMapFunc(readersOfBackend(c, "HttpBackend")),

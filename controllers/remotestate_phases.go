@@ -31,8 +31,9 @@ func (r *RemoteStateReconciler) reconcileSpec(_ context.Context, s *remoteScope)
 }
 
 // reconcileBackend reads the backend the RemoteState names and its
-// credentials, and prepares scope.stream to read the workspace's state with
-// the backend's own client and settings. A missing backend is a stall with
+// credentials, and prepares scope.newStream to build, when a read is due,
+// the reader of the workspace's state with the backend's own client and
+// settings. A missing backend is a stall with
 // reason BackendNotFound, a backend whose references are broken one with
 // BackendNotReady; the watches on backends and Secrets bring the object
 // back when they change.
@@ -51,11 +52,14 @@ func (r *RemoteStateReconciler) reconcileBackend(ctx context.Context, s *remoteS
 		if err != nil {
 			return backendNotReady(ref, err)
 		}
-		sc, err := r.opts.stateClients(stateClientConfig(backend.Spec, secrets), ctrl.LoggerFrom(ctx).WithName("stateclient"))
-		if err != nil {
-			return stall(backendsv1alpha1.BackendNotReadyReason, "HttpBackend %s cannot be used: %v", ref.Name, err)
+		cfg, log := stateClientConfig(backend.Spec, secrets), ctrl.LoggerFrom(ctx).WithName("stateclient")
+		s.newStream = func() (stateStreamer, error) {
+			sc, err := r.opts.stateClients(cfg, log)
+			if err != nil {
+				return nil, stall(backendsv1alpha1.BackendNotReadyReason, "HttpBackend %s cannot be used: %v", ref.Name, err)
+			}
+			return sc.StreamState, nil
 		}
-		s.stream = sc.StreamState
 		s.inputs = fingerprint(append(base, []byte(backend.UID), []byte(strconv.FormatInt(backend.Generation, 10)),
 			secrets.Password, secrets.ClientCertificatePEM, secrets.ClientPrivateKeyPEM, secrets.ClientCACertificatePEM)...)
 
@@ -72,13 +76,15 @@ func (r *RemoteStateReconciler) reconcileBackend(ctx context.Context, s *remoteS
 		if err != nil {
 			return backendNotReady(ref, err)
 		}
-		cc, err := r.opts.cosClients(cosConfig(backend.Spec, region, secrets))
-		if err != nil {
-			return stall(backendsv1alpha1.BackendNotReadyReason, "CosBackend %s cannot be used: %v", ref.Name, err)
-		}
-		workspace := workspaceOrDefault(s.remote.Spec.Workspace)
-		s.stream = func(ctx context.Context, read func(io.Reader) error) (bool, int64, error) {
-			return cc.StreamState(ctx, workspace, read)
+		cfg, workspace := cosConfig(backend.Spec, region, secrets), workspaceOrDefault(s.remote.Spec.Workspace)
+		s.newStream = func() (stateStreamer, error) {
+			cc, err := r.opts.cosClients(cfg)
+			if err != nil {
+				return nil, stall(backendsv1alpha1.BackendNotReadyReason, "CosBackend %s cannot be used: %v", ref.Name, err)
+			}
+			return func(ctx context.Context, read func(io.Reader) error) (bool, int64, error) {
+				return cc.StreamState(ctx, workspace, read)
+			}, nil
 		}
 		s.inputs = fingerprint(append(base, []byte(backend.UID), []byte(strconv.FormatInt(backend.Generation, 10)),
 			[]byte(region), secrets.SecretID, secrets.SecretKey, secrets.SecurityToken)...)
@@ -129,12 +135,16 @@ func (r *RemoteStateReconciler) reconcileOutputs(ctx context.Context, s *remoteS
 		interval = remote.Spec.Interval.Duration
 	}
 	task := probeTask{kind: remoteStateKind, obj: remote, inputs: s.inputs, interval: interval,
-		probed: probedThisGeneration(remote.Status.Conditions, remote.Generation, backendsv1alpha1.OutputsReadyCondition)}
-	step := r.probeStep(task)
-	s.requeueAfter, s.probePending, s.applied = step.requeueAfter, step.pending, step.result
+		condition: backendsv1alpha1.OutputsReadyCondition}
+	step := r.probeStep(ctx, task)
+	s.requeueAfter, s.probePending, s.applied = step.requeueAfter, step.pending, step.ack
 	if step.result != nil {
 		obs, err := r.publish(ctx, remote, step.result.value.(remoteRead))
 		if err != nil {
+			// Not published: the result stays for the next attempt, which
+			// the watch on the published objects or the fix of the spec
+			// triggers, instead of waiting for the next read.
+			s.applied = nil
 			return err
 		}
 		setCondition(&remote.Status.Conditions, remote.Generation, backendsv1alpha1.OutputsReadyCondition, obs)
@@ -143,7 +153,11 @@ func (r *RemoteStateReconciler) reconcileOutputs(ctx context.Context, s *remoteS
 	if !step.submit {
 		return nil
 	}
-	stream, selectors := s.stream, selectorsOf(remote.Spec.Outputs)
+	stream, err := s.newStream()
+	if err != nil {
+		return err
+	}
+	selectors := selectorsOf(remote.Spec.Outputs)
 	r.submitProbe(task, func(ctx context.Context) any { return readOutputs(ctx, stream, defaults, selectors) })
 	s.probePending = true
 	return nil

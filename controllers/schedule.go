@@ -94,7 +94,9 @@ func jitter(d time.Duration) time.Duration {
 }
 
 // fingerprint hashes probe inputs, so that the schedule notices rotated
-// credentials without keeping them. The hash never leaves the process.
+// credentials without keeping them. A fingerprint of probe inputs never
+// leaves the process; the content hashes of the rendered objects (see
+// owned.go) use the same function on data that those objects hold anyway.
 func fingerprint(parts ...[]byte) string {
 	h := sha256.New()
 	for _, p := range parts {

@@ -12,7 +12,6 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/handler"
 	"sigs.k8s.io/controller-runtime/pkg/predicate"
 	"sigs.k8s.io/controller-runtime/pkg/reconcile"
-	"sigs.k8s.io/controller-runtime/pkg/source"
 
 	backendsv1alpha1 "github.com/infrastate/backend-operator/api/v1alpha1"
 )
@@ -65,14 +64,13 @@ func SetupAll(ctx context.Context, mgr ctrl.Manager, opts ...Option) error {
 // ends. Rendered and referenced objects are watched for metadata only.
 func setupBackendController(mgr ctrl.Manager, base *reconciler, r reconcile.Reconciler, name string, obj client.Object,
 	newList func() client.ObjectList, referenced ...client.Object) error {
-	if err := base.addProber(mgr); err != nil {
-		return err
-	}
-	b := ctrl.NewControllerManagedBy(mgr).
+	b, err := base.setup(mgr, ctrl.NewControllerManagedBy(mgr).
 		For(obj, builder.WithPredicates(predicate.GenerationChangedPredicate{})).
 		Owns(&corev1.ConfigMap{}, builder.OnlyMetadata).
-		Owns(&corev1.Secret{}, builder.OnlyMetadata).
-		WatchesRawSource(source.Channel(base.wake, &handler.EnqueueRequestForObject{}))
+		Owns(&corev1.Secret{}, builder.OnlyMetadata))
+	if err != nil {
+		return err
+	}
 	for _, kind := range referenced {
 		reference := secretReference
 		if _, ok := kind.(*corev1.ConfigMap); ok {

@@ -90,7 +90,7 @@ func summarize(conds *[]metav1.Condition, generation, observed int64, out outcom
 	}
 
 	meta.RemoveStatusCondition(conds, backendsv1alpha1.StalledCondition)
-	if out.probePending && out.probe != "" && !probedThisGeneration(*conds, generation, out.probe) {
+	if probe := meta.FindStatusCondition(*conds, out.probe); out.probePending && out.probe != "" && (probe == nil || probe.ObservedGeneration != generation) {
 		progressing := observation{status: metav1.ConditionTrue, reason: backendsv1alpha1.ProgressingReason,
 			message: "Waiting for the first probe of this generation"}
 		setCondition(conds, generation, backendsv1alpha1.ReconcilingCondition, progressing)

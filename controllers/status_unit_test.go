@@ -157,8 +157,13 @@ func TestTransitionEvents(t *testing.T) {
 		},
 		"a lock is released": {
 			before: []metav1.Condition{cond("Locked", T, "LockHeld", "by bob")},
+			after:  []metav1.Condition{cond("Locked", F, "NotLocked", "free")},
+			want:   []event{{"Normal", "LockReleased", "Probe", "free"}},
+		},
+		"the operator releases a lock": {
+			before: []metav1.Condition{cond("Locked", T, "LockHeld", "by bob")},
 			after:  []metav1.Condition{cond("Locked", F, "ForceUnlocked", "released")},
-			want:   []event{{"Normal", "LockReleased", "Probe", "released"}},
+			want:   []event{{"Normal", "ForceUnlocked", "ForceUnlock", "released"}},
 		},
 		"work in progress is no warning": {
 			before: []metav1.Condition{cond("Ready", T, "Succeeded", "a")},

@@ -119,6 +119,10 @@ const (
 	// ServerErrorReason means the backend answered with an unexpected status.
 	ServerErrorReason = "ServerError"
 
+	// ProbeFailedReason means a probe stopped on an internal error of the
+	// operator; the manager's log has the details.
+	ProbeFailedReason = "ProbeFailed"
+
 	// ProbeDisabledReason means probe.interval is 0s.
 	ProbeDisabledReason = "ProbeDisabled"
 

@@ -70,7 +70,8 @@ func parseOptions(fs *flag.FlagSet, args []string, getenv func(string) string) (
 		"Comma-separated CIDRs (or IPs) that probes and state reads may connect to; empty allows every address not denied.")
 	fs.Var(&denied, netguard.DeniedFlag,
 		"Comma-separated CIDRs (or IPs) that probes and state reads never connect to, checked on the resolved address. "+
-			"The default denies link-local and cloud metadata addresses; set it to add the cluster's pod and service ranges.")
+			"The default denies link-local and cloud metadata addresses. Setting it replaces that list: repeat it (see config/manager) "+
+			"and add, for example, the cluster's pod and service ranges.")
 	if err := fs.Parse(args); err != nil {
 		return options{}, err
 	}
