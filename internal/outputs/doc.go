@@ -3,5 +3,6 @@
 // reads them: defaults fill outputs the state lacks, the state's values
 // win, and the typed readers (get, getString, getNumber, getBoolean,
 // getList) check types. Plain outputs go to a ConfigMap and sensitive ones
-// only to a Secret. Every function is pure.
+// only to a Secret. Read streams a state from a reader within the bounds of
+// a ConfigMap and a Secret; every other function is pure.
 package outputs

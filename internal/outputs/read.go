@@ -18,6 +18,11 @@ const (
 	// MaxOutputs bounds the number of outputs read into memory for one
 	// publication: each kept output costs memory beyond its bytes.
 	MaxOutputs = 4096
+	// maxReadBytes bounds the outputs of each class that one read keeps,
+	// as the state writes them: JSON escapes (Terraform writes <, > and &
+	// as \u003c, \u003e and \u0026) make them larger than what is
+	// published, which checkFits measures exactly afterwards.
+	maxReadBytes = 2 * MaxObjectBytes
 )
 
 // ErrTooLarge is matched by errors about outputs that cannot be published
@@ -50,12 +55,12 @@ func (e *TooLargeError) Is(target error) bool { return target == ErrTooLarge }
 // Select does. It keeps only the selected outputs, and refuses outputs that
 // cannot fit in a ConfigMap (plain) or a Secret (sensitive), or more than
 // MaxOutputs of them, with an error matching ErrTooLarge, before they are
-// built: its memory is bounded by MaxObjectBytes and MaxOutputs, not by the
-// state. Other errors are statefile's and Select's.
+// built: its memory is bounded by twice MaxObjectBytes per class and by
+// MaxOutputs, not by the state. Other errors are statefile's and Select's.
 func Read(r io.Reader, defaults map[string]json.RawMessage, selectors []Selector) (*statefile.State, []Value, error) {
 	opts := statefile.Options{
-		MaxPlainBytes:     MaxObjectBytes,
-		MaxSensitiveBytes: MaxObjectBytes,
+		MaxPlainBytes:     maxReadBytes,
+		MaxSensitiveBytes: maxReadBytes,
 		MaxOutputs:        MaxOutputs,
 	}
 	if len(selectors) > 0 {

@@ -73,6 +73,11 @@ func TestRead(t *testing.T) {
 			want:      []Value{{Name: "o7", Key: "o7", Type: `"string"`, Data: []byte(strings.Repeat("v", 100))}},
 			wantCount: 200_000,
 		},
+		"escapes that fit once decoded": {
+			state:     strings.NewReader(stateWith(`"html":{"value":"` + strings.Repeat(`\u003c`, 200<<10) + `","type":"string"}`)),
+			want:      []Value{{Name: "html", Key: "html", Type: `"string"`, Data: []byte(strings.Repeat("<", 200<<10))}},
+			wantCount: 1,
+		},
 		"defaults that push the ConfigMap over its size": {
 			state:    strings.NewReader(stateWith(`"a":{"value":"` + strings.Repeat("a", 600_000) + `","type":"string"}`)),
 			defaults: map[string]json.RawMessage{"b": json.RawMessage(`"` + strings.Repeat("b", 600_000) + `"`)},

@@ -269,3 +269,45 @@ func TestLongMetadataIsRefused(t *testing.T) {
 		t.Errorf("ReadSummary() with a 200-byte lineage = %q, %v; it is kept whole, the status clips it", sum.Lineage, err)
 	}
 }
+
+// TestReadOutputsCountsTypes checks that the types of kept outputs count
+// towards the budget: a state of outputs whose types are large but whose
+// values are null must not grow memory beyond it.
+func TestReadOutputsCountsTypes(t *testing.T) {
+	var attrs strings.Builder
+	for i := range 20_000 {
+		if i > 0 {
+			attrs.WriteByte(',')
+		}
+		fmt.Fprintf(&attrs, `"attribute_%d":"string"`, i)
+	}
+	typ := `["object",{` + attrs.String() + `}]`
+	var doc strings.Builder
+	doc.WriteString(`{"version":4,"outputs":{`)
+	for i := range 200 {
+		if i > 0 {
+			doc.WriteByte(',')
+		}
+		fmt.Fprintf(&doc, `"o%d":{"value":null,"type":%s}`, i, typ)
+	}
+	doc.WriteString(`}}`)
+	before := liveHeap()
+	_, err := ReadOutputs(strings.NewReader(doc.String()), Options{MaxPlainBytes: 1 << 20, MaxSensitiveBytes: 1 << 20, MaxOutputs: 4096})
+	grew := int64(liveHeap()) - int64(before)
+	if !errors.Is(err, ErrOutputsTooLarge) {
+		t.Fatalf("ReadOutputs() error = %v, want ErrOutputsTooLarge: %d bytes of types were kept", err, 200*len(typ))
+	}
+	if grew > 4<<20 {
+		t.Errorf("the live heap grew by %d bytes", grew)
+	}
+}
+
+// TestReadOutputsUnboundedClass checks that a class without a budget is not
+// bounded by the other class's budget.
+func TestReadOutputsUnboundedClass(t *testing.T) {
+	big := `"` + strings.Repeat("v", 4096) + `"`
+	in := `{"version":4,"outputs":{"a":{"value":` + big + `,"type":"string","sensitive":true}}}`
+	if _, err := ReadOutputs(strings.NewReader(in), Options{MaxPlainBytes: 1024}); err != nil {
+		t.Errorf("ReadOutputs() = %v, want the sensitive output kept: its class has no budget", err)
+	}
+}

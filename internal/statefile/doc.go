@@ -1,16 +1,22 @@
 // Package statefile reads Terraform state files in format version 4, the
 // format every Terraform and OpenTofu release since 0.12 writes.
 //
-// Two entry points serve two needs:
+// One streaming walker reads every document, token by token, and serves
+// two needs:
 //
-//   - ReadSummary streams a state and returns its serial, lineage, Terraform
-//     version and output metadata (name, type, sensitivity). It never keeps
-//     output values or resources: memory use is bounded by a small read buffer
-//     and the size of the metadata, whatever the size of the state. Probes use
-//     it on response bodies straight from the network.
-//   - Parse decodes a state held in memory, including the raw JSON of every
-//     output value, for features that need the values.
+//   - ReadSummary returns a state's serial, lineage, Terraform version and
+//     number of outputs. It keeps no output, value or resource: its memory
+//     is a small read buffer whatever the size of the state or the number
+//     of its outputs. Probes use it on response bodies straight from the
+//     network.
+//   - ReadOutputs also keeps the outputs a caller selects, each value as
+//     compact JSON, within byte and count budgets it checks while reading:
+//     outputs beyond them are refused before they are built.
 //
-// Both reject malformed JSON and any format version other than 4, and both
-// validate every output type (see Kind).
+// Parse is ReadOutputs on a state held in memory, without selection or
+// budget, for tests and tools that hold the whole state anyway.
+//
+// All reject malformed JSON, trailing data and any format version other
+// than 4, and validate every output type (see Kind). Their errors never
+// quote the input: a state's bytes may be secret.
 package statefile

@@ -32,7 +32,7 @@ func (e *OutputsTooLargeError) Error() string {
 	if e.Sensitive {
 		class = "sensitive"
 	}
-	return fmt.Sprintf("the %s outputs of the state are larger than %s", class, formatBytes(e.Limit))
+	return fmt.Sprintf("the %s outputs of the state are larger than %d KiB", class, e.Limit>>10)
 }
 
 // Is reports whether target is ErrOutputsTooLarge.
@@ -42,8 +42,8 @@ func (e *OutputsTooLargeError) Is(target error) bool { return target == ErrOutpu
 type Options struct {
 	// Want reports whether the output named name is kept; nil keeps all.
 	Want func(name string) bool
-	// MaxPlainBytes bounds the names and values of the kept outputs that
-	// are not sensitive, as kept (compact JSON); 0 means no bound.
+	// MaxPlainBytes bounds the names, values and types of the kept outputs
+	// that are not sensitive, as kept (compact JSON); 0 means no bound.
 	MaxPlainBytes int64
 	// MaxSensitiveBytes bounds the same for sensitive outputs; 0 means no
 	// bound.
@@ -71,9 +71,13 @@ func ReadOutputs(r io.Reader, opts Options) (*State, error) {
 		count   int
 	)
 	limits := [2]int64{opts.MaxPlainBytes, opts.MaxSensitiveBytes}
-	// A single value may be as large as the larger budget; the class is
-	// known only once the whole output is read.
+	// A single value may be as large as the larger budget (or unbounded
+	// when a class is): the class is known only once the whole output is
+	// read.
 	capLimit := maxInt(max(limits[0], limits[1]))
+	if limits[0] == 0 || limits[1] == 0 {
+		capLimit = maxInt(0)
+	}
 
 	md, err := readDocument(r, func(s *scanner, name string, index int) error {
 		count++
@@ -101,9 +105,9 @@ func ReadOutputs(r io.Reader, opts Options) (*State, error) {
 		}
 		class := classOf(sensitive)
 		if old, ok := outputs[name]; ok { // a repeated name: the last one wins
-			used[classOf(old.Sensitive)] -= int64(len(name) + len(old.Value))
+			used[classOf(old.Sensitive)] -= int64(len(name) + len(old.Value) + len(old.Type))
 		}
-		used[class] += int64(len(name) + len(value))
+		used[class] += int64(len(name) + len(value) + len(typ))
 		if limits[class] > 0 && used[class] > limits[class] {
 			return &OutputsTooLargeError{Sensitive: sensitive, Limit: limits[class]}
 		}
@@ -141,15 +145,4 @@ func maxInt(budget int64) int {
 		return int(^uint(0) >> 1)
 	}
 	return int(budget)
-}
-
-// formatBytes prints n in the largest binary unit that divides it.
-func formatBytes(n int64) string {
-	switch {
-	case n >= 1<<20 && n%(1<<20) == 0:
-		return fmt.Sprintf("%d MiB", n>>20)
-	case n >= 1<<10 && n%(1<<10) == 0:
-		return fmt.Sprintf("%d KiB", n>>10)
-	}
-	return fmt.Sprintf("%d bytes", n)
 }

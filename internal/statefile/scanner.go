@@ -171,7 +171,7 @@ func (s *scanner) composite(k *sink, open, closing byte) error {
 		return err
 	}
 	if err := k.writeByte(open); err != nil {
-		return s.syntaxError("%v", err)
+		return err // the sink's errValueTooLong
 	}
 	c, err := s.peek()
 	if err != nil {
@@ -195,7 +195,7 @@ func (s *scanner) composite(k *sink, open, closing byte) error {
 				return err
 			}
 			if err := k.writeByte(':'); err != nil {
-				return s.syntaxError("%v", err)
+				return err // the sink's errValueTooLong
 			}
 		}
 		if err := s.value(k); err != nil {
@@ -206,7 +206,7 @@ func (s *scanner) composite(k *sink, open, closing byte) error {
 			return err
 		}
 		if err := k.writeByte(c); err != nil {
-			return s.syntaxError("%v", err)
+			return err // the sink's errValueTooLong
 		}
 		switch c {
 		case ',':

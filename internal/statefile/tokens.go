@@ -21,7 +21,7 @@ func (s *scanner) literal(k *sink, word string) error {
 		}
 	}
 	if err := k.write([]byte(word)); err != nil {
-		return s.syntaxError("%v", err)
+		return err // the sink's errValueTooLong
 	}
 	return nil
 }
@@ -43,7 +43,7 @@ func (s *scanner) number(k *sink) error {
 		}
 		s.off++
 		if err := k.writeByte(b); err != nil {
-			return false, s.syntaxError("number %v", err)
+			return false, err // the sink's errValueTooLong
 		}
 		return true, nil
 	}
@@ -104,7 +104,7 @@ func (s *scanner) str(k *sink) error {
 		return err
 	}
 	if err := k.writeByte('"'); err != nil {
-		return s.syntaxError("%v", err)
+		return err // the sink's errValueTooLong
 	}
 	for {
 		// Fast path: scan what is buffered for the first special byte.
@@ -117,7 +117,7 @@ func (s *scanner) str(k *sink) error {
 			i++
 		}
 		if err := k.write(buf[:i]); err != nil {
-			return s.syntaxError("string %v", err)
+			return err // the sink's errValueTooLong
 		}
 		s.r.Discard(i) //nolint:errcheck // i bytes are buffered
 		s.off += int64(i)
@@ -129,7 +129,7 @@ func (s *scanner) str(k *sink) error {
 			return err
 		}
 		if err := k.writeByte(c); err != nil {
-			return s.syntaxError("string %v", err)
+			return err // the sink's errValueTooLong
 		}
 		switch {
 		case c == '"':
@@ -144,7 +144,7 @@ func (s *scanner) str(k *sink) error {
 			return err
 		}
 		if err := k.writeByte(e); err != nil {
-			return s.syntaxError("string %v", err)
+			return err // the sink's errValueTooLong
 		}
 		switch e {
 		case '"', '\\', '/', 'b', 'f', 'n', 'r', 't':
@@ -159,7 +159,7 @@ func (s *scanner) str(k *sink) error {
 					return s.syntaxError("invalid \\u escape in a string")
 				}
 				if err := k.writeByte(h); err != nil {
-					return s.syntaxError("string %v", err)
+					return err // the sink's errValueTooLong
 				}
 			}
 		default:
