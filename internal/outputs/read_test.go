@@ -151,12 +151,13 @@ func TestCheckDefaults(t *testing.T) {
 		"three levels":         {defaults: map[string]json.RawMessage{"deep": nested(3)}, wantErr: `the value of "deep" must nest at most two levels`},
 		"9000 levels":          {defaults: map[string]json.RawMessage{"deep": nested(9000)}, wantErr: `the value of "deep" must nest at most two levels`},
 		"65 members":           {defaults: map[string]json.RawMessage{"zones": list(65)}, wantErr: `the value of "zones" must nest at most two levels`},
-		"a long string":        {defaults: map[string]json.RawMessage{"s": json.RawMessage(`"` + strings.Repeat("é", 65537) + `"`)}, wantErr: `the value of "s"`},
+		"a long string":        {defaults: map[string]json.RawMessage{"s": json.RawMessage(`"` + strings.Repeat("é", 32768) + `x"`)}, wantErr: `the value of "s"`},
 		"a key with a slash":   {defaults: map[string]json.RawMessage{"a/b": json.RawMessage(`1`)}, wantErr: `"a/b" is not a valid ConfigMap key`},
 		"a key ..":             {defaults: map[string]json.RawMessage{"..": json.RawMessage(`1`)}, wantErr: `".." is not a valid ConfigMap key`},
-		"more than 512 KiB":    {defaults: bigDefaults(9, 65536), wantErr: "at most 524288 are allowed"},
+		"128 KiB":              {defaults: bigDefaults(2, 65534)}, // names d0, d1 count too
+		"more than 128 KiB":    {defaults: bigDefaults(2, 65535), wantErr: "the values total 131074 bytes, at most 131072 are allowed"},
 		"not JSON":             {defaults: map[string]json.RawMessage{"a": json.RawMessage(`{`)}, wantErr: `the value of "a" is not JSON`},
-		"multibyte at the cap": {defaults: map[string]json.RawMessage{"s": json.RawMessage(`"` + strings.Repeat("é", 65536) + `"`)}},
+		"multibyte at the cap": {defaults: map[string]json.RawMessage{"s": json.RawMessage(`"` + strings.Repeat("é", 32768) + `"`)}},
 	}
 	for name, tc := range cases {
 		t.Run(name, func(t *testing.T) {

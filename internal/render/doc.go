@@ -34,7 +34,8 @@
 // arbitrary JSON that every file writes with indentation, so rendering it
 // unchecked costs time and memory that grow with the square of its nesting
 // depth. Before any override is decoded, a streaming scan of its raw JSON
-// checks these limits, which the API's admission rules enforce too:
+// ([jsonbounds.Measure]) checks these limits, which the API's admission
+// rules enforce too:
 //
 //   - a value is a JSON scalar (string, number, bool or null), or a list or
 //     an object whose members are all scalars ([MaxOverrideDepth]);
@@ -46,7 +47,8 @@
 //     1e32 ([MaxOverrideNumberExponent]): numbers are written in plain
 //     decimal, in at most 66 characters;
 //   - the values of one spec total at most [MaxOverrideValuesBytes]
-//     (32 KiB) of raw JSON;
+//     (32 KiB), counting the bytes of strings and object keys and 8 for
+//     any other scalar, as the admission policy counts them;
 //   - as the API already requires, a spec has at most 32 overrides and a
 //     path at most 128 bytes.
 //

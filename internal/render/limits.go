@@ -41,7 +41,7 @@ const (
 	MaxOverrideNumberExponent = 32
 	// MaxOverrideValuesBytes is the largest total size of the override
 	// values of one spec, counting the bytes of their strings and object
-	// keys and scalarSize for any other scalar: the measure the admission
+	// keys and jsonbounds.ScalarSize for any other scalar: the measure the admission
 	// policy of config/admission computes, so that both refuse the same
 	// specs.
 	MaxOverrideValuesBytes = 32 * 1024
@@ -49,10 +49,6 @@ const (
 	// path may have: each one nests a block in every rendered file.
 	MaxOverridePathSegments = 3
 )
-
-// scalarSize is what a number, a bool or null counts towards
-// MaxOverrideValuesBytes.
-const scalarSize = 8
 
 // Limits the API already enforces at admission (MaxItems and MaxLength of
 // spec.overrides and its paths), checked again because they bound the

@@ -11,6 +11,7 @@ import (
 	ctyjson "github.com/zclconf/go-cty/cty/json"
 
 	"github.com/infrastate/backend-operator/api/v1alpha1"
+	"github.com/infrastate/backend-operator/internal/jsonbounds"
 )
 
 // overridePath is the syntax of an override path, as admission checks it: a
@@ -70,7 +71,7 @@ func applyOverride(b *body, o v1alpha1.Override) error {
 
 // errInvalidJSON reports an override value that is not valid JSON. The
 // decoder's own message is dropped: it may quote part of the value.
-var errInvalidJSON = errors.New("value is not valid JSON")
+var errInvalidJSON = jsonbounds.ErrNotJSON
 
 // overrideValue decodes a JSON override value into cty: strings, numbers
 // and bools as such, objects as objects, arrays as tuples, null as null.

@@ -1,13 +1,12 @@
 package render
 
 import (
-	"bytes"
-	"encoding/json"
 	"errors"
 	"fmt"
-	"io"
 	"strconv"
 	"strings"
+
+	"github.com/infrastate/backend-operator/internal/jsonbounds"
 )
 
 // Errors of checkOverrideValue. None quotes the value: it may be secret.
@@ -26,94 +25,29 @@ var (
 // MaxOverrideKeyBytes, MaxOverrideNumberBytes, MaxOverrideNumberExponent)
 // and that it is one valid JSON value, and returns its size as
 // MaxOverrideValuesBytes counts it. It reads the value one token at a
-// time and stops at the first breach, so a hostile value costs no more
-// than the bytes scanned before it: nothing is decoded into a tree and no
-// recursion follows the nesting.
+// time and stops at the first breach (see [jsonbounds.Measure]), so a
+// hostile value costs no more than the bytes scanned before it.
 func checkOverrideValue(raw []byte) (int, error) {
-	if len(raw) == 0 {
-		return 0, fmt.Errorf("%w: the value is empty", errInvalidJSON)
+	size, err := jsonbounds.Measure(raw, jsonbounds.Bounds{
+		MaxDepth:   MaxOverrideDepth,
+		MaxMembers: MaxOverrideMembers,
+		MaxString:  MaxOverrideStringBytes,
+		MaxKey:     MaxOverrideKeyBytes,
+		Number:     checkOverrideNumber,
+	})
+	switch {
+	case err == nil:
+		return size, nil
+	case errors.Is(err, jsonbounds.ErrTooDeep):
+		return 0, errOverrideTooDeep
+	case errors.Is(err, jsonbounds.ErrStringTooLong):
+		return 0, errOverrideString
+	case errors.Is(err, jsonbounds.ErrTooManyMembers):
+		return 0, errOverrideMembers
+	case errors.Is(err, jsonbounds.ErrKeyTooLong):
+		return 0, errOverrideKey
 	}
-	dec := json.NewDecoder(bytes.NewReader(raw))
-	dec.UseNumber()
-	var (
-		depth   int  // lists and objects open around the next token
-		object  bool // the innermost open value is an object
-		wantKey bool // the next token of the open object is a key
-		members int  // members of the open list or object so far
-		started bool // a token was read
-		done    bool // the top value is complete
-		size    int  // bytes of strings and keys, scalarSize per other scalar
-	)
-	for {
-		tok, err := dec.Token()
-		switch {
-		case errors.Is(err, io.EOF) && done:
-			return size, nil
-		case errors.Is(err, io.EOF) && started:
-			return 0, fmt.Errorf("%w: the value ends before it is complete", errInvalidJSON)
-		case errors.Is(err, io.EOF):
-			return 0, fmt.Errorf("%w: the value is empty", errInvalidJSON)
-		case err != nil:
-			return 0, jsonSyntaxError(err)
-		case done:
-			return 0, fmt.Errorf("%w: data follows the value", errInvalidJSON)
-		}
-		started = true
-		switch t := tok.(type) {
-		case json.Delim:
-			if t == '[' || t == '{' {
-				if depth >= MaxOverrideDepth {
-					return 0, errOverrideTooDeep
-				}
-				depth++
-				object, wantKey, members = t == '{', t == '{', 0
-				continue
-			}
-			depth--
-			done = depth == 0
-			continue
-		case string:
-			if wantKey {
-				if len(t) > MaxOverrideKeyBytes {
-					return 0, errOverrideKey
-				}
-				size += len(t)
-				wantKey = false
-				continue
-			}
-			if len(t) > MaxOverrideStringBytes {
-				return 0, errOverrideString
-			}
-			size += len(t)
-		case json.Number:
-			if err := checkOverrideNumber(string(t)); err != nil {
-				return 0, err
-			}
-			size += scalarSize
-		default: // bool or null
-			size += scalarSize
-		}
-		// A scalar value was read: the top value, or a member.
-		if depth == 0 {
-			done = true
-			continue
-		}
-		members++
-		if members > MaxOverrideMembers {
-			return 0, errOverrideMembers
-		}
-		wantKey = object
-	}
-}
-
-// jsonSyntaxError reports err, from a JSON decoder, without its message,
-// which may quote part of the value.
-func jsonSyntaxError(err error) error {
-	var syntaxErr *json.SyntaxError
-	if errors.As(err, &syntaxErr) {
-		return fmt.Errorf("%w: syntax error at byte %d", errInvalidJSON, syntaxErr.Offset)
-	}
-	return errInvalidJSON
+	return 0, err
 }
 
 // checkOverrideNumber checks a JSON number literal (valid JSON, as the

@@ -312,8 +312,8 @@ var _ = Describe("Admission validation", func() {
 			"spec.defaults", ".. must be valid ConfigMap keys"),
 		Entry("remote: defaults nest two levels at most", remoteState(set("spec.defaults", map[string]any{"deep": []any{[]any{[]any{"x"}}}})),
 			"spec.defaults", "the value of deep must nest at most two levels"),
-		Entry("remote: defaults total at most 512 KiB", remoteState(set("spec.defaults", largeDefaults(9, 65536))),
-			"spec.defaults", "at most 524288 are allowed"),
+		Entry("remote: defaults total at most 128 KiB", remoteState(set("spec.defaults", largeDefaults(2, 65535))),
+			"spec.defaults", "the values total 131074 bytes, at most 131072 are allowed"),
 
 		Entry("cos: probe interval at least 10s", cosBackend(set("spec.probe.interval", "1s")),
 			"spec.probe.interval", "probe.interval must be 0s (probing disabled) or between 10s and 24h"),
@@ -342,6 +342,10 @@ var _ = Describe("Admission validation", func() {
 				set("spec.defaults", map[string]any{"region": "ap-guangzhou", "zones": stringList(64),
 					"subnets": map[string]any{"a": map[string]any{"id": "subnet-1", "cidr": "10.0.0.0/24"}, "b": []any{"x", int64(1)}}}),
 				set("spec.outputs", []any{map[string]any{"name": "vpc_id", "type": "string", "key": "VPC_ID"}, map[string]any{"name": "VPC_ID", "key": "vpc_id"}})),
+			remoteState(set("spec.defaults", largeDefaults(2, 65534))), // 131072 bytes with the names
+			// As many scalars as 128 KiB of defaults holds: the policy's CEL
+			// cost is highest per byte here, and must stay within budget.
+			remoteState(set("spec.defaults", scalarDefaults([]int{64, 64, 64, 60}))),
 		}
 		for i, obj := range valid {
 			obj.SetName(fmt.Sprintf("valid-%d", i))
@@ -391,6 +395,24 @@ func largeOverrides(n, size int) []any {
 		items[i] = map[string]any{"path": fmt.Sprintf("attr_%d", i), "value": strings.Repeat("v", size)}
 	}
 	return items
+}
+
+// scalarDefaults returns one default per entry of lists, an object of that
+// many lists of 64 bools each.
+func scalarDefaults(lists []int) map[string]any {
+	defaults := make(map[string]any, len(lists))
+	for i, n := range lists {
+		value := make(map[string]any, n)
+		for j := range n {
+			bools := make([]any, 64)
+			for k := range bools {
+				bools[k] = k%2 == 0
+			}
+			value[fmt.Sprintf("l%d", j)] = bools
+		}
+		defaults[fmt.Sprintf("d%d", i)] = value
+	}
+	return defaults
 }
 
 // largeDefaults returns n defaults whose values are strings of size
