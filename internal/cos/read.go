@@ -8,6 +8,7 @@ import (
 	"io"
 	"strconv"
 
+	errtext "github.com/infrastate/backend-operator/internal/redact"
 	"github.com/infrastate/backend-operator/internal/stateclient"
 )
 
@@ -70,8 +71,9 @@ func (c *Client) ReadState(ctx context.Context, workspace string) (*Object, erro
 // state is not locked. The object must pass the same checksum checks as a
 // state object (Terraform writes x-cos-meta-md5 on it too and refuses it
 // otherwise); a body that is not LockInfo JSON, or that is above 1 MiB, is
-// ErrInvalidLock. The returned ID is the object's checksum, as Terraform
-// reports it.
+// ErrInvalidLock, reported without quoting the body. The returned ID is
+// the object's checksum, as Terraform reports it; the other fields are
+// scrubbed of the client's credentials, like its errors.
 func (c *Client) ReadLock(ctx context.Context, workspace string) (*LockInfo, error) {
 	var info LockInfo
 	obj, err := c.readObject(ctx, workspace, true, func(r io.Reader) error {
@@ -80,7 +82,7 @@ func (c *Client) ReadLock(ctx context.Context, workspace string) (*LockInfo, err
 			return err
 		}
 		if err := json.Unmarshal(data, &info); err != nil {
-			return fmt.Errorf("%w: %w", ErrInvalidLock, err)
+			return fmt.Errorf("%w: %w", ErrInvalidLock, errtext.JSONError(err))
 		}
 		return nil
 	})
@@ -88,6 +90,7 @@ func (c *Client) ReadLock(ctx context.Context, workspace string) (*LockInfo, err
 		return nil, err
 	}
 	info.ID = obj.MD5
+	c.redact.scrubLockInfo(&info)
 	return &info, nil
 }
 

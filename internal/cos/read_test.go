@@ -175,6 +175,7 @@ func TestReadLock(t *testing.T) {
 		setup     func(srv *costest.Server)
 		want      *cos.LockInfo
 		wantErrs  []error
+		notInErr  string // bytes of the body the error must not quote
 	}{
 		"locked": {
 			workspace: "staging",
@@ -203,6 +204,21 @@ func TestReadLock(t *testing.T) {
 			setup:    func(srv *costest.Server) { srv.PutState(bucket, "env/terraform.tfstate.tflock", nil) },
 			wantErrs: []error{cos.ErrInvalidLock},
 		},
+		"a field the decoder quotes": {
+			setup: func(srv *costest.Server) {
+				srv.PutState(bucket, "env/terraform.tfstate.tflock", []byte(`{"Created":"server-chosen-words"}`))
+			},
+			wantErrs: []error{cos.ErrInvalidLock},
+			notInErr: "server-chosen-words",
+		},
+		"a holder quoting the credentials": {
+			setup: func(srv *costest.Server) {
+				srv.PutState(bucket, "env/terraform.tfstate.tflock", []byte(`{"ID":"x","Who":"`+secretKey+`","Info":"q-signature=abc"}`))
+			},
+			want: &cos.LockInfo{
+				ID: md5hex([]byte(`{"ID":"x","Who":"` + secretKey + `","Info":"q-signature=abc"}`)), Who: "<redacted>", Info: "<redacted>",
+			},
+		},
 		"no md5": {
 			setup: func(srv *costest.Server) {
 				srv.PutObject(bucket, "env/terraform.tfstate.tflock", []byte(lockJSON), nil)
@@ -223,6 +239,9 @@ func TestReadLock(t *testing.T) {
 			got, err := newClient(t, srv, baseConfig()).ReadLock(context.Background(), workspace)
 			if diff := errorsDiff(tc.wantErrs, err); diff != "" {
 				t.Fatalf("ReadLock() error = %v; sentinels (-want +got):\n%s", err, diff)
+			}
+			if tc.notInErr != "" && strings.Contains(err.Error(), tc.notInErr) {
+				t.Errorf("ReadLock() error = %q, quotes the body", err)
 			}
 			if diff := cmp.Diff(tc.want, got); diff != "" {
 				t.Errorf("ReadLock() (-want +got):\n%s", diff)

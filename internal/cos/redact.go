@@ -61,6 +61,13 @@ func (r redactor) scrub(s string) string {
 	return signatureDigits.ReplaceAllLiteralString(s, redacted)
 }
 
+// scrubLockInfo scrubs every text field of a lock holder a server sent.
+func (r redactor) scrubLockInfo(l *LockInfo) {
+	for _, f := range []*string{&l.ID, &l.Operation, &l.Info, &l.Who, &l.Version, &l.Path} {
+		*f = r.scrub(*f)
+	}
+}
+
 // error returns err unchanged when its message needs no scrubbing, and
 // otherwise an error with the scrubbed message that still matches
 // everything err matches (errors.Is, errors.As).

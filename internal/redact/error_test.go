@@ -2,10 +2,12 @@ package redact
 
 import (
 	"context"
+	"encoding/json"
 	"errors"
 	"net"
 	"net/url"
 	"testing"
+	"time"
 )
 
 func TestError(t *testing.T) {
@@ -41,5 +43,39 @@ func TestError(t *testing.T) {
 				t.Errorf("Timeout() = %t, want %t", ne.Timeout(), tc.wantTimeout)
 			}
 		})
+	}
+}
+
+func TestJSONError(t *testing.T) {
+	var target struct {
+		N int
+		T time.Time
+	}
+	cases := map[string]struct {
+		input   string
+		wantMsg string
+	}{
+		"syntax":     {input: `{"N": secret}`, wantMsg: "syntax error at byte 7"},
+		"wrong type": {input: `{"N": "secret"}`, wantMsg: "a value of the wrong type at byte 14"},
+		"truncated":  {input: `{"N": 1`, wantMsg: "syntax error at byte 7"},
+		"a bad time": {input: `{"T": "secret"}`, wantMsg: "a field has an invalid value"},
+	}
+	for name, tc := range cases {
+		t.Run(name, func(t *testing.T) {
+			decodeErr := json.Unmarshal([]byte(tc.input), &target)
+			if decodeErr == nil {
+				t.Fatalf("json.Unmarshal(%q) succeeded", tc.input)
+			}
+			err := JSONError(decodeErr)
+			if err.Error() != tc.wantMsg {
+				t.Errorf("JSONError() = %q, want %q", err, tc.wantMsg)
+			}
+			if !errors.Is(err, decodeErr) {
+				t.Errorf("JSONError() does not wrap the decoder's error")
+			}
+		})
+	}
+	if JSONError(nil) != nil {
+		t.Errorf("JSONError(nil) != nil")
 	}
 }

@@ -98,7 +98,8 @@ func (c *Client) FetchSummary(ctx context.Context) (*StateSummary, error) {
 // called. size is the number of bytes read. A state larger than
 // Config.MaxStateBytes gives a *SizeError: read sees at most one byte past
 // the limit. An error of read is returned wrapped; other answers are
-// handled as by Fetch.
+// handled as by Fetch. On every error found is false and size 0, as with
+// the COS client.
 func (c *Client) StreamState(ctx context.Context, read func(io.Reader) error) (found bool, size int64, err error) {
 	found, size, err = c.streamState(ctx, read)
 	return found, size, c.secrets.scrubError(err)
@@ -115,14 +116,14 @@ func (c *Client) streamState(ctx context.Context, read func(io.Reader) error) (b
 	if _, err := body.Peek(1); errors.Is(err, io.EOF) {
 		return false, 0, nil
 	} else if err != nil {
-		return false, 0, fmt.Errorf("GET %s: reading the state: %w", c.state.printable, err)
+		return false, 0, fmt.Errorf("GET %s: reading the state: %w", c.state.printable, c.secrets.cleanCause(err))
 	}
 	readErr := read(body)
 	if counted.n > c.maxStateBytes {
 		return false, 0, fmt.Errorf("GET %s: %w", c.state.printable, &SizeError{Limit: c.maxStateBytes, ContentLength: resp.ContentLength})
 	}
 	if readErr != nil {
-		return true, counted.n, fmt.Errorf("GET %s: %w", c.state.printable, readErr) // statefile's errors quote no input; the caller scrubs secrets
+		return false, 0, fmt.Errorf("GET %s: %w", c.state.printable, readErr) // statefile's errors quote no input; the caller scrubs secrets
 	}
 	return true, counted.n, nil
 }

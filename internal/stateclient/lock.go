@@ -12,6 +12,8 @@ import (
 	"time"
 
 	"github.com/google/uuid"
+
+	"github.com/infrastate/backend-operator/internal/redact"
 )
 
 // maxLockBodyBytes bounds the lock holder body read from a conflict answer.
@@ -241,27 +243,11 @@ func (c *Client) lockConflict(resp *http.Response) error {
 	default:
 		var holder LockInfo
 		if err := json.Unmarshal(body, &holder); err != nil {
-			e.Err = errors.New("the lock holder is not valid LockInfo JSON" + jsonProblem(err))
+			e.Err = fmt.Errorf("the lock holder is not valid LockInfo JSON (%w)", redact.JSONError(err))
 		} else {
 			c.secrets.scrubLockInfo(&holder)
 			e.Info = &holder
 		}
 	}
 	return e
-}
-
-// jsonProblem says where a LockInfo body went wrong without quoting it:
-// encoding/json's messages quote the bytes they could not read.
-func jsonProblem(err error) string {
-	var (
-		syntax *json.SyntaxError
-		typ    *json.UnmarshalTypeError
-	)
-	switch {
-	case errors.As(err, &syntax):
-		return fmt.Sprintf(" (syntax error at byte %d)", syntax.Offset)
-	case errors.As(err, &typ):
-		return fmt.Sprintf(" (a value of the wrong type at byte %d)", typ.Offset)
-	}
-	return " (a field has an invalid value)"
 }
