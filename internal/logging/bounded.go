@@ -10,12 +10,19 @@ import "github.com/go-logr/logr"
 const MaxVerbosity = 6
 
 // Bounded returns l with every level above maxV disabled, whatever the
-// sink itself would enable.
+// sink itself would enable. Sinks that report their caller still report
+// the caller of the returned logger.
 func Bounded(l logr.Logger, maxV int) logr.Logger {
-	if l.GetSink() == nil {
+	sink := l.GetSink()
+	if sink == nil {
 		return l
 	}
-	return logr.New(&boundedSink{LogSink: l.GetSink(), max: maxV})
+	// The sink was initialised for l; it now sits one frame deeper,
+	// behind the wrapper's Info and Error.
+	if cd, ok := sink.(logr.CallDepthLogSink); ok {
+		sink = cd.WithCallDepth(1)
+	}
+	return logr.New(&boundedSink{LogSink: sink, max: maxV})
 }
 
 // boundedSink disables the levels of its sink above max.
@@ -24,9 +31,9 @@ type boundedSink struct {
 	max int
 }
 
-// Init forwards the call depth to the wrapped sink: the wrapper's own frame
-// is not part of it.
-func (s *boundedSink) Init(info logr.RuntimeInfo) { s.LogSink.Init(info) }
+// Init does nothing: the wrapped sink was initialised by the logger it
+// came from, and initialising it again would add the call depth twice.
+func (s *boundedSink) Init(logr.RuntimeInfo) {}
 
 // Enabled reports whether level is at most max and enabled by the sink.
 func (s *boundedSink) Enabled(level int) bool { return level <= s.max && s.LogSink.Enabled(level) }
@@ -36,6 +43,12 @@ func (s *boundedSink) Info(level int, msg string, kv ...any) {
 	if s.Enabled(level) {
 		s.LogSink.Info(level, msg, kv...)
 	}
+}
+
+// Error logs always, as logr does. It is written out, not promoted from
+// the wrapped sink, so that it adds the same one frame Info does.
+func (s *boundedSink) Error(err error, msg string, kv ...any) {
+	s.LogSink.Error(err, msg, kv...)
 }
 
 // WithValues keeps the bound.

@@ -1,6 +1,7 @@
 package logging
 
 import (
+	"strings"
 	"testing"
 
 	"github.com/go-logr/logr"
@@ -30,5 +31,24 @@ func TestBounded(t *testing.T) {
 	}
 	if l := Bounded(logr.Discard(), 1); l.GetSink() != nil {
 		t.Errorf("Bounded(Discard) has a sink")
+	}
+}
+
+// TestBoundedReportsTheCaller checks that the wrapper's own frame does not
+// shift the caller a sink reports, for Info and Error alike.
+func TestBoundedReportsTheCaller(t *testing.T) {
+	var lines []string
+	sink := funcr.New(func(_, args string) { lines = append(lines, args) }, funcr.Options{LogCaller: funcr.All})
+	log := Bounded(sink, MaxVerbosity)
+	log.Info("info")
+	log.Error(nil, "error")
+	log.WithName("named").WithValues("k", "v").Info("derived")
+	if len(lines) != 3 {
+		t.Fatalf("logged %q, want 3 lines", lines)
+	}
+	for _, line := range lines {
+		if !strings.Contains(line, `"file"="bounded_test.go"`) {
+			t.Errorf("line %s does not name bounded_test.go as its caller", line)
+		}
 	}
 }
