@@ -90,7 +90,7 @@ func (c *Client) ReadLock(ctx context.Context, workspace string) (*LockInfo, err
 		return nil, err
 	}
 	info.ID = obj.MD5
-	c.redact.scrubLockInfo(&info)
+	info.Rewrite(c.redact.scrub)
 	return &info, nil
 }
 

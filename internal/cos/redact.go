@@ -61,25 +61,11 @@ func (r redactor) scrub(s string) string {
 	return signatureDigits.ReplaceAllLiteralString(s, redacted)
 }
 
-// scrubLockInfo scrubs every text field of a lock holder a server sent.
-func (r redactor) scrubLockInfo(l *LockInfo) {
-	for _, f := range []*string{&l.ID, &l.Operation, &l.Info, &l.Who, &l.Version, &l.Path} {
-		*f = r.scrub(*f)
-	}
-}
-
 // error returns err unchanged when its message needs no scrubbing, and
 // otherwise an error with the scrubbed message that still matches
 // everything err matches (errors.Is, errors.As).
 func (r redactor) error(err error) error {
-	if err == nil {
-		return nil
-	}
-	msg := err.Error()
-	if clean := r.scrub(msg); clean != msg {
-		return errtext.Error(err, clean)
-	}
-	return err
+	return errtext.Rewrite(err, r.scrub)
 }
 
 // withoutURL returns err with the URL of a *url.Error left out of its

@@ -45,3 +45,17 @@ func (e *rewrittenNet) Timeout() bool { return e.net.Timeout() }
 
 // Temporary reports whether the original error is temporary.
 func (e *rewrittenNet) Temporary() bool { return e.net.Temporary() }
+
+// Rewrite returns err when clean leaves its message as it is, and
+// otherwise an error with the cleaned message that is still err (see
+// Error). A nil err stays nil.
+func Rewrite(err error, clean func(string) string) error {
+	if err == nil {
+		return nil
+	}
+	text := err.Error()
+	if cleaned := clean(text); cleaned != text {
+		return Error(err, cleaned)
+	}
+	return err
+}

@@ -6,6 +6,7 @@ import (
 	"errors"
 	"net"
 	"net/url"
+	"strings"
 	"testing"
 	"time"
 )
@@ -77,5 +78,21 @@ func TestJSONError(t *testing.T) {
 	}
 	if JSONError(nil) != nil {
 		t.Errorf("JSONError(nil) != nil")
+	}
+}
+
+func TestRewrite(t *testing.T) {
+	base := errors.New("token=abc")
+	clean := func(s string) string { return strings.ReplaceAll(s, "abc", "***") }
+	if got := Rewrite(nil, clean); got != nil {
+		t.Errorf("Rewrite(nil) = %v", got)
+	}
+	kept := errors.New("kept")
+	if got := Rewrite(kept, clean); got != kept {
+		t.Errorf("Rewrite() of a clean error = %v, want the error itself", got)
+	}
+	got := Rewrite(base, clean)
+	if got.Error() != "token=***" || !errors.Is(got, base) {
+		t.Errorf("Rewrite() = %q (is base: %t), want token=*** wrapping base", got, errors.Is(got, base))
 	}
 }

@@ -52,6 +52,14 @@ func NewLockInfo(operation, who string) LockInfo {
 	return LockInfo{ID: uuid.NewString(), Operation: operation, Who: who, Created: time.Now().UTC()}
 }
 
+// Rewrite replaces every text field of l (all but Created) by f of it.
+// The state clients scrub the holders servers send with it.
+func (l *LockInfo) Rewrite(f func(string) string) {
+	for _, field := range []*string{&l.ID, &l.Operation, &l.Info, &l.Who, &l.Version, &l.Path} {
+		*field = f(*field)
+	}
+}
+
 // String describes the lock on one line.
 func (l LockInfo) String() string {
 	parts := []string{"ID=" + l.ID}

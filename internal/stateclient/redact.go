@@ -213,36 +213,18 @@ func isAlnum(c byte) bool {
 }
 
 // scrubLockInfo removes the secrets from every text field of l.
-func (s secrets) scrubLockInfo(l *LockInfo) {
-	for _, f := range []*string{&l.ID, &l.Operation, &l.Info, &l.Who, &l.Version, &l.Path} {
-		*f = s.scrub(*f)
-	}
-}
+func (s secrets) scrubLockInfo(l *LockInfo) { l.Rewrite(s.scrub) }
 
 // scrubError returns err, or, when its text holds a secret, err with that
 // text scrubbed (errors.Is and errors.As still see err's chain).
 func (s secrets) scrubError(err error) error {
-	if err == nil {
-		return nil
-	}
-	text := err.Error()
-	if clean := s.scrub(text); clean != text {
-		return redact.Error(err, clean)
-	}
-	return err
+	return redact.Rewrite(err, s.scrub)
 }
 
 // cleanCause returns err with a text holding neither the bytes a server
 // sent (the quoted segments of net/http's errors) nor a secret.
 func (s secrets) cleanCause(err error) error {
-	if err == nil {
-		return nil
-	}
-	text := err.Error()
-	if clean := s.scrub(stripQuoted(text)); clean != text {
-		return redact.Error(err, clean)
-	}
-	return err
+	return redact.Rewrite(err, func(text string) string { return s.scrub(stripQuoted(text)) })
 }
 
 // cleanTransportError returns a transport error as the client reports it:
