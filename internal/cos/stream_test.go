@@ -10,7 +10,6 @@ import (
 	"net/http"
 	"net/http/httptest"
 	"net/url"
-	"runtime"
 	"strconv"
 	"testing"
 	"time"
@@ -19,6 +18,7 @@ import (
 
 	"github.com/infrastate/backend-operator/internal/cos"
 	"github.com/infrastate/backend-operator/internal/cos/costest"
+	"github.com/infrastate/backend-operator/internal/testtools"
 )
 
 // consumed is what a read function passed to StreamState saw.
@@ -341,17 +341,6 @@ func bigState(n int) []byte {
 	return b
 }
 
-// allocatedDuring returns the bytes the whole process allocated while f
-// ran (runtime.MemStats.TotalAlloc), which includes the test server's.
-func allocatedDuring(f func()) uint64 {
-	var before, after runtime.MemStats
-	runtime.GC()
-	runtime.ReadMemStats(&before)
-	f()
-	runtime.ReadMemStats(&after)
-	return after.TotalAlloc - before.TotalAlloc
-}
-
 // TestStreamStateAllocatesFarLessThanTheState reads a state far larger
 // than any buffer on the way and checks that the bytes allocated during
 // the call, client and test server together, stay far below its size.
@@ -368,7 +357,7 @@ func TestStreamStateAllocatesFarLessThanTheState(t *testing.T) {
 	var n int64
 	var found bool
 	var err error
-	allocated := allocatedDuring(func() {
+	allocated := testtools.AllocatedBy(func() {
 		found, _, err = c.StreamState(context.Background(), cos.DefaultWorkspace, func(r io.Reader) error {
 			var copyErr error
 			n, copyErr = io.Copy(h, r)

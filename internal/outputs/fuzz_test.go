@@ -3,8 +3,9 @@ package outputs
 import (
 	"bytes"
 	"encoding/json"
-	"runtime"
 	"testing"
+
+	"github.com/infrastate/backend-operator/internal/testtools"
 )
 
 // FuzzRead drives the RemoteState pipeline (stream, select, check the
@@ -23,11 +24,8 @@ func FuzzRead(f *testing.F) {
 		for _, selectors := range [][]Selector{nil, {{Name: "a", Type: TypeAny}, {Name: "region"}}} {
 			var values []Value
 			var err error
-			var before, after runtime.MemStats
-			runtime.ReadMemStats(&before)
-			_, values, err = Read(bytes.NewReader(data), defaults, selectors)
-			runtime.ReadMemStats(&after)
-			if alloc, bound := after.TotalAlloc-before.TotalAlloc, uint64(256<<10+10*len(data)); alloc > bound {
+			alloc := testtools.AllocatedBy(func() { _, values, err = Read(bytes.NewReader(data), defaults, selectors) })
+			if bound := uint64(256<<10 + 10*len(data)); alloc > bound {
 				t.Fatalf("Read allocated %d bytes for %d bytes of input, more than %d", alloc, len(data), bound)
 			}
 			if err != nil {

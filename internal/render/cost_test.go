@@ -3,11 +3,11 @@ package render
 import (
 	"encoding/json"
 	"fmt"
-	"runtime"
 	"strings"
 	"testing"
 
 	"github.com/infrastate/backend-operator/api/v1alpha1"
+	"github.com/infrastate/backend-operator/internal/testtools"
 )
 
 // The cost tests render specs at the override limits, shaped to amplify as
@@ -163,7 +163,7 @@ func TestRenderCostIsLinear(t *testing.T) {
 			var f Files
 			var err error
 			renderUnchecked(spec) // warm up: lazily built tables are not the spec's cost
-			alloc := bytesAllocated(func() { f, err = renderUnchecked(spec) })
+			alloc := testtools.AllocatedBy(func() { f, err = renderUnchecked(spec) })
 			if err != nil {
 				t.Fatal(err)
 			}
@@ -195,19 +195,18 @@ func BenchmarkRenderOverrides(b *testing.B) {
 			b.ReportAllocs()
 			b.SetBytes(int64(in))
 			var out, n int
-			var before, after runtime.MemStats
-			runtime.ReadMemStats(&before)
-			for b.Loop() {
-				f, err := renderUnchecked(spec)
-				if err != nil {
-					b.Fatal(err)
+			alloc := testtools.AllocatedBy(func() {
+				for b.Loop() {
+					f, err := renderUnchecked(spec)
+					if err != nil {
+						b.Fatal(err)
+					}
+					out = filesSize(f)
+					n++
 				}
-				out = filesSize(f)
-				n++
-			}
-			runtime.ReadMemStats(&after)
+			})
 			b.ReportMetric(float64(out)/float64(in), "out-B/in-B")
-			b.ReportMetric(float64(after.TotalAlloc-before.TotalAlloc)/float64(n)/float64(in), "alloc-B/in-B")
+			b.ReportMetric(float64(alloc)/float64(n)/float64(in), "alloc-B/in-B")
 		})
 	}
 }

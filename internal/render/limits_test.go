@@ -3,11 +3,11 @@ package render
 import (
 	"errors"
 	"fmt"
-	"runtime"
 	"strings"
 	"testing"
 
 	"github.com/infrastate/backend-operator/api/v1alpha1"
+	"github.com/infrastate/backend-operator/internal/testtools"
 )
 
 // secretMarker is planted in override values and keys: no error may quote
@@ -155,16 +155,6 @@ func TestOverrideLimits(t *testing.T) {
 	}
 }
 
-// bytesAllocated returns the bytes fn allocates (runtime.MemStats
-// TotalAlloc, which counts every allocation, freed or not).
-func bytesAllocated(fn func()) uint64 {
-	var before, after runtime.MemStats
-	runtime.ReadMemStats(&before)
-	fn()
-	runtime.ReadMemStats(&after)
-	return after.TotalAlloc - before.TotalAlloc
-}
-
 // TestHostileOverridesAreRefusedCheaply renders the hostile values that
 // used to take the manager down, and checks that they are refused with a
 // clear error before anything proportional to their rendering is
@@ -196,7 +186,7 @@ func TestHostileOverridesAreRefusedCheaply(t *testing.T) {
 		t.Run(name, func(t *testing.T) {
 			spec := v1alpha1.HttpBackendSpec{Address: testAddress, Overrides: []v1alpha1.Override{overrideJSON("future", tc.value)}}
 			var err error
-			alloc := bytesAllocated(func() { _, err = HTTPFiles(spec) })
+			alloc := testtools.AllocatedBy(func() { _, err = HTTPFiles(spec) })
 			if !errors.Is(err, ErrInvalidOverride) {
 				t.Fatalf("error %v is not ErrInvalidOverride", err)
 			}

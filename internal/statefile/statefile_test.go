@@ -5,12 +5,13 @@ import (
 	"encoding/json"
 	"errors"
 	"io"
-	"runtime"
 	"strings"
 	"testing"
 
 	"github.com/google/go-cmp/cmp"
 	"github.com/google/go-cmp/cmp/cmpopts"
+
+	"github.com/infrastate/backend-operator/internal/testtools"
 )
 
 // fullState is a state as Terraform 1.x writes it, with every output shape.
@@ -279,11 +280,11 @@ func TestReadSummaryIgnoresHugeValues(t *testing.T) {
 		&repeatReader{b: elem, n: size / int64(len(elem)) * int64(len(elem))},
 		strings.NewReader(`{}]}`),
 	)
-	var before, after runtime.MemStats
-	runtime.GC()
-	runtime.ReadMemStats(&before)
-	got, err := ReadSummary(in)
-	runtime.ReadMemStats(&after)
+	var (
+		got Summary
+		err error
+	)
+	alloc := testtools.AllocatedBy(func() { got, err = ReadSummary(in) })
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -292,7 +293,7 @@ func TestReadSummaryIgnoresHugeValues(t *testing.T) {
 		t.Errorf("ReadSummary() mismatch (-want +got):\n%s", diff)
 	}
 	// 48 MiB streamed; the read buffer and metadata need well under 1 MiB.
-	if alloc := after.TotalAlloc - before.TotalAlloc; alloc > 1<<20 {
+	if alloc > 1<<20 {
 		t.Errorf("ReadSummary allocated %d bytes for a %d-byte state; values must not be kept", alloc, 3*size)
 	}
 }
@@ -322,12 +323,12 @@ func FuzzReadSummary(f *testing.F) {
 		bound := uint64(128<<10 + 8*len(data))
 		var sum Summary
 		var err error
-		if alloc := allocated(func() { sum, err = ReadSummary(bytes.NewReader(data)) }); alloc > bound {
+		if alloc := testtools.AllocatedBy(func() { sum, err = ReadSummary(bytes.NewReader(data)) }); alloc > bound {
 			t.Fatalf("ReadSummary allocated %d bytes for %d bytes of input, more than %d", alloc, len(data), bound)
 		}
 		var st *State
 		var serr error
-		if alloc := allocated(func() { st, serr = ReadOutputs(bytes.NewReader(data), Options{}) }); alloc > bound+uint64(2*len(data)) {
+		if alloc := testtools.AllocatedBy(func() { st, serr = ReadOutputs(bytes.NewReader(data), Options{}) }); alloc > bound+uint64(2*len(data)) {
 			t.Fatalf("ReadOutputs allocated %d bytes for %d bytes of input", alloc, len(data))
 		}
 		if (err == nil) != (serr == nil) {
@@ -340,13 +341,4 @@ func FuzzReadSummary(f *testing.F) {
 			t.Fatalf("summaries differ (-ReadOutputs +ReadSummary):\n%s", diff)
 		}
 	})
-}
-
-// allocated returns the bytes fn allocated.
-func allocated(fn func()) uint64 {
-	var before, after runtime.MemStats
-	runtime.ReadMemStats(&before)
-	fn()
-	runtime.ReadMemStats(&after)
-	return after.TotalAlloc - before.TotalAlloc
 }

@@ -6,13 +6,14 @@ import (
 	"net/http"
 	"net/http/httptest"
 	"os"
-	"runtime"
 	"strconv"
 	"strings"
 	"sync"
 	"testing"
 
 	"github.com/google/go-cmp/cmp"
+
+	"github.com/infrastate/backend-operator/internal/testtools"
 )
 
 // serveDirect runs one request through srv without a network and returns
@@ -53,16 +54,6 @@ func (w *countingWriter) Write(b []byte) (int, error) {
 	return len(b), nil
 }
 
-// allocatedBy returns the bytes allocated on the heap while fn runs.
-func allocatedBy(fn func()) uint64 {
-	var before, after runtime.MemStats
-	runtime.GC()
-	runtime.ReadMemStats(&before)
-	fn()
-	runtime.ReadMemStats(&after)
-	return after.TotalAlloc - before.TotalAlloc
-}
-
 // TestBodiesAreNotHeldTwice uploads and downloads a 32 MiB state and measures
 // what the server allocates: the directory store streams through files and
 // allocates little whatever the size, and the memory store keeps one copy of
@@ -95,14 +86,14 @@ func TestBodiesAreNotHeldTwice(t *testing.T) {
 		t.Run(name, func(t *testing.T) {
 			srv := New(tc.store(t))
 			var status int
-			uploaded := allocatedBy(func() {
+			uploaded := testtools.AllocatedBy(func() {
 				status = serveDirect(srv, http.MethodPost, "/state/big", bytes.NewReader(body), header)
 			})
 			if status != http.StatusOK {
 				t.Fatalf("POST: status %d", status)
 			}
 			var w countingWriter
-			downloaded := allocatedBy(func() {
+			downloaded := testtools.AllocatedBy(func() {
 				w = countingWriter{header: http.Header{}}
 				srv.ServeHTTP(&w, httptest.NewRequest(http.MethodGet, "/state/big", nil))
 			})

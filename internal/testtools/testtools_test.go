@@ -126,3 +126,12 @@ func TestTerraformEnv(t *testing.T) {
 		t.Errorf("CLI configuration file: %v, want an empty file", err)
 	}
 }
+
+func TestAllocatedBy(t *testing.T) {
+	var sink []byte
+	got := AllocatedBy(func() { sink = make([]byte, 1<<20) })
+	if got < 1<<20 || got > 2<<20 {
+		t.Errorf("AllocatedBy(1 MiB) = %d, want about 1 MiB", got)
+	}
+	_ = sink
+}
