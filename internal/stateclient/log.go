@@ -25,7 +25,13 @@ func (l retryLogger) Warn(msg string, kv ...any)  { l.emit(1, msg, kv) }
 func (l retryLogger) Info(msg string, kv ...any)  { l.emit(1, msg, kv) }
 func (l retryLogger) Debug(msg string, kv ...any) { l.emit(2, msg, kv) }
 
+// emit cleans and logs a line at level. go-retryablehttp logs every
+// attempt, so nothing is cleaned for a level that is off.
 func (l retryLogger) emit(level int, msg string, kv []any) {
+	log := l.log.V(level)
+	if !log.Enabled() {
+		return
+	}
 	clean := make([]any, len(kv))
 	for i, v := range kv {
 		if i%2 == 0 { // a key, set by the library
@@ -34,7 +40,7 @@ func (l retryLogger) emit(level int, msg string, kv []any) {
 		}
 		clean[i] = l.value(v)
 	}
-	l.log.V(level).Info(capitalize(l.text(msg)), clean...)
+	log.Info(capitalize(l.text(msg)), clean...)
 }
 
 // value returns a log value without secrets, query or server bytes.

@@ -1,6 +1,7 @@
 package stateclient
 
 import (
+	"cmp"
 	"encoding/base64"
 	"encoding/json"
 	"errors"
@@ -161,7 +162,9 @@ func newSecrets(cfg Config) secrets {
 		s.values = append(s.values, variants(v)...)
 	}
 	s.values = slices.DeleteFunc(s.values, func(v string) bool { return v == "" })
-	slices.SortFunc(s.values, func(a, b string) int { return len(b) - len(a) })
+	// Longest first, so that a secret containing another is replaced
+	// whole; equal values side by side, so that Compact drops repeats.
+	slices.SortFunc(s.values, func(a, b string) int { return cmp.Or(len(b)-len(a), strings.Compare(a, b)) })
 	s.values = slices.Compact(s.values)
 	return s
 }

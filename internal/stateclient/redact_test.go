@@ -211,3 +211,24 @@ func TestSecretScrubbing(t *testing.T) {
 		})
 	}
 }
+
+// TestSecretsHoldEachValueOnce checks that a value given several times
+// (the same password in the address, the lock address and the unlock
+// address, say) is scrubbed in one pass, not once per copy.
+func TestSecretsHoldEachValueOnce(t *testing.T) {
+	cfg := Config{
+		Address:       "http://u:pw-one@h/s?a=v1&b=v2&c=v3&d=v4",
+		LockAddress:   "http://u:pw-one@h/l?a=v1&b=v2&c=v3&d=v4",
+		UnlockAddress: "http://u:pw-one@h/u?a=v1&b=v2&c=v3&d=v4",
+		Username:      "u",
+		Password:      "pw-one",
+	}
+	values := newSecrets(cfg).values
+	seen := map[string]bool{}
+	for _, v := range values {
+		if seen[v] {
+			t.Errorf("%q is held more than once in %q", v, values)
+		}
+		seen[v] = true
+	}
+}
