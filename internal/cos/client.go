@@ -9,6 +9,8 @@ import (
 	"time"
 
 	sdk "github.com/tencentyun/cos-go-sdk-v5"
+
+	"github.com/infrastate/backend-operator/internal/netguard"
 )
 
 // DefaultTimeout is the HTTP client timeout of a Client built without
@@ -40,7 +42,7 @@ type Option func(*options)
 type options struct {
 	httpClient *http.Client
 	baseURL    *url.URL
-	dial       DialFunc
+	dial       netguard.DialFunc
 }
 
 // WithHTTPClient makes the Client send requests through hc's Transport,

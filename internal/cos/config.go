@@ -85,7 +85,7 @@ func redact(s string) string {
 	if s == "" {
 		return ""
 	}
-	return "<redacted>"
+	return redacted
 }
 
 // withDefaults returns c with Key and MaxStateBytes defaulted.

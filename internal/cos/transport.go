@@ -1,14 +1,11 @@
 package cos
 
 import (
-	"context"
-	"net"
 	"net/http"
 	"time"
-)
 
-// DialFunc connects to a network address, as net.Dialer.DialContext does.
-type DialFunc func(ctx context.Context, network, address string) (net.Conn, error)
+	"github.com/infrastate/backend-operator/internal/netguard"
+)
 
 // dialIdleConnTimeout is how long a transport built for WithDialContext
 // keeps an idle connection. Each Client gets its own transport and
@@ -36,22 +33,17 @@ const dialIdleConnTimeout = 5 * time.Second
 // both are given, because the caller's transport, not dial, would decide
 // where connections go. A caller that needs both puts its dial function
 // in its own http.Transport.
-func WithDialContext(dial DialFunc) Option {
+func WithDialContext(dial netguard.DialFunc) Option {
 	return func(o *options) { o.dial = dial }
 }
 
 // newDialTransport returns a transport with net/http's default settings
-// (those of http.DefaultTransport) that connects through dial.
-func newDialTransport(dial DialFunc) *http.Transport {
-	return &http.Transport{
-		Proxy:                 http.ProxyFromEnvironment,
-		DialContext:           dial,
-		ForceAttemptHTTP2:     true,
-		MaxIdleConns:          100,
-		IdleConnTimeout:       dialIdleConnTimeout,
-		TLSHandshakeTimeout:   10 * time.Second,
-		ExpectContinueTimeout: 1 * time.Second,
-	}
+// (a clone of http.DefaultTransport) that connects through dial.
+func newDialTransport(dial netguard.DialFunc) *http.Transport {
+	t := http.DefaultTransport.(*http.Transport).Clone()
+	t.DialContext = dial
+	t.IdleConnTimeout = dialIdleConnTimeout
+	return t
 }
 
 // redirectPolicy returns the CheckRedirect of the Client's http.Client.

@@ -140,9 +140,9 @@ func (r Refusal) String() string {
 	case !r.Addr.IsValid():
 		return "an invalid address is never allowed"
 	case r.DeniedBy.IsValid():
-		return r.Addr.String() + " is in the denied range " + r.DeniedBy.String() + " (--" + DeniedFlag + ")"
+		return r.Addr.String() + " is in the denied range " + r.DeniedBy.String() + " (--" + r.Setting() + ")"
 	}
-	return r.Addr.String() + " is outside the allowed ranges (--" + AllowedFlag + ")"
+	return r.Addr.String() + " is outside the allowed ranges (--" + r.Setting() + ")"
 }
 
 // normalizeAddr unmaps an IPv4-mapped IPv6 address and drops a zone:

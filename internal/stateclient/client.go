@@ -7,13 +7,14 @@ import (
 	"errors"
 	"fmt"
 	"io"
-	"net"
 	"net/http"
 	"net/url"
 	"sync"
 
 	"github.com/go-logr/logr"
 	"github.com/hashicorp/go-retryablehttp"
+
+	"github.com/infrastate/backend-operator/internal/netguard"
 )
 
 // Client speaks the REST state protocol to one state address. Create it
@@ -36,7 +37,7 @@ type Option func(*options)
 type options struct {
 	log       logr.Logger
 	transport *http.Transport
-	dial      func(ctx context.Context, network, addr string) (net.Conn, error)
+	dial      netguard.DialFunc
 }
 
 // WithLogger routes the client's request and retry logs to l at V(1) and
@@ -58,7 +59,7 @@ func WithTransport(base *http.Transport) Option {
 // policy) instead of net/http's dialer. The transport's own DialTLSContext
 // is cleared so that TLS connections are dialled through dial as well.
 // Through a proxy from the environment dial connects to the proxy.
-func WithDialContext(dial func(ctx context.Context, network, addr string) (net.Conn, error)) Option {
+func WithDialContext(dial netguard.DialFunc) Option {
 	return func(o *options) { o.dial = dial }
 }
 

@@ -77,14 +77,14 @@ func (c *Client) fetch(ctx context.Context) (*Payload, error) {
 // other than version 4 is an error.
 func (c *Client) FetchSummary(ctx context.Context) (*StateSummary, error) {
 	var sum statefile.Summary
-	found, size, err := c.streamState(ctx, func(r io.Reader) error {
+	found, size, err := c.StreamState(ctx, func(r io.Reader) error {
 		var err error
 		sum, err = statefile.ReadSummary(r)
 		return err
 	})
 	switch {
 	case err != nil:
-		return nil, c.secrets.scrubError(err)
+		return nil, err
 	case !found:
 		return &StateSummary{}, nil
 	}
