@@ -15,9 +15,10 @@ type event struct {
 
 // transitionEvents returns the events for the condition changes between
 // before and after: Ready becoming True or not True (but not while work is
-// merely in progress), and a lock appearing or going away (ForceUnlocked
-// when the operator released it). A reconciliation that changes nothing
-// emits nothing.
+// merely in progress), a lock appearing or going away, and the operator
+// releasing one (Locked's reason becoming ForceUnlocked, whatever Locked
+// was before: a release is audited even on a backend's first probe). A
+// reconciliation that changes nothing emits nothing.
 func transitionEvents(before, after []metav1.Condition) []event {
 	var events []event
 	if ready, changed := changedCondition(before, after, backendsv1alpha1.ReadyCondition); changed {
@@ -30,16 +31,19 @@ func transitionEvents(before, after []metav1.Condition) []event {
 			events = append(events, event{corev1.EventTypeWarning, ready.Reason, "Reconcile", ready.Message})
 		}
 	}
-	if locked, changed := changedCondition(before, after, backendsv1alpha1.LockedCondition); changed {
-		wasLocked := meta.IsStatusConditionTrue(before, backendsv1alpha1.LockedCondition)
-		switch {
-		case locked.Status == metav1.ConditionTrue:
-			events = append(events, event{corev1.EventTypeNormal, backendsv1alpha1.LockHeldReason, "Probe", locked.Message})
-		case wasLocked && locked.Status == metav1.ConditionFalse && locked.Reason == backendsv1alpha1.ForceUnlockedReason:
+	locked, changed := changedCondition(before, after, backendsv1alpha1.LockedCondition)
+	was := meta.FindStatusCondition(before, backendsv1alpha1.LockedCondition)
+	switch {
+	case locked == nil:
+	case locked.Reason == backendsv1alpha1.ForceUnlockedReason:
+		if was == nil || was.Reason != backendsv1alpha1.ForceUnlockedReason {
 			events = append(events, event{corev1.EventTypeNormal, backendsv1alpha1.ForceUnlockedReason, "ForceUnlock", locked.Message})
-		case wasLocked && locked.Status == metav1.ConditionFalse:
-			events = append(events, event{corev1.EventTypeNormal, "LockReleased", "Probe", locked.Message})
 		}
+	case !changed:
+	case locked.Status == metav1.ConditionTrue:
+		events = append(events, event{corev1.EventTypeNormal, backendsv1alpha1.LockHeldReason, "Probe", locked.Message})
+	case was != nil && was.Status == metav1.ConditionTrue && locked.Status == metav1.ConditionFalse:
+		events = append(events, event{corev1.EventTypeNormal, "LockReleased", "Probe", locked.Message})
 	}
 	return events
 }

@@ -165,6 +165,24 @@ func TestTransitionEvents(t *testing.T) {
 			after:  []metav1.Condition{cond("Locked", F, "ForceUnlocked", "released")},
 			want:   []event{{"Normal", "ForceUnlocked", "ForceUnlock", "released"}},
 		},
+		"the operator releases a lock on the backend's first probe": {
+			after: []metav1.Condition{cond("Locked", F, "ForceUnlocked", "released")},
+			want:  []event{{"Normal", "ForceUnlocked", "ForceUnlock", "released"}},
+		},
+		"the operator releases a lock the last check could not see": {
+			before: []metav1.Condition{cond("Locked", metav1.ConditionUnknown, "Unreachable", "")},
+			after:  []metav1.Condition{cond("Locked", F, "ForceUnlocked", "released")},
+			want:   []event{{"Normal", "ForceUnlocked", "ForceUnlock", "released"}},
+		},
+		"the operator releases a lock taken since the last probe": {
+			before: []metav1.Condition{cond("Locked", F, "NotLocked", "")},
+			after:  []metav1.Condition{cond("Locked", F, "ForceUnlocked", "released")},
+			want:   []event{{"Normal", "ForceUnlocked", "ForceUnlock", "released"}},
+		},
+		"a release written again is no event": {
+			before: []metav1.Condition{cond("Locked", F, "ForceUnlocked", "released")},
+			after:  []metav1.Condition{cond("Locked", F, "ForceUnlocked", "released")},
+		},
 		"work in progress is no warning": {
 			before: []metav1.Condition{cond("Ready", T, "Succeeded", "a")},
 			after:  []metav1.Condition{cond("Ready", metav1.ConditionUnknown, "Progressing", "waiting for the first probe")},
