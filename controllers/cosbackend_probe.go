@@ -43,8 +43,8 @@ func (r *CosBackendReconciler) reconcileProbe(ctx context.Context, s *cosScope) 
 			status: metav1.ConditionUnknown, reason: backendsv1alpha1.ProbeDisabledReason,
 			message: "Probing is disabled: probe.interval is 0s",
 		})
-		meta.RemoveStatusCondition(conds, backendsv1alpha1.LockedCondition)
-		backend.Status.State, backend.Status.Lock = nil, nil
+		clearLock(backend, &backend.Status.Lock, cosBackendKind)
+		backend.Status.State = nil
 		r.probes.forget(probeKey{kind: cosBackendKind, NamespacedName: client.ObjectKeyFromObject(backend)})
 		return nil
 	}
