@@ -21,6 +21,9 @@ import (
 // that a Terraform run that meets it tells its user who holds the lock.
 const lockCheckOperation = "OperationTypeInvalid"
 
+// lockCheckWho is the holder our own short-lived lock names.
+const lockCheckWho = "backend-operator"
+
 // lockReleaseTimeout bounds the release of the lock check's own lock,
 // which outlives the probe's context.
 const lockReleaseTimeout = 30 * time.Second
@@ -91,8 +94,7 @@ func (r *HttpBackendReconciler) reconcileProbe(ctx context.Context, s *httpScope
 		fetch:       interval > 0,
 		checkLock:   lockWork,
 		forceUnlock: forceUnlockID(backend),
-		who:         "backend-operator",
-		info:        fmt.Sprintf("Lock check of HttpBackend %s/%s by backend-operator, released at once", backend.Namespace, backend.Name),
+		info:        fmt.Sprintf("Lock check of HttpBackend %s/%s by %s, released at once", backend.Namespace, backend.Name, lockCheckWho),
 	}
 	r.submitProbe(task, func(ctx context.Context) any { return runHTTPProbe(ctx, sc, plan, log) })
 	s.probePending = true
@@ -107,8 +109,8 @@ type httpProbePlan struct {
 	checkLock bool
 	// forceUnlock is the lock ID forceUnlock names, or "".
 	forceUnlock string
-	// who and info describe the lock check's own lock to whoever meets it.
-	who, info string
+	// info describes the lock check's own lock to whoever meets it.
+	info string
 }
 
 // httpProbeResult is what one probe of an HttpBackend learned.
@@ -165,7 +167,7 @@ func runHTTPProbe(ctx context.Context, sc StateClient, plan httpProbePlan, log l
 // once; when it is held by the ID plan.forceUnlock names, it is released
 // for good.
 func checkHTTPLock(ctx context.Context, sc StateClient, plan httpProbePlan) lockCheck {
-	info := stateclient.NewLockInfo(lockCheckOperation, plan.who)
+	info := stateclient.NewLockInfo(lockCheckOperation, lockCheckWho)
 	info.Info = plan.info
 	_, err := sc.Lock(ctx, info)
 	var lockErr *stateclient.LockError

@@ -52,7 +52,7 @@ func TestLockCheckReleasesItsLockWhenCancelled(t *testing.T) {
 			return nil
 		},
 	}
-	res := runHTTPProbe(ctx, sc, httpProbePlan{checkLock: true, who: "backend-operator"}, logr.Discard())
+	res := runHTTPProbe(ctx, sc, httpProbePlan{checkLock: true}, logr.Discard())
 	if !released || res.lock.unlockErr != nil {
 		t.Fatalf("the lock check's own lock was not released (unlock error %v)", res.lock.unlockErr)
 	}

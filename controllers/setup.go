@@ -3,6 +3,7 @@ package controllers
 import (
 	"context"
 	"fmt"
+	"slices"
 
 	corev1 "k8s.io/api/core/v1"
 	ctrl "sigs.k8s.io/controller-runtime"
@@ -41,7 +42,7 @@ func SetupAll(ctx context.Context, mgr ctrl.Manager, opts ...Option) error {
 	if err := mgr.Add(probes); err != nil {
 		return fmt.Errorf("adding the prober: %w", err)
 	}
-	opts = append(opts, withProber(probes))
+	opts = append(slices.Clip(opts), withProber(probes)) // never into the caller's array
 
 	recorder := mgr.GetEventRecorder("backend-operator")
 	c, reader := mgr.GetClient(), mgr.GetAPIReader()
