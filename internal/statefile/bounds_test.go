@@ -146,6 +146,30 @@ func TestReadOutputsBudget(t *testing.T) {
 	}
 }
 
+// TestReadOutputsOneValueTooLarge checks the refusal of one output value
+// larger than both budgets: reading stops inside the value, before
+// Terraform writes "sensitive", so the error names no class it cannot
+// know, whichever class the output has.
+func TestReadOutputsOneValueTooLarge(t *testing.T) {
+	for _, sensitive := range []bool{false, true} {
+		t.Run(fmt.Sprintf("sensitive=%t", sensitive), func(t *testing.T) {
+			r := outputsReader(1, `"`+strings.Repeat("v", 8<<10)+`"`, sensitive, nil)
+			_, err := ReadOutputs(r, Options{MaxPlainBytes: 1 << 10, MaxSensitiveBytes: 2 << 10})
+			var tooLarge *OutputsTooLargeError
+			if !errors.As(err, &tooLarge) {
+				t.Fatalf("ReadOutputs() error = %v, want an OutputsTooLargeError", err)
+			}
+			want := OutputsTooLargeError{Limit: 2 << 10, OneValue: true}
+			if diff := cmp.Diff(want, *tooLarge); diff != "" {
+				t.Errorf("error mismatch (-want +got):\n%s", diff)
+			}
+			if msg := err.Error(); strings.Contains(msg, "plain") || strings.Contains(msg, "sensitive") || !strings.Contains(msg, "an output value of the state is larger than 2 KiB") {
+				t.Errorf("error %q must say one value is too large without naming a class", msg)
+			}
+		})
+	}
+}
+
 // TestReadOutputsCountBound checks that many tiny outputs, whose bytes fit
 // the budget but whose number would cost memory per entry, are refused by
 // count with live memory bounded.

@@ -16,8 +16,13 @@ var ErrOutputsTooLarge = errors.New("outputs too large")
 type OutputsTooLargeError struct {
 	// Sensitive tells which class overflowed its byte budget.
 	Sensitive bool
-	// Limit is the byte budget of that class; 0 when MaxOutputs overflowed.
+	// Limit is the byte budget of that class, or the larger budget when
+	// OneValue; 0 when MaxOutputs overflowed.
 	Limit int64
+	// OneValue reports a single output value larger than both budgets.
+	// Reading stops inside it, before its class is known (Terraform
+	// writes "sensitive" after "value"), so Sensitive is false.
+	OneValue bool
 	// MaxOutputs is the bound on the number of outputs kept, when that
 	// bound overflowed; 0 otherwise.
 	MaxOutputs int
@@ -25,8 +30,11 @@ type OutputsTooLargeError struct {
 
 // Error implements error.
 func (e *OutputsTooLargeError) Error() string {
-	if e.MaxOutputs > 0 {
+	switch {
+	case e.MaxOutputs > 0:
 		return fmt.Sprintf("the state has more than %d outputs to keep", e.MaxOutputs)
+	case e.OneValue:
+		return fmt.Sprintf("an output value of the state is larger than %d KiB", e.Limit>>10)
 	}
 	class := "plain"
 	if e.Sensitive {
@@ -89,17 +97,11 @@ func ReadOutputs(r io.Reader, opts Options) (*State, error) {
 		typ, sensitive, err := s.outputFields(index, func() error {
 			raw, err := s.capture(capLimit)
 			if errors.Is(err, errValueTooLong) {
-				return &OutputsTooLargeError{Limit: max(limits[0], limits[1])}
+				return &OutputsTooLargeError{Limit: max(limits[0], limits[1]), OneValue: true}
 			}
 			value = bytes.Clone(raw)
 			return err
 		})
-		var tooLarge *OutputsTooLargeError
-		if errors.As(err, &tooLarge) {
-			tooLarge.Sensitive = sensitive
-			tooLarge.Limit = limits[classOf(sensitive)]
-			return tooLarge
-		}
 		if err != nil {
 			return err
 		}
