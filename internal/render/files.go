@@ -3,6 +3,8 @@ package render
 import (
 	"errors"
 	"fmt"
+
+	corev1 "k8s.io/api/core/v1"
 )
 
 // Names of the rendered files, the keys of [Files.Data] and of the rendered
@@ -39,8 +41,9 @@ var (
 )
 
 // MaxConfigMapDataBytes is the largest ConfigMap data the API server
-// accepts: the sum of the lengths of every key and value (1 MiB).
-const MaxConfigMapDataBytes = 1 << 20
+// accepts: the sum of the lengths of every key and value (1 MiB), the
+// bound its validation takes from corev1.MaxSecretSize.
+const MaxConfigMapDataBytes = corev1.MaxSecretSize
 
 // Files are the rendered configuration files, keyed by file name.
 type Files struct {

@@ -1,7 +1,6 @@
 package render
 
 import (
-	"encoding/json"
 	"errors"
 	"fmt"
 	"regexp"
@@ -11,7 +10,6 @@ import (
 	ctyjson "github.com/zclconf/go-cty/cty/json"
 
 	"github.com/infrastate/backend-operator/api/v1alpha1"
-	"github.com/infrastate/backend-operator/internal/jsonbounds"
 )
 
 // overridePath is the syntax of an override path, as admission checks it: a
@@ -69,23 +67,11 @@ func applyOverride(b *body, o v1alpha1.Override) error {
 	return nil
 }
 
-// errInvalidJSON reports an override value that is not valid JSON. The
-// decoder's own message is dropped: it may quote part of the value.
-var errInvalidJSON = jsonbounds.ErrNotJSON
-
-// overrideValue decodes a JSON override value into cty: strings, numbers
+// overrideValue decodes a JSON override value, which checkOverrides found
+// to be one valid JSON value within the limits, into cty: strings, numbers
 // and bools as such, objects as objects, arrays as tuples, null as null.
+// Errors never quote the value.
 func overrideValue(raw []byte) (cty.Value, error) {
-	if len(raw) == 0 {
-		return cty.NilVal, fmt.Errorf("%w: the value is empty", errInvalidJSON)
-	}
-	if !json.Valid(raw) {
-		var syntaxErr *json.SyntaxError
-		if err := json.Unmarshal(raw, new(any)); errors.As(err, &syntaxErr) {
-			return cty.NilVal, fmt.Errorf("%w: syntax error at byte %d", errInvalidJSON, syntaxErr.Offset)
-		}
-		return cty.NilVal, errInvalidJSON
-	}
 	ty, err := ctyjson.ImpliedType(raw)
 	if err != nil {
 		// Valid JSON that cty cannot represent: an object repeating a
