@@ -41,14 +41,9 @@ type Summary struct {
 // lineage or Terraform version longer than 1024 bytes are errors. Errors
 // never quote the input.
 func ReadSummary(r io.Reader) (Summary, error) {
-	count := 0
-	md, err := readDocument(r, func(s *scanner, _ string, index int) error {
-		_, _, err := s.outputFields(index, func() error { return s.value(nil) })
-		count++
-		return err
-	})
+	st, err := ReadOutputs(r, Options{Want: func(string) bool { return false }})
 	if err != nil {
 		return Summary{}, err
 	}
-	return Summary{Serial: md.serial, Lineage: md.lineage, TerraformVersion: md.terraformVersion, OutputCount: count}, nil
+	return st.Summary(), nil
 }
