@@ -51,17 +51,26 @@ func Measure(raw []byte, b Bounds) (int, error) {
 	dec := json.NewDecoder(bytes.NewReader(raw))
 	dec.UseNumber()
 	var (
-		depth   int  // lists and objects open around the next token
-		object  bool // the innermost open value is an object
-		wantKey bool // the next token of the open object is a key
-		members int  // members of the open list or object so far
-		started bool // a token was read
-		done    bool // the top value is complete
+		open    []frame // the lists and objects around the next token, innermost last
+		wantKey bool    // the next token of the innermost object is a key
+		started bool    // a token was read
+		done    bool    // the top value is complete
 		size    int
 	)
-	// Members and kinds of the lists and objects outside the innermost
-	// one, restored when it closes.
-	var outer []frame
+	// member counts one more member of the innermost list or object, or
+	// completes the top value, and says whether a key comes next.
+	member := func() error {
+		if len(open) == 0 {
+			done = true
+			return nil
+		}
+		inner := &open[len(open)-1]
+		if inner.members++; inner.members > b.MaxMembers {
+			return ErrTooManyMembers
+		}
+		wantKey = inner.object
+		return nil
+	}
 	for {
 		tok, err := dec.Token()
 		switch {
@@ -80,29 +89,15 @@ func Measure(raw []byte, b Bounds) (int, error) {
 		switch t := tok.(type) {
 		case json.Delim:
 			if t == '[' || t == '{' {
-				if depth >= b.MaxDepth {
+				if len(open) >= b.MaxDepth {
 					return 0, ErrTooDeep
 				}
-				if depth > 0 {
-					outer = append(outer, frame{object: object, members: members})
-				}
-				depth++
-				object, wantKey, members = t == '{', t == '{', 0
+				open = append(open, frame{object: t == '{'})
+				wantKey = t == '{'
 				continue
 			}
-			depth--
-			if depth == 0 {
-				done = true
-				continue
-			}
+			open = open[:len(open)-1]
 			// The closed list or object is a member of the one around it.
-			last := outer[len(outer)-1]
-			outer = outer[:len(outer)-1]
-			object, members, wantKey = last.object, last.members, last.object
-			if err := b.countMember(&members); err != nil {
-				return 0, err
-			}
-			continue
 		case string:
 			if wantKey {
 				if b.MaxKey > 0 && len(t) > b.MaxKey {
@@ -126,31 +121,16 @@ func Measure(raw []byte, b Bounds) (int, error) {
 		default: // bool or null
 			size += ScalarSize
 		}
-		// A scalar was read: the top value, or a member.
-		if depth == 0 {
-			done = true
-			continue
-		}
-		if err := b.countMember(&members); err != nil {
+		if err := member(); err != nil {
 			return 0, err
 		}
-		wantKey = object
 	}
 }
 
-// frame is a list or object that holds the one being read.
+// frame is an open list or object.
 type frame struct {
 	object  bool
 	members int
-}
-
-// countMember counts one more member of the open list or object.
-func (b Bounds) countMember(members *int) error {
-	*members++
-	if *members > b.MaxMembers {
-		return ErrTooManyMembers
-	}
-	return nil
 }
 
 // syntaxError reports err, from a JSON decoder, by offset only: its
