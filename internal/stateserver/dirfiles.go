@@ -44,49 +44,30 @@ func (d *DirStore) readFile(file string) ([]byte, error) {
 	return b, nil
 }
 
-// writeOrRemove replaces file with data atomically, or removes it when data
-// is nil.
+// writeOrRemove replaces file with data atomically, as states are
+// replaced (staged, then installed), or removes it when data is nil.
 func (d *DirStore) writeOrRemove(file string, data []byte) error {
 	if data == nil {
-		err := os.Remove(filepath.Join(d.dir, file))
-		if errors.Is(err, fs.ErrNotExist) {
-			return nil
-		}
-		if err != nil {
-			return fmt.Errorf("remove: %w", err)
-		}
-		return syncDir(d.dir)
+		return d.remove(file)
 	}
-	return writeFileAtomic(d.dir, file, data)
+	doc, err := d.stage(bytes.NewReader(data))
+	if err != nil {
+		return err
+	}
+	defer doc.Close() // removes the temporary file unless it was installed
+	return d.install(file, doc)
 }
 
-// writeFileAtomic writes data to a temporary file in dir, syncs it, renames it
-// to file and syncs dir, so that readers and crashes see either the old or the
-// new content. The file gets mode 0600: states can hold secrets.
-func writeFileAtomic(dir, file string, data []byte) (err error) {
-	tmp, err := os.CreateTemp(dir, tempPrefix+"*")
+// remove removes file, durably; a missing file is no error.
+func (d *DirStore) remove(file string) error {
+	err := os.Remove(filepath.Join(d.dir, file))
+	if errors.Is(err, fs.ErrNotExist) {
+		return nil
+	}
 	if err != nil {
-		return fmt.Errorf("create temporary file: %w", err)
+		return fmt.Errorf("remove: %w", err)
 	}
-	defer func() {
-		if err != nil {
-			_ = tmp.Close()
-			_ = os.Remove(tmp.Name())
-		}
-	}()
-	if _, err := tmp.Write(data); err != nil {
-		return fmt.Errorf("write temporary file: %w", err)
-	}
-	if err := tmp.Sync(); err != nil {
-		return fmt.Errorf("sync temporary file: %w", err)
-	}
-	if err := tmp.Close(); err != nil {
-		return fmt.Errorf("close temporary file: %w", err)
-	}
-	if err := renameFile(tmp.Name(), filepath.Join(dir, file)); err != nil {
-		return fmt.Errorf("rename temporary file: %w", err)
-	}
-	return syncDir(dir)
+	return syncDir(d.dir)
 }
 
 // syncDir makes a rename or removal in dir durable.

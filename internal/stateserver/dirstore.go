@@ -73,10 +73,22 @@ func (d *DirStore) Load(name string) (Record, error) {
 
 // Stage implements [Store]: it copies r into a new temporary file of the
 // directory and syncs it.
-func (d *DirStore) Stage(r io.Reader) (_ Document, err error) {
+func (d *DirStore) Stage(r io.Reader) (Document, error) {
+	doc, err := d.stage(r)
+	if err != nil {
+		return nil, fmt.Errorf("dir store: %w", err)
+	}
+	return doc, nil
+}
+
+// stage copies r into a new temporary file of the directory, mode 0600
+// (states can hold secrets), and syncs it, so that once installed
+// (renamed into place, then the directory synced) readers and crashes see
+// either the old content or the new one.
+func (d *DirStore) stage(r io.Reader) (_ *fileDocument, err error) {
 	f, err := os.CreateTemp(d.dir, tempPrefix+"*")
 	if err != nil {
-		return nil, fmt.Errorf("dir store: create temporary file: %w", err)
+		return nil, fmt.Errorf("create temporary file: %w", err)
 	}
 	doc := &fileDocument{owner: d, file: f, staged: true}
 	defer func() {
@@ -85,10 +97,10 @@ func (d *DirStore) Stage(r io.Reader) (_ Document, err error) {
 		}
 	}()
 	if doc.size, err = io.Copy(f, r); err != nil {
-		return nil, fmt.Errorf("dir store: stage a state: %w", err)
+		return nil, fmt.Errorf("stage a document: %w", err)
 	}
 	if err := f.Sync(); err != nil {
-		return nil, fmt.Errorf("dir store: sync temporary file: %w", err)
+		return nil, fmt.Errorf("sync temporary file: %w", err)
 	}
 	return doc, nil
 }
@@ -151,7 +163,7 @@ func (d *DirStore) open(base string) (Record, error) {
 // when doc is nil.
 func (d *DirStore) install(file string, doc Document) error {
 	if doc == nil {
-		return d.writeOrRemove(file, nil)
+		return d.remove(file)
 	}
 	staged, ok := doc.(*fileDocument)
 	if !ok || staged.owner != d || !staged.staged {
