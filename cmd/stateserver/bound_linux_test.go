@@ -1,7 +1,6 @@
 package main
 
 import (
-	"bufio"
 	"bytes"
 	"context"
 	"crypto/md5" //nolint:gosec // the protocol's checksum
@@ -11,11 +10,11 @@ import (
 	"io"
 	"math/rand/v2"
 	"net/http"
-	"os"
 	"strconv"
-	"strings"
 	"sync"
 	"testing"
+
+	"github.com/infrastate/backend-operator/internal/testtools"
 )
 
 // TestLargeStatesUseBoundedMemory runs the binary with a data directory,
@@ -51,7 +50,7 @@ func TestLargeStatesUseBoundedMemory(t *testing.T) {
 		return downloadAndCompare(t.Context(), client, srv.url+"/state/big-"+strconv.Itoa(i), i, stateSize, sums[i])
 	})
 
-	peak := peakResidentBytes(t, srv.pid)
+	peak := testtools.PeakResidentBytes(t, srv.cmd.Process.Pid)
 	t.Logf("server peak resident memory (VmHWM): %d MiB", peak>>20)
 	if peak > maxPeak {
 		t.Errorf("server peak resident memory %d MiB, want at most %d MiB for %d concurrent %d MiB states",
@@ -163,28 +162,4 @@ func compareStreams(got, want io.Reader) (int64, error) {
 			return total, err
 		}
 	}
-}
-
-// peakResidentBytes reads VmHWM, the peak resident set size, of process pid.
-func peakResidentBytes(t *testing.T, pid int) int64 {
-	t.Helper()
-	f, err := os.Open("/proc/" + strconv.Itoa(pid) + "/status")
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer f.Close()
-	s := bufio.NewScanner(f)
-	for s.Scan() {
-		rest, ok := strings.CutPrefix(s.Text(), "VmHWM:")
-		if !ok {
-			continue
-		}
-		kb, err := strconv.ParseInt(strings.TrimSpace(strings.TrimSuffix(strings.TrimSpace(rest), "kB")), 10, 64)
-		if err != nil {
-			t.Fatalf("parsing %q: %v", s.Text(), err)
-		}
-		return kb << 10
-	}
-	t.Fatalf("no VmHWM line in /proc/%d/status", pid)
-	return 0
 }

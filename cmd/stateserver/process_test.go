@@ -64,7 +64,6 @@ func serverBinary(t *testing.T) string {
 type serverProcess struct {
 	url  string                // scheme://127.0.0.1:port from its "listening on" line
 	logs *testtools.SyncBuffer // its stderr
-	pid  int
 
 	cmd    *exec.Cmd
 	exited chan error // receives the exit status once
@@ -100,7 +99,7 @@ func startServerProcess(t *testing.T, args []string, env ...string) *serverProce
 	if err := cmd.Start(); err != nil {
 		t.Fatalf("starting stateserver: %v", err)
 	}
-	p := &serverProcess{logs: &testtools.SyncBuffer{}, pid: cmd.Process.Pid, cmd: cmd, exited: make(chan error, 1)}
+	p := &serverProcess{logs: &testtools.SyncBuffer{}, cmd: cmd, exited: make(chan error, 1)}
 	copied := make(chan struct{})
 	go func() {
 		defer close(copied)

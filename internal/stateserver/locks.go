@@ -27,13 +27,12 @@ func holderID(lock []byte) (id string, ok bool) {
 // user@host), or "" when it cannot be read.
 func holderWho(lock []byte) string {
 	var info struct {
-		Who json.RawMessage `json:"Who"`
+		Who string `json:"Who"`
 	}
-	var who string
-	if json.Unmarshal(lock, &info) != nil || json.Unmarshal(info.Who, &who) != nil {
+	if json.Unmarshal(lock, &info) != nil {
 		return ""
 	}
-	return who
+	return info.Who
 }
 
 // requireHolder refuses, with 423 and the holder's LockInfo, a change to a

@@ -1,11 +1,8 @@
 package e2e
 
 import (
-	"bufio"
 	"fmt"
-	"os"
 	"path/filepath"
-	"strconv"
 	"strings"
 	"time"
 
@@ -13,24 +10,8 @@ import (
 	. "github.com/onsi/gomega"
 
 	"github.com/infrastate/backend-operator/internal/stateclient"
+	"github.com/infrastate/backend-operator/internal/testtools"
 )
-
-// peakResidentMiB reads the peak resident memory (VmHWM) of a process.
-func peakResidentMiB(pid int) int {
-	f, err := os.Open(fmt.Sprintf("/proc/%d/status", pid))
-	Expect(err).NotTo(HaveOccurred())
-	defer f.Close()
-	s := bufio.NewScanner(f)
-	for s.Scan() {
-		if rest, ok := strings.CutPrefix(s.Text(), "VmHWM:"); ok {
-			kib, err := strconv.Atoi(strings.TrimSpace(strings.TrimSuffix(strings.TrimSpace(rest), "kB")))
-			Expect(err).NotTo(HaveOccurred())
-			return kib / 1024
-		}
-	}
-	Fail("no VmHWM in /proc/" + strconv.Itoa(pid) + "/status")
-	return 0
-}
 
 // manyOutputsState is a 64 MB state of n empty outputs.
 func manyOutputsState(n int) []byte {
@@ -82,7 +63,7 @@ spec:
 			g.Expect(message).To(ContainSubstring("spec.outputs"))
 		}).WithTimeout(2 * time.Minute).Should(Succeed())
 
-		peak := peakResidentMiB(mgr.cmd.Process.Pid)
+		peak := testtools.PeakResidentBytes(GinkgoT(), mgr.cmd.Process.Pid) >> 20
 		GinkgoWriter.Printf("manager peak resident memory: %d MiB\n", peak)
 		Expect(peak).To(BeNumerically("<", 192), "the manager's memory must not grow with the state")
 		select {

@@ -51,7 +51,7 @@ func installAdmissionPolicy(ctx context.Context) {
 	}
 	ns := newNamespace(ctx)
 	Eventually(func() error {
-		probe := httpBackend(set("spec.overrides", []any{map[string]any{"path": "lock_method", "value": []any{[]any{"nested"}}}}))
+		probe := httpBackend(overrideValue("lock_method", []any{[]any{"nested"}}))
 		probe.SetNamespace(ns)
 		probe.SetName("")
 		probe.SetGenerateName("policy-probe-")
