@@ -228,19 +228,8 @@ func TestOverrideNumbersRenderBounded(t *testing.T) {
 				t.Fatalf("the expected text %q is longer than %d", tc.want, maxNumberText)
 			}
 			spec := v1alpha1.HttpBackendSpec{Address: testAddress, Overrides: []v1alpha1.Override{overrideJSON("n", tc.literal)}}
-			f, err := HTTPFiles(spec)
-			if err != nil {
-				t.Fatal(err)
-			}
 			// Every file reads back as the number that went in.
-			b, err := httpBody(spec)
-			if err != nil {
-				t.Fatal(err)
-			}
-			if err := applyOverrides(b, spec.Overrides); err != nil {
-				t.Fatal(err)
-			}
-			checkRoundTrip(t, "http", f, bodyValue(b))
+			f := checkHTTPRoundTrip(t, spec)
 			for name, content := range map[string]string{
 				BackendTFKey:        string(f.BackendTF),
 				BackendTFBackendKey: string(f.BackendTFBackend),

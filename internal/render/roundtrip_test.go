@@ -7,6 +7,8 @@ import (
 	"github.com/hashicorp/hcl/v2/hclsyntax"
 	hcljson "github.com/hashicorp/hcl/v2/json"
 	"github.com/zclconf/go-cty/cty"
+
+	"github.com/infrastate/backend-operator/api/v1alpha1"
 )
 
 // The round-trip tests decode the rendered files with the HCL library the
@@ -134,18 +136,7 @@ func checkRoundTrip(t *testing.T, backendType string, f Files, want cty.Value) {
 func TestHTTPRoundTrip(t *testing.T) {
 	for name, spec := range httpCases() {
 		t.Run(name, func(t *testing.T) {
-			f, err := HTTPFiles(spec)
-			if err != nil {
-				t.Fatal(err)
-			}
-			b, err := httpBody(spec)
-			if err != nil {
-				t.Fatal(err)
-			}
-			if err := applyOverrides(b, spec.Overrides); err != nil {
-				t.Fatal(err)
-			}
-			checkRoundTrip(t, "http", f, bodyValue(b))
+			checkHTTPRoundTrip(t, spec)
 		})
 	}
 }
@@ -203,4 +194,23 @@ func TestEscapedStringsReadBack(t *testing.T) {
 			t.Errorf("%s: assume_role.policy = %q, want %q", name, got, escapingString)
 		}
 	}
+}
+
+// checkHTTPRoundTrip renders spec with HTTPFiles, checks that every file
+// reads back as the body the spec renders from, and returns the files.
+func checkHTTPRoundTrip(t *testing.T, spec v1alpha1.HttpBackendSpec) Files {
+	t.Helper()
+	f, err := HTTPFiles(spec)
+	if err != nil {
+		t.Fatal(err)
+	}
+	b, err := httpBody(spec)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := applyOverrides(b, spec.Overrides); err != nil {
+		t.Fatal(err)
+	}
+	checkRoundTrip(t, "http", f, bodyValue(b))
+	return f
 }
