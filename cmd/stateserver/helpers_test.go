@@ -16,6 +16,20 @@ import (
 // listeningRE finds the URL in the "listening on" log line.
 var listeningRE = regexp.MustCompile(`listening on (https?://[^\s"]+)`)
 
+// logMentions reports whether logs holds text within a few seconds: the
+// server logs a refused TLS handshake from the goroutine of the refused
+// connection, which may run after the client already gave up.
+func logMentions(logs *testtools.SyncBuffer, text string) bool {
+	deadline := time.Now().Add(5 * time.Second)
+	for !strings.Contains(logs.String(), text) {
+		if time.Now().After(deadline) {
+			return false
+		}
+		time.Sleep(10 * time.Millisecond)
+	}
+	return true
+}
+
 // waitForURL polls logs until the "listening on" line shows up, done is
 // closed (the server stopped) or the timeout passes.
 func waitForURL(t *testing.T, logs *testtools.SyncBuffer, done <-chan struct{}) string {

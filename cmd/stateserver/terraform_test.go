@@ -185,7 +185,7 @@ func TestTerraformCLI(t *testing.T) {
 					if !strings.Contains(out, r.with) {
 						t.Errorf("terraform output does not mention %q:\n%s", r.with, out)
 					}
-					if !strings.Contains(srv.logs.String(), r.log) {
+					if !logMentions(srv.logs, r.log) {
 						t.Errorf("server log does not mention %q", r.log)
 					}
 				})
