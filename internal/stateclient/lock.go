@@ -204,6 +204,20 @@ func (c *Client) ForceUnlock(ctx context.Context, id string) error {
 	return c.secrets.scrubError(c.sendUnlock(ctx, id, forceUnlockBody(id)))
 }
 
+// ForceUnlockEmptyBody sends the UNLOCK that `terraform force-unlock`
+// sends from a new process: no body at all. The server cannot tell which
+// lock it is asked to release, and releases whatever lock it holds, so
+// call it only right after reading that the holder is the lock to release,
+// and only when the server refused ForceUnlock's body. It fails with
+// ErrUnlockDisabled when no Config.UnlockAddress is set. Answers are
+// handled as by Unlock.
+func (c *Client) ForceUnlockEmptyBody(ctx context.Context) error {
+	if c.unlock == nil {
+		return ErrUnlockDisabled
+	}
+	return c.secrets.scrubError(c.sendUnlock(ctx, "", nil))
+}
+
 func (c *Client) sendUnlock(ctx context.Context, id string, body []byte) error {
 	resp, err := c.do(ctx, c.cfg.UnlockMethod, c.unlock, nil, body)
 	if err != nil {
@@ -213,7 +227,7 @@ func (c *Client) sendUnlock(ctx context.Context, id string, body []byte) error {
 	case http.StatusOK:
 		discard(resp)
 		c.mu.Lock()
-		if c.heldID == id {
+		if id == "" || c.heldID == id {
 			c.heldID, c.heldLockInfoJSON = "", nil
 		}
 		c.mu.Unlock()

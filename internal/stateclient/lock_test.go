@@ -272,6 +272,40 @@ func TestUnlockBodies(t *testing.T) {
 	}
 }
 
+// TestForceUnlockEmptyBody checks that the empty-body UNLOCK is what
+// terraform force-unlock sends from a new process: no body, and so no
+// Content-Type or Content-MD5; that it forgets a lock the client held; and
+// that it sends nothing without an unlock address.
+func TestForceUnlockEmptyBody(t *testing.T) {
+	t.Parallel()
+	srv := newServer(t, respond(200, ""))
+	c := mustNew(t, fastConfig(srv.URL))
+	ctx := ctxT(t)
+	if _, err := c.Lock(ctx, LockInfo{ID: "mine"}); err != nil {
+		t.Fatal(err)
+	}
+	if err := c.ForceUnlockEmptyBody(ctx); err != nil {
+		t.Fatal(err)
+	}
+	got := srv.requests()[1]
+	want := request{Method: "UNLOCK", Path: "/state/lock", Auth: got.Auth, At: got.At}
+	if diff := cmp.Diff(want, got); diff != "" {
+		t.Errorf("empty-body UNLOCK mismatch (-want +got):\n%s", diff)
+	}
+	if held := c.heldLockID(); held != "" {
+		t.Errorf("held lock after the empty-body unlock = %q, want none", held)
+	}
+
+	cfg := fastConfig(srv.URL)
+	cfg.UnlockAddress = ""
+	if err := mustNew(t, cfg).ForceUnlockEmptyBody(ctx); !errors.Is(err, ErrUnlockDisabled) {
+		t.Errorf("without an unlock address: %v, want ErrUnlockDisabled", err)
+	}
+	if n := len(srv.requests()); n != 2 {
+		t.Errorf("%d requests, want 2", n)
+	}
+}
+
 func TestLockingDisabled(t *testing.T) {
 	t.Parallel()
 	srv := newServer(t, respond(200, ""))
