@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"log/slog"
 	"net/http"
+	"reflect"
 )
 
 // lockInfoID is the part of Terraform's LockInfo the server reads; the rest
@@ -47,6 +48,21 @@ func requireHolder(lock []byte, id string) error {
 	return nil
 }
 
+// errUnlockBodyDiffers refuses, with 400, an UNLOCK whose body names the
+// holder's ID but is not the LockInfo stored at lock time, on a server
+// that accepts only that body (AcceptEmptyUnlock, AcceptNoForceUnlock).
+var errUnlockBodyDiffers = &conflictError{status: http.StatusBadRequest}
+
+// sameJSON reports whether a and b hold the same JSON value, whatever
+// their spacing and key order.
+func sameJSON(a, b []byte) bool {
+	var va, vb any
+	if json.Unmarshal(a, &va) != nil || json.Unmarshal(b, &vb) != nil {
+		return false
+	}
+	return reflect.DeepEqual(va, vb)
+}
+
 // lock takes the lock of name. The body must be a LockInfo JSON object with a
 // non-empty ID (else 400). While unlocked the body is stored and the answer is
 // 200; while locked, by anyone, the answer is 423 with the holder's LockInfo.
@@ -82,13 +98,20 @@ func (s *Server) lock(w http.ResponseWriter, r *http.Request, name string) {
 // unlock, as `terraform force-unlock` sends from a new process: it releases
 // whatever lock is held, and logs a warning naming the holder it released
 // (its ID and Who). Unlocking an unlocked state gets 409 with an empty body.
-// A non-empty body that is not a LockInfo with an ID gets 400.
+// A non-empty body that is not a LockInfo with an ID gets 400. With
+// [WithUnlockBodies] the server refuses some of these bodies, as other
+// servers do.
 func (s *Server) unlock(w http.ResponseWriter, r *http.Request, name string) {
 	body, ok := readLockInfo(w, r)
 	if !ok {
 		return
 	}
 	force := len(bytes.TrimSpace(body)) == 0
+	if force && (s.unlockBodies == AcceptIDUnlock || s.unlockBodies == AcceptNoForceUnlock) {
+		http.Error(w, "an empty unlock body is not supported", http.StatusInternalServerError)
+		return
+	}
+	exact := s.unlockBodies == AcceptEmptyUnlock || s.unlockBodies == AcceptNoForceUnlock
 	var id string
 	if !force {
 		if id, ok = holderID(body); !ok {
@@ -104,6 +127,9 @@ func (s *Server) unlock(w http.ResponseWriter, r *http.Request, name string) {
 		if !force {
 			if holder, ok := holderID(rec.Lock); !ok || holder != id {
 				return &conflictError{status: http.StatusConflict, holder: rec.Lock}
+			}
+			if exact && !sameJSON(body, rec.Lock) {
+				return errUnlockBodyDiffers
 			}
 		}
 		released, rec.Lock = rec.Lock, nil

@@ -188,3 +188,47 @@ func TestForceUnlockLogsHolder(t *testing.T) {
 		t.Errorf("the log contains the holder's Info:\n%s", logs.String())
 	}
 }
+
+// TestUnlockBodies checks that each UnlockBodies setting answers the three
+// UNLOCK bodies as the servers it imitates do, and that a refused UNLOCK
+// leaves the lock held.
+func TestUnlockBodies(t *testing.T) {
+	held := lockInfo("lock-1")
+	idOnly := []byte(`{"ID":"lock-1","Operation":"","Info":"","Who":"","Version":"","Created":"0001-01-01T00:00:00Z","Path":""}`)
+	respaced := []byte(strings.ReplaceAll(string(held), ",", ", "))
+	type answers struct{ Held, Respaced, IDOnly, Empty int }
+	cases := map[string]struct {
+		accept UnlockBodies
+		want   answers
+	}{
+		"any":             {AcceptAnyUnlock, answers{200, 200, 200, 200}},
+		"empty body only": {AcceptEmptyUnlock, answers{200, 200, 400, 200}},
+		"ID body only":    {AcceptIDUnlock, answers{200, 200, 200, 500}},
+		"neither":         {AcceptNoForceUnlock, answers{200, 200, 400, 500}},
+	}
+	for name, tc := range cases {
+		t.Run(name, func(t *testing.T) {
+			ts := startServer(t, New(NewMemoryStore(), WithUnlockBodies(tc.accept)))
+			unlock := func(body []byte) int {
+				if got, _ := send(t, ts.Client(), MethodLock, ts.URL+"/state/prod", held, nil); got.Status != http.StatusOK {
+					t.Fatalf("LOCK: %v", got)
+				}
+				got, _ := send(t, ts.Client(), MethodUnlock, ts.URL+"/state/prod", body, nil)
+				if got.Status != http.StatusOK {
+					// Refused: the lock is still held, and its holder can release it.
+					if got, _ := send(t, ts.Client(), MethodLock, ts.URL+"/state/prod", lockInfo("lock-2"), nil); got.Status != http.StatusLocked {
+						t.Errorf("LOCK after a refused UNLOCK: %v, want 423", got)
+					}
+					if got, _ := send(t, ts.Client(), MethodUnlock, ts.URL+"/state/prod", held, nil); got.Status != http.StatusOK {
+						t.Fatalf("UNLOCK by the holder: %v", got)
+					}
+				}
+				return got.Status
+			}
+			got := answers{Held: unlock(held), Respaced: unlock(respaced), IDOnly: unlock(idOnly), Empty: unlock([]byte{})}
+			if diff := cmp.Diff(tc.want, got); diff != "" {
+				t.Errorf("UNLOCK answers (-want +got):\n%s", diff)
+			}
+		})
+	}
+}

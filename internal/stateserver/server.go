@@ -16,6 +16,8 @@ type Server struct {
 	logger *slog.Logger
 	auth   *basicAuth
 	faults faultSet
+	// unlockBodies is which UNLOCK bodies the server accepts.
+	unlockBodies UnlockBodies
 }
 
 var _ http.Handler = (*Server)(nil)
@@ -56,6 +58,38 @@ func WithLogger(logger *slog.Logger) Option {
 func WithRequestCounting() Option {
 	return func(s *Server) {
 		s.faults.counting = true
+	}
+}
+
+// UnlockBodies says which UNLOCK bodies a [Server] accepts. The REST state
+// servers people run differ here, and a client that releases a lock it did
+// not take must cope with each; the options other than the default make
+// this server behave like one of them.
+type UnlockBodies int
+
+const (
+	// AcceptAnyUnlock accepts the LockInfo sent at lock time (Terraform's
+	// unlock), a LockInfo naming the holder's ID (OpenTofu 1.10+
+	// force-unlock) and an empty body (terraform force-unlock). The
+	// default.
+	AcceptAnyUnlock UnlockBodies = iota
+	// AcceptEmptyUnlock accepts the LockInfo sent at lock time and the
+	// empty body, and refuses with 400 any other body, such as one naming
+	// only the ID.
+	AcceptEmptyUnlock
+	// AcceptIDUnlock accepts a LockInfo naming the holder's ID, and
+	// refuses the empty body with 500, as Terraform's own test server does.
+	AcceptIDUnlock
+	// AcceptNoForceUnlock accepts only the LockInfo sent at lock time: 400
+	// for another body, 500 for the empty one.
+	AcceptNoForceUnlock
+)
+
+// WithUnlockBodies makes the server accept only the UNLOCK bodies that
+// accept allows (see [UnlockBodies]).
+func WithUnlockBodies(accept UnlockBodies) Option {
+	return func(s *Server) {
+		s.unlockBodies = accept
 	}
 }
 
