@@ -7,7 +7,6 @@ import (
 	"strconv"
 	"time"
 
-	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
@@ -80,10 +79,8 @@ type cosProbeResult struct {
 	// none); stateErr is set when the object cannot be used.
 	state    *backendsv1alpha1.StateSummary
 	stateErr error
-	// lock is the holder in the .tflock object, nil when unlocked; lockErr
-	// is set when the lock object cannot be read.
-	lock    *cos.LockInfo
-	lockErr error
+	// lock is what the .tflock object says of the lock.
+	lock lockReading
 }
 
 // runCosProbe checks the bucket, then streams the state object into a
@@ -100,8 +97,18 @@ func runCosProbe(ctx context.Context, cc *cos.Client) cosProbeResult {
 		return res
 	}
 	res.state, res.stateErr = streamCosSummary(ctx, cc, defaultWorkspace)
-	res.lock, res.lockErr = cc.ReadLock(ctx, defaultWorkspace)
+	res.lock = readCosLock(ctx, cc, defaultWorkspace)
 	return res
+}
+
+// readCosLock reads the holder of a workspace's lock from its .tflock
+// object.
+func readCosLock(ctx context.Context, cc *cos.Client, workspace string) lockReading {
+	holder, err := cc.ReadLock(ctx, workspace)
+	if err != nil {
+		return lockReading{err: err}
+	}
+	return lockReading{held: holder != nil, holder: lockInfo(holder)}
 }
 
 // streamCosSummary streams a workspace's state object into status.state.
@@ -130,7 +137,7 @@ func applyCosProbe(backend *backendsv1alpha1.CosBackend, res cosProbeResult) {
 	bucket := bucketObservation(backend.Spec.Bucket, res.bucketErr)
 	if res.bucketErr != nil {
 		setCondition(conds, gen, backendsv1alpha1.BucketReadyCondition, bucket)
-		meta.SetStatusCondition(conds, unknownLock(gen, "The bucket cannot be read"))
+		applyLock(backend, &backend.Status.Lock, cosBackendKind, lockStatus(lockReading{err: res.bucketErr}, ""))
 		return
 	}
 	if res.stateErr != nil {
@@ -141,30 +148,5 @@ func applyCosProbe(backend *backendsv1alpha1.CosBackend, res cosProbeResult) {
 		stateSize.WithLabelValues(cosBackendKind, backend.Namespace, backend.Name).Set(float64(res.state.SizeBytes))
 	}
 	setCondition(conds, gen, backendsv1alpha1.BucketReadyCondition, bucket)
-
-	switch {
-	case res.lockErr != nil:
-		meta.SetStatusCondition(conds, unknownLock(gen, "Reading the lock object failed: "+res.lockErr.Error()))
-	case res.lock == nil:
-		backend.Status.Lock = nil
-		lockHeld.WithLabelValues(cosBackendKind, backend.Namespace, backend.Name).Set(0)
-		setCondition(conds, gen, backendsv1alpha1.LockedCondition, observation{
-			status: metav1.ConditionFalse, reason: backendsv1alpha1.NotLockedReason, message: "The state is not locked.",
-		})
-	default:
-		holder := lockInfo(res.lock)
-		backend.Status.Lock = holder
-		lockHeld.WithLabelValues(cosBackendKind, backend.Namespace, backend.Name).Set(1)
-		setCondition(conds, gen, backendsv1alpha1.LockedCondition, observation{
-			status: metav1.ConditionTrue, reason: backendsv1alpha1.LockHeldReason, message: describeHolder(holder),
-		})
-	}
-}
-
-// unknownLock is the Locked condition when the lock cannot be read.
-func unknownLock(generation int64, message string) metav1.Condition {
-	return metav1.Condition{
-		Type: backendsv1alpha1.LockedCondition, Status: metav1.ConditionUnknown,
-		Reason: backendsv1alpha1.UnreachableReason, Message: truncate(message), ObservedGeneration: generation,
-	}
+	applyLock(backend, &backend.Status.Lock, cosBackendKind, lockStatus(res.lock, ""))
 }

@@ -8,8 +8,10 @@ import (
 	"time"
 
 	"github.com/go-logr/logr"
+	"github.com/google/uuid"
 	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/types"
 	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
@@ -21,12 +23,25 @@ import (
 // that a Terraform run that meets it tells its user who holds the lock.
 const lockCheckOperation = "OperationTypeInvalid"
 
-// lockCheckWho is the holder our own short-lived lock names.
-const lockCheckWho = "backend-operator"
+// Bounds of the release of the lock check's own lock, which outlives the
+// probe's context: each attempt has its own deadline, and a failed attempt
+// is retried after a short wait.
+const (
+	lockReleaseAttempts = 3
+	lockReleaseTimeout  = 15 * time.Second
+	lockReleaseWait     = time.Second
+)
 
-// lockReleaseTimeout bounds the release of the lock check's own lock,
-// which outlives the probe's context.
-const lockReleaseTimeout = 30 * time.Second
+// lockCheckNamespace derives the lock check's lock IDs (see lockCheckID).
+var lockCheckNamespace = uuid.MustParse("6f1d1c2e-2b0a-4d5e-9a43-1f0c7c9b8e21")
+
+// lockCheckID is the ID of the lock the lock check of the object uid
+// takes: the same on every probe and after a restart, so that a lock the
+// check could not release is recognised as the operator's own by the next
+// probe, which releases it.
+func lockCheckID(uid types.UID) string {
+	return uuid.NewSHA1(lockCheckNamespace, []byte(uid)).String()
+}
 
 // httpProbeCondition is the condition Ready follows for an HttpBackend: ""
 // when probing is disabled.
@@ -94,7 +109,10 @@ func (r *HttpBackendReconciler) reconcileProbe(ctx context.Context, s *httpScope
 		fetch:       interval > 0,
 		checkLock:   lockWork,
 		forceUnlock: forceUnlockID(backend),
-		info:        fmt.Sprintf("Lock check of HttpBackend %s/%s by %s, released at once", backend.Namespace, backend.Name, lockCheckWho),
+		lockID:      lockCheckID(backend.UID),
+		who:         fmt.Sprintf("backend-operator lock check of HttpBackend %s/%s", backend.Namespace, backend.Name),
+		info: "Taken by backend-operator to learn who holds the lock (spec.probe.lockCheck or spec.forceUnlock) " +
+			"and released at once; if it stays, the operator releases it at its next probe.",
 	}
 	r.submitProbe(task, func(ctx context.Context) any { return runHTTPProbe(ctx, sc, plan, log) })
 	s.probePending = true
@@ -109,8 +127,9 @@ type httpProbePlan struct {
 	checkLock bool
 	// forceUnlock is the lock ID forceUnlock names, or "".
 	forceUnlock string
-	// info describes the lock check's own lock to whoever meets it.
-	info string
+	// lockID, who and info are the ID, Who and Info of the lock check's
+	// own lock: they tell whoever meets it who holds it, and why.
+	lockID, who, info string
 }
 
 // httpProbeResult is what one probe of an HttpBackend learned.
@@ -122,24 +141,7 @@ type httpProbeResult struct {
 	fetchErr error
 	// lockChecked is true when the lock was checked; lock is its outcome.
 	lockChecked bool
-	lock        lockCheck
-}
-
-// lockCheck is the outcome of a lock check.
-type lockCheck struct {
-	// err is set when the check failed: the holder is unknown.
-	err error
-	// unlockErr is set when the check took the lock and could not
-	// release it.
-	unlockErr error
-	// held is true when someone else holds the lock; holder describes
-	// them, nil when their LockInfo cannot be read.
-	held   bool
-	holder *backendsv1alpha1.LockInfo
-	// forceUnlocked is true when forceUnlock released holder;
-	// forceUnlockErr is set when it tried and failed.
-	forceUnlocked  bool
-	forceUnlockErr error
+	lock        lockReading
 }
 
 // runHTTPProbe performs a probe with sc, within probeTimeout. It reads
@@ -165,33 +167,81 @@ func runHTTPProbe(ctx context.Context, sc StateClient, plan httpProbePlan, log l
 // checkHTTPLock learns the holder of the lock by taking it: the protocol
 // has no call to read a lock. When the lock is free it is released at
 // once; when it is held by the ID plan.forceUnlock names, it is released
-// for good.
-func checkHTTPLock(ctx context.Context, sc StateClient, plan httpProbePlan) lockCheck {
-	info := stateclient.NewLockInfo(lockCheckOperation, lockCheckWho)
-	info.Info = plan.info
+// for good (see releaseNamedLock). A lock the check took earlier and could
+// not release has the ID it takes now: it is released, and the lock is
+// checked again.
+func checkHTTPLock(ctx context.Context, sc StateClient, plan httpProbePlan) lockReading {
+	info := stateclient.LockInfo{ID: plan.lockID, Operation: lockCheckOperation, Who: plan.who, Info: plan.info, Created: time.Now().UTC()}
 	_, err := sc.Lock(ctx, info)
 	var lockErr *stateclient.LockError
+	if errors.As(err, &lockErr) && lockErr.Info != nil && lockErr.Info.ID == info.ID {
+		if err := releaseOwnLock(ctx, func(ctx context.Context) error { return releaseNamedLock(ctx, sc, info.ID) }); err != nil {
+			return lockReading{held: true, holder: lockInfo(lockErr.Info), ownErr: err}
+		}
+		_, err = sc.Lock(ctx, info)
+	}
 	switch {
 	case err == nil:
 		// Release it even when the probe was cancelled meanwhile (its spec
 		// changed, the backend was deleted, the manager stops): a lock left
 		// behind blocks every run.
-		release, cancel := context.WithTimeout(context.WithoutCancel(ctx), lockReleaseTimeout)
-		defer cancel()
-		return lockCheck{unlockErr: sc.Unlock(release, info.ID)}
-	case errors.As(err, &lockErr):
-		out := lockCheck{held: true, holder: lockInfo(lockErr.Info)}
-		if plan.forceUnlock != "" && out.holder != nil && out.holder.ID == plan.forceUnlock {
-			if err := sc.ForceUnlock(ctx, out.holder.ID); err != nil {
-				out.forceUnlockErr = err
-			} else {
-				out.forceUnlocked = true
-			}
+		if err := releaseOwnLock(ctx, func(ctx context.Context) error { return sc.Unlock(ctx, info.ID) }); err != nil {
+			return lockReading{held: true, holder: lockInfo(&info), ownErr: err}
 		}
-		return out
+		return lockReading{}
+	case errors.As(err, &lockErr):
+		r := lockReading{held: true, holder: lockInfo(lockErr.Info)}
+		if plan.forceUnlock != "" && r.holder != nil && r.holder.ID == plan.forceUnlock {
+			r.releaseErr = releaseNamedLock(ctx, sc, plan.forceUnlock)
+			r.released = r.releaseErr == nil
+		}
+		return r
 	default:
-		return lockCheck{err: err}
+		return lockReading{err: err}
 	}
+}
+
+// releaseOwnLock runs release, the release of a lock the lock check took,
+// until it succeeds, at most lockReleaseAttempts times, each within
+// lockReleaseTimeout, even when ctx is cancelled: a lock left behind
+// blocks every run. An answer saying the lock is held by someone else, or
+// by no one, means the check's lock is gone.
+func releaseOwnLock(ctx context.Context, release func(context.Context) error) error {
+	ctx = context.WithoutCancel(ctx)
+	var err error
+	for attempt := range lockReleaseAttempts {
+		if attempt > 0 {
+			time.Sleep(time.Duration(attempt) * lockReleaseWait)
+		}
+		attemptCtx, cancel := context.WithTimeout(ctx, lockReleaseTimeout)
+		err = release(attemptCtx)
+		cancel()
+		var lockErr *stateclient.LockError
+		if err == nil || errors.As(err, &lockErr) {
+			return nil
+		}
+	}
+	return err
+}
+
+// releaseNamedLock releases lock id, which the holder just read holds,
+// without having taken it. It sends the UNLOCK naming the ID first, and
+// Terraform's empty-body UNLOCK (which releases whatever lock is held)
+// only when the server refused the first one's form: never while the
+// holder is unknown or another. When the server refuses both, the error
+// is a *forceUnlockRefusedError with both status codes.
+func releaseNamedLock(ctx context.Context, sc StateClient, id string) error {
+	err := sc.ForceUnlock(ctx, id)
+	idStatus := refusedStatus(err, id)
+	if idStatus == 0 {
+		return err
+	}
+	err = sc.ForceUnlockEmptyBody(ctx)
+	emptyStatus := refusedStatus(err, id)
+	if err == nil || emptyStatus == 0 {
+		return err
+	}
+	return &forceUnlockRefusedError{idBody: idStatus, emptyBody: emptyStatus}
 }
 
 // applyHTTPProbe writes what a probe that ended at finished learned into
@@ -213,54 +263,25 @@ func applyHTTPProbe(backend *backendsv1alpha1.HttpBackend, res httpProbeResult, 
 		clearLock(backend, &backend.Status.Lock, httpBackendKind)
 		return
 	}
-	lock := res.lock
-	if lock.forceUnlocked {
-		backend.Status.LastForceUnlock = &backendsv1alpha1.ForceUnlockStatus{LockID: lock.holder.ID, Time: metav1.NewTime(finished)}
+	if res.lock.released {
+		backend.Status.LastForceUnlock = &backendsv1alpha1.ForceUnlockStatus{LockID: res.lock.holder.ID, Time: metav1.NewTime(finished)}
 	}
-	known, holder, obs := httpLockObservation(backend, lock)
-	if known {
-		backend.Status.Lock = holder
-		held := 0.0
-		if holder != nil {
-			held = 1
-		}
-		lockHeld.WithLabelValues(httpBackendKind, backend.Namespace, backend.Name).Set(held)
-	}
-	setCondition(conds, gen, backendsv1alpha1.LockedCondition, obs)
+	applyLock(backend, &backend.Status.Lock, httpBackendKind, lockStatus(res.lock, forceUnlockID(backend)))
 }
 
-// httpLockObservation is the Locked condition for a lock check of backend,
-// and, when known is true, the holder to record (nil: not locked). When
-// the check failed the recorded holder is left as it was.
-func httpLockObservation(backend *backendsv1alpha1.HttpBackend, lock lockCheck) (known bool, holder *backendsv1alpha1.LockInfo, obs observation) {
-	switch {
-	case lock.err != nil:
-		obs := probeFailure(lock.err)
-		obs.message = "Checking the lock failed: " + obs.message
-		return false, nil, obs
-	case lock.unlockErr != nil:
-		return false, nil, observation{
-			status: metav1.ConditionUnknown, reason: probeFailure(lock.unlockErr).reason,
-			message: "Releasing the lock check's own lock failed: " + lock.unlockErr.Error(),
+// applyLock writes a lock verdict into a backend's Locked condition,
+// status.lock and lock metric; a verdict that learned nothing of the
+// holder leaves status.lock and the metric as they were.
+func applyLock(obj statusObject, lock **backendsv1alpha1.LockInfo, kind string, v lockVerdict) {
+	if v.known {
+		*lock = v.holder
+		held := 0.0
+		if v.holder != nil || v.obs.status == metav1.ConditionTrue {
+			held = 1
 		}
-	case lock.forceUnlocked:
-		return true, nil, observation{status: metav1.ConditionFalse, reason: backendsv1alpha1.ForceUnlockedReason,
-			message: fmt.Sprintf("The state is not locked. Released lock %s held by %s, as forceUnlock.lockID asked.", lock.holder.ID, lock.holder.Who)}
-	case lock.forceUnlockErr != nil:
-		obs := probeFailure(lock.forceUnlockErr)
-		obs.status = metav1.ConditionTrue
-		obs.message = fmt.Sprintf("%s; force unlock of %s failed: %s", describeHolder(lock.holder), lock.holder.ID, lock.forceUnlockErr.Error())
-		return true, lock.holder, obs
-	case lock.held:
-		reason := backendsv1alpha1.LockHeldReason
-		if forceUnlockID(backend) != "" {
-			reason = backendsv1alpha1.ForceUnlockSkippedReason
-		}
-		return true, lock.holder, observation{status: metav1.ConditionTrue, reason: reason,
-			message: describeHolder(lock.holder) + forceUnlockNote(backend, lock.holder)}
+		lockHeld.WithLabelValues(kind, obj.GetNamespace(), obj.GetName()).Set(held)
 	}
-	return true, nil, observation{status: metav1.ConditionFalse, reason: backendsv1alpha1.NotLockedReason,
-		message: "The state is not locked." + forceUnlockNote(backend, nil)}
+	setCondition(obj.StatusConditions(), obj.GetGeneration(), backendsv1alpha1.LockedCondition, v.obs)
 }
 
 // clearLock forgets the lock of a backend whose lock is not checked.
@@ -280,20 +301,4 @@ func forceUnlockID(b *backendsv1alpha1.HttpBackend) string {
 		return ""
 	}
 	return b.Spec.ForceUnlock.LockID
-}
-
-// forceUnlockNote says why forceUnlock left the lock alone, or "" when it
-// is not set.
-func forceUnlockNote(b *backendsv1alpha1.HttpBackend, holder *backendsv1alpha1.LockInfo) string {
-	id := forceUnlockID(b)
-	switch {
-	case id == "":
-		return ""
-	case holder == nil:
-		return fmt.Sprintf(" forceUnlock.lockID %s: no lock is held, nothing to release.", id)
-	case holder.ID == "":
-		return fmt.Sprintf(" forceUnlock.lockID %s: the holder's ID cannot be read, so the lock is left alone.", id)
-	default:
-		return fmt.Sprintf(" forceUnlock.lockID %s does not match the holder %s, so the lock is left alone.", id, holder.ID)
-	}
 }

@@ -16,6 +16,7 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
 	backendsv1alpha1 "github.com/infrastate/backend-operator/api/v1alpha1"
+	"github.com/infrastate/backend-operator/internal/cos"
 	"github.com/infrastate/backend-operator/internal/netguard"
 	"github.com/infrastate/backend-operator/internal/stateclient"
 	"github.com/infrastate/backend-operator/internal/statefile"
@@ -73,11 +74,15 @@ func probeFailure(err error) observation {
 		obs.reason = backendsv1alpha1.UnauthorizedReason
 	case errors.Is(err, stateclient.ErrForbidden):
 		obs.reason = backendsv1alpha1.ForbiddenReason
+	case errors.Is(err, cos.ErrAccessDenied):
+		obs.reason = backendsv1alpha1.AccessDeniedReason
+	case errors.Is(err, cos.ErrBucketNotFound):
+		obs.reason = backendsv1alpha1.BucketNotFoundReason
 	case isTLSError(err):
 		obs.reason = backendsv1alpha1.TLSErrorReason
 	case errors.Is(err, stateclient.ErrStateTooLarge), isStateFormatError(err):
 		obs.reason = backendsv1alpha1.StateUnreadableReason
-	case isNetworkError(err):
+	case errors.Is(err, cos.ErrUnreachable), isNetworkError(err):
 		obs.reason = backendsv1alpha1.UnreachableReason
 	default:
 		obs.reason = backendsv1alpha1.ServerErrorReason
@@ -85,7 +90,10 @@ func probeFailure(err error) observation {
 	return obs
 }
 
-// isTLSError reports a failed TLS handshake or certificate check.
+// isTLSError reports a failed TLS handshake or certificate check, on
+// either side: a server that refuses the client's certificate, or asks
+// for one the client does not have ("tls: certificate required"), sends a
+// TLS alert, which crypto/tls reports as a "remote error".
 func isTLSError(err error) bool {
 	var (
 		verify   *tls.CertificateVerificationError
@@ -94,9 +102,11 @@ func isTLSError(err error) bool {
 		invalid  x509.CertificateInvalidError
 		header   tls.RecordHeaderError
 		alert    tls.AlertError
+		op       *net.OpError
 	)
 	return errors.As(err, &verify) || errors.As(err, &unknown) || errors.As(err, &hostname) ||
-		errors.As(err, &invalid) || errors.As(err, &header) || errors.As(err, &alert)
+		errors.As(err, &invalid) || errors.As(err, &header) || errors.As(err, &alert) ||
+		(errors.As(err, &op) && op.Op == "remote error")
 }
 
 // isNetworkError reports an error reaching the server: refused, reset,

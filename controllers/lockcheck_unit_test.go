@@ -1,13 +1,23 @@
 package controllers
 
 import (
+	"bytes"
 	"context"
+	"errors"
 	"io"
+	"net/http"
+	"net/http/httptest"
+	"strings"
+	"sync"
 	"testing"
+	"time"
 
 	"github.com/go-logr/logr"
+	"github.com/google/go-cmp/cmp"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
 	"github.com/infrastate/backend-operator/internal/stateclient"
+	"github.com/infrastate/backend-operator/internal/stateserver"
 )
 
 // fakeStateClient is a StateClient whose calls are functions of the test.
@@ -53,7 +63,185 @@ func TestLockCheckReleasesItsLockWhenCancelled(t *testing.T) {
 		},
 	}
 	res := runHTTPProbe(ctx, sc, httpProbePlan{checkLock: true}, logr.Discard())
-	if !released || res.lock.unlockErr != nil {
-		t.Fatalf("the lock check's own lock was not released (unlock error %v)", res.lock.unlockErr)
+	if !released || res.lock.ownErr != nil {
+		t.Fatalf("the lock check's own lock was not released (unlock error %v)", res.lock.ownErr)
+	}
+}
+
+func (f *fakeStateClient) ForceUnlockEmptyBody(context.Context) error { return nil }
+
+// unlockRecorder serves a reference state server over real TCP and
+// records the body of every UNLOCK it is sent.
+type unlockRecorder struct {
+	server *stateserver.Server
+	url    string
+	mu     sync.Mutex
+	bodies []string
+}
+
+func newUnlockRecorder(t *testing.T, accept stateserver.UnlockBodies) *unlockRecorder {
+	t.Helper()
+	rec := &unlockRecorder{server: stateserver.New(stateserver.NewMemoryStore(), stateserver.WithUnlockBodies(accept))}
+	ts := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		if r.Method == stateserver.MethodUnlock {
+			body, _ := io.ReadAll(r.Body)
+			rec.mu.Lock()
+			rec.bodies = append(rec.bodies, string(body))
+			rec.mu.Unlock()
+			r.Body = io.NopCloser(bytes.NewReader(body))
+		}
+		rec.server.ServeHTTP(w, r)
+	}))
+	t.Cleanup(ts.Close)
+	rec.url = ts.URL + "/state/app"
+	return rec
+}
+
+// unlocks returns the UNLOCK bodies sent so far, "" standing for an empty
+// one, and forgets them.
+func (r *unlockRecorder) unlocks() []string {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	out := r.bodies
+	r.bodies = nil
+	return out
+}
+
+// client returns a state client for the recorder's state, with locking.
+func (r *unlockRecorder) client(t *testing.T) StateClient {
+	t.Helper()
+	cfg := stateclient.DefaultConfig(r.url)
+	cfg.LockAddress, cfg.UnlockAddress, cfg.RetryMax = r.url, r.url, 0
+	sc, err := stateclient.New(cfg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return sc
+}
+
+// hold takes the lock of the recorder's state as another client would.
+func (r *unlockRecorder) hold(t *testing.T, id, who string) {
+	t.Helper()
+	info := stateclient.LockInfo{ID: id, Operation: "OperationTypeApply", Who: who, Version: "1.5.7", Created: time.Now().UTC()}
+	if _, err := r.client(t).Lock(t.Context(), info); err != nil {
+		t.Fatalf("taking lock %s: %v", id, err)
+	}
+	r.unlocks()
+}
+
+// held returns the ID of the lock the server holds, "" when none.
+func (r *unlockRecorder) held(t *testing.T) string {
+	t.Helper()
+	_, err := r.client(t).Lock(t.Context(), stateclient.NewLockInfo("OperationTypeInvalid", "test"))
+	var lockErr *stateclient.LockError
+	switch {
+	case err == nil:
+		// It was free: give it back without leaving a trace in unlocks.
+		defer r.unlocks()
+		return ""
+	case errors.As(err, &lockErr) && lockErr.Info != nil:
+		return lockErr.Info.ID
+	}
+	t.Fatalf("reading the holder: %v", err)
+	return ""
+}
+
+// TestForceUnlockOnEachServer releases a named lock on servers that accept
+// different UNLOCK bodies, over real TCP: the ID body first, the empty
+// body only when the ID body was refused, and a refusal of both reported
+// with each status code and the lock left held.
+func TestForceUnlockOnEachServer(t *testing.T) {
+	const holder = "3f0a3c51-6f9b-2c8e-1d2a-9b7c6e5d4f3a"
+	idBody := `{"ID":"` + holder + `","Operation":"","Info":"","Who":"","Version":"","Created":"0001-01-01T00:00:00Z","Path":""}`
+	cases := map[string]struct {
+		accept      stateserver.UnlockBodies
+		wantUnlocks []string
+		wantErr     error
+		wantHeld    string
+	}{
+		"any body":        {accept: stateserver.AcceptAnyUnlock, wantUnlocks: []string{idBody}},
+		"empty body only": {accept: stateserver.AcceptEmptyUnlock, wantUnlocks: []string{idBody, ""}},
+		"ID body only":    {accept: stateserver.AcceptIDUnlock, wantUnlocks: []string{idBody}},
+		"neither": {accept: stateserver.AcceptNoForceUnlock, wantUnlocks: []string{idBody, ""},
+			wantErr: &forceUnlockRefusedError{idBody: 400, emptyBody: 500}, wantHeld: holder},
+	}
+	for name, tc := range cases {
+		t.Run(name, func(t *testing.T) {
+			srv := newUnlockRecorder(t, tc.accept)
+			srv.hold(t, holder, "alice@laptop")
+			plan := httpProbePlan{checkLock: true, forceUnlock: holder, lockID: lockCheckID("uid-1"), who: "backend-operator test"}
+			got := runHTTPProbe(t.Context(), srv.client(t), plan, logr.Discard()).lock
+			if diff := cmp.Diff(tc.wantUnlocks, srv.unlocks()); diff != "" {
+				t.Errorf("UNLOCK bodies (-want +got):\n%s", diff)
+			}
+			if diff := cmp.Diff(tc.wantErr, got.releaseErr, cmp.AllowUnexported(forceUnlockRefusedError{})); diff != "" {
+				t.Errorf("release error (-want +got):\n%s", diff)
+			}
+			if got.released != (tc.wantErr == nil) || got.holder == nil || got.holder.ID != holder {
+				t.Errorf("reading = %+v, want the holder %s, released %v", got, holder, tc.wantErr == nil)
+			}
+			if h := srv.held(t); h != tc.wantHeld {
+				t.Errorf("lock held after the probe: %q, want %q", h, tc.wantHeld)
+			}
+			v := lockStatus(got, holder)
+			wantReason := map[bool]string{true: "ForceUnlocked", false: "ForceUnlockRefused"}[tc.wantErr == nil]
+			if v.obs.reason != wantReason {
+				t.Errorf("Locked reason %s (%s), want %s", v.obs.reason, v.obs.message, wantReason)
+			}
+		})
+	}
+}
+
+// TestForceUnlockNeverSendsTheEmptyBodyForAnotherHolder checks that a lock
+// held by another ID than forceUnlock names is left alone on every server:
+// no UNLOCK at all, least of all the empty body, which would release it.
+func TestForceUnlockNeverSendsTheEmptyBodyForAnotherHolder(t *testing.T) {
+	for _, accept := range []stateserver.UnlockBodies{stateserver.AcceptAnyUnlock, stateserver.AcceptEmptyUnlock} {
+		srv := newUnlockRecorder(t, accept)
+		srv.hold(t, "the-holder", "alice@laptop")
+		plan := httpProbePlan{checkLock: true, forceUnlock: "another-id", lockID: lockCheckID("uid-1"), who: "backend-operator test"}
+		got := runHTTPProbe(t.Context(), srv.client(t), plan, logr.Discard()).lock
+		if unlocks := srv.unlocks(); len(unlocks) != 0 {
+			t.Errorf("sent UNLOCK %q for a lock forceUnlock does not name", unlocks)
+		}
+		if v := lockStatus(got, "another-id"); v.obs.reason != "ForceUnlockSkipped" || srv.held(t) != "the-holder" {
+			t.Errorf("Locked %s (%s), lock held by %q; want ForceUnlockSkipped and the-holder", v.obs.reason, v.obs.message, srv.held(t))
+		}
+	}
+}
+
+// TestLockCheckReleasesItsOwnLeftoverLock checks that a lock the lock
+// check could not release is reported as the operator's own, and released
+// by the next check, including one taken before a restart: the ID is
+// derived from the backend's UID.
+func TestLockCheckReleasesItsOwnLeftoverLock(t *testing.T) {
+	srv := newUnlockRecorder(t, stateserver.AcceptEmptyUnlock)
+	plan := httpProbePlan{checkLock: true, lockID: lockCheckID("uid-1"), who: "backend-operator lock check of HttpBackend ns/app"}
+	if plan.lockID != lockCheckID("uid-1") || plan.lockID == lockCheckID("uid-2") {
+		t.Fatal("lockCheckID is not a function of the UID alone")
+	}
+
+	// The release of the check's lock fails every time.
+	srv.server.InjectFault(stateserver.Fault{Method: stateserver.MethodUnlock, Status: http.StatusBadGateway})
+	got := runHTTPProbe(t.Context(), srv.client(t), plan, logr.Discard()).lock
+	if got.ownErr == nil || !got.held || got.holder == nil || got.holder.ID != plan.lockID || got.holder.Who != plan.who {
+		t.Fatalf("reading = %+v, want the check's own lock, held", got)
+	}
+	if n := len(srv.unlocks()); n != lockReleaseAttempts {
+		t.Errorf("%d UNLOCK attempts, want %d", n, lockReleaseAttempts)
+	}
+	v := lockStatus(got, "")
+	if v.obs.status != metav1.ConditionTrue || v.obs.reason != "LockCheckNotReleased" || !strings.Contains(v.obs.message, plan.lockID) {
+		t.Errorf("Locked = %+v, want True LockCheckNotReleased naming the lock", v.obs)
+	}
+
+	// The next check, by a new client as after a restart, releases it.
+	srv.server.ClearFaults()
+	got = runHTTPProbe(t.Context(), srv.client(t), plan, logr.Discard()).lock
+	if diff := cmp.Diff(lockReading{}, got, cmp.AllowUnexported(lockReading{})); diff != "" {
+		t.Errorf("reading after the leftover was released (-want +got):\n%s", diff)
+	}
+	if h := srv.held(t); h != "" {
+		t.Errorf("lock held by %q after the check, want free", h)
 	}
 }

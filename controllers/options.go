@@ -19,6 +19,7 @@ type StateClient interface {
 	Lock(ctx context.Context, info stateclient.LockInfo) (string, error)
 	Unlock(ctx context.Context, id string) error
 	ForceUnlock(ctx context.Context, id string) error
+	ForceUnlockEmptyBody(ctx context.Context) error
 }
 
 // StateClientFactory builds a state client from a backend's settings.

@@ -1,10 +1,13 @@
 package controllers
 
 import (
+	"context"
 	"crypto/x509"
 	"errors"
 	"fmt"
 	"net"
+	"net/url"
+	"strings"
 	"syscall"
 	"testing"
 	"time"
@@ -38,6 +41,11 @@ func TestProbeFailure(t *testing.T) {
 		"not a v4 state":    {err: fmt.Errorf("read: %w", statefile.ErrUnsupportedVersion), want: "StateUnreadable"},
 		"not JSON":          {err: fmt.Errorf("read: %w", statefile.ErrMalformed), want: "StateUnreadable"},
 		"address denied":    {err: &stateclient.RetryError{Err: &netguard.DeniedError{Host: "metadata.test", Port: "80"}}, want: "AddressDenied"},
+		"client certificate required": {err: &stateclient.RetryError{Err: &url.Error{Op: "Get", URL: "u",
+			Err: &net.OpError{Op: "remote error", Err: errors.New("tls: certificate required")}}}, want: "TLSError"},
+		"COS access denied": {err: fmt.Errorf("read: %w", cos.ErrAccessDenied), want: "AccessDenied"},
+		"COS no bucket":     {err: fmt.Errorf("read: %w", cos.ErrBucketNotFound), want: "BucketNotFound"},
+		"COS no answer":     {err: fmt.Errorf("read: %w", cos.ErrUnreachable), want: "Unreachable"},
 		"anything else":     {err: errors.New("boom"), want: "ServerError"},
 	}
 	for name, tc := range cases {
@@ -45,6 +53,72 @@ func TestProbeFailure(t *testing.T) {
 			got := probeFailure(tc.err)
 			if got.reason != tc.want || got.status != metav1.ConditionFalse || got.message != tc.err.Error() {
 				t.Errorf("probeFailure() = %+v, want reason %s, status False, message %q", got, tc.want, tc.err.Error())
+			}
+		})
+	}
+}
+
+// TestLockStatus decides Locked and status.lock for every kind of
+// reading: a failed read is Unknown and keeps the last holder (it is not
+// a release), and a release that failed keeps the lock held.
+func TestLockStatus(t *testing.T) {
+	const T, F, U = metav1.ConditionTrue, metav1.ConditionFalse, metav1.ConditionUnknown
+	bob := &backendsv1alpha1.LockInfo{ID: "lock-1", Who: "bob@ci"}
+	serverError := &stateclient.RetryError{Method: "LOCK", URL: "u", Attempts: 3, Err: &stateclient.StatusError{Method: "LOCK", URL: "u", StatusCode: 500}}
+	timeout := fmt.Errorf("LOCK u: %w", context.DeadlineExceeded)
+	type want struct {
+		status   metav1.ConditionStatus
+		reason   string
+		known    bool
+		holder   *backendsv1alpha1.LockInfo
+		mentions string
+	}
+	cases := map[string]struct {
+		reading     lockReading
+		forceUnlock string
+		want        want
+	}{
+		"not locked":              {want: want{status: F, reason: "NotLocked", known: true}},
+		"held":                    {reading: lockReading{held: true, holder: bob}, want: want{status: T, reason: "LockHeld", known: true, holder: bob, mentions: "lock-1"}},
+		"held, holder unreadable": {reading: lockReading{held: true}, want: want{status: T, reason: "LockHeld", known: true, mentions: "cannot be read"}},
+		"the server answers 500": {reading: lockReading{err: serverError},
+			want: want{status: U, reason: "ServerError", mentions: "500"}},
+		"the check times out": {reading: lockReading{err: timeout}, want: want{status: U, reason: "Unreachable"}},
+		"the client certificate is refused": {reading: lockReading{err: &net.OpError{Op: "remote error", Err: errors.New("tls: certificate required")}},
+			want: want{status: U, reason: "TLSError"}},
+		"a COS lock object that cannot be read": {reading: lockReading{err: fmt.Errorf("read lock: %w", cos.ErrInvalidLock)},
+			want: want{status: U, reason: "ServerError"}},
+		"the check's own lock stays": {reading: lockReading{held: true, holder: bob, ownErr: serverError},
+			want: want{status: T, reason: "LockCheckNotReleased", known: true, holder: bob, mentions: "next probe releases it"}},
+		"forceUnlock released the holder": {reading: lockReading{held: true, holder: bob, released: true}, forceUnlock: "lock-1",
+			want: want{status: F, reason: "ForceUnlocked", known: true, mentions: "bob@ci"}},
+		"forceUnlock refused by the server": {reading: lockReading{held: true, holder: bob, releaseErr: &forceUnlockRefusedError{idBody: 400, emptyBody: 500}}, forceUnlock: "lock-1",
+			want: want{status: T, reason: "ForceUnlockRefused", known: true, holder: bob, mentions: "HTTP 400 and Terraform's empty-body unlock with HTTP 500"}},
+		"forceUnlock failed to reach the server": {reading: lockReading{held: true, holder: bob, releaseErr: timeout}, forceUnlock: "lock-1",
+			want: want{status: T, reason: "Unreachable", known: true, holder: bob}},
+		"forceUnlock names another lock": {reading: lockReading{held: true, holder: bob}, forceUnlock: "lock-2",
+			want: want{status: T, reason: "ForceUnlockSkipped", known: true, holder: bob, mentions: "does not match the holder lock-1"}},
+		"forceUnlock with nothing held": {forceUnlock: "lock-2", want: want{status: F, reason: "NotLocked", known: true, mentions: "nothing to release"}},
+	}
+	for name, tc := range cases {
+		t.Run(name, func(t *testing.T) {
+			v := lockStatus(tc.reading, tc.forceUnlock)
+			got := want{status: v.obs.status, reason: v.obs.reason, known: v.known, holder: v.holder, mentions: tc.want.mentions}
+			if diff := cmp.Diff(tc.want, got, cmp.AllowUnexported(want{})); diff != "" {
+				t.Errorf("lockStatus mismatch (-want +got):\n%s\nmessage: %s", diff, v.obs.message)
+			}
+			if !strings.Contains(v.obs.message, tc.want.mentions) {
+				t.Errorf("message %q does not mention %q", v.obs.message, tc.want.mentions)
+			}
+
+			// The event the verdict causes after a probe that saw bob
+			// holding the lock: a failed read is never a release.
+			before := []metav1.Condition{{Type: "Locked", Status: T, Reason: "LockHeld"}}
+			after := []metav1.Condition{{Type: "Locked", Status: v.obs.status, Reason: v.obs.reason, Message: v.obs.message}}
+			for _, e := range transitionEvents(before, after) {
+				if e.reason == "LockReleased" && v.obs.status != F {
+					t.Errorf("event %s for a lock that is not known to be free", e.reason)
+				}
 			}
 		})
 	}

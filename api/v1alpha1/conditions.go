@@ -178,4 +178,14 @@ const (
 	// forceUnlock.lockID does not name the current holder, so the
 	// controller left the lock alone.
 	ForceUnlockSkippedReason = "ForceUnlockSkipped"
+
+	// ForceUnlockRefusedReason means forceUnlock.lockID names the holder,
+	// but the server refused every way of releasing it; the lock is still
+	// held, and the controller tries again at the next probe.
+	ForceUnlockRefusedReason = "ForceUnlockRefused"
+
+	// LockCheckNotReleasedReason means the lock check took the lock and
+	// could not release it: the operator itself holds the lock until its
+	// next probe releases it.
+	LockCheckNotReleasedReason = "LockCheckNotReleased"
 )

@@ -176,7 +176,9 @@ type CosBackendStatus struct {
 	// +optional
 	State *StateSummary `json:"state,omitempty"`
 
-	// lock is the holder recorded in the state's .tflock object, if any.
+	// lock is the holder recorded in the state's .tflock object, if any,
+	// as the last probe that could read it saw it. While Locked is Unknown
+	// (the lock cannot be read) it is the last holder seen.
 	// +optional
 	Lock *LockInfo `json:"lock,omitempty"`
 }

@@ -228,7 +228,9 @@ type HttpBackendStatus struct {
 	// +optional
 	State *StateSummary `json:"state,omitempty"`
 
-	// lock is the holder of the state lock, when the last probe saw one.
+	// lock is the holder of the state lock, when the last probe that could
+	// read the lock saw one. While Locked is Unknown (the lock cannot be
+	// read) it is the last holder seen.
 	// +optional
 	Lock *LockInfo `json:"lock,omitempty"`
 

@@ -1,0 +1,167 @@
+package controllers
+
+import (
+	"context"
+	"net/http"
+	"net/http/httptest"
+	"time"
+
+	. "github.com/onsi/ginkgo/v2"
+	. "github.com/onsi/gomega"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+
+	backendsv1alpha1 "github.com/infrastate/backend-operator/api/v1alpha1"
+	"github.com/infrastate/backend-operator/internal/stateclient"
+	"github.com/infrastate/backend-operator/internal/stateserver"
+)
+
+// reprobe changes a backend's spec in a way that does not change what the
+// probe reads, so that its next reconcile probes at once (new inputs).
+func reprobe(ctx context.Context, backend *backendsv1alpha1.HttpBackend) {
+	getObject(ctx, Default, backend)
+	retries := int32(1)
+	if backend.Spec.RetryMax != nil && *backend.Spec.RetryMax == 1 {
+		retries = 0
+	}
+	backend.Spec.RetryMax = &retries
+	Expect(k8sClient.Update(ctx, backend)).To(Succeed())
+}
+
+// lockHolder returns the ID of the lock a state server holds at address,
+// "" when it holds none.
+func lockHolder(ctx context.Context, address string, basicAuth bool) string {
+	cfg := stateclient.DefaultConfig(address)
+	if basicAuth {
+		cfg.Username, cfg.Password = stateUser, statePassword
+	}
+	cfg.LockAddress, cfg.UnlockAddress = address, address
+	sc, err := stateclient.New(cfg)
+	Expect(err).NotTo(HaveOccurred())
+	info := stateclient.NewLockInfo("OperationTypeInvalid", "test")
+	_, err = sc.Lock(ctx, info)
+	if err == nil {
+		Expect(sc.Unlock(ctx, info.ID)).To(Succeed())
+		return ""
+	}
+	var lockErr *stateclient.LockError
+	Expect(err).To(BeAssignableToTypeOf(lockErr))
+	lockErr = err.(*stateclient.LockError)
+	Expect(lockErr.Info).NotTo(BeNil())
+	return lockErr.Info.ID
+}
+
+var _ = Describe("Locks", func() {
+	var (
+		ctx context.Context
+		ns  string
+	)
+
+	BeforeEach(func() {
+		var cancel context.CancelFunc
+		ctx, cancel = context.WithTimeout(context.Background(), 2*time.Minute)
+		DeferCleanup(cancel)
+		ns = newNamespace(ctx)
+		startManager(ctx, ns)
+		Expect(k8sClient.Create(ctx, makeSecret("state-password", ns, map[string]string{"password": statePassword}))).To(Succeed())
+	})
+
+	It("reports a failed lock check as Unknown, keeping the last holder, and never as a release", func() {
+		holder := holdLock(ctx, stateURL(ns))
+		backend := makeHttpBackend("app", ns, stateURL(ns)).locks().basicAuth(stateUser, "state-password", "").lockCheck().retries(0, 1, 1).build()
+		Expect(k8sClient.Create(ctx, backend)).To(Succeed())
+		Eventually(func(g Gomega) {
+			getObject(ctx, g, backend)
+			expectCondition(g, backend.Status.Conditions, "Locked", metav1.ConditionTrue, "LockHeld")
+		}, timeout, interval).Should(Succeed())
+
+		By("the server failing the lock check")
+		path := "/state/" + ns
+		stateServer.InjectFault(stateserver.Fault{Method: stateserver.MethodLock, Path: path, Status: http.StatusInternalServerError})
+		DeferCleanup(stateServer.ClearFaults)
+		reprobe(ctx, backend)
+		Eventually(func(g Gomega) {
+			getObject(ctx, g, backend)
+			g.Expect(backend.Status.ObservedGeneration).To(Equal(backend.Generation))
+			c := expectCondition(g, backend.Status.Conditions, "Locked", metav1.ConditionUnknown, "ServerError")
+			g.Expect(c.Message).To(ContainSubstring("500"))
+		}, timeout, interval).Should(Succeed())
+		Expect(backend.Status.Lock).NotTo(BeNil(), "the last holder seen is kept")
+		Expect(backend.Status.Lock.ID).To(Equal(holder))
+		Consistently(func(g Gomega) []string { return eventReasons(ctx, g, ns) }, 2*time.Second, interval).
+			ShouldNot(ContainElement("LockReleased"))
+	})
+
+	It("releases, at its next probe, a lock its own check could not release", func() {
+		path := "/state/" + ns
+		stateServer.InjectFault(stateserver.Fault{Method: stateserver.MethodUnlock, Path: path, Status: http.StatusBadGateway})
+		DeferCleanup(stateServer.ClearFaults)
+		backend := makeHttpBackend("app", ns, stateURL(ns)).locks().basicAuth(stateUser, "state-password", "").lockCheck().retries(0, 1, 1).build()
+		Expect(k8sClient.Create(ctx, backend)).To(Succeed())
+		Eventually(func(g Gomega) {
+			getObject(ctx, g, backend)
+			c := expectCondition(g, backend.Status.Conditions, "Locked", metav1.ConditionTrue, "LockCheckNotReleased")
+			g.Expect(c.Message).To(ContainSubstring("operator's own lock check"))
+			g.Expect(backend.Status.Lock).NotTo(BeNil())
+			g.Expect(backend.Status.Lock.Who).To(Equal("backend-operator lock check of HttpBackend " + ns + "/app"))
+		}, timeout, interval).Should(Succeed())
+		Expect(lockHolder(ctx, stateURL(ns), true)).To(Equal(backend.Status.Lock.ID), "the server holds the check's lock")
+
+		By("the server answering again")
+		stateServer.ClearFaults()
+		reprobe(ctx, backend)
+		Eventually(func(g Gomega) {
+			getObject(ctx, g, backend)
+			g.Expect(backend.Status.ObservedGeneration).To(Equal(backend.Generation))
+			expectCondition(g, backend.Status.Conditions, "Locked", metav1.ConditionFalse, "NotLocked")
+			g.Expect(backend.Status.Lock).To(BeNil())
+		}, timeout, interval).Should(Succeed())
+		Expect(lockHolder(ctx, stateURL(ns), true)).To(BeEmpty(), "the check's lock is released")
+	})
+
+	DescribeTable("force unlock releases the named lock on servers that accept different UNLOCK bodies",
+		func(accept stateserver.UnlockBodies, released bool) {
+			srv := httptest.NewServer(stateserver.New(stateserver.NewMemoryStore(), stateserver.WithUnlockBodies(accept)))
+			DeferCleanup(srv.Close)
+			address := srv.URL + "/state/app"
+			holder := lockHolderTaken(ctx, address)
+			backend := makeHttpBackend("app", ns, address).locks().lockCheck().forceUnlock(holder).build()
+			Expect(k8sClient.Create(ctx, backend)).To(Succeed())
+			if released {
+				Eventually(func(g Gomega) {
+					getObject(ctx, g, backend)
+					expectCondition(g, backend.Status.Conditions, "Locked", metav1.ConditionFalse, "ForceUnlocked")
+					g.Expect(backend.Status.LastForceUnlock).NotTo(BeNil())
+					g.Expect(backend.Status.LastForceUnlock.LockID).To(Equal(holder))
+				}, timeout, interval).Should(Succeed())
+				Expect(lockHolder(ctx, address, false)).To(BeEmpty())
+				return
+			}
+			Eventually(func(g Gomega) {
+				getObject(ctx, g, backend)
+				c := expectCondition(g, backend.Status.Conditions, "Locked", metav1.ConditionTrue, "ForceUnlockRefused")
+				g.Expect(c.Message).To(ContainSubstring("HTTP 400"))
+				g.Expect(c.Message).To(ContainSubstring("HTTP 500"))
+				g.Expect(backend.Status.Lock).NotTo(BeNil())
+				g.Expect(backend.Status.Lock.ID).To(Equal(holder))
+				g.Expect(backend.Status.LastForceUnlock).To(BeNil())
+			}, timeout, interval).Should(Succeed())
+			Expect(lockHolder(ctx, address, false)).To(Equal(holder), "the lock is still held")
+		},
+		Entry("any body", stateserver.AcceptAnyUnlock, true),
+		Entry("only Terraform's empty body", stateserver.AcceptEmptyUnlock, true),
+		Entry("only a body naming the ID", stateserver.AcceptIDUnlock, true),
+		Entry("neither", stateserver.AcceptNoForceUnlock, false),
+	)
+})
+
+// lockHolderTaken takes the lock of a state server without basic auth at
+// address as another client would, and returns its ID.
+func lockHolderTaken(ctx context.Context, address string) string {
+	cfg := stateclient.DefaultConfig(address)
+	cfg.LockAddress, cfg.UnlockAddress = address, address
+	sc, err := stateclient.New(cfg)
+	Expect(err).NotTo(HaveOccurred())
+	id, err := sc.Lock(ctx, stateclient.NewLockInfo("OperationTypeApply", "alice@laptop"))
+	Expect(err).NotTo(HaveOccurred())
+	return id
+}
