@@ -48,7 +48,7 @@ func bucketObservation(bucket string, err error) observation {
 		return observation{status: metav1.ConditionFalse, reason: backendsv1alpha1.AccessDeniedReason,
 			message: fmt.Sprintf("COS refused access to bucket %s: check the credentials (%v)", bucket, err)}
 	case errors.Is(err, cos.ErrUnreachable):
-		return observation{status: metav1.ConditionUnknown, reason: backendsv1alpha1.UnreachableReason,
+		return observation{status: metav1.ConditionFalse, reason: backendsv1alpha1.UnreachableReason,
 			message: fmt.Sprintf("COS cannot be reached for bucket %s: %v", bucket, err)}
 	default:
 		return observation{status: metav1.ConditionFalse, reason: backendsv1alpha1.ServerErrorReason,

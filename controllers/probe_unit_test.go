@@ -133,7 +133,7 @@ func TestBucketObservation(t *testing.T) {
 		"exists":    {wantStatus: metav1.ConditionTrue, wantReason: "Reachable"},
 		"not found": {err: fmt.Errorf("list: %w", cos.ErrBucketNotFound), wantStatus: metav1.ConditionFalse, wantReason: "BucketNotFound"},
 		"denied":    {err: fmt.Errorf("list: %w", cos.ErrAccessDenied), wantStatus: metav1.ConditionFalse, wantReason: "AccessDenied"},
-		"no answer": {err: fmt.Errorf("list: %w", cos.ErrUnreachable), wantStatus: metav1.ConditionUnknown, wantReason: "Unreachable"},
+		"no answer": {err: fmt.Errorf("list: %w", cos.ErrUnreachable), wantStatus: metav1.ConditionFalse, wantReason: "Unreachable"},
 		"other":     {err: errors.New("boom"), wantStatus: metav1.ConditionFalse, wantReason: "ServerError"},
 	}
 	for name, tc := range cases {
