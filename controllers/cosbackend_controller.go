@@ -4,7 +4,6 @@ import (
 	"context"
 	"time"
 
-	corev1 "k8s.io/api/core/v1"
 	"k8s.io/client-go/tools/events"
 	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/client"
@@ -60,19 +59,23 @@ func (r *CosBackendReconciler) Reconcile(ctx context.Context, req ctrl.Request) 
 }
 
 // SetupWithManager registers the reconciler with mgr; the field indexes
-// come from SetupAll. Secrets are watched for metadata only: the manager
-// never holds their contents.
+// come from SetupAll. Secrets and ConfigMaps are watched for metadata
+// only: the manager never holds their contents.
 func (r *CosBackendReconciler) SetupWithManager(mgr ctrl.Manager) error {
 	return setupBackendController(mgr, &r.reconciler, r, "cosbackend", &backendsv1alpha1.CosBackend{},
-		func() client.ObjectList { return &backendsv1alpha1.CosBackendList{} }, &corev1.Secret{})
+		func() client.ObjectList { return &backendsv1alpha1.CosBackendList{} })
 }
 
-// cosBackendReferences lists the Secrets a CosBackend references, for
-// referencesIndex.
+// cosBackendReferences lists the Secrets a CosBackend references, and the
+// ConfigMap and Secret it renders, for referencesIndex.
 func cosBackendReferences(obj client.Object) []string {
 	backend, ok := obj.(*backendsv1alpha1.CosBackend)
-	if !ok || backend.Spec.CredentialsSecretRef == nil {
+	if !ok {
 		return nil
 	}
-	return []string{secretReference(backend.Spec.CredentialsSecretRef.Name)}
+	refs := renderedReferences(backend.Name, backend.Spec.ConfigMapName)
+	if ref := backend.Spec.CredentialsSecretRef; ref != nil {
+		refs = append(refs, secretReference(ref.Name))
+	}
+	return refs
 }

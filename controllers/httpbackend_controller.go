@@ -4,7 +4,6 @@ import (
 	"context"
 	"time"
 
-	corev1 "k8s.io/api/core/v1"
 	"k8s.io/client-go/tools/events"
 	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/client"
@@ -63,17 +62,17 @@ func (r *HttpBackendReconciler) Reconcile(ctx context.Context, req ctrl.Request)
 // the manager never holds their contents.
 func (r *HttpBackendReconciler) SetupWithManager(mgr ctrl.Manager) error {
 	return setupBackendController(mgr, &r.reconciler, r, "httpbackend", &backendsv1alpha1.HttpBackend{},
-		func() client.ObjectList { return &backendsv1alpha1.HttpBackendList{} }, &corev1.Secret{}, &corev1.ConfigMap{})
+		func() client.ObjectList { return &backendsv1alpha1.HttpBackendList{} })
 }
 
 // httpBackendReferences lists the Secrets and ConfigMaps an HttpBackend
-// references, for referencesIndex.
+// references or renders, for referencesIndex.
 func httpBackendReferences(obj client.Object) []string {
 	backend, ok := obj.(*backendsv1alpha1.HttpBackend)
 	if !ok {
 		return nil
 	}
-	var refs []string
+	refs := renderedReferences(backend.Name, backend.Spec.ConfigMapName)
 	if ref := backend.Spec.PasswordSecretRef; ref != nil {
 		refs = append(refs, secretReference(ref.Name))
 	}

@@ -153,11 +153,8 @@ func writeRendered(ctx context.Context, w ownedWriter, in renderedObjects) (*bac
 	if _, err := w.applyConfigMap(ctx, render.ConfigMap(in.owner, configMapName, in.files)); err != nil {
 		return nil, err
 	}
-	if prev := in.previous; prev != nil && prev.ConfigMapName != "" && prev.ConfigMapName != configMapName {
-		key := types.NamespacedName{Namespace: in.owner.Namespace, Name: prev.ConfigMapName}
-		if err := w.deleteIfOwned(ctx, &corev1.ConfigMap{}, key, in.owner.UID); err != nil {
-			return nil, fmt.Errorf("deleting the previous ConfigMap %s: %w", key, err)
-		}
+	if err := w.deletePrevious(ctx, in.owner, in.previous, configMapName, secretName); err != nil {
+		return nil, err
 	}
 	return &backendsv1alpha1.RenderedObjects{ConfigMapName: configMapName, SecretName: secretName}, nil
 }

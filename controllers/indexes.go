@@ -7,15 +7,40 @@ import (
 	"k8s.io/apimachinery/pkg/types"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/reconcile"
+
+	backendsv1alpha1 "github.com/infrastate/backend-operator/api/v1alpha1"
+	"github.com/infrastate/backend-operator/internal/render"
 )
 
-// referencesIndex indexes backends by the Secrets and ConfigMaps they
-// reference, as "Secret/<name>" and "ConfigMap/<name>", so that a change to
-// one of them reconciles exactly the backends that read it.
+// referencesIndex indexes objects by the Secrets and ConfigMaps they
+// reference or write, as "Secret/<name>" and "ConfigMap/<name>", so that a
+// change to one of them reconciles exactly the objects that read it, and
+// the deletion of a foreign object that took a name an object writes
+// (NameConflict) lets that object write it at once.
 const referencesIndex = ".spec.references"
 
 func secretReference(name string) string    { return "Secret/" + name }
 func configMapReference(name string) string { return "ConfigMap/" + name }
+
+// renderedReferences are the references of the ConfigMap and the Secret a
+// backend named name renders, configMapName being its spec.configMapName.
+func renderedReferences(name, configMapName string) []string {
+	if configMapName == "" {
+		configMapName = render.DefaultConfigMapName(name)
+	}
+	return []string{configMapReference(configMapName), secretReference(render.CredentialsSecretName(name))}
+}
+
+// remoteStateReferences are the references of the ConfigMap and the Secret
+// a RemoteState publishes to, for referencesIndex.
+func remoteStateReferences(obj client.Object) []string {
+	rs, ok := obj.(*backendsv1alpha1.RemoteState)
+	if !ok {
+		return nil
+	}
+	cm, secret := remoteStateTargets(rs)
+	return []string{configMapReference(cm), secretReference(secret)}
+}
 
 // enqueueReferrers returns a map function that enqueues every object of
 // list's kind in the event object's namespace whose references index holds

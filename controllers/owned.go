@@ -15,6 +15,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	backendsv1alpha1 "github.com/infrastate/backend-operator/api/v1alpha1"
+	"github.com/infrastate/backend-operator/internal/render"
 )
 
 // ownedWriter creates and updates the objects a backend renders. It reads
@@ -188,10 +189,37 @@ func mergeStrings(have, want map[string]string) map[string]string {
 	return out
 }
 
-// deleteIfOwned deletes a ConfigMap or Secret that the owner controls, for
-// objects left behind when the user renames configMapName.
-func (w ownedWriter) deleteIfOwned(ctx context.Context, obj client.Object, key types.NamespacedName, owner types.UID) error {
-	if err := w.reader.Get(ctx, key, obj); err != nil {
+// deletePrevious deletes the ConfigMap and the Secret the owner wrote
+// under the names previous records (its status.rendered) when it now
+// writes configMapName and secretName instead: objects left behind when
+// the user renames them. Objects the owner does not control are left
+// alone.
+func (w ownedWriter) deletePrevious(ctx context.Context, owner render.Owner, previous *backendsv1alpha1.RenderedObjects, configMapName, secretName string) error {
+	if previous == nil {
+		return nil
+	}
+	for _, stale := range []struct{ kind, name, now string }{
+		{"ConfigMap", previous.ConfigMapName, configMapName},
+		{"Secret", previous.SecretName, secretName},
+	} {
+		if stale.name == "" || stale.name == stale.now {
+			continue
+		}
+		key := types.NamespacedName{Namespace: owner.Namespace, Name: stale.name}
+		if err := w.deleteIfOwned(ctx, stale.kind, key, owner.UID); err != nil {
+			return fmt.Errorf("deleting the previous %s %s: %w", stale.kind, key, err)
+		}
+	}
+	return nil
+}
+
+// deleteIfOwned deletes the ConfigMap or Secret key when owner controls
+// it. It reads only the object's metadata, from the cache; the deletion is
+// conditional on the UID read.
+func (w ownedWriter) deleteIfOwned(ctx context.Context, kind string, key types.NamespacedName, owner types.UID) error {
+	obj := &metav1.PartialObjectMetadata{}
+	obj.SetGroupVersionKind(corev1.SchemeGroupVersion.WithKind(kind))
+	if err := w.metadata.Get(ctx, key, obj); err != nil {
 		return client.IgnoreNotFound(err)
 	}
 	if ref := metav1.GetControllerOf(obj); ref == nil || ref.UID != owner {

@@ -82,8 +82,10 @@ func (r *RemoteStateReconciler) Reconcile(ctx context.Context, req ctrl.Request)
 }
 
 // SetupWithManager registers the reconciler with mgr; the field indexes
-// come from SetupAll. Backends are watched for spec changes, Secrets for
-// metadata only, and the object is reconciled again when its read ends.
+// come from SetupAll. Backends are watched for spec changes, Secrets and
+// ConfigMaps for metadata only (those the backends reference, and those
+// the RemoteStates publish to, which a foreign object may hold), and the
+// object is reconciled again when its read ends.
 func (r *RemoteStateReconciler) SetupWithManager(mgr ctrl.Manager) error {
 	c := mgr.GetClient()
 	b, err := r.setup(mgr, ctrl.NewControllerManagedBy(mgr).
@@ -98,7 +100,8 @@ func (r *RemoteStateReconciler) SetupWithManager(mgr ctrl.Manager) error {
 			builder.WithPredicates(predicate.GenerationChangedPredicate{})).
 		Watches(&backendsv1alpha1.CosBackend{}, handler.EnqueueRequestsFromMapFunc(readersOfBackend(c, "CosBackend")),
 			builder.WithPredicates(predicate.GenerationChangedPredicate{})).
-		Watches(&corev1.Secret{}, handler.EnqueueRequestsFromMapFunc(readersOfSecret(c)), builder.OnlyMetadata).
+		Watches(&corev1.Secret{}, handler.EnqueueRequestsFromMapFunc(readersOfReferenced(c, secretReference)), builder.OnlyMetadata).
+		Watches(&corev1.ConfigMap{}, handler.EnqueueRequestsFromMapFunc(readersOfReferenced(c, configMapReference)), builder.OnlyMetadata).
 		WithOptions(controller.Options{MaxConcurrentReconciles: r.opts.maxConcurrentReconciles}).
 		Named("remotestate").
 		Complete(r)
@@ -111,22 +114,24 @@ func readersOfBackend(c client.Reader, kind string) handler.MapFunc {
 	}
 }
 
-// readersOfSecret maps a Secret to the RemoteStates whose backend
-// references it.
-func readersOfSecret(c client.Reader) handler.MapFunc {
+// readersOfReferenced maps a Secret or a ConfigMap (reference names its
+// kind) to the RemoteStates that publish to it, and to those whose backend
+// references it: its appearance, change or deletion can clear their stall.
+func readersOfReferenced(c client.Reader, reference func(string) string) handler.MapFunc {
+	publishers := enqueueReferrers(c, func() client.ObjectList { return &backendsv1alpha1.RemoteStateList{} }, reference)
 	return func(ctx context.Context, obj client.Object) []reconcile.Request {
-		var requests []reconcile.Request
-		ref := client.MatchingFields{referencesIndex: secretReference(obj.GetName())}
+		requests := publishers(ctx, obj)
+		ref := client.MatchingFields{referencesIndex: reference(obj.GetName())}
 		httpBackends := &backendsv1alpha1.HttpBackendList{}
 		if err := c.List(ctx, httpBackends, client.InNamespace(obj.GetNamespace()), ref); err == nil {
 			for _, b := range httpBackends.Items {
-				requests = append(requests, remoteStatesReading(ctx, c, b.Namespace, backendRefValue("HttpBackend", b.Name))...)
+				requests = append(requests, remoteStatesReading(ctx, c, b.Namespace, backendRefValue(httpBackendKind, b.Name))...)
 			}
 		}
 		cosBackends := &backendsv1alpha1.CosBackendList{}
 		if err := c.List(ctx, cosBackends, client.InNamespace(obj.GetNamespace()), ref); err == nil {
 			for _, b := range cosBackends.Items {
-				requests = append(requests, remoteStatesReading(ctx, c, b.Namespace, backendRefValue("CosBackend", b.Name))...)
+				requests = append(requests, remoteStatesReading(ctx, c, b.Namespace, backendRefValue(cosBackendKind, b.Name))...)
 			}
 		}
 		return requests

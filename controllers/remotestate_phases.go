@@ -213,19 +213,15 @@ func (r *RemoteStateReconciler) publish(ctx context.Context, remote *backendsv1a
 
 	plain, sensitive := outputs.Split(read.values)
 	owner := ownerOf(remote, remoteStateKind)
-	target := remote.Spec.Target
-	cmName, secretName := target.ConfigMapName, target.SecretName
-	if cmName == "" {
-		cmName = outputs.DefaultTargetName(remote.Name)
-	}
-	if secretName == "" {
-		secretName = outputs.DefaultTargetName(remote.Name)
-	}
+	cmName, secretName := remoteStateTargets(remote)
 	w := r.ownedWriter()
 	if _, err := w.applySecret(ctx, outputs.Secret(owner, secretName, sensitive)); err != nil {
 		return observation{}, err
 	}
 	if _, err := w.applyConfigMap(ctx, outputs.ConfigMap(owner, cmName, plain)); err != nil {
+		return observation{}, err
+	}
+	if err := w.deletePrevious(ctx, owner, remote.Status.Rendered, cmName, secretName); err != nil {
 		return observation{}, err
 	}
 
@@ -240,18 +236,25 @@ func (r *RemoteStateReconciler) publish(ctx context.Context, remote *backendsv1a
 	return observation{status: metav1.ConditionTrue, reason: backendsv1alpha1.OutputsPublishedReason, message: msg}, nil
 }
 
+// remoteStateTargets are the names of the ConfigMap and the Secret a
+// RemoteState publishes to.
+func remoteStateTargets(remote *backendsv1alpha1.RemoteState) (configMapName, secretName string) {
+	configMapName, secretName = remote.Spec.Target.ConfigMapName, remote.Spec.Target.SecretName
+	if configMapName == "" {
+		configMapName = outputs.DefaultTargetName(remote.Name)
+	}
+	if secretName == "" {
+		secretName = outputs.DefaultTargetName(remote.Name)
+	}
+	return configMapName, secretName
+}
+
 // readFailure classifies an error reading the state.
 func readFailure(err error) observation {
 	switch {
 	case errors.Is(err, netguard.ErrAddressDenied):
 		return observation{status: metav1.ConditionFalse, reason: backendsv1alpha1.AddressDeniedReason, message: err.Error()}
 
-	case errors.Is(err, cos.ErrBucketNotFound):
-		return observation{status: metav1.ConditionFalse, reason: backendsv1alpha1.BucketNotFoundReason, message: err.Error()}
-	case errors.Is(err, cos.ErrAccessDenied):
-		return observation{status: metav1.ConditionFalse, reason: backendsv1alpha1.AccessDeniedReason, message: err.Error()}
-	case errors.Is(err, cos.ErrUnreachable):
-		return observation{status: metav1.ConditionUnknown, reason: backendsv1alpha1.UnreachableReason, message: err.Error()}
 	case errors.Is(err, cos.ErrChecksumMismatch), errors.Is(err, cos.ErrChecksumMissing), errors.Is(err, cos.ErrStateTooLarge):
 		return observation{status: metav1.ConditionFalse, reason: backendsv1alpha1.StateUnreadableReason, message: err.Error()}
 	}

@@ -28,6 +28,7 @@ func SetupAll(ctx context.Context, mgr ctrl.Manager, opts ...Option) error {
 		{&backendsv1alpha1.HttpBackend{}, referencesIndex, httpBackendReferences},
 		{&backendsv1alpha1.CosBackend{}, referencesIndex, cosBackendReferences},
 		{&backendsv1alpha1.RemoteState{}, backendRefIndex, remoteStateBackend},
+		{&backendsv1alpha1.RemoteState{}, referencesIndex, remoteStateReferences},
 	}
 	for _, ix := range indexes {
 		if err := mgr.GetFieldIndexer().IndexField(ctx, ix.obj, ix.field, ix.extract); err != nil {
@@ -60,11 +61,12 @@ func SetupAll(ctx context.Context, mgr ctrl.Manager, opts ...Option) error {
 
 // setupBackendController registers a backend reconciler. It reconciles on
 // spec changes of the backend, on changes to the objects it renders, on
-// changes to the objects of the referenced kinds (Secrets, ConfigMaps) that
-// a backend references through referencesIndex, and when one of its probes
-// ends. Rendered and referenced objects are watched for metadata only.
+// changes to the Secrets and ConfigMaps that a backend references or
+// renders through referencesIndex (a foreign object that took a rendered
+// name among them), and when one of its probes ends. Rendered and
+// referenced objects are watched for metadata only.
 func setupBackendController(mgr ctrl.Manager, base *reconciler, r reconcile.Reconciler, name string, obj client.Object,
-	newList func() client.ObjectList, referenced ...client.Object) error {
+	newList func() client.ObjectList) error {
 	b, err := base.setup(mgr, ctrl.NewControllerManagedBy(mgr).
 		For(obj, builder.WithPredicates(predicate.GenerationChangedPredicate{})).
 		Owns(&corev1.ConfigMap{}, builder.OnlyMetadata).
@@ -72,7 +74,7 @@ func setupBackendController(mgr ctrl.Manager, base *reconciler, r reconcile.Reco
 	if err != nil {
 		return err
 	}
-	for _, kind := range referenced {
+	for _, kind := range []client.Object{&corev1.Secret{}, &corev1.ConfigMap{}} {
 		reference := secretReference
 		if _, ok := kind.(*corev1.ConfigMap); ok {
 			reference = configMapReference

@@ -171,6 +171,7 @@ type RemoteStateStatus struct {
 // +kubebuilder:object:root=true
 // +kubebuilder:subresource:status
 // +kubebuilder:resource:shortName=rstate,categories=infrastate
+// +kubebuilder:validation:XValidation:rule="self.metadata.name.size() <= 245 || (has(self.spec.target) && has(self.spec.target.configMapName) && has(self.spec.target.secretName))",message="metadata.name must be at most 245 characters, so that <name>-outputs is a valid name, unless spec.target names both the ConfigMap and the Secret"
 // +kubebuilder:printcolumn:name="Ready",type=string,JSONPath=`.status.conditions[?(@.type=="Ready")].status`
 // +kubebuilder:printcolumn:name="Backend",type=string,JSONPath=`.spec.backendRef.name`
 // +kubebuilder:printcolumn:name="Kind",type=string,JSONPath=`.spec.backendRef.kind`,priority=1

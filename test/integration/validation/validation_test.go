@@ -314,6 +314,11 @@ var _ = Describe("Admission validation", func() {
 			"spec.defaults", "the value of deep must nest at most two levels"),
 		Entry("remote: defaults total at most 128 KiB", remoteState(set("spec.defaults", largeDefaults(2, 65535))),
 			"spec.defaults", "the values total 131074 bytes, at most 131072 are allowed"),
+		Entry("remote: the name leaves room for <name>-outputs", remoteState(set("metadata.name", strings.Repeat("a", 246))),
+			"metadata.name must be at most 245 characters", "unless spec.target names both"),
+		Entry("remote: one target name is not enough for a long name", remoteState(set("metadata.name", strings.Repeat("a", 246)),
+			set("spec.target.configMapName", "outputs")),
+			"metadata.name must be at most 245 characters", "unless spec.target names both"),
 
 		Entry("cos: probe interval at least 10s", cosBackend(set("spec.probe.interval", "1s")),
 			"spec.probe.interval", "probe.interval must be 0s (probing disabled) or between 10s and 24h"),
@@ -351,6 +356,14 @@ var _ = Describe("Admission validation", func() {
 			obj.SetName(fmt.Sprintf("valid-%d", i))
 			obj.SetNamespace(ns)
 			Expect(k8sClient.Create(ctx, obj)).To(Succeed(), "creating %s", obj.GetKind())
+		}
+		long := []*unstructured.Unstructured{
+			remoteState(set("metadata.name", strings.Repeat("a", 245))),
+			remoteState(set("metadata.name", strings.Repeat("b", 253)), set("spec.target.configMapName", "outputs"), set("spec.target.secretName", "outputs")),
+		}
+		for _, obj := range long {
+			obj.SetNamespace(ns)
+			Expect(k8sClient.Create(ctx, obj)).To(Succeed(), "creating %s %s", obj.GetKind(), obj.GetName())
 		}
 	}, SpecTimeout(time.Minute))
 })
