@@ -37,6 +37,10 @@ type reconciler struct {
 	wake chan ctrlevent.GenericEvent
 }
 
+// conflictRetryAfter is the wait before reconciling again an object whose
+// status patch met a newer object: time for the cache to catch up.
+const conflictRetryAfter = 200 * time.Millisecond
+
 // wakeBuffer bounds the probe-end events waiting for a controller.
 const wakeBuffer = 1024
 
@@ -103,6 +107,14 @@ func (r *reconciler) reconcile(ctx context.Context, req ctrl.Request, obj status
 	markReconciling(obj.StatusConditions(), obj.GetGeneration(), *obj.StatusObservedGeneration())
 	out, requeueAfter, err := run(ctx)
 	if err := finishReconcile(ctx, r.client, r.events, obj, before, out, err); err != nil {
+		if apierrors.IsConflict(err) {
+			// The object changed since it was read (often the cache had
+			// not caught up with a write of ours yet): an expected race,
+			// not an error. Nothing is lost: the probe schedule stands,
+			// and an unwritten probe result is written by the retry.
+			ctrl.LoggerFrom(ctx).V(1).Info("The object changed while it was reconciled; reconciling it again")
+			return ctrl.Result{RequeueAfter: conflictRetryAfter}, nil
+		}
 		return ctrl.Result{}, err
 	}
 	if out.applied != nil {

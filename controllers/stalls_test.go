@@ -2,16 +2,25 @@ package controllers
 
 import (
 	"context"
+	"fmt"
+	"io"
+	"net/http"
+	"strings"
+	"sync"
 	"time"
 
 	. "github.com/onsi/ginkgo/v2"
 	. "github.com/onsi/gomega"
+	"go.uber.org/zap/zapcore"
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"sigs.k8s.io/controller-runtime/pkg/client"
+	"sigs.k8s.io/controller-runtime/pkg/log/zap"
 
 	backendsv1alpha1 "github.com/infrastate/backend-operator/api/v1alpha1"
 	"github.com/infrastate/backend-operator/internal/stateclient"
+	"github.com/infrastate/backend-operator/internal/stateserver"
+	"github.com/infrastate/backend-operator/internal/testtools"
 )
 
 // healsWithin bounds how long a stall may outlive its cause: a watch
@@ -219,6 +228,66 @@ var _ = Describe("Every stall", func() {
 		Expect(renderedSecret(ctx, Default, ns, "net-sensitive").Data).To(HaveKeyWithValue("b", []byte("y")))
 	})
 })
+
+var _ = Describe("A status patch that conflicts", func() {
+	It("is retried without a reconciler error, and the backend is probed once", func() {
+		ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
+		DeferCleanup(cancel)
+		ns := newNamespace(ctx)
+		logs := &testtools.SyncBuffer{}
+		manager := startManagerLogging(ctx, []string{ns}, zap.New(zap.WriteTo(logs), zap.UseDevMode(true), zap.Level(zapcore.InfoLevel)))
+		// The first status patches of each backend meet a newer object,
+		// as when the cache has not caught up with the manager's own
+		// writes yet.
+		var mu sync.Mutex
+		conflicts := map[string]int{}
+		manager.answerWith(func(req *http.Request) *http.Response {
+			if req.Method != http.MethodPatch || !strings.HasSuffix(req.URL.Path, "/status") {
+				return nil
+			}
+			mu.Lock()
+			defer mu.Unlock()
+			if conflicts[req.URL.Path] >= 2 {
+				return nil
+			}
+			conflicts[req.URL.Path]++
+			return conflictResponse(req)
+		})
+		Expect(k8sClient.Create(ctx, makeSecret("state-password", ns, map[string]string{"password": statePassword}))).To(Succeed())
+		path := "/state/" + ns
+		stateServer.InjectFault(stateserver.Fault{Method: "NONE", Path: path}) // starts the request counters
+		DeferCleanup(stateServer.ClearFaults)
+		before := stateServer.Requests(http.MethodGet, path)
+
+		backends := make([]*backendsv1alpha1.HttpBackend, 3)
+		for i := range backends {
+			backends[i] = makeHttpBackend(fmt.Sprintf("app-%d", i), ns, stateURL(ns)).basicAuth(stateUser, "state-password", "").build()
+			Expect(k8sClient.Create(ctx, backends[i])).To(Succeed())
+		}
+		for _, b := range backends {
+			Eventually(func(g Gomega) {
+				getObject(ctx, g, b)
+				expectCondition(g, b.Status.Conditions, "Ready", metav1.ConditionTrue, "Succeeded")
+			}, timeout, interval).Should(Succeed())
+		}
+		Expect(conflicts).To(HaveLen(len(backends)), "every backend met conflicts")
+		Consistently(func() int { return stateServer.Requests(http.MethodGet, path) - before }, 2*time.Second, interval).
+			Should(Equal(len(backends)), "probes of %d new backends", len(backends))
+		Expect(logs.String()).NotTo(ContainSubstring("Reconciler error"))
+	})
+})
+
+// conflictResponse is the API server's answer to a write computed from an
+// object that is no longer the latest.
+func conflictResponse(req *http.Request) *http.Response {
+	body := `{"kind":"Status","apiVersion":"v1","metadata":{},"status":"Failure","reason":"Conflict","code":409,` +
+		`"message":"Operation cannot be fulfilled: the object has been modified; please apply your changes to the latest version and try again"}`
+	return &http.Response{
+		StatusCode: http.StatusConflict, Status: "409 Conflict", Proto: "HTTP/1.1", ProtoMajor: 1, ProtoMinor: 1,
+		Header: http.Header{"Content-Type": []string{"application/json"}}, Body: io.NopCloser(strings.NewReader(body)),
+		ContentLength: int64(len(body)), Request: req,
+	}
+}
 
 // conditionOf returns the condition t of obj, nil when absent.
 func conditionOf(obj statusObject, t string) *metav1.Condition {

@@ -108,6 +108,17 @@ type writeCounter struct {
 	reads  []apiRead
 	// stop stops the manager before the spec ends.
 	stop func()
+	// answer, when set, may answer a request in place of the API server:
+	// a nil response lets it through.
+	answer func(*http.Request) *http.Response
+}
+
+// answerWith makes f answer the manager's requests in place of the API
+// server when it returns a response.
+func (w *writeCounter) answerWith(f func(*http.Request) *http.Response) {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	w.answer = f
 }
 
 // apiRead is one GET the manager sent.
@@ -125,7 +136,13 @@ func (w *writeCounter) wrap(rt http.RoundTripper) http.RoundTripper {
 		} else {
 			w.reads = append(w.reads, apiRead{path: req.URL.Path, query: req.URL.RawQuery, accept: req.Header.Get("Accept")})
 		}
+		answer := w.answer
 		w.mu.Unlock()
+		if answer != nil {
+			if resp := answer(req); resp != nil {
+				return resp, nil
+			}
+		}
 		return rt.RoundTrip(req)
 	})
 }
