@@ -94,10 +94,9 @@ uninstall: manifests ## Remove the CRDs from the cluster in the current kubeconf
 	$(KUSTOMIZE) config/crd | $(KUBECTL) delete --ignore-not-found -f -
 
 .PHONY: deploy
-deploy: manifests ## Deploy the manager into the cluster in the current kubeconfig.
-	cd config/manager && $(KUSTOMIZE) edit set image controller=$(IMG) 2>/dev/null || true
-	$(KUSTOMIZE) config/default | $(KUBECTL) apply --server-side -f -
+deploy: manifests ## Deploy the manager, with the image IMG (a tag or a digest), into the cluster in the current kubeconfig.
+	IMG='$(IMG)' KUBECTL='$(KUBECTL)' KUSTOMIZE='$(KUSTOMIZE)' hack/deploy.sh apply config/default
 
 .PHONY: undeploy
 undeploy: ## Remove the manager from the cluster in the current kubeconfig.
-	$(KUSTOMIZE) config/default | $(KUBECTL) delete --ignore-not-found -f -
+	KUBECTL='$(KUBECTL)' KUSTOMIZE='$(KUSTOMIZE)' hack/deploy.sh delete config/default

@@ -1,10 +1,17 @@
 package e2e
 
 import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
 	"os"
+	"os/exec"
 	"path/filepath"
 	"slices"
 	"strings"
+	"time"
 
 	. "github.com/onsi/ginkgo/v2"
 	. "github.com/onsi/gomega"
@@ -21,7 +28,9 @@ import (
 // deployNamespace is where config/default deploys the manager.
 const deployNamespace = "backend-operator-system"
 
-var _ = Describe("config/default", func() {
+// The specs of config/default apply it to the suite's one API server, in
+// namespaces of fixed names: they run one at a time.
+var _ = Describe("config/default", Serial, func() {
 	It("renders with kubectl kustomize and applies cleanly", func(ctx SpecContext) {
 		root := testenv.RepoRoot()
 		r := kc.run(ctx, "", "", "kustomize", filepath.Join(root, "config", "default"))
@@ -86,7 +95,113 @@ var _ = Describe("config/default", func() {
 		Expect(applied.stderr).NotTo(ContainSubstring("Warning"))
 		Expect(kc.jsonpath(ctx, "", "namespace/"+deployNamespace, "{.metadata.labels.pod-security\\.kubernetes\\.io/warn}")).To(Equal("restricted"))
 	})
+
+	It("is deployed by make deploy with the image IMG names", func(ctx SpecContext) {
+		const image = "example.test/backend-operator:v1.2.3"
+		r := makeDeploy(ctx, "deploy", "IMG="+image)
+		Expect(r.err).NotTo(HaveOccurred(), "make deploy:\n%s", r.stderr)
+		Expect(managerImages(ctx)).To(Equal([]string{image}))
+	})
+
+	It("refuses to deploy an IMG that is not an image reference, and applies nothing", func(ctx SpecContext) {
+		before := managerImages(ctx)
+		r := makeDeploy(ctx, "deploy", "IMG=example.test/Backend-Operator:v1")
+		Expect(r.err).To(HaveOccurred(), "make deploy should fail:\n%s", r.stdout)
+		Expect(r.stderr).To(ContainSubstring("IMG=example.test/Backend-Operator:v1 is not an image reference"))
+		Expect(managerImages(ctx)).To(Equal(before))
+
+		r = makeDeploy(ctx, "deploy", "IMG=example.test/backend-operator")
+		Expect(r.err).To(HaveOccurred(), "make deploy should fail:\n%s", r.stdout)
+		Expect(r.stderr).To(ContainSubstring("IMG=example.test/backend-operator has neither a tag nor a digest"))
+		Expect(managerImages(ctx)).To(Equal(before))
+	})
+
+	It("refuses to deploy a configuration whose image IMG cannot set, and applies nothing", func(ctx SpecContext) {
+		// A configuration that names the manager's image differently: the
+		// images: entry of hack/deploy.sh matches nothing in it.
+		ns := fmt.Sprintf("e2e-deploy-refused-%d", time.Now().UnixNano())
+		dir := GinkgoT().TempDir()
+		Expect(os.WriteFile(filepath.Join(dir, "kustomization.yaml"), []byte("resources:\n  - manager.yaml\n"), 0o600)).To(Succeed())
+		Expect(os.WriteFile(filepath.Join(dir, "manager.yaml"), []byte(`apiVersion: v1
+kind: Namespace
+metadata:
+  name: `+ns+`
+---
+apiVersion: apps/v1
+kind: Deployment
+metadata:
+  name: manager
+  namespace: `+ns+`
+spec:
+  selector:
+    matchLabels: {app: manager}
+  template:
+    metadata:
+      labels: {app: manager}
+    spec:
+      containers:
+        - name: manager
+          image: registry.example.com/someone-else/operator:v1
+`), 0o600)).To(Succeed())
+
+		r := runDeployScript(ctx, "example.test/backend-operator:v1.2.3", "apply", dir)
+		Expect(r.err).To(HaveOccurred(), "hack/deploy.sh should fail:\n%s", r.stdout)
+		Expect(r.stderr).To(ContainSubstring("renders image(s) registry.example.com/someone-else/operator:v1, not only example.test/backend-operator:v1.2.3"))
+		Expect(kc.run(ctx, "", "", "get", "namespace/"+ns).stderr).To(ContainSubstring("NotFound"))
+	})
 })
+
+// managerImages are the container images of the Deployment make deploy
+// applies, or nil when it is not there.
+func managerImages(ctx context.Context) []string {
+	r := kc.run(ctx, deployNamespace, "", "get", "deployment/backend-operator-controller-manager", "-o", "json")
+	if strings.Contains(r.stderr, "NotFound") {
+		return nil
+	}
+	ExpectWithOffset(1, r.err).NotTo(HaveOccurred(), r.stderr)
+	deploy := &appsv1.Deployment{}
+	ExpectWithOffset(1, json.Unmarshal([]byte(r.stdout), deploy)).To(Succeed())
+	var images []string
+	for _, c := range deploy.Spec.Template.Spec.Containers {
+		images = append(images, c.Image)
+	}
+	return images
+}
+
+// makeDeploy runs the Makefile's target (deploy or undeploy) from the
+// repository root with the suite's kubectl and kubeconfig. It does not
+// remake manifests: make test checks them before it runs the tests, and
+// rewriting them here would race with the suites that read them.
+func makeDeploy(ctx context.Context, target string, vars ...string) result {
+	args := append([]string{"--no-print-directory", "-o", "manifests", target, "KUBECTL=" + kc.path}, vars...)
+	return runInRepo(ctx, nil, "make", args...)
+}
+
+// runDeployScript runs hack/deploy.sh with IMG, the suite's kubectl and
+// kubeconfig.
+func runDeployScript(ctx context.Context, img string, args ...string) result {
+	return runInRepo(ctx, []string{"IMG=" + img, "KUBECTL=" + kc.path}, filepath.Join("hack", "deploy.sh"), args...)
+}
+
+// runInRepo runs name with args from the repository root, with env, the
+// suite's kubeconfig and kubectl's HOME, and nothing else of the test's
+// environment but PATH. It fails only when name cannot be started.
+func runInRepo(ctx context.Context, env []string, name string, args ...string) result {
+	ctx, cancel := context.WithTimeout(ctx, 2*time.Minute)
+	defer cancel()
+	cmd := exec.CommandContext(ctx, name, args...)
+	cmd.Dir = testenv.RepoRoot()
+	cmd.Env = append([]string{"HOME=" + kc.home, "PATH=" + os.Getenv("PATH"), "KUBECONFIG=" + kc.kubeconfig}, env...)
+	var stdout, stderr bytes.Buffer
+	cmd.Stdout, cmd.Stderr = &stdout, &stderr
+	err := cmd.Run()
+	var exitErr *exec.ExitError
+	if err != nil && !errors.As(err, &exitErr) {
+		Fail("running " + name + ": " + err.Error())
+	}
+	GinkgoWriter.Printf("$ %s %s\n%s%s", name, strings.Join(args, " "), stdout.String(), stderr.String())
+	return result{stdout: stdout.String(), stderr: stderr.String(), err: err}
+}
 
 // convert turns an unstructured object into a typed one.
 func convert[T any](obj *unstructured.Unstructured) *T {
