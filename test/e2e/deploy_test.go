@@ -28,6 +28,9 @@ import (
 // deployNamespace is where config/default deploys the manager.
 const deployNamespace = "backend-operator-system"
 
+// managerServiceAccount is the user the deployed manager runs as.
+const managerServiceAccount = "system:serviceaccount:" + deployNamespace + ":backend-operator-controller-manager"
+
 // The specs of config/default apply it to the suite's one API server, in
 // namespaces of fixed names: they run one at a time.
 var _ = Describe("config/default", Serial, func() {
@@ -63,6 +66,28 @@ var _ = Describe("config/default", Serial, func() {
 			Expect(allows(role.Rules, "backends.infrastate.io", plural, "watch")).To(BeTrue(), plural)
 			Expect(allows(role.Rules, "backends.infrastate.io", plural+"/status", "patch")).To(BeTrue(), plural+"/status")
 		}
+
+		By("the manager's ClusterRole grants what the manager calls, and nothing more")
+		// Every rendered object's owner reference sets blockOwnerDeletion,
+		// which needs update on the owner's finalizers where the API server
+		// enforces owner reference permissions (OpenShift does). The manager
+		// deletes only ConfigMaps (the one of a previous configMapName),
+		// and writes its kinds only through their status.
+		Expect(grants(role.Rules)).To(Equal(map[string][]string{
+			"configmaps":                                     {"create", "delete", "get", "list", "patch", "watch"},
+			"secrets":                                        {"create", "get", "list", "patch", "watch"},
+			"events":                                         {"create", "patch"},
+			"events.events.k8s.io":                           {"create", "patch"},
+			"httpbackends.backends.infrastate.io":            {"get", "list", "watch"},
+			"cosbackends.backends.infrastate.io":             {"get", "list", "watch"},
+			"remotestates.backends.infrastate.io":            {"get", "list", "watch"},
+			"httpbackends/status.backends.infrastate.io":     {"patch"},
+			"cosbackends/status.backends.infrastate.io":      {"patch"},
+			"remotestates/status.backends.infrastate.io":     {"patch"},
+			"httpbackends/finalizers.backends.infrastate.io": {"update"},
+			"cosbackends/finalizers.backends.infrastate.io":  {"update"},
+			"remotestates/finalizers.backends.infrastate.io": {"update"},
+		}))
 
 		By("the Deployment: image, leader election, probes, resources, non-root, read-only root filesystem")
 		Expect(byKind["Deployment"]).To(HaveLen(1))
@@ -101,6 +126,28 @@ var _ = Describe("config/default", Serial, func() {
 		r := makeDeploy(ctx, "deploy", "IMG="+image)
 		Expect(r.err).NotTo(HaveOccurred(), "make deploy:\n%s", r.stderr)
 		Expect(managerImages(ctx)).To(Equal([]string{image}))
+
+		By("the API server lets the manager's service account do what it needs, and not what it does not")
+		for _, c := range []struct {
+			verb, resource, subresource string
+			allowed                     bool
+		}{
+			{"update", "httpbackends.backends.infrastate.io", "finalizers", true},
+			{"update", "cosbackends.backends.infrastate.io", "finalizers", true},
+			{"update", "remotestates.backends.infrastate.io", "finalizers", true},
+			{"patch", "remotestates.backends.infrastate.io", "status", true},
+			{"delete", "configmaps", "", true},
+			{"patch", "httpbackends.backends.infrastate.io", "", false},
+			{"delete", "secrets", "", false},
+		} {
+			args := []string{"auth", "can-i", c.verb, c.resource, "--as", managerServiceAccount}
+			if c.subresource != "" {
+				args = append(args, "--subresource", c.subresource)
+			}
+			answer := kc.run(ctx, "default", "", args...)
+			Expect(strings.TrimSpace(answer.stdout)).To(Equal(map[bool]string{true: "yes", false: "no"}[c.allowed]),
+				"can the manager %s %s/%s? %s", c.verb, c.resource, c.subresource, answer.stderr)
+		}
 	})
 
 	It("refuses to deploy an IMG that is not an image reference, and applies nothing", func(ctx SpecContext) {
@@ -219,6 +266,29 @@ func find(objs []*unstructured.Unstructured, name string) *unstructured.Unstruct
 	}
 	Fail("no object called " + name)
 	return nil
+}
+
+// grants lists the verbs rules grant on each resource, as
+// "resource.group" (or "resource" for the core group), sorted.
+func grants(rules []rbacv1.PolicyRule) map[string][]string {
+	out := map[string][]string{}
+	for _, r := range rules {
+		ExpectWithOffset(1, r.ResourceNames).To(BeEmpty())
+		for _, group := range r.APIGroups {
+			for _, resource := range r.Resources {
+				key := resource
+				if group != "" {
+					key += "." + group
+				}
+				out[key] = append(out[key], r.Verbs...)
+			}
+		}
+	}
+	for key, verbs := range out {
+		slices.Sort(verbs)
+		out[key] = slices.Compact(verbs)
+	}
+	return out
 }
 
 // allows reports whether rules grant verb on group/resource.
