@@ -71,11 +71,12 @@ var _ = Describe("config/default", Serial, func() {
 		// Every rendered object's owner reference sets blockOwnerDeletion,
 		// which needs update on the owner's finalizers where the API server
 		// enforces owner reference permissions (OpenShift does). The manager
-		// deletes only ConfigMaps (the one of a previous configMapName),
-		// and writes its kinds only through their status.
+		// deletes only the ConfigMaps and Secrets it wrote under a previous
+		// name (a renamed configMapName or RemoteState target), and writes
+		// its kinds only through their status.
 		Expect(grants(role.Rules)).To(Equal(map[string][]string{
 			"configmaps":                                     {"create", "delete", "get", "list", "patch", "watch"},
-			"secrets":                                        {"create", "get", "list", "patch", "watch"},
+			"secrets":                                        {"create", "delete", "get", "list", "patch", "watch"},
 			"events":                                         {"create", "patch"},
 			"events.events.k8s.io":                           {"create", "patch"},
 			"httpbackends.backends.infrastate.io":            {"get", "list", "watch"},
@@ -137,8 +138,9 @@ var _ = Describe("config/default", Serial, func() {
 			{"update", "remotestates.backends.infrastate.io", "finalizers", true},
 			{"patch", "remotestates.backends.infrastate.io", "status", true},
 			{"delete", "configmaps", "", true},
+			{"delete", "secrets", "", true},
 			{"patch", "httpbackends.backends.infrastate.io", "", false},
-			{"delete", "secrets", "", false},
+			{"delete", "httpbackends.backends.infrastate.io", "", false},
 		} {
 			args := []string{"auth", "can-i", c.verb, c.resource, "--as", managerServiceAccount}
 			if c.subresource != "" {
