@@ -21,6 +21,7 @@ import (
 	apiextensionsv1 "k8s.io/apiextensions-apiserver/pkg/apis/apiextensions/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/runtime"
+	utilyaml "k8s.io/apimachinery/pkg/util/yaml"
 
 	"github.com/infrastate/backend-operator/internal/testenv"
 )
@@ -52,12 +53,28 @@ var _ = Describe("config/default", Serial, func() {
 		bases, err := filepath.Glob(filepath.Join(root, "config", "crd", "bases", "*.yaml"))
 		Expect(err).NotTo(HaveOccurred())
 		Expect(byKind["CustomResourceDefinition"]).To(HaveLen(len(bases)), "config/crd/kustomization.yaml must list every file of config/crd/bases")
-		var plurals []string
+		var plurals, kinds []string
 		for _, o := range byKind["CustomResourceDefinition"] {
 			crd := convert[apiextensionsv1.CustomResourceDefinition](o)
 			Expect(crd.Spec.Names.Categories).To(ContainElement("infrastate"), crd.Name)
 			plurals = append(plurals, crd.Spec.Names.Plural)
+			kinds = append(kinds, crd.Spec.Names.Kind)
 		}
+
+		By("PROJECT, read by kubebuilder-aware tools, lists every kind")
+		data, err := os.ReadFile(filepath.Join(root, "PROJECT"))
+		Expect(err).NotTo(HaveOccurred())
+		var project struct {
+			Resources []struct {
+				Kind string `json:"kind"`
+			} `json:"resources"`
+		}
+		Expect(utilyaml.Unmarshal(data, &project)).To(Succeed())
+		var projectKinds []string
+		for _, r := range project.Resources {
+			projectKinds = append(projectKinds, r.Kind)
+		}
+		Expect(projectKinds).To(ConsistOf(kinds))
 
 		By("the manager's ClusterRole covers every kind and its status")
 		managerRole := find(byKind["ClusterRole"], "backend-operator-manager-role")
