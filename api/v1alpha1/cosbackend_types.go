@@ -62,6 +62,8 @@ type CosBackendSpec struct {
 	// https://cos-internal.<region>.tencentcos.cn. Defaults to the public
 	// endpoint of the region. An http:// endpoint sends the security token
 	// and the state in clear text, so it needs allowInsecureEndpoint.
+	// Terraform 1.5 and OpenTofu (checked with 1.12) do not know the
+	// rendered endpoint attribute: their init refuses it.
 	// +optional
 	// +kubebuilder:validation:MaxLength=256
 	// +kubebuilder:validation:XValidation:rule="self.matches('^https?://cos-internal\\\\.[a-z0-9-]+\\\\.tencentcos\\\\.cn$')",message="endpoint must look like https://cos-internal.<region>.tencentcos.cn"
@@ -73,8 +75,10 @@ type CosBackendSpec struct {
 	// +optional
 	AllowInsecureEndpoint bool `json:"allowInsecureEndpoint,omitempty"`
 
-	// domain is the root domain of the Tencent Cloud APIs (STS for
-	// assumeRole), tencentcloudapi.com by default.
+	// domain is the root domain of the Tencent Cloud APIs that Terraform
+	// calls (STS for assumeRole), tencentcloudapi.com by default.
+	// Terraform 1.5 and OpenTofu (checked with 1.12) do not know the
+	// rendered domain attribute: their init refuses it.
 	// +optional
 	// +kubebuilder:validation:MaxLength=253
 	// +kubebuilder:validation:XValidation:rule="self.matches('^[a-z0-9]([-a-z0-9]*[a-z0-9])?(\\\\.[a-z0-9]([-a-z0-9]*[a-z0-9])?)+$')",message="domain must be a DNS domain name such as tencentcloudapi.com"
@@ -143,7 +147,9 @@ type AssumeRole struct {
 	// +kubebuilder:validation:MaxLength=2048
 	Policy string `json:"policy,omitempty"`
 
-	// externalId the role's trust policy requires, if any.
+	// externalId the role's trust policy requires, if any. Terraform 1.5
+	// and OpenTofu (checked with 1.12) do not know the rendered
+	// assume_role.external_id attribute: their init refuses it.
 	// +optional
 	// +kubebuilder:validation:MaxLength=256
 	ExternalID string `json:"externalId,omitempty"`
