@@ -92,6 +92,10 @@ type CosBackendSpec struct {
 	CredentialsSecretRef *LocalSecretRef `json:"credentialsSecretRef,omitempty"`
 
 	// assumeRole makes Terraform assume a CAM role before using the bucket.
+	// The operator does not assume it (it makes no STS call): the bucket
+	// check and RemoteState use the keys of credentialsSecretRef as they
+	// are, and a CosBackend whose only credentials are an assumed role is
+	// reported Unknown with reason AssumeRoleNotSupported.
 	// +optional
 	AssumeRole *AssumeRole `json:"assumeRole,omitempty"`
 
