@@ -215,6 +215,20 @@ spec:
 		Expect(r.stderr).To(ContainSubstring("renders image(s) registry.example.com/someone-else/operator:v1, not only example.test/backend-operator:v1.2.3"))
 		Expect(kc.run(ctx, "", "", "get", "namespace/"+ns).stderr).To(ContainSubstring("NotFound"))
 	})
+
+	It("removes what a configuration lists, as make undeploy does with config/default", func(ctx SpecContext) {
+		// make undeploy itself would delete the CRDs the other specs use.
+		ns := newNamespace(ctx, "undeploy")
+		manifest := "apiVersion: v1\nkind: ConfigMap\nmetadata:\n  name: deployed\n  namespace: " + ns + "\n"
+		dir := GinkgoT().TempDir()
+		Expect(os.WriteFile(filepath.Join(dir, "kustomization.yaml"), []byte("resources:\n  - configmap.yaml\n"), 0o600)).To(Succeed())
+		Expect(os.WriteFile(filepath.Join(dir, "configmap.yaml"), []byte(manifest), 0o600)).To(Succeed())
+		kc.apply(ctx, ns, manifest)
+
+		r := runDeployScript(ctx, "", "delete", dir)
+		Expect(r.err).NotTo(HaveOccurred(), "hack/deploy.sh delete:\n%s", r.stderr)
+		Expect(kc.run(ctx, ns, "", "get", "configmap/deployed").stderr).To(ContainSubstring("NotFound"))
+	})
 })
 
 // managerImages are the container images of the Deployment make deploy
