@@ -2,11 +2,8 @@ package render
 
 import (
 	"encoding/json"
-	"net/http"
-	"net/http/httptest"
 	"slices"
 	"strings"
-	"sync"
 	"testing"
 
 	"k8s.io/utils/ptr"
@@ -14,22 +11,6 @@ import (
 	"github.com/infrastate/backend-operator/api/v1alpha1"
 	"github.com/infrastate/backend-operator/internal/testtools"
 )
-
-// refusingProxy is an HTTPS proxy that refuses every CONNECT, recording the
-// host asked for. It lets terraform get past reading and checking the
-// backend configuration, and shows which endpoint it then contacts,
-// without any network access.
-type refusingProxy struct {
-	mu    sync.Mutex
-	hosts []string
-}
-
-func (p *refusingProxy) ServeHTTP(w http.ResponseWriter, r *http.Request) {
-	p.mu.Lock()
-	p.hosts = append(p.hosts, r.Method+" "+r.Host)
-	p.mu.Unlock()
-	http.Error(w, "refused by the test proxy", http.StatusForbidden)
-}
 
 // configErrors are the diagnostics terraform gives for a backend
 // configuration it cannot read.
@@ -111,16 +92,11 @@ func TestTerraformCos(t *testing.T) {
 				if err != nil {
 					t.Fatal(err)
 				}
-				proxy := &refusingProxy{}
-				srv := httptest.NewServer(proxy)
-				t.Cleanup(srv.Close)
-				w := newWorkdir(t, l.files(files, "cos"), creds, "HTTPS_PROXY="+srv.URL, "HTTP_PROXY="+srv.URL)
+				w := newWorkdir(t, l.files(files, "cos"), creds)
 				out, err := w.Run(t, append([]string{"init", "-input=false", "-no-color"}, l.initArgs...)...)
 				if err == nil {
 					t.Fatalf("terraform init succeeded through a refusing proxy:\n%s", out)
 				}
-				proxy.mu.Lock()
-				defer proxy.mu.Unlock()
 
 				if tc.unknownTo157 != "" {
 					if !strings.HasPrefix(version, "1.5.") {
@@ -137,8 +113,8 @@ func TestTerraformCos(t *testing.T) {
 						t.Fatalf("terraform refused the configuration (%s):\n%s", diag, out)
 					}
 				}
-				if want := "CONNECT " + tc.wantHost; !slices.Contains(proxy.hosts, want) {
-					t.Errorf("terraform contacted %q, want %q; output:\n%s", proxy.hosts, want, out)
+				if want, got := "CONNECT "+tc.wantHost, w.proxy.requests(); !slices.Contains(got, want) {
+					t.Errorf("terraform contacted %q, want %q; output:\n%s", got, want, out)
 				}
 			})
 		}

@@ -13,6 +13,7 @@ import (
 	"os"
 	"path/filepath"
 	"slices"
+	"strings"
 	"testing"
 	"time"
 
@@ -53,10 +54,22 @@ var layouts = map[string]layout{
 	},
 }
 
-// newWorkdir writes files into a new temporary directory. env (the
-// credentials Secret) and extraEnv are added to the clean environment of
-// testtools.TerraformEnv, as envFrom would.
-func newWorkdir(t *testing.T, files map[string][]byte, env map[string][]byte, extraEnv ...string) *testtools.Workdir {
+// workdir is a directory the real terraform runs in. Its environment sends
+// every request for a non-loopback host to proxy, which refuses it: the
+// commands it runs can reach loopback addresses only.
+type workdir struct {
+	testtools.Workdir
+	// proxy received the requests terraform made for non-loopback hosts.
+	proxy *refusingProxy
+}
+
+// newWorkdir writes files into a new temporary directory, and starts the
+// refusing proxy of its commands. env (the credentials Secret) and
+// extraEnv are added to the clean environment of testtools.TerraformEnv,
+// as envFrom would; they must not set proxy variables, which come only
+// from proxyEnv. Every terraform command of this package's tests runs in
+// such a workdir (TestTerraformRunsAreGuarded).
+func newWorkdir(t *testing.T, files map[string][]byte, env map[string][]byte, extraEnv ...string) *workdir {
 	t.Helper()
 	bin := testtools.Terraform(t)
 	dir := t.TempDir()
@@ -69,7 +82,17 @@ func newWorkdir(t *testing.T, files map[string][]byte, env map[string][]byte, ex
 	for _, k := range slices.Sorted(maps.Keys(env)) {
 		vars = append(vars, k+"="+string(env[k]))
 	}
-	return &testtools.Workdir{Terraform: bin, Dir: dir, Env: append(vars, extraEnv...)}
+	vars = append(vars, extraEnv...)
+	for _, kv := range vars {
+		if isProxyVariable(kv) {
+			t.Fatalf("the environment of a terraform command sets %s: only proxyEnv may", strings.SplitN(kv, "=", 2)[0])
+		}
+	}
+	proxy, proxyURL := startRefusingProxy(t)
+	return &workdir{
+		Workdir: testtools.Workdir{Terraform: bin, Dir: dir, Env: append(vars, proxyEnv(proxyURL)...)},
+		proxy:   proxy,
+	}
 }
 
 // clientCert is a self-signed client certificate for mutual TLS.
