@@ -11,6 +11,12 @@ import (
 // was first set so that every format writes them in the same, fixed order.
 type body struct {
 	items []item
+	// blockTypes are the names the backend's schema declares as nested
+	// blocks, present or not. An override of such a name sets the
+	// block's attributes (see setBlock): Terraform reads the name as a
+	// block whatever the syntax, so an attribute of that name would mean
+	// something else in HCL than in JSON.
+	blockTypes map[string]bool
 }
 
 // item is one attribute (block == nil) or one nested block of a body.
@@ -35,6 +41,20 @@ func (b *body) set(name string, v cty.Value) error {
 	}
 	b.items = append(b.items, item{name: name, value: v})
 	return nil
+}
+
+// isBlock reports whether name is a nested block of b: one b holds, or one
+// the schema declares.
+func (b *body) isBlock(name string) bool {
+	if b.blockTypes[name] {
+		return true
+	}
+	for _, it := range b.items {
+		if it.name == name {
+			return it.block != nil
+		}
+	}
+	return false
 }
 
 // addString appends the string attribute name. add* are for the typed

@@ -144,6 +144,15 @@ func cosCases() map[string]v1alpha1.CosBackendSpec {
 				overrideJSON("future_block.inner", `true`),            // a new block
 			},
 		},
+		// An object for the assume_role block is written as the block in
+		// every file.
+		"overrides_block": {
+			Bucket: testBucket,
+			Overrides: []v1alpha1.Override{
+				overrideJSON("assume_role", `{"session_name": "runner", "role_arn": "qcs::cam::uin/1:roleName/r", "session_duration": 3600}`),
+				overrideJSON("assume_role.policy", `"{}"`),
+			},
+		},
 		"escaping": {Bucket: testBucket, Prefix: escapingString, Key: "a${b}%{c}.tfstate", AssumeRole: role(v1alpha1.AssumeRole{Policy: escapingString})},
 		"everything": {
 			Bucket:               testBucket,

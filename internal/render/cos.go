@@ -14,12 +14,20 @@ const (
 	cosDefaultSessionDuration = 7200
 )
 
+// cosBlockTypes are the nested blocks of Terraform's cos backend. Its
+// legacy SDK schema declares assume_role as a set of at most one resource,
+// which Terraform decodes as a block: `assume_role { ... }` in HCL (an
+// `assume_role = { ... }` attribute is an "Unsupported argument"), and in
+// JSON an object, null or [] (the last two meaning no block).
+var cosBlockTypes = map[string]bool{"assume_role": true}
+
 // CosFiles renders the "cos" backend of spec in region, the effective
 // region (spec.region or the manager's default; spec.region itself is not
 // read). Attributes are written in this order: bucket, region, prefix, key,
 // encrypt, acl, accelerate, endpoint, domain, then the assume_role block
 // (role_arn, session_name, session_duration, policy, external_id), then
-// spec.overrides. bucket and region are always written; encrypt and accelerate whenever set, even to
+// spec.overrides, where an object value for assume_role sets attributes of
+// that block (see [ErrInvalidOverride] for the values refused). bucket and region are always written; encrypt and accelerate whenever set, even to
 // Terraform's default; the others only when set to something other than
 // Terraform's default. The secret id, key and token are never written: see
 // [CosCredentials].
@@ -54,7 +62,7 @@ func cosBody(spec v1alpha1.CosBackendSpec, region string) (*body, error) {
 	case region == "":
 		return nil, fmt.Errorf("%w: region (neither the backend nor the manager sets one)", ErrMissingRequired)
 	}
-	b := &body{}
+	b := &body{blockTypes: cosBlockTypes}
 	b.addString("bucket", spec.Bucket)
 	b.addString("region", region)
 	if spec.Prefix != "" {

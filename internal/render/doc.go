@@ -16,6 +16,17 @@
 // its root module: backend.tf and backend.tf.json side by side are a
 // "Duplicate backend configuration" for terraform validate, plan and apply.
 //
+// The three files mean the same to Terraform, which decodes a backend
+// block against the backend's schema: in JSON it reads an object as a
+// nested block where the schema declares one (and null or [] as no block),
+// while in HCL `name = value` is always an attribute and `name { ... }` a
+// block. An override naming a nested block (the cos backend's assume_role,
+// or a block an earlier dotted path created) therefore takes an object,
+// whose members become attributes of the block in every file, and any
+// other value is refused with [ErrInvalidOverride]. Elsewhere an object is
+// an attribute value in every file. The tests run terraform init on the
+// three files for every kind of override value and expect one verdict.
+//
 // Only the attributes a user set are written, plus the required ones; a value
 // equal to Terraform's own default counts as unset (the API server fills in
 // defaults, so the two cannot be told apart). Credentials never appear in

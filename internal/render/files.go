@@ -28,8 +28,10 @@ var (
 	ErrMissingRequired = errors.New("required attribute is missing")
 	// ErrInvalidOverride is returned for an override with a malformed path,
 	// a value that is not valid JSON or breaks the limits on override
-	// values ([MaxOverrideDepth] and the other MaxOverride constants), or
-	// a path that conflicts with another attribute or block.
+	// values ([MaxOverrideDepth] and the other MaxOverride constants), a
+	// path that conflicts with another attribute or block, or a value for
+	// a nested block (such as the cos backend's assume_role) that is not
+	// an object of attribute names: files would disagree on it.
 	ErrInvalidOverride = errors.New("invalid override")
 	// ErrCredentialOverride is returned, together with ErrInvalidOverride,
 	// for an override naming a credential attribute: credentials come only

@@ -13,6 +13,7 @@ func TestOverrideErrors(t *testing.T) {
 	cases := map[string]struct {
 		overrides []v1alpha1.Override
 		cos       bool // render a CosBackend (with an assume_role block) instead of an HttpBackend
+		noRole    bool // leave the CosBackend's assume_role block out
 		wantErr   []error
 		wantMsg   string // a substring of the error
 	}{
@@ -94,11 +95,47 @@ func TestOverrideErrors(t *testing.T) {
 			overrides: []v1alpha1.Override{overrideJSON("", `"x"`)},
 			wantErr:   []error{ErrInvalidOverride},
 		},
-		"attribute over a block": {
+		"a string over a block": {
 			cos:       true,
-			overrides: []v1alpha1.Override{overrideJSON("assume_role", `{"role_arn": "x"}`)},
+			overrides: []v1alpha1.Override{overrideJSON("assume_role", `"`+secret+`"`)},
 			wantErr:   []error{ErrInvalidOverride},
-			wantMsg:   `"assume_role" is a block`,
+			wantMsg:   `path "assume_role": "assume_role" is a block: the value must be an object`,
+		},
+		"null over a block": {
+			cos:       true,
+			overrides: []v1alpha1.Override{overrideJSON("assume_role", `null`)},
+			wantErr:   []error{ErrInvalidOverride},
+			wantMsg:   `the value must be an object`,
+		},
+		"an empty list at a block the spec does not set": {
+			cos:       true,
+			noRole:    true,
+			overrides: []v1alpha1.Override{overrideJSON("assume_role", `[]`)},
+			wantErr:   []error{ErrInvalidOverride},
+			wantMsg:   `the value must be an object`,
+		},
+		"a block key that is no attribute name": {
+			cos:       true,
+			overrides: []v1alpha1.Override{overrideJSON("assume_role", `{"`+secret+` x": "y"}`)},
+			wantErr:   []error{ErrInvalidOverride},
+			wantMsg:   `the keys of the value must be lower-case attribute names`,
+		},
+		"a block key naming a credential": {
+			cos:       true,
+			overrides: []v1alpha1.Override{overrideJSON("assume_role", `{"secret_key": "`+secret+`"}`)},
+			wantErr:   []error{ErrInvalidOverride, ErrCredentialOverride},
+			wantMsg:   `a key of the value names a credential attribute`,
+		},
+		"a block key naming a nested block": {
+			cos:       true,
+			overrides: []v1alpha1.Override{overrideJSON("assume_role.inner.x", `1`), overrideJSON("assume_role", `{"inner": "`+secret+`"}`)},
+			wantErr:   []error{ErrInvalidOverride},
+			wantMsg:   `a key of the value names a block nested in it`,
+		},
+		"an object over a block made by a dotted path": {
+			overrides: []v1alpha1.Override{overrideJSON("future.x", `1`), overrideJSON("future", `["`+secret+`"]`)},
+			wantErr:   []error{ErrInvalidOverride},
+			wantMsg:   `"future" is a block`,
 		},
 		"block under an attribute": {
 			overrides: []v1alpha1.Override{overrideJSON("address.x", `"x"`)},
@@ -115,6 +152,9 @@ func TestOverrideErrors(t *testing.T) {
 			var err error
 			if tc.cos {
 				spec := cosCases()["assume_role"]
+				if tc.noRole {
+					spec.AssumeRole = nil
+				}
 				spec.Overrides = tc.overrides
 				_, err = CosFiles(spec, testRegion)
 			} else {
@@ -143,33 +183,48 @@ func TestOverrideErrors(t *testing.T) {
 func TestOverrideValues(t *testing.T) {
 	cases := map[string]struct {
 		overrides []v1alpha1.Override
-		want      string // backend.tfbackend
+		blocks    map[string]bool // the schema's block types
+		want      string          // backend.tfbackend
 	}{
-		"string":  {[]v1alpha1.Override{overrideJSON("x", `"s"`)}, "x = \"s\"\n"},
-		"integer": {[]v1alpha1.Override{overrideJSON("x", `42`)}, "x = 42\n"},
+		"string":  {overrides: []v1alpha1.Override{overrideJSON("x", `"s"`)}, want: "x = \"s\"\n"},
+		"integer": {overrides: []v1alpha1.Override{overrideJSON("x", `42`)}, want: "x = 42\n"},
 		"negative fraction": {
-			[]v1alpha1.Override{overrideJSON("x", `-0.25`)}, "x = -0.25\n",
+			overrides: []v1alpha1.Override{overrideJSON("x", `-0.25`)}, want: "x = -0.25\n",
 		},
 		"large integer keeps its digits": {
-			[]v1alpha1.Override{overrideJSON("x", `12345678901234567890123`)}, "x = 12345678901234567890123\n",
+			overrides: []v1alpha1.Override{overrideJSON("x", `12345678901234567890123`)}, want: "x = 12345678901234567890123\n",
 		},
-		"bool":   {[]v1alpha1.Override{overrideJSON("x", `true`)}, "x = true\n"},
-		"null":   {[]v1alpha1.Override{overrideJSON("x", `null`)}, "x = null\n"},
-		"array":  {[]v1alpha1.Override{overrideJSON("x", `[1, "a"]`)}, "x = [1, \"a\"]\n"},
-		"empty":  {[]v1alpha1.Override{overrideJSON("x", `[]`), overrideJSON("y", `{}`)}, "x = []\ny = {}\n"},
-		"object": {[]v1alpha1.Override{overrideJSON("x", `{"b": 1, "a": 2}`)}, "x = {\n  a = 2\n  b = 1\n}\n"},
+		"bool":   {overrides: []v1alpha1.Override{overrideJSON("x", `true`)}, want: "x = true\n"},
+		"null":   {overrides: []v1alpha1.Override{overrideJSON("x", `null`)}, want: "x = null\n"},
+		"array":  {overrides: []v1alpha1.Override{overrideJSON("x", `[1, "a"]`)}, want: "x = [1, \"a\"]\n"},
+		"empty":  {overrides: []v1alpha1.Override{overrideJSON("x", `[]`), overrideJSON("y", `{}`)}, want: "x = []\ny = {}\n"},
+		"object": {overrides: []v1alpha1.Override{overrideJSON("x", `{"b": 1, "a": 2}`)}, want: "x = {\n  a = 2\n  b = 1\n}\n"},
 		"later override wins in place": {
-			[]v1alpha1.Override{overrideJSON("x", `1`), overrideJSON("y", `2`), overrideJSON("x", `3`)},
-			"x = 3\ny = 2\n",
+			overrides: []v1alpha1.Override{overrideJSON("x", `1`), overrideJSON("y", `2`), overrideJSON("x", `3`)},
+			want:      "x = 3\ny = 2\n",
 		},
 		"nested blocks": {
-			[]v1alpha1.Override{overrideJSON("a.b.c", `1`), overrideJSON("a.d", `2`)},
-			"a {\n  d = 2\n\n  b {\n    c = 1\n  }\n}\n",
+			overrides: []v1alpha1.Override{overrideJSON("a.b.c", `1`), overrideJSON("a.d", `2`)},
+			want:      "a {\n  d = 2\n\n  b {\n    c = 1\n  }\n}\n",
+		},
+		"an object at a declared block is the block": {
+			overrides: []v1alpha1.Override{overrideJSON("blk", `{"b": 1, "a": "x"}`)},
+			blocks:    map[string]bool{"blk": true},
+			want:      "blk {\n  a = \"x\"\n  b = 1\n}\n",
+		},
+		"an object merges into a block in place": {
+			overrides: []v1alpha1.Override{overrideJSON("blk.c", `1`), overrideJSON("blk.a", `2`), overrideJSON("blk", `{"c": 3, "b": null}`)},
+			want:      "blk {\n  c = 3\n  a = 2\n  b = null\n}\n",
+		},
+		"an object elsewhere is an attribute": {
+			overrides: []v1alpha1.Override{overrideJSON("x", `{"a": 1}`), overrideJSON("blk.x", `{"a": 1}`)},
+			blocks:    map[string]bool{"blk": true},
+			want:      "x = {\n  a = 1\n}\n\nblk {\n  x = {\n    a = 1\n  }\n}\n",
 		},
 	}
 	for name, tc := range cases {
 		t.Run(name, func(t *testing.T) {
-			b := &body{}
+			b := &body{blockTypes: tc.blocks}
 			if err := applyOverrides(b, tc.overrides); err != nil {
 				t.Fatal(err)
 			}
