@@ -277,6 +277,18 @@ var _ = Describe("Admission validation", func() {
 			"spec.configMapName", "configMapName must not be a name that Kubernetes or a cluster add-on publishes in every namespace"),
 		Entry("cos: override values are bounded too", cosBackend(overrideValue("assume_role", map[string]any{"policy": map[string]any{"Statement": []any{}}})),
 			"spec.overrides", "the value of assume_role must be"),
+		Entry("cos: an assume_role override is an object", cosBackend(overrideValue("assume_role", "qcs::cam::uin/1:roleName/r")),
+			"spec.overrides", "the value of assume_role must be an object of the block's attributes"),
+		Entry("cos: an assume_role override is not a list", cosBackend(overrideValue("assume_role", []any{})),
+			"spec.overrides", "the value of assume_role must be an object of the block's attributes"),
+		// No override value is null at admission: the API server drops a
+		// null required field.
+		Entry("cos: an assume_role override is not null", cosBackend(overrideValue("assume_role", nil)),
+			"spec.overrides[0].value", "Required value"),
+		Entry("cos: assume_role override keys are attribute names", cosBackend(overrideValue("assume_role", map[string]any{"role arn": "r"})),
+			"spec.overrides", "the value of assume_role must be an object of the block's attributes"),
+		Entry("cos: assume_role override keys are no credentials", cosBackend(overrideValue("assume_role", map[string]any{"secret_key": "k"})),
+			"spec.overrides", "the value of assume_role must be an object of the block's attributes"),
 		// RemoteState
 		Entry("remote: backendRef is required", remoteState(del("spec.backendRef")),
 			"spec.backendRef", "Required value"),
@@ -342,7 +354,13 @@ var _ = Describe("Admission validation", func() {
 			cosBackend(set("spec.prefix", "platform/network..v2"), set("spec.key", "dir/terraform.tfstate"), set("spec.acl", "public-read"),
 				set("spec.endpoint", "http://cos-internal.ap-guangzhou.tencentcos.cn"), set("spec.allowInsecureEndpoint", true), set("spec.domain", "tencentcloudapi.com"),
 				assumeRole(map[string]any{"roleArn": "qcs::cam::uin/1:roleName/r", "sessionName": "op@team.io", "sessionDuration": int64(0)}),
-				overrides("assume_role.policy")),
+				set("spec.overrides", []any{
+					map[string]any{"path": "assume_role.policy", "value": "{}"},
+					map[string]any{"path": "assume_role", "value": map[string]any{"session_duration": int64(900), "external_id": "e"}},
+				})),
+			// An object at assume_role is refused only where it is the
+			// cos backend's block.
+			httpBackend(overrideValue("assume_role", "x")),
 			remoteState(set("spec.backendRef.kind", "CosBackend"), set("spec.workspace", "staging"),
 				set("spec.defaults", map[string]any{"region": "ap-guangzhou", "zones": stringList(64),
 					"subnets": map[string]any{"a": map[string]any{"id": "subnet-1", "cidr": "10.0.0.0/24"}, "b": []any{"x", int64(1)}}}),
