@@ -28,10 +28,39 @@ var credentialParameter = regexp.MustCompile(`(?i)^(token|access_token|private_t
 // metadataHosts are the host names of cloud metadata services.
 var metadataHosts = []string{"metadata", "metadata.google.internal", "metadata.goog", "instance-data", "instance-data.ec2.internal", "metadata.tencentyun.com"}
 
+// httpProbedAttributes maps the http backend attributes that the probe
+// and RemoteState read from typed fields to those fields. An override of
+// one would make runners use a setting that status does not describe.
+var httpProbedAttributes = map[string]string{
+	"address":                "spec.address",
+	"lock_address":           "spec.lockAddress",
+	"lock_method":            "spec.lockMethod",
+	"unlock_address":         "spec.unlockAddress",
+	"unlock_method":          "spec.unlockMethod",
+	"username":               "spec.username",
+	"skip_cert_verification": "spec.skipCertVerification",
+	"retry_max":              "spec.retryMax",
+	"retry_wait_min":         "spec.retryWaitMin",
+	"retry_wait_max":         "spec.retryWaitMax",
+}
+
+// cosProbedAttributes maps the cos backend attributes that the probe and
+// RemoteState read from typed fields (the COS client's configuration) to
+// those fields.
+var cosProbedAttributes = map[string]string{
+	"bucket":     "spec.bucket",
+	"region":     "spec.region",
+	"prefix":     "spec.prefix",
+	"key":        "spec.key",
+	"accelerate": "spec.accelerate",
+	"endpoint":   "spec.endpoint",
+}
+
 // checkHTTPSpec refuses what the admission rules of an HttpBackend refuse
 // and the renderer or the probe would otherwise use: credentials in a URL,
 // link-local and cloud metadata addresses, lock methods servers do not
-// use, and system object names.
+// use, overrides of what the probe reads from typed fields, and system
+// object names.
 func checkHTTPSpec(spec backendsv1alpha1.HttpBackendSpec) error {
 	for _, f := range []struct{ field, value string }{
 		{"spec.address", spec.Address}, {"spec.lockAddress", spec.LockAddress}, {"spec.unlockAddress", spec.UnlockAddress},
@@ -48,7 +77,24 @@ func checkHTTPSpec(spec backendsv1alpha1.HttpBackendSpec) error {
 			return stall(backendsv1alpha1.InvalidSpecReason, "%s must be one of %s, the methods state servers use", f.field, strings.Join(lockMethods, ", "))
 		}
 	}
+	if err := checkProbedOverrides(spec.Overrides, httpProbedAttributes); err != nil {
+		return err
+	}
 	return checkConfigMapName("spec.configMapName", spec.ConfigMapName)
+}
+
+// checkProbedOverrides refuses an override whose path is one of probed,
+// the attributes the probe and RemoteState read from typed fields, naming
+// the field to set instead.
+func checkProbedOverrides(overrides []backendsv1alpha1.Override, probed map[string]string) error {
+	for i, o := range overrides {
+		if field, ok := probed[o.Path]; ok {
+			return stall(backendsv1alpha1.InvalidSpecReason,
+				"spec.overrides[%d] sets %s, which the probe and RemoteState read from %s: set %s instead, or status would describe another backend than the one runners use",
+				i, o.Path, field, field)
+		}
+	}
+	return nil
 }
 
 // checkURL refuses user information, credential query parameters and
@@ -78,8 +124,8 @@ func checkURL(field, raw string) error {
 
 // checkCosSpec refuses what the admission rules of a CosBackend refuse
 // and the renderer would otherwise write: '..' segments that leave the
-// prefix, an http:// endpoint not explicitly allowed, and system object
-// names.
+// prefix, an http:// endpoint not explicitly allowed, overrides of what
+// the probe reads from typed fields, and system object names.
 func checkCosSpec(spec backendsv1alpha1.CosBackendSpec) error {
 	for _, f := range []struct{ field, value string }{{"spec.prefix", spec.Prefix}, {"spec.key", spec.Key}} {
 		if slices.Contains(strings.Split(f.value, "/"), "..") {
@@ -89,6 +135,9 @@ func checkCosSpec(spec backendsv1alpha1.CosBackendSpec) error {
 	if strings.HasPrefix(spec.Endpoint, "http://") && !spec.AllowInsecureEndpoint {
 		return stall(backendsv1alpha1.InvalidSpecReason,
 			"spec.endpoint uses http://, which sends the security token and the state in clear text: use https:// or set allowInsecureEndpoint")
+	}
+	if err := checkProbedOverrides(spec.Overrides, cosProbedAttributes); err != nil {
+		return err
 	}
 	return checkConfigMapName("spec.configMapName", spec.ConfigMapName)
 }

@@ -6,13 +6,16 @@ import (
 	"testing"
 
 	corev1 "k8s.io/api/core/v1"
+	apiextensionsv1 "k8s.io/apiextensions-apiserver/pkg/apis/apiextensions/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
-	"k8s.io/apimachinery/pkg/api/meta"
+	apimeta "k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/client-go/tools/events"
 	ctrl "sigs.k8s.io/controller-runtime"
+	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/client/fake"
+	"sigs.k8s.io/controller-runtime/pkg/reconcile"
 
 	backendsv1alpha1 "github.com/infrastate/backend-operator/api/v1alpha1"
 	"github.com/infrastate/backend-operator/internal/testenv"
@@ -42,6 +45,24 @@ func TestCheckHTTPSpec(t *testing.T) {
 		"a metadata host name": {edit: func(s *backendsv1alpha1.HttpBackendSpec) { s.Address = "http://Metadata.Google.Internal./x" }, wantMsg: "must not point at a link-local address"},
 		"a GET lock":           {edit: func(s *backendsv1alpha1.HttpBackendSpec) { s.LockMethod = "GET" }, wantMsg: "spec.lockMethod must be one of LOCK, UNLOCK, POST, PUT, DELETE, PATCH"},
 		"kube-root-ca.crt":     {edit: func(s *backendsv1alpha1.HttpBackendSpec) { s.ConfigMapName = "kube-root-ca.crt" }, wantMsg: "spec.configMapName must not be a name that Kubernetes or a cluster add-on publishes"},
+		"overrides the probe ignores": {edit: func(s *backendsv1alpha1.HttpBackendSpec) {
+			s.Overrides = []backendsv1alpha1.Override{override("update_method", `"PUT"`), override("future", `"`+secret+`"`)}
+		}},
+		"an address override": {edit: func(s *backendsv1alpha1.HttpBackendSpec) {
+			s.Overrides = []backendsv1alpha1.Override{override("update_method", `"PUT"`), override("address", `"https://runner:`+secret+`@elsewhere.example.com/x"`)}
+		}, wantMsg: "spec.overrides[1] sets address, which the probe and RemoteState read from spec.address: set spec.address instead"},
+		"a username override": {edit: func(s *backendsv1alpha1.HttpBackendSpec) {
+			s.Overrides = []backendsv1alpha1.Override{override("username", `"`+secret+`"`)}
+		}, wantMsg: "spec.overrides[0] sets username, which the probe and RemoteState read from spec.username"},
+		"a skip_cert_verification override": {edit: func(s *backendsv1alpha1.HttpBackendSpec) {
+			s.Overrides = []backendsv1alpha1.Override{override("skip_cert_verification", `true`)}
+		}, wantMsg: "set spec.skipCertVerification instead"},
+		"a lock_address override": {edit: func(s *backendsv1alpha1.HttpBackendSpec) {
+			s.Overrides = []backendsv1alpha1.Override{override("lock_address", `"http://169.254.169.254/"`)}
+		}, wantMsg: "set spec.lockAddress instead"},
+		"a retry override": {edit: func(s *backendsv1alpha1.HttpBackendSpec) {
+			s.Overrides = []backendsv1alpha1.Override{override("retry_wait_max", `1`)}
+		}, wantMsg: "set spec.retryWaitMax instead"},
 	}
 	for name, tc := range cases {
 		t.Run(name, func(t *testing.T) {
@@ -64,6 +85,16 @@ func TestCheckCosAndRemoteStateSpecs(t *testing.T) {
 		"a key escape":       {err: checkCosSpec(backendsv1alpha1.CosBackendSpec{Key: "../other/terraform.tfstate"}), wantMsg: "spec.key must not contain '..'"},
 		"an http endpoint":   {err: checkCosSpec(backendsv1alpha1.CosBackendSpec{Endpoint: "http://cos-internal.ap-guangzhou.tencentcos.cn"}), wantMsg: "spec.endpoint uses http://"},
 		"a mesh CA bundle":   {err: checkCosSpec(backendsv1alpha1.CosBackendSpec{ConfigMapName: "istio-ca-root-cert"}), wantMsg: "spec.configMapName must not be"},
+		"overrides the probe ignores": {err: checkCosSpec(backendsv1alpha1.CosBackendSpec{Overrides: []backendsv1alpha1.Override{
+			override("domain", `"internal.tencentcloudapi.com"`), override("acl", `"private"`), override("encrypt", `true`),
+			override("assume_role", `{"policy": "{}"}`), override("assume_role.session_duration", `900`),
+		}})},
+		"a bucket override":      {err: checkCosSpec(cosOverride("bucket", `"other-1250000000"`)), wantMsg: "spec.overrides[0] sets bucket, which the probe and RemoteState read from spec.bucket: set spec.bucket instead"},
+		"a region override":      {err: checkCosSpec(cosOverride("region", `"ap-shanghai"`)), wantMsg: "set spec.region instead"},
+		"a prefix override":      {err: checkCosSpec(cosOverride("prefix", `"other-team"`)), wantMsg: "set spec.prefix instead"},
+		"a key override":         {err: checkCosSpec(cosOverride("key", `"x.tfstate"`)), wantMsg: "set spec.key instead"},
+		"an accelerate override": {err: checkCosSpec(cosOverride("accelerate", `true`)), wantMsg: "set spec.accelerate instead"},
+		"an endpoint override":   {err: checkCosSpec(cosOverride("endpoint", `"http://cos-internal.ap-guangzhou.tencentcos.cn"`)), wantMsg: "set spec.endpoint instead"},
 		"a valid RemoteState": {err: checkRemoteStateSpec(backendsv1alpha1.RemoteStateSpec{Workspace: "staging",
 			Target: backendsv1alpha1.RemoteStateTarget{ConfigMapName: "net", SecretName: "net"}})},
 		"a workspace escape": {err: checkRemoteStateSpec(backendsv1alpha1.RemoteStateSpec{Workspace: ".."}), wantMsg: "spec.workspace must not be '.' or '..'"},
@@ -73,6 +104,16 @@ func TestCheckCosAndRemoteStateSpecs(t *testing.T) {
 	for name, tc := range cases {
 		t.Run(name, func(t *testing.T) { expectStall(t, tc.err, tc.wantMsg, "") })
 	}
+}
+
+// override is an override of path with the JSON value.
+func override(path, value string) backendsv1alpha1.Override {
+	return backendsv1alpha1.Override{Path: path, Value: apiextensionsv1.JSON{Raw: []byte(value)}}
+}
+
+// cosOverride is a CosBackend spec whose only override sets path.
+func cosOverride(path, value string) backendsv1alpha1.CosBackendSpec {
+	return backendsv1alpha1.CosBackendSpec{Bucket: "tfstate-1250000000", Overrides: []backendsv1alpha1.Override{override(path, value)}}
 }
 
 // expectStall checks that err is nil when wantMsg is empty, and otherwise
@@ -95,31 +136,60 @@ func expectStall(t *testing.T, err error, wantMsg, secret string) {
 }
 
 // TestReconcileRefusesLegacySpec reconciles, with a fake client (which
-// runs no admission rule), an HttpBackend stored before the rules existed
-// whose address holds a password: it stalls, and nothing is rendered.
+// runs no admission rule), backends stored before the rules existed: an
+// address holding a password, and overrides of settings the probe reads
+// from typed fields. Each stalls with InvalidSpec, quoting no value, and
+// nothing is rendered.
 func TestReconcileRefusesLegacySpec(t *testing.T) {
-	backend := &backendsv1alpha1.HttpBackend{
-		ObjectMeta: metav1.ObjectMeta{Name: "legacy", Namespace: "ns", Generation: 1},
-		Spec:       backendsv1alpha1.HttpBackendSpec{Address: "https://runner:s3cret@state.example.com/state/x"},
-		Status:     backendsv1alpha1.HttpBackendStatus{ObservedGeneration: -1},
+	const secret = "s3cret"
+	meta := metav1.ObjectMeta{Name: "legacy", Namespace: "ns", Generation: 1}
+	cases := map[string]struct {
+		obj     client.Object
+		wantMsg string
+	}{
+		"a password in the address": {obj: &backendsv1alpha1.HttpBackend{ObjectMeta: meta,
+			Spec:   backendsv1alpha1.HttpBackendSpec{Address: "https://runner:" + secret + "@state.example.com/state/x"},
+			Status: backendsv1alpha1.HttpBackendStatus{ObservedGeneration: -1},
+		}, wantMsg: "spec.address must not contain user information"},
+		"an address override": {obj: &backendsv1alpha1.HttpBackend{ObjectMeta: meta,
+			Spec: backendsv1alpha1.HttpBackendSpec{Address: "https://state.example.com/state/x",
+				Overrides: []backendsv1alpha1.Override{override("address", `"https://`+secret+`.example.com/x"`)}},
+			Status: backendsv1alpha1.HttpBackendStatus{ObservedGeneration: -1},
+		}, wantMsg: "set spec.address instead"},
+		"a bucket override": {obj: &backendsv1alpha1.CosBackend{ObjectMeta: meta,
+			Spec: backendsv1alpha1.CosBackendSpec{Bucket: "tfstate-1250000000", Region: "ap-guangzhou",
+				Overrides: []backendsv1alpha1.Override{override("bucket", `"`+secret+`-1250000000"`)}},
+			Status: backendsv1alpha1.CosBackendStatus{ObservedGeneration: -1},
+		}, wantMsg: "set spec.bucket instead"},
 	}
-	c := fake.NewClientBuilder().WithScheme(testenv.Scheme()).WithObjects(backend).
-		WithStatusSubresource(&backendsv1alpha1.HttpBackend{}).Build()
-	r := NewHttpBackendReconciler(c, c, events.NewFakeRecorder(10))
-	key := types.NamespacedName{Namespace: "ns", Name: "legacy"}
-	if _, err := r.Reconcile(context.Background(), ctrl.Request{NamespacedName: key}); err != nil {
-		t.Fatalf("Reconcile() = %v", err)
-	}
-	got := &backendsv1alpha1.HttpBackend{}
-	if err := c.Get(context.Background(), key, got); err != nil {
-		t.Fatal(err)
-	}
-	stalled := meta.FindStatusCondition(got.Status.Conditions, backendsv1alpha1.StalledCondition)
-	if stalled == nil || stalled.Reason != backendsv1alpha1.InvalidSpecReason || strings.Contains(stalled.Message, "s3cret") {
-		t.Fatalf("Stalled = %+v, want InvalidSpec without the password", stalled)
-	}
-	err := c.Get(context.Background(), types.NamespacedName{Namespace: "ns", Name: "legacy-backend"}, &corev1.ConfigMap{})
-	if !apierrors.IsNotFound(err) {
-		t.Errorf("the ConfigMap was rendered (Get = %v): the address would have been published", err)
+	for name, tc := range cases {
+		t.Run(name, func(t *testing.T) {
+			c := fake.NewClientBuilder().WithScheme(testenv.Scheme()).WithObjects(tc.obj).
+				WithStatusSubresource(&backendsv1alpha1.HttpBackend{}, &backendsv1alpha1.CosBackend{}).Build()
+			var r reconcile.Reconciler
+			switch tc.obj.(type) {
+			case *backendsv1alpha1.HttpBackend:
+				r = NewHttpBackendReconciler(c, c, events.NewFakeRecorder(10))
+			default:
+				r = NewCosBackendReconciler(c, c, events.NewFakeRecorder(10))
+			}
+			key := types.NamespacedName{Namespace: "ns", Name: "legacy"}
+			if _, err := r.Reconcile(context.Background(), ctrl.Request{NamespacedName: key}); err != nil {
+				t.Fatalf("Reconcile() = %v", err)
+			}
+			got := tc.obj.DeepCopyObject().(client.Object)
+			if err := c.Get(context.Background(), key, got); err != nil {
+				t.Fatal(err)
+			}
+			conditions := *got.(interface{ StatusConditions() *[]metav1.Condition }).StatusConditions()
+			stalled := apimeta.FindStatusCondition(conditions, backendsv1alpha1.StalledCondition)
+			if stalled == nil || stalled.Reason != backendsv1alpha1.InvalidSpecReason || !strings.Contains(stalled.Message, tc.wantMsg) || strings.Contains(stalled.Message, secret) {
+				t.Fatalf("Stalled = %+v, want InvalidSpec saying %q without the value", stalled, tc.wantMsg)
+			}
+			err := c.Get(context.Background(), types.NamespacedName{Namespace: "ns", Name: "legacy-backend"}, &corev1.ConfigMap{})
+			if !apierrors.IsNotFound(err) {
+				t.Errorf("the ConfigMap was rendered (Get = %v): runners would have used what status does not describe", err)
+			}
+		})
 	}
 }

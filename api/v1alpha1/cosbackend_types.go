@@ -8,6 +8,12 @@ import (
 // backend.
 //
 // +kubebuilder:validation:XValidation:rule="!has(self.overrides) || self.overrides.all(o, !(o.path in ['secret_id', 'secret_key', 'security_token']))",message="overrides cannot set secret_id, secret_key or security_token: use credentialsSecretRef",fieldPath=".overrides"
+// +kubebuilder:validation:XValidation:rule="!has(self.overrides) || self.overrides.all(o, o.path != 'bucket')",message="overrides cannot set bucket: set spec.bucket instead, which the probe and RemoteState read too",fieldPath=".overrides"
+// +kubebuilder:validation:XValidation:rule="!has(self.overrides) || self.overrides.all(o, o.path != 'region')",message="overrides cannot set region: set spec.region instead, which the probe and RemoteState read too",fieldPath=".overrides"
+// +kubebuilder:validation:XValidation:rule="!has(self.overrides) || self.overrides.all(o, o.path != 'prefix')",message="overrides cannot set prefix: set spec.prefix instead, which the probe and RemoteState read too",fieldPath=".overrides"
+// +kubebuilder:validation:XValidation:rule="!has(self.overrides) || self.overrides.all(o, o.path != 'key')",message="overrides cannot set key: set spec.key instead, which the probe and RemoteState read too",fieldPath=".overrides"
+// +kubebuilder:validation:XValidation:rule="!has(self.overrides) || self.overrides.all(o, o.path != 'accelerate')",message="overrides cannot set accelerate: set spec.accelerate instead, which the probe and RemoteState read too",fieldPath=".overrides"
+// +kubebuilder:validation:XValidation:rule="!has(self.overrides) || self.overrides.all(o, o.path != 'endpoint')",message="overrides cannot set endpoint: set spec.endpoint instead, which the probe and RemoteState read too",fieldPath=".overrides"
 // +kubebuilder:validation:XValidation:rule="!has(self.accelerate) || !self.accelerate || !has(self.endpoint)",message="accelerate and endpoint cannot be used together: choose the global acceleration domain or a private endpoint",fieldPath=".endpoint"
 // +kubebuilder:validation:XValidation:rule="!has(self.endpoint) || !self.endpoint.startsWith('http://') || (has(self.allowInsecureEndpoint) && self.allowInsecureEndpoint)",message="endpoint uses http://, which sends the security token and the state in clear text: use https:// or set allowInsecureEndpoint",fieldPath=".endpoint"
 type CosBackendSpec struct {
@@ -115,7 +121,11 @@ type CosBackendSpec struct {
 	ConfigMapName string `json:"configMapName,omitempty"`
 
 	// overrides set attributes of the rendered backend block that no typed
-	// field covers. Credential attributes are rejected.
+	// field covers. Credential attributes are rejected, and so are the
+	// attributes the probe and RemoteState read from typed fields (bucket,
+	// region, prefix, key, accelerate, endpoint): status would describe
+	// another backend than the one runners use. An object at assume_role
+	// sets attributes of that block.
 	// +optional
 	// +listType=map
 	// +listMapKey=path

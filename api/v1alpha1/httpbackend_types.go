@@ -11,6 +11,16 @@ import (
 // +kubebuilder:validation:XValidation:rule="!has(self.probe) || !has(self.probe.lockCheck) || !self.probe.lockCheck || (has(self.lockAddress) && has(self.unlockAddress))",message="probe.lockCheck needs lockAddress and unlockAddress",fieldPath=".probe.lockCheck"
 // +kubebuilder:validation:XValidation:rule="!has(self.forceUnlock) || (has(self.lockAddress) && has(self.unlockAddress))",message="forceUnlock needs lockAddress (to learn the holder) and unlockAddress",fieldPath=".forceUnlock"
 // +kubebuilder:validation:XValidation:rule="!has(self.overrides) || self.overrides.all(o, !(o.path in ['password', 'client_certificate_pem', 'client_private_key_pem', 'client_ca_certificate_pem']))",message="overrides cannot set password, client_certificate_pem, client_private_key_pem or client_ca_certificate_pem: use passwordSecretRef and tls",fieldPath=".overrides"
+// +kubebuilder:validation:XValidation:rule="!has(self.overrides) || self.overrides.all(o, o.path != 'address')",message="overrides cannot set address: set spec.address instead, which the probe and RemoteState read too",fieldPath=".overrides"
+// +kubebuilder:validation:XValidation:rule="!has(self.overrides) || self.overrides.all(o, o.path != 'lock_address')",message="overrides cannot set lock_address: set spec.lockAddress instead, which the probe and RemoteState read too",fieldPath=".overrides"
+// +kubebuilder:validation:XValidation:rule="!has(self.overrides) || self.overrides.all(o, o.path != 'lock_method')",message="overrides cannot set lock_method: set spec.lockMethod instead, which the probe and RemoteState read too",fieldPath=".overrides"
+// +kubebuilder:validation:XValidation:rule="!has(self.overrides) || self.overrides.all(o, o.path != 'unlock_address')",message="overrides cannot set unlock_address: set spec.unlockAddress instead, which the probe and RemoteState read too",fieldPath=".overrides"
+// +kubebuilder:validation:XValidation:rule="!has(self.overrides) || self.overrides.all(o, o.path != 'unlock_method')",message="overrides cannot set unlock_method: set spec.unlockMethod instead, which the probe and RemoteState read too",fieldPath=".overrides"
+// +kubebuilder:validation:XValidation:rule="!has(self.overrides) || self.overrides.all(o, o.path != 'username')",message="overrides cannot set username: set spec.username instead, which the probe and RemoteState read too",fieldPath=".overrides"
+// +kubebuilder:validation:XValidation:rule="!has(self.overrides) || self.overrides.all(o, o.path != 'skip_cert_verification')",message="overrides cannot set skip_cert_verification: set spec.skipCertVerification instead, which the probe and RemoteState read too",fieldPath=".overrides"
+// +kubebuilder:validation:XValidation:rule="!has(self.overrides) || self.overrides.all(o, o.path != 'retry_max')",message="overrides cannot set retry_max: set spec.retryMax instead, which the probe and RemoteState read too",fieldPath=".overrides"
+// +kubebuilder:validation:XValidation:rule="!has(self.overrides) || self.overrides.all(o, o.path != 'retry_wait_min')",message="overrides cannot set retry_wait_min: set spec.retryWaitMin instead, which the probe and RemoteState read too",fieldPath=".overrides"
+// +kubebuilder:validation:XValidation:rule="!has(self.overrides) || self.overrides.all(o, o.path != 'retry_wait_max')",message="overrides cannot set retry_wait_max: set spec.retryWaitMax instead, which the probe and RemoteState read too",fieldPath=".overrides"
 type HttpBackendSpec struct {
 	// address of the state, the REST endpoint Terraform GETs and updates.
 	// It is configuration, published in the rendered ConfigMap and shown by
@@ -142,7 +152,12 @@ type HttpBackendSpec struct {
 	ConfigMapName string `json:"configMapName,omitempty"`
 
 	// overrides set attributes of the rendered backend block that no typed
-	// field covers. Credential attributes are rejected.
+	// field covers. Credential attributes are rejected, and so are the
+	// attributes the probe and RemoteState read from typed fields
+	// (address, lock_address, lock_method, unlock_address, unlock_method,
+	// username, skip_cert_verification, retry_max, retry_wait_min,
+	// retry_wait_max): status would describe another backend than the one
+	// runners use.
 	// +optional
 	// +listType=map
 	// +listMapKey=path

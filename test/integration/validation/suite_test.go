@@ -51,7 +51,7 @@ func installAdmissionPolicy(ctx context.Context) {
 	}
 	ns := newNamespace(ctx)
 	Eventually(func() error {
-		probe := httpBackend(overrideValue("lock_method", []any{[]any{"nested"}}))
+		probe := httpBackend(overrideValue("update_method", []any{[]any{"nested"}}))
 		probe.SetNamespace(ns)
 		probe.SetName("")
 		probe.SetGenerateName("policy-probe-")

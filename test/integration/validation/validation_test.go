@@ -160,9 +160,19 @@ var _ = Describe("Admission validation", func() {
 			"spec.overrides", "overrides cannot set password, client_certificate_pem, client_private_key_pem or client_ca_certificate_pem"),
 		Entry("http: overrides cannot set the client key", httpBackend(overrides("update_method", "client_private_key_pem")),
 			"spec.overrides", "overrides cannot set password, client_certificate_pem"),
+		Entry("http: overrides cannot move the address the probe reads", httpBackend(overrides("address")),
+			"spec.overrides", "overrides cannot set address: set spec.address instead, which the probe and RemoteState read too"),
+		Entry("http: overrides cannot change the user the probe sends", httpBackend(overrides("update_method", "username")),
+			"spec.overrides", "overrides cannot set username: set spec.username instead"),
+		Entry("http: overrides cannot skip the certificate check", httpBackend(overrideValue("skip_cert_verification", true)),
+			"spec.overrides", "overrides cannot set skip_cert_verification: set spec.skipCertVerification instead"),
+		Entry("http: overrides cannot set the lock settings the lock check uses", httpBackend(overrides("lock_address", "unlock_method")),
+			"spec.overrides", "overrides cannot set unlock_method: set spec.unlockMethod instead"),
+		Entry("http: overrides cannot set the retries the probe makes", httpBackend(overrideValue("retry_wait_min", int64(5))),
+			"spec.overrides", "overrides cannot set retry_wait_min: set spec.retryWaitMin instead"),
 		Entry("http: override paths are snake_case", httpBackend(overrides("Lock-Method")),
 			"spec.overrides[0].path", "should match"),
-		Entry("http: override paths are unique", httpBackend(overrides("lock_method", "lock_method")),
+		Entry("http: override paths are unique", httpBackend(overrides("update_method", "update_method")),
 			"spec.overrides[1]", "Duplicate value"),
 		Entry("http: overrides are bounded", httpBackend(overrides(numbered("attr_", 33)...)),
 			"spec.overrides", "Too many"),
@@ -194,10 +204,10 @@ var _ = Describe("Admission validation", func() {
 			"spec.unlockMethod", "unlockMethod must be one of LOCK, UNLOCK, POST, PUT, DELETE or PATCH"),
 		Entry("http: configMapName is not kube-root-ca.crt", httpBackend(set("spec.configMapName", "kube-root-ca.crt")),
 			"spec.configMapName", "configMapName must not be a name that Kubernetes or a cluster add-on publishes in every namespace"),
-		Entry("http: override values nest one level at most", httpBackend(overrideValue("lock_method", []any{[]any{"x"}})),
-			"spec.overrides", "the value of lock_method must be a string of at most 4096 bytes"),
-		Entry("http: 9000 nested arrays are refused", httpBackend(overrideValue("lock_method", nestedArrays(9000))),
-			"spec.overrides", "the value of lock_method must be"),
+		Entry("http: override values nest one level at most", httpBackend(overrideValue("update_method", []any{[]any{"x"}})),
+			"spec.overrides", "the value of update_method must be a string of at most 4096 bytes"),
+		Entry("http: 9000 nested arrays are refused", httpBackend(overrideValue("update_method", nestedArrays(9000))),
+			"spec.overrides", "the value of update_method must be"),
 		Entry("http: override strings are bounded", httpBackend(overrideValue("update_method", strings.Repeat("a", 4097))),
 			"spec.overrides", "the value of update_method must be"),
 		Entry("http: override lists are bounded", httpBackend(overrideValue("zones", make([]any, 65))),
@@ -210,8 +220,8 @@ var _ = Describe("Admission validation", func() {
 			"spec.overrides", "the values total 36000 bytes, at most 32768 are allowed"),
 		Entry("http: override strings are bounded in bytes", httpBackend(overrideValue("update_method", strings.Repeat("é", 2049))),
 			"spec.overrides", "the value of update_method must be a string of at most 4096 bytes"),
-		Entry("http: override numbers are bounded in magnitude", httpBackend(overrideValue("retry_max", 1e32)),
-			"spec.overrides", "the value of retry_max must be"),
+		Entry("http: override numbers are bounded in magnitude", httpBackend(overrideValue("future_number", 1e32)),
+			"spec.overrides", "the value of future_number must be"),
 		Entry("http: override numbers in lists are bounded too", httpBackend(overrideValue("zones", []any{1.0, -1e-33})),
 			"spec.overrides", "the value of zones must be"),
 		Entry("http: override paths are three names deep at most", httpBackend(overrides("a.b.c.d")),
@@ -267,6 +277,14 @@ var _ = Describe("Admission validation", func() {
 			"spec.overrides", "overrides cannot set secret_id, secret_key or security_token"),
 		Entry("cos: overrides cannot set the security token", cosBackend(overrides("security_token")),
 			"spec.overrides", "overrides cannot set secret_id, secret_key or security_token"),
+		Entry("cos: overrides cannot move the bucket the probe reads", cosBackend(overrides("bucket")),
+			"spec.overrides", "overrides cannot set bucket: set spec.bucket instead, which the probe and RemoteState read too"),
+		Entry("cos: overrides cannot move the state the probe reads", cosBackend(overrides("region", "prefix", "key")),
+			"spec.overrides", "overrides cannot set key: set spec.key instead"),
+		Entry("cos: overrides cannot change the host the probe reads", cosBackend(overrides("endpoint")),
+			"spec.overrides", "overrides cannot set endpoint: set spec.endpoint instead"),
+		Entry("cos: overrides cannot turn on acceleration behind the probe's back", cosBackend(overrideValue("accelerate", true)),
+			"spec.overrides", "overrides cannot set accelerate: set spec.accelerate instead"),
 		Entry("cos: prefix has no '..' segment", cosBackend(set("spec.prefix", "platform/../other-team")),
 			"spec.prefix", "prefix must not contain '..' path segments"),
 		Entry("cos: key has no '..' segment", cosBackend(set("spec.key", "../../other-team/terraform.tfstate")),
@@ -336,6 +354,29 @@ var _ = Describe("Admission validation", func() {
 			"spec.probe.interval", "probe.interval must be 0s (probing disabled) or between 10s and 24h"),
 	)
 
+	It("refuses every override of a setting the probe reads, naming the typed field", func(ctx context.Context) {
+		ns := newNamespace(ctx)
+		probed := []struct {
+			obj         func(...mutation) *unstructured.Unstructured
+			path, field string
+		}{
+			{httpBackend, "address", "address"}, {httpBackend, "lock_address", "lockAddress"},
+			{httpBackend, "lock_method", "lockMethod"}, {httpBackend, "unlock_address", "unlockAddress"},
+			{httpBackend, "unlock_method", "unlockMethod"}, {httpBackend, "username", "username"},
+			{httpBackend, "skip_cert_verification", "skipCertVerification"}, {httpBackend, "retry_max", "retryMax"},
+			{httpBackend, "retry_wait_min", "retryWaitMin"}, {httpBackend, "retry_wait_max", "retryWaitMax"},
+			{cosBackend, "bucket", "bucket"}, {cosBackend, "region", "region"}, {cosBackend, "prefix", "prefix"},
+			{cosBackend, "key", "key"}, {cosBackend, "accelerate", "accelerate"}, {cosBackend, "endpoint", "endpoint"},
+		}
+		for _, p := range probed {
+			obj := p.obj(overrides("future", p.path))
+			obj.SetNamespace(ns)
+			Expect(k8sClient.Create(ctx, obj)).To(beInvalid("spec.overrides",
+				"overrides cannot set "+p.path+": set spec."+p.field+" instead, which the probe and RemoteState read too"),
+				"an override of %s of a %s", p.path, obj.GetKind())
+		}
+	}, SpecTimeout(time.Minute))
+
 	It("accepts every rule's valid edge", func(ctx context.Context) {
 		ns := newNamespace(ctx)
 		valid := []*unstructured.Unstructured{
@@ -345,8 +386,8 @@ var _ = Describe("Admission validation", func() {
 				set("spec.lockMethod", "POST"), set("spec.unlockMethod", "DELETE"), set("spec.configMapName", "kube-root-ca.crt-backend"),
 				set("spec.lockAddress", "http://metadata.example.com/lock"), set("spec.unlockAddress", "https://[::1]:8443/unlock"),
 				set("spec.overrides", []any{
-					map[string]any{"path": "skip_cert_verification", "value": true},
-					map[string]any{"path": "lock_method", "value": strings.Repeat("m", 4096)},
+					map[string]any{"path": "future_flag", "value": true},
+					map[string]any{"path": "update_method", "value": strings.Repeat("m", 4096)},
 					map[string]any{"path": "zones", "value": stringList(64)},
 					map[string]any{"path": "block", "value": map[string]any{strings.Repeat("k", 128): int64(1), "b": nil, "c": 1.5, "d": -9.9e31, "e": 1e-32, "f": 0.0}},
 					map[string]any{"path": "a.b.c", "value": strings.Repeat("é", 2048)},
@@ -356,6 +397,10 @@ var _ = Describe("Admission validation", func() {
 				assumeRole(map[string]any{"roleArn": "qcs::cam::uin/1:roleName/r", "sessionName": "op@team.io", "sessionDuration": int64(0)}),
 				set("spec.overrides", []any{
 					map[string]any{"path": "assume_role.policy", "value": "{}"},
+					// The probe reads none of these.
+					map[string]any{"path": "domain", "value": "internal.tencentcloudapi.com"},
+					map[string]any{"path": "acl", "value": "private"},
+					map[string]any{"path": "encrypt", "value": true},
 					map[string]any{"path": "assume_role", "value": map[string]any{"session_duration": int64(900), "external_id": "e"}},
 				})),
 			// An object at assume_role is refused only where it is the
