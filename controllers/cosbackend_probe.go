@@ -19,12 +19,28 @@ import (
 const defaultWorkspace = "default"
 
 // cosProbeCondition is the condition Ready follows for a CosBackend: ""
-// when probing is disabled.
+// when probing is disabled or impossible (assumeRoleOnly).
 func cosProbeCondition(b *backendsv1alpha1.CosBackend) string {
-	if probeInterval(b.Spec.Probe) == 0 {
+	if probeInterval(b.Spec.Probe) == 0 || assumeRoleOnly(b) {
 		return ""
 	}
 	return backendsv1alpha1.BucketReadyCondition
+}
+
+// assumeRoleOnly reports a CosBackend whose only credentials are a role to
+// assume: runners assume it with keys of their own environment, and the
+// controller, which makes no STS call, has nothing to read the bucket
+// with.
+func assumeRoleOnly(b *backendsv1alpha1.CosBackend) bool {
+	return b.Spec.CredentialsSecretRef == nil && b.Spec.AssumeRole != nil
+}
+
+// cosForceUnlockID is the lock ID forceUnlock names, or "".
+func cosForceUnlockID(b *backendsv1alpha1.CosBackend) string {
+	if b.Spec.ForceUnlock == nil {
+		return ""
+	}
+	return b.Spec.ForceUnlock.LockID
 }
 
 // reconcileProbe checks the bucket as Terraform does, then reads the state
@@ -37,11 +53,16 @@ func (r *CosBackendReconciler) reconcileProbe(ctx context.Context, s *cosScope) 
 	backend := s.backend
 	conds := &backend.Status.Conditions
 	interval := probeInterval(backend.Spec.Probe)
-	if interval == 0 {
-		setCondition(conds, backend.Generation, backendsv1alpha1.BucketReadyCondition, observation{
-			status: metav1.ConditionUnknown, reason: backendsv1alpha1.ProbeDisabledReason,
-			message: "Probing is disabled: probe.interval is 0s",
-		})
+	if interval == 0 || assumeRoleOnly(backend) {
+		obs := observation{status: metav1.ConditionUnknown, reason: backendsv1alpha1.ProbeDisabledReason,
+			message: "Probing is disabled: probe.interval is 0s"}
+		if interval > 0 {
+			obs.reason = backendsv1alpha1.AssumeRoleNotSupportedReason
+			obs.message = "The bucket is not checked: the only credentials are spec.assumeRole, and the operator does not assume roles " +
+				"(it makes no STS call). Runners assume it with keys of their own environment. Set credentialsSecretRef to keys " +
+				"that may read the bucket to have it checked."
+		}
+		setCondition(conds, backend.Generation, backendsv1alpha1.BucketReadyCondition, obs)
 		clearLock(backend, &backend.Status.Lock, cosBackendKind)
 		backend.Status.State = nil
 		r.probes.forget(probeKey{kind: cosBackendKind, NamespacedName: client.ObjectKeyFromObject(backend)})
@@ -55,7 +76,7 @@ func (r *CosBackendReconciler) reconcileProbe(ctx context.Context, s *cosScope) 
 	step := r.probeStep(ctx, task)
 	s.requeueAfter, s.probePending, s.applied = step.requeueAfter, step.pending, step.ack
 	if step.result != nil {
-		applyCosProbe(backend, step.result.value.(cosProbeResult))
+		applyCosProbe(backend, step.result.value.(cosProbeResult), step.result.finished)
 		return nil
 	}
 	if !step.submit {
@@ -65,7 +86,8 @@ func (r *CosBackendReconciler) reconcileProbe(ctx context.Context, s *cosScope) 
 	if err != nil {
 		return stall(backendsv1alpha1.InvalidSpecReason, "Cannot build a COS client: %v", err)
 	}
-	r.submitProbe(task, func(ctx context.Context) any { return runCosProbe(ctx, cc) })
+	forceUnlock := cosForceUnlockID(backend)
+	r.submitProbe(task, func(ctx context.Context) any { return runCosProbe(ctx, cc, forceUnlock) })
 	s.probePending = true
 	return nil
 }
@@ -84,9 +106,10 @@ type cosProbeResult struct {
 }
 
 // runCosProbe checks the bucket, then streams the state object into a
-// summary and reads the lock object, within probeTimeout. Memory does not
-// depend on the size of the state.
-func runCosProbe(ctx context.Context, cc *cos.Client) cosProbeResult {
+// summary and reads the lock object, within probeTimeout; when the lock's
+// ID is the one forceUnlock names, it releases it. Memory does not depend
+// on the size of the state.
+func runCosProbe(ctx context.Context, cc *cos.Client, forceUnlock string) cosProbeResult {
 	ctx, cancel := context.WithTimeout(ctx, probeTimeout)
 	defer cancel()
 	start := time.Now()
@@ -98,6 +121,10 @@ func runCosProbe(ctx context.Context, cc *cos.Client) cosProbeResult {
 	}
 	res.state, res.stateErr = streamCosSummary(ctx, cc, defaultWorkspace)
 	res.lock = readCosLock(ctx, cc, defaultWorkspace)
+	if forceUnlock != "" && res.lock.holder != nil && res.lock.holder.ID == forceUnlock {
+		res.lock.releaseErr = cc.ReleaseLock(ctx, defaultWorkspace, forceUnlock)
+		res.lock.released = res.lock.releaseErr == nil
+	}
 	return res
 }
 
@@ -130,14 +157,15 @@ func streamCosSummary(ctx context.Context, cc *cos.Client, workspace string) (*b
 	return stateStatus(summary, size), nil
 }
 
-// applyCosProbe writes what a probe learned into the backend's status.
-func applyCosProbe(backend *backendsv1alpha1.CosBackend, res cosProbeResult) {
+// applyCosProbe writes what a probe that ended at finished learned into
+// the backend's status.
+func applyCosProbe(backend *backendsv1alpha1.CosBackend, res cosProbeResult, finished time.Time) {
 	conds := &backend.Status.Conditions
 	gen := backend.Generation
 	bucket := bucketObservation(backend.Spec.Bucket, res.bucketErr)
 	if res.bucketErr != nil {
 		setCondition(conds, gen, backendsv1alpha1.BucketReadyCondition, bucket)
-		applyLock(backend, &backend.Status.Lock, cosBackendKind, lockStatus(lockReading{err: res.bucketErr}, ""))
+		applyLock(backend, &backend.Status.Lock, cosBackendKind, lockStatus(lockReading{err: res.bucketErr}, cosForceUnlockID(backend)))
 		return
 	}
 	if res.stateErr != nil {
@@ -148,5 +176,8 @@ func applyCosProbe(backend *backendsv1alpha1.CosBackend, res cosProbeResult) {
 		stateSize.WithLabelValues(cosBackendKind, backend.Namespace, backend.Name).Set(float64(res.state.SizeBytes))
 	}
 	setCondition(conds, gen, backendsv1alpha1.BucketReadyCondition, bucket)
-	applyLock(backend, &backend.Status.Lock, cosBackendKind, lockStatus(res.lock, ""))
+	if res.lock.released {
+		backend.Status.LastForceUnlock = &backendsv1alpha1.ForceUnlockStatus{LockID: res.lock.holder.ID, Time: metav1.NewTime(finished)}
+	}
+	applyLock(backend, &backend.Status.Lock, cosBackendKind, lockStatus(res.lock, cosForceUnlockID(backend)))
 }

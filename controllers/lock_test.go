@@ -154,6 +154,76 @@ var _ = Describe("Locks", func() {
 	)
 })
 
+var _ = Describe("CosBackend locks", func() {
+	var (
+		ctx    context.Context
+		ns     string
+		bucket string
+	)
+
+	BeforeEach(func() {
+		var cancel context.CancelFunc
+		ctx, cancel = context.WithTimeout(context.Background(), 2*time.Minute)
+		DeferCleanup(cancel)
+		ns = newNamespace(ctx)
+		bucket = ns + "-1250000000"
+		cosServer.CreateBucket(bucket)
+		startManager(ctx, ns)
+	})
+
+	It("releases the lock only for the ID forceUnlock names", func() {
+		Expect(k8sClient.Create(ctx, makeSecret("cos-credentials", ns, map[string]string{
+			"secretId": cosSecretID, "secretKey": cosSecretKey,
+		}))).To(Succeed())
+		const lockKey = "platform/terraform.tfstate.tflock"
+		cosServer.PutState(bucket, lockKey, []byte(lockJSON))
+		backend := makeCosBackend("app", ns, bucket)
+		backend.Spec.ForceUnlock = &backendsv1alpha1.ForceUnlockSpec{LockID: "0f6b6d2c-4a8e-4a51-9d1e-7c2b1f0e9a11"} // the JSON's UUID, not the lock ID
+		Expect(k8sClient.Create(ctx, backend)).To(Succeed())
+		Eventually(func(g Gomega) {
+			getObject(ctx, g, backend)
+			c := expectCondition(g, backend.Status.Conditions, "Locked", metav1.ConditionTrue, "ForceUnlockSkipped")
+			g.Expect(c.Message).To(ContainSubstring("does not match the holder"))
+			g.Expect(backend.Status.Lock).NotTo(BeNil())
+		}, timeout, interval).Should(Succeed())
+		_, _, held := cosServer.Object(bucket, lockKey)
+		Expect(held).To(BeTrue(), "a lock forceUnlock does not name is left alone")
+
+		By("naming the lock ID status.lock shows")
+		holder := backend.Status.Lock.ID
+		backend.Spec.ForceUnlock.LockID = holder
+		Expect(k8sClient.Update(ctx, backend)).To(Succeed())
+		Eventually(func(g Gomega) {
+			getObject(ctx, g, backend)
+			expectCondition(g, backend.Status.Conditions, "Locked", metav1.ConditionFalse, "ForceUnlocked")
+			g.Expect(backend.Status.Lock).To(BeNil())
+			g.Expect(backend.Status.LastForceUnlock).NotTo(BeNil())
+			g.Expect(backend.Status.LastForceUnlock.LockID).To(Equal(holder))
+		}, timeout, interval).Should(Succeed())
+		_, _, held = cosServer.Object(bucket, lockKey)
+		Expect(held).To(BeFalse(), "the named lock is released")
+		Eventually(func(g Gomega) []string { return eventReasons(ctx, g, ns) }, timeout, interval).Should(ContainElement("ForceUnlocked"))
+	})
+
+	It("says it cannot check a bucket whose only credentials are a role to assume, without calling COS", func() {
+		before := len(cosServer.RequestLog())
+		backend := makeCosBackend("app", ns, bucket)
+		backend.Spec.CredentialsSecretRef = nil
+		backend.Spec.AssumeRole = &backendsv1alpha1.AssumeRole{RoleArn: "qcs::cam::uin/100000000001:roleName/tfstate", SessionName: "runner"}
+		Expect(k8sClient.Create(ctx, backend)).To(Succeed())
+		Eventually(func(g Gomega) {
+			getObject(ctx, g, backend)
+			expectKstatusInvariants(g, backend)
+			c := expectCondition(g, backend.Status.Conditions, "BucketReady", metav1.ConditionUnknown, "AssumeRoleNotSupported")
+			g.Expect(c.Message).To(ContainSubstring("does not assume roles"))
+			expectCondition(g, backend.Status.Conditions, "Ready", metav1.ConditionTrue, "Succeeded")
+		}, timeout, interval).Should(Succeed())
+		for _, r := range cosServer.RequestLog()[before:] {
+			Expect(r.Bucket).NotTo(Equal(bucket), "the probe called COS: %+v", r)
+		}
+	})
+})
+
 // lockHolderTaken takes the lock of a state server without basic auth at
 // address as another client would, and returns its ID.
 func lockHolderTaken(ctx context.Context, address string) string {

@@ -188,4 +188,9 @@ const (
 	// could not release it: the operator itself holds the lock until its
 	// next probe releases it.
 	LockCheckNotReleasedReason = "LockCheckNotReleased"
+
+	// AssumeRoleNotSupportedReason means a CosBackend's only credentials
+	// are an assumed role, which the controller does not assume (it makes
+	// no STS call), so its probe cannot read the bucket.
+	AssumeRoleNotSupportedReason = "AssumeRoleNotSupported"
 )

@@ -110,6 +110,15 @@ type CosBackendSpec struct {
 	// +kubebuilder:default={interval: "5m"}
 	Probe *ProbeSpec `json:"probe,omitempty"`
 
+	// forceUnlock releases a stuck lock of the default workspace,
+	// GitOps-safe: the controller deletes the .tflock object only while
+	// its ID (the lock object's MD5, as Terraform reports it and
+	// status.lock.id shows it) is exactly this one, so leaving it in a
+	// manifest is harmless. It acts at each probe, so it needs probing
+	// enabled.
+	// +optional
+	ForceUnlock *ForceUnlockSpec `json:"forceUnlock,omitempty"`
+
 	// configMapName is the name of the rendered ConfigMap. Defaults to
 	// "<name>-backend". Names that Kubernetes or cluster add-ons publish in
 	// every namespace are refused.
@@ -201,6 +210,10 @@ type CosBackendStatus struct {
 	// (the lock cannot be read) it is the last holder seen.
 	// +optional
 	Lock *LockInfo `json:"lock,omitempty"`
+
+	// lastForceUnlock records the last lock the controller released.
+	// +optional
+	LastForceUnlock *ForceUnlockStatus `json:"lastForceUnlock,omitempty"`
 }
 
 // CosBackend is a Tencent Cloud Object Storage state backend. The

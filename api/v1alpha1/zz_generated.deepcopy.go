@@ -157,6 +157,11 @@ func (in *CosBackendSpec) DeepCopyInto(out *CosBackendSpec) {
 		*out = new(ProbeSpec)
 		(*in).DeepCopyInto(*out)
 	}
+	if in.ForceUnlock != nil {
+		in, out := &in.ForceUnlock, &out.ForceUnlock
+		*out = new(ForceUnlockSpec)
+		**out = **in
+	}
 	if in.Overrides != nil {
 		in, out := &in.Overrides, &out.Overrides
 		*out = make([]Override, len(*in))
@@ -199,6 +204,11 @@ func (in *CosBackendStatus) DeepCopyInto(out *CosBackendStatus) {
 	if in.Lock != nil {
 		in, out := &in.Lock, &out.Lock
 		*out = new(LockInfo)
+		(*in).DeepCopyInto(*out)
+	}
+	if in.LastForceUnlock != nil {
+		in, out := &in.LastForceUnlock, &out.LastForceUnlock
+		*out = new(ForceUnlockStatus)
 		(*in).DeepCopyInto(*out)
 	}
 }

@@ -259,3 +259,36 @@ func TestReadLockMissingBucket(t *testing.T) {
 		t.Errorf("ReadLock() error = %v; sentinels (-want +got):\n%s", err, diff)
 	}
 }
+
+// TestReleaseLock releases a lock only while the .tflock object holds the
+// named ID, through the signature-checking COS double.
+func TestReleaseLock(t *testing.T) {
+	const lockKey = "env/terraform.tfstate.tflock"
+	other := strings.Replace(lockJSON, "user@host", "bob@ci", 1)
+	cases := map[string]struct {
+		held     string // body of the .tflock object, "" for none
+		id       string
+		wantErrs []error
+		wantHeld bool
+	}{
+		"the named lock":  {held: lockJSON, id: md5hex([]byte(lockJSON))},
+		"another lock":    {held: other, id: md5hex([]byte(lockJSON)), wantErrs: []error{cos.ErrLockNotHeld}, wantHeld: true},
+		"no lock":         {id: md5hex([]byte(lockJSON)), wantErrs: []error{cos.ErrLockNotHeld}},
+		"the JSON's UUID": {held: lockJSON, id: "3f0a3c51-6f9b-2c8e-1d2a-9b7c6e5d4f3a", wantErrs: []error{cos.ErrLockNotHeld}, wantHeld: true},
+	}
+	for name, tc := range cases {
+		t.Run(name, func(t *testing.T) {
+			srv := newServer(t)
+			if tc.held != "" {
+				srv.PutState(bucket, lockKey, []byte(tc.held))
+			}
+			err := newClient(t, srv, baseConfig()).ReleaseLock(context.Background(), cos.DefaultWorkspace, tc.id)
+			if diff := errorsDiff(tc.wantErrs, err); diff != "" {
+				t.Fatalf("ReleaseLock() error = %v; sentinels (-want +got):\n%s", err, diff)
+			}
+			if _, _, held := srv.Object(bucket, lockKey); held != tc.wantHeld {
+				t.Errorf("lock object present after ReleaseLock: %v, want %v", held, tc.wantHeld)
+			}
+		})
+	}
+}
