@@ -245,3 +245,35 @@ func TestLockCheckReleasesItsOwnLeftoverLock(t *testing.T) {
 		t.Errorf("lock held by %q after the check, want free", h)
 	}
 }
+
+// TestUnreadableHolderIsNeverQuoted checks that a lock holder's body that
+// does not parse as LockInfo reaches no condition message: a server that
+// echoes request headers into it would publish them.
+func TestUnreadableHolderIsNeverQuoted(t *testing.T) {
+	const echoed = "Basic c2VjcmV0LWVjaG9lZA=="
+	for name, body := range map[string]string{
+		"not JSON":                  "<html>" + echoed + "</html>",
+		"a field the decoder sees":  `{"ID":"x","Created":"` + echoed + `"}`,
+		"a value of the wrong type": `{"ID":["` + echoed + `"]}`,
+	} {
+		t.Run(name, func(t *testing.T) {
+			srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+				w.WriteHeader(http.StatusLocked)
+				_, _ = io.WriteString(w, body)
+			}))
+			t.Cleanup(srv.Close)
+			cfg := stateclient.DefaultConfig(srv.URL)
+			cfg.LockAddress, cfg.UnlockAddress, cfg.RetryMax = srv.URL, srv.URL, 0
+			sc, err := stateclient.New(cfg)
+			if err != nil {
+				t.Fatal(err)
+			}
+			plan := httpProbePlan{checkLock: true, forceUnlock: "x", lockID: lockCheckID("uid-1"), who: "backend-operator test"}
+			got := runHTTPProbe(t.Context(), sc, plan, logr.Discard()).lock
+			v := lockStatus(got, plan.forceUnlock)
+			if v.obs.status != metav1.ConditionTrue || strings.Contains(v.obs.message, "c2VjcmV0") || strings.Contains(v.obs.message, "html") {
+				t.Errorf("Locked = %+v, want True without the holder's body", v.obs)
+			}
+		})
+	}
+}
