@@ -3,6 +3,7 @@ package controllers
 import (
 	"context"
 
+	. "github.com/onsi/ginkgo/v2"
 	. "github.com/onsi/gomega"
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/api/meta"
@@ -29,6 +30,17 @@ func expectKstatusInvariants(g Gomega, obj statusObject) {
 	g.Expect(meta.IsStatusConditionTrue(conds, "Reconciling") && meta.IsStatusConditionTrue(conds, "Stalled")).
 		To(BeFalse(), "Reconciling and Stalled are both True")
 	g.Expect(*obj.StatusObservedGeneration()).To(BeNumerically("<=", obj.GetGeneration()))
+}
+
+// updateSpec reads obj fresh, changes it as mutate does, and writes the
+// change as a merge patch: the manager writes the status meanwhile, which
+// an update of the whole object would conflict with.
+func updateSpec(ctx context.Context, obj client.Object, mutate func()) {
+	GinkgoHelper()
+	getObject(ctx, Default, obj)
+	before := obj.DeepCopyObject().(client.Object)
+	mutate()
+	Expect(k8sClient.Patch(ctx, obj, client.MergeFrom(before))).To(Succeed())
 }
 
 // getObject reads obj fresh from the API server.

@@ -65,9 +65,7 @@ var _ = Describe("Bounds", func() {
 		before := writes.count()
 
 		By("a spec change makes the operator want to write it again")
-		getObject(ctx, Default, backend)
-		backend.Spec.UpdateMethod = "PUT"
-		Expect(k8sClient.Update(ctx, backend)).To(Succeed())
+		updateSpec(ctx, backend, func() { backend.Spec.UpdateMethod = "PUT" })
 		Eventually(func(g Gomega) {
 			getObject(ctx, g, backend)
 			expectKstatusInvariants(g, backend)
@@ -113,9 +111,7 @@ var _ = Describe("Bounds", func() {
 			}, timeout, interval).Should(Succeed())
 
 			By("leaving it out publishes the rest")
-			getObject(ctx, Default, remote)
-			remote.Spec.Outputs = []backendsv1alpha1.OutputSelector{{Name: "ok"}}
-			Expect(k8sClient.Update(ctx, remote)).To(Succeed())
+			updateSpec(ctx, remote, func() { remote.Spec.Outputs = []backendsv1alpha1.OutputSelector{{Name: "ok"}} })
 			Eventually(func(g Gomega) {
 				getObject(ctx, g, remote)
 				expectCondition(g, remote.Status.Conditions, "OutputsReady", metav1.ConditionTrue, "OutputsPublished")
@@ -135,9 +131,7 @@ var _ = Describe("Bounds", func() {
 			cm := renderedConfigMap(ctx, Default, ns, "net-outputs")
 			cm.Data = map[string]string{"someone": "else"}
 			Expect(k8sClient.Update(ctx, cm)).To(Succeed())
-			getObject(ctx, Default, remote)
-			remote.Spec.Outputs = []backendsv1alpha1.OutputSelector{{Name: "a", Key: "A"}}
-			Expect(k8sClient.Update(ctx, remote)).To(Succeed())
+			updateSpec(ctx, remote, func() { remote.Spec.Outputs = []backendsv1alpha1.OutputSelector{{Name: "a", Key: "A"}} })
 			Eventually(func(g Gomega) {
 				getObject(ctx, g, remote)
 				expectCondition(g, remote.Status.Conditions, "Stalled", metav1.ConditionTrue, "ExternallyModified")
@@ -170,9 +164,7 @@ var _ = Describe("Bounds", func() {
 			}, timeout, interval).Should(Succeed())
 			Expect(k8sClient.Get(ctx, types.NamespacedName{Namespace: ns, Name: "many-outputs"}, &corev1.ConfigMap{})).NotTo(Succeed())
 
-			getObject(ctx, Default, remote)
-			remote.Spec.Outputs = []backendsv1alpha1.OutputSelector{{Name: "o4999", Key: "last"}}
-			Expect(k8sClient.Update(ctx, remote)).To(Succeed())
+			updateSpec(ctx, remote, func() { remote.Spec.Outputs = []backendsv1alpha1.OutputSelector{{Name: "o4999", Key: "last"}} })
 			Eventually(func(g Gomega) {
 				getObject(ctx, g, remote)
 				expectCondition(g, remote.Status.Conditions, "OutputsReady", metav1.ConditionTrue, "OutputsPublished")

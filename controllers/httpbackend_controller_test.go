@@ -38,8 +38,15 @@ func seedState(ctx context.Context, address string, data []byte) {
 
 // holdLock takes the state's lock as another client would and returns its ID.
 func holdLock(ctx context.Context, address string) string {
+	return holdLockAs(ctx, address, true)
+}
+
+// holdLockAs is holdLock, with the suite's basic auth or without.
+func holdLockAs(ctx context.Context, address string, basicAuth bool) string {
 	cfg := stateclient.DefaultConfig(address)
-	cfg.Username, cfg.Password = stateUser, statePassword
+	if basicAuth {
+		cfg.Username, cfg.Password = stateUser, statePassword
+	}
 	cfg.LockAddress, cfg.UnlockAddress = address, address
 	sc, err := stateclient.New(cfg)
 	Expect(err).NotTo(HaveOccurred())
@@ -251,8 +258,7 @@ var _ = Describe("HttpBackend controller", func() {
 		}, timeout, interval).Should(Succeed())
 
 		By("naming another ID")
-		backend.Spec.ForceUnlock = &backendsv1alpha1.ForceUnlockSpec{LockID: "not-the-holder"}
-		Expect(k8sClient.Update(ctx, backend)).To(Succeed())
+		updateSpec(ctx, backend, func() { backend.Spec.ForceUnlock = &backendsv1alpha1.ForceUnlockSpec{LockID: "not-the-holder"} })
 		Eventually(func(g Gomega) {
 			getObject(ctx, g, backend)
 			g.Expect(backend.Status.ObservedGeneration).To(Equal(backend.Generation))
@@ -261,9 +267,7 @@ var _ = Describe("HttpBackend controller", func() {
 		}, timeout, interval).Should(Succeed())
 
 		By("naming the holder")
-		getObject(ctx, Default, backend)
-		backend.Spec.ForceUnlock.LockID = holder
-		Expect(k8sClient.Update(ctx, backend)).To(Succeed())
+		updateSpec(ctx, backend, func() { backend.Spec.ForceUnlock.LockID = holder })
 		Eventually(func(g Gomega) {
 			getObject(ctx, g, backend)
 			expectCondition(g, backend.Status.Conditions, "Locked", metav1.ConditionFalse, "ForceUnlocked")

@@ -18,13 +18,13 @@ import (
 // reprobe changes a backend's spec in a way that does not change what the
 // probe reads, so that its next reconcile probes at once (new inputs).
 func reprobe(ctx context.Context, backend *backendsv1alpha1.HttpBackend) {
-	getObject(ctx, Default, backend)
-	retries := int32(1)
-	if backend.Spec.RetryMax != nil && *backend.Spec.RetryMax == 1 {
-		retries = 0
-	}
-	backend.Spec.RetryMax = &retries
-	Expect(k8sClient.Update(ctx, backend)).To(Succeed())
+	updateSpec(ctx, backend, func() {
+		retries := int32(1)
+		if backend.Spec.RetryMax != nil && *backend.Spec.RetryMax == 1 {
+			retries = 0
+		}
+		backend.Spec.RetryMax = &retries
+	})
 }
 
 // lockHolder returns the ID of the lock a state server holds at address,
@@ -123,7 +123,7 @@ var _ = Describe("Locks", func() {
 			srv := httptest.NewServer(stateserver.New(stateserver.NewMemoryStore(), stateserver.WithUnlockBodies(accept)))
 			DeferCleanup(srv.Close)
 			address := srv.URL + "/state/app"
-			holder := lockHolderTaken(ctx, address)
+			holder := holdLockAs(ctx, address, false)
 			backend := makeHttpBackend("app", ns, address).locks().lockCheck().forceUnlock(holder).build()
 			Expect(k8sClient.Create(ctx, backend)).To(Succeed())
 			if released {
@@ -191,8 +191,7 @@ var _ = Describe("CosBackend locks", func() {
 
 		By("naming the lock ID status.lock shows")
 		holder := backend.Status.Lock.ID
-		backend.Spec.ForceUnlock.LockID = holder
-		Expect(k8sClient.Update(ctx, backend)).To(Succeed())
+		updateSpec(ctx, backend, func() { backend.Spec.ForceUnlock.LockID = holder })
 		Eventually(func(g Gomega) {
 			getObject(ctx, g, backend)
 			expectCondition(g, backend.Status.Conditions, "Locked", metav1.ConditionFalse, "ForceUnlocked")
@@ -223,15 +222,3 @@ var _ = Describe("CosBackend locks", func() {
 		}
 	})
 })
-
-// lockHolderTaken takes the lock of a state server without basic auth at
-// address as another client would, and returns its ID.
-func lockHolderTaken(ctx context.Context, address string) string {
-	cfg := stateclient.DefaultConfig(address)
-	cfg.LockAddress, cfg.UnlockAddress = address, address
-	sc, err := stateclient.New(cfg)
-	Expect(err).NotTo(HaveOccurred())
-	id, err := sc.Lock(ctx, stateclient.NewLockInfo("OperationTypeApply", "alice@laptop"))
-	Expect(err).NotTo(HaveOccurred())
-	return id
-}

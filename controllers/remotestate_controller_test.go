@@ -117,9 +117,7 @@ var _ = Describe("RemoteState controller", func() {
 		Expect(renderedSecret(ctx, Default, ns, "net-secrets").Data).To(BeEmpty())
 
 		By("asking for a type the output does not have")
-		getObject(ctx, Default, remote)
-		remote.Spec.Outputs[2].Type = "map"
-		Expect(k8sClient.Update(ctx, remote)).To(Succeed())
+		updateSpec(ctx, remote, func() { remote.Spec.Outputs[2].Type = "map" })
 		Eventually(func(g Gomega) {
 			getObject(ctx, g, remote)
 			c := expectCondition(g, remote.Status.Conditions, "OutputsReady", metav1.ConditionFalse, "OutputTypeMismatch")
@@ -128,9 +126,9 @@ var _ = Describe("RemoteState controller", func() {
 		}, timeout, interval).Should(Succeed())
 
 		By("asking for an output the state lacks")
-		getObject(ctx, Default, remote)
-		remote.Spec.Outputs[2] = backendsv1alpha1.OutputSelector{Name: "nat_gateway_ids", Type: "list"}
-		Expect(k8sClient.Update(ctx, remote)).To(Succeed())
+		updateSpec(ctx, remote, func() {
+			remote.Spec.Outputs[2] = backendsv1alpha1.OutputSelector{Name: "nat_gateway_ids", Type: "list"}
+		})
 		Eventually(func(g Gomega) {
 			getObject(ctx, g, remote)
 			c := expectCondition(g, remote.Status.Conditions, "OutputsReady", metav1.ConditionFalse, "OutputMissing")

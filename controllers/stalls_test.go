@@ -216,8 +216,9 @@ var _ = Describe("Every stall", func() {
 		renderedConfigMap(ctx, Default, ns, "net-outputs")
 		renderedSecret(ctx, Default, ns, "net-outputs")
 
-		remote.Spec.Target = backendsv1alpha1.RemoteStateTarget{ConfigMapName: "net-plain", SecretName: "net-sensitive"}
-		Expect(k8sClient.Update(ctx, remote)).To(Succeed())
+		updateSpec(ctx, remote, func() {
+			remote.Spec.Target = backendsv1alpha1.RemoteStateTarget{ConfigMapName: "net-plain", SecretName: "net-sensitive"}
+		})
 		Eventually(func(g Gomega) {
 			getObject(ctx, g, remote)
 			g.Expect(remote.Status.Rendered).To(Equal(&backendsv1alpha1.RenderedObjects{ConfigMapName: "net-plain", SecretName: "net-sensitive"}))
