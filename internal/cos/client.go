@@ -42,6 +42,7 @@ type Option func(*options)
 type options struct {
 	httpClient *http.Client
 	baseURL    *url.URL
+	serviceURL *url.URL
 	dial       netguard.DialFunc
 }
 
@@ -69,6 +70,10 @@ func WithBaseURL(u *url.URL) Option {
 // WithHTTPClient.
 var errConflictingOptions = errors.New("cos: WithDialContext and WithHTTPClient exclude each other: put the dial function in the http.Client's transport")
 
+// errBaseAndServiceURL is New's answer to WithBaseURL together with
+// WithServiceURL.
+var errBaseAndServiceURL = errors.New("cos: WithBaseURL and WithServiceURL exclude each other")
+
 // New validates cfg and returns a Client. It performs no I/O. Errors about
 // cfg wrap ErrInvalidConfig and quote no secret.
 func New(cfg Config, opts ...Option) (*Client, error) {
@@ -78,6 +83,9 @@ func New(cfg Config, opts ...Option) (*Client, error) {
 	}
 	if o.dial != nil && o.httpClient != nil {
 		return nil, errConflictingOptions
+	}
+	if o.baseURL != nil && o.serviceURL != nil {
+		return nil, errBaseAndServiceURL
 	}
 	cfg = cfg.withDefaults()
 	if err := cfg.validate(); err != nil {
@@ -108,6 +116,13 @@ func New(cfg Config, opts ...Option) (*Client, error) {
 		hc.CheckRedirect = redirectPolicy(o.httpClient.CheckRedirect)
 	case o.dial != nil:
 		auth.Transport = newDialTransport(o.dial)
+	}
+	if o.serviceURL != nil {
+		next := auth.Transport
+		if next == nil {
+			next = http.DefaultTransport // not the SDK's DNS scatter: the service host is not a COS host
+		}
+		auth.Transport = &serviceTransport{service: o.serviceURL, next: next}
 	}
 	// auth.Transport nil: the SDK picks its DNS scatter transport for
 	// cos-internal hosts and http.DefaultTransport otherwise.

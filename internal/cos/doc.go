@@ -51,5 +51,7 @@
 //
 // The package never writes to COS. Tests point a Client at the protocol
 // server in the costest subpackage with WithBaseURL, or route its
-// connections there with WithDialContext(srv.DialContext).
+// connections there with WithDialContext(srv.DialContext); tests and
+// demos that run the manager point every Client at a protocol server that
+// routes by Host header, as COS does, with WithServiceURL.
 package cos

@@ -271,3 +271,9 @@ func (s *Server) SetClock(now func() time.Time) {
 	defer s.mu.Unlock()
 	s.now = now
 }
+
+// ServiceURL returns the address of the server's main listener, which
+// tells buckets apart by Host header as COS does: the URL to pass to
+// cos.WithServiceURL (or the manager's --cos-service-url) so that clients
+// of every bucket reach the server.
+func (s *Server) ServiceURL() *url.URL { return mustParse(s.main.URL) }
