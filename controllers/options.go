@@ -3,6 +3,7 @@ package controllers
 import (
 	"context"
 	"io"
+	"net/url"
 
 	"github.com/go-logr/logr"
 	"k8s.io/utils/clock"
@@ -40,6 +41,8 @@ type options struct {
 	cosDefaultRegion                string
 	referencePolicy                 ReferencePolicy
 	addressPolicy                   netguard.Policy
+	dial                            netguard.DialFunc
+	cosServiceURL                   *url.URL
 	// prober is shared by the reconcilers SetupAll sets up; nil makes each
 	// reconciler run its own.
 	prober *prober
@@ -93,6 +96,18 @@ func WithReferencePolicy(p ReferencePolicy) Option { return func(o *options) { o
 // and WithCosClientFactory are not affected.
 func WithAddressPolicy(p netguard.Policy) Option { return func(o *options) { o.addressPolicy = p } }
 
+// WithDial sets how the default state and COS clients connect once the
+// address policy has allowed an address: dial gets an IP literal and a
+// port. The default is a net.Dialer. Tests use it to refuse, and report,
+// every address but loopback.
+func WithDial(dial netguard.DialFunc) Option { return func(o *options) { o.dial = dial } }
+
+// WithCosServiceURL sends the requests of the default COS clients to u, a
+// COS protocol server that tells buckets apart by Host header, instead of
+// the real COS service (see cos.WithServiceURL). It is for tests and
+// demos; nil, the default, uses the real service.
+func WithCosServiceURL(u *url.URL) Option { return func(o *options) { o.cosServiceURL = u } }
+
 // withProber shares p between reconcilers.
 func withProber(p *prober) Option { return func(o *options) { o.prober = p } }
 
@@ -115,15 +130,19 @@ func newOptions(opts []Option) options {
 	}
 	// The clients connect only where the address policy allows, checked on
 	// the resolved address at connection time.
-	dial := (&netguard.Dialer{Policy: o.addressPolicy}).DialContext
+	dial := logRefusals((&netguard.Dialer{Policy: o.addressPolicy, Dial: o.dial}).DialContext)
 	if o.stateClients == nil {
 		o.stateClients = func(cfg stateclient.Config, log logr.Logger) (StateClient, error) {
 			return stateclient.New(cfg, stateclient.WithLogger(log), stateclient.WithDialContext(dial))
 		}
 	}
 	if o.cosClients == nil {
+		cosOpts := []cos.Option{cos.WithDialContext(dial)}
+		if o.cosServiceURL != nil {
+			cosOpts = append(cosOpts, cos.WithServiceURL(o.cosServiceURL))
+		}
 		o.cosClients = func(cfg cos.Config) (*cos.Client, error) {
-			return cos.New(cfg, cos.WithDialContext(dial))
+			return cos.New(cfg, cosOpts...)
 		}
 	}
 	return o

@@ -20,7 +20,6 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/log/zap"
 	metricsserver "sigs.k8s.io/controller-runtime/pkg/metrics/server"
 
-	"github.com/infrastate/backend-operator/internal/cos"
 	"github.com/infrastate/backend-operator/internal/cos/costest"
 	"github.com/infrastate/backend-operator/internal/stateserver"
 	"github.com/infrastate/backend-operator/internal/testenv"
@@ -52,7 +51,7 @@ var (
 	suiteCerts                      *testCertificates
 
 	// cosServer stands in for Tencent Cloud COS, checking request
-	// signatures; the reconcilers reach it through an injected factory.
+	// signatures; the reconcilers reach it through WithCosServiceURL.
 	cosServer *costest.Server
 )
 
@@ -207,9 +206,15 @@ func startManagerLogging(ctx context.Context, namespaces []string, log logr.Logg
 	})
 	Expect(err).NotTo(HaveOccurred())
 
-	opts = append([]Option{WithCosClientFactory(func(c cos.Config) (*cos.Client, error) {
-		return cos.New(c, cos.WithBaseURL(cosServer.URL(c.Bucket)))
-	})}, opts...)
+	// The manager's clients are built as in production, through the
+	// address policy, with the COS requests sent to the suite's COS server
+	// and a final dial that refuses, and reports when the spec ends,
+	// anything but loopback.
+	guard := &loopbackOnly{}
+	DeferCleanup(func() {
+		Expect(guard.attempts()).To(BeEmpty(), "the manager tried to connect to addresses other than loopback")
+	})
+	opts = append([]Option{WithCosServiceURL(cosServer.ServiceURL()), WithDial(guard.DialContext)}, opts...)
 	Expect(SetupAll(ctx, mgr, opts...)).To(Succeed())
 
 	mgrCtx, cancel := context.WithCancel(context.Background())
