@@ -65,6 +65,10 @@ func run() error {
 	log.Info("Starting manager", "watchNamespaces", opts.watchNamespaces, "leaderElection", opts.leaderElect,
 		"secretReferencePolicy", opts.referencePolicy, "deniedAddresses", netguard.FormatPrefixes(opts.addressPolicy.Denied),
 		"allowedAddresses", netguard.FormatPrefixes(opts.addressPolicy.Allowed))
+	if opts.cosServiceURL != nil {
+		log.Info("Sending every COS request to a COS service other than Tencent Cloud's: for tests and demos only",
+			"cosServiceURL", opts.cosServiceURL.String())
+	}
 	if err := mgr.Start(ctx); err != nil {
 		return fmt.Errorf("running manager: %w", err)
 	}
@@ -79,5 +83,6 @@ func setupControllers(ctx context.Context, mgr ctrl.Manager, opts options) error
 		controllers.WithCosDefaultRegion(opts.cosDefaultRegion),
 		controllers.WithReferencePolicy(opts.referencePolicy),
 		controllers.WithAddressPolicy(opts.addressPolicy),
+		controllers.WithCosServiceURL(opts.cosServiceURL),
 	)
 }

@@ -4,6 +4,7 @@ import (
 	"errors"
 	"flag"
 	"fmt"
+	"net/url"
 	"strings"
 
 	"k8s.io/apimachinery/pkg/util/validation"
@@ -14,6 +15,7 @@ import (
 
 	backendsv1alpha1 "github.com/infrastate/backend-operator/api/v1alpha1"
 	"github.com/infrastate/backend-operator/controllers"
+	"github.com/infrastate/backend-operator/internal/cos"
 	"github.com/infrastate/backend-operator/internal/netguard"
 )
 
@@ -33,6 +35,9 @@ type options struct {
 	cosDefaultRegion                string
 	referencePolicy                 controllers.ReferencePolicy
 	addressPolicy                   netguard.Policy
+	// cosServiceURL, for tests and demos, replaces the real COS service;
+	// nil when unset.
+	cosServiceURL *url.URL
 }
 
 // parseOptions reads the manager's flags from args. getenv supplies the
@@ -42,6 +47,7 @@ func parseOptions(fs *flag.FlagSet, args []string, getenv func(string) string) (
 		o          options
 		namespaces string
 		policy     string
+		cosService string
 		allowed    netguard.PrefixList
 		denied     = netguard.PrefixList(netguard.DefaultDenied())
 	)
@@ -63,6 +69,10 @@ func parseOptions(fs *flag.FlagSet, args []string, getenv func(string) string) (
 		"Maximum number of probes and state reads of one namespace running at the same time: a tenant whose servers hang holds at most this many.")
 	fs.StringVar(&o.cosDefaultRegion, "cos-default-region", getenv("TENCENTCLOUD_REGION"),
 		"Region of CosBackends that set none. Defaults to TENCENTCLOUD_REGION.")
+	fs.StringVar(&cosService, "cos-service-url", "",
+		"For tests and demos: points every CosBackend at this URL instead of the real COS service, "+
+			"for example a local COS protocol double (hack/cosdouble) at http://127.0.0.1:PORT. Requests keep the bucket's "+
+			"host name in their Host header and signature. Empty uses the real service.")
 	fs.StringVar(&policy, "secret-reference-policy", string(controllers.ReferencePolicyNamespace),
 		"Which Secrets and ConfigMaps a backend may reference: namespace (any of its namespace, as a Pod can) or labeled "+
 			"(only those labelled "+backendsv1alpha1.AllowReferenceLabel+"=true).")
@@ -84,6 +94,11 @@ func parseOptions(fs *flag.FlagSet, args []string, getenv func(string) string) (
 	}
 
 	var err error
+	if cosService != "" {
+		if o.cosServiceURL, err = cos.ParseServiceURL(cosService); err != nil {
+			return options{}, fmt.Errorf("--cos-service-url: %w", err)
+		}
+	}
 	if o.watchNamespaces, err = parseNamespaces(namespaces); err != nil {
 		return options{}, err
 	}

@@ -4,6 +4,7 @@ import (
 	"flag"
 	"io"
 	"net/netip"
+	"net/url"
 	"os"
 	"path/filepath"
 	"strings"
@@ -67,6 +68,18 @@ func TestParseOptions(t *testing.T) {
 					Denied:  []netip.Prefix{netip.MustParsePrefix("10.96.0.0/12")},
 				},
 			},
+		},
+		"COS service URL": {
+			args: []string{"--cos-service-url=http://127.0.0.1:9000/"},
+			want: defaults(func(o *options) { o.cosServiceURL = &url.URL{Scheme: "http", Host: "127.0.0.1:9000"} }),
+		},
+		"COS service URL with a path": {
+			args:    []string{"--cos-service-url=http://127.0.0.1:9000/cos"},
+			wantErr: "--cos-service-url: invalid COS configuration: service URL",
+		},
+		"COS service URL without a scheme": {
+			args:    []string{"--cos-service-url=127.0.0.1:9000"},
+			wantErr: "--cos-service-url",
 		},
 		"an empty deny list allows link-local addresses": {
 			args: []string{"--denied-address-cidrs="},
@@ -188,5 +201,8 @@ func TestShippedArguments(t *testing.T) {
 	if got.referencePolicy != controllers.ReferencePolicyNamespace || got.maxConcurrentProbes != controllers.DefaultMaxConcurrentProbes ||
 		got.maxConcurrentProbesPerNamespace != controllers.DefaultMaxConcurrentProbesPerNamespace {
 		t.Errorf("the shipped arguments = %+v, want the defaults", got)
+	}
+	if got.cosServiceURL != nil {
+		t.Errorf("the shipped arguments send COS requests to %s: --cos-service-url is for tests and demos", got.cosServiceURL)
 	}
 }
