@@ -7,7 +7,6 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/go-logr/logr"
 	"github.com/go-logr/logr/funcr"
 
 	"github.com/infrastate/backend-operator/internal/netguard"
@@ -48,8 +47,8 @@ func TestLogRefusals(t *testing.T) {
 		t.Run(name, func(t *testing.T) {
 			var lines []string
 			log := funcr.New(func(prefix, args string) { lines = append(lines, args) }, funcr.Options{})
-			dial := logRefusals((&netguard.Dialer{Policy: netguard.Policy{Denied: tc.denied}}).DialContext)
-			conn, err := dial(logr.NewContext(context.Background(), log), "tcp", tc.address)
+			dial := logRefusals(log, (&netguard.Dialer{Policy: netguard.Policy{Denied: tc.denied}}).DialContext)
+			conn, err := dial(context.Background(), "tcp", tc.address)
 			if conn != nil {
 				conn.Close()
 			}

@@ -7,6 +7,7 @@ import (
 
 	"github.com/go-logr/logr"
 	"k8s.io/utils/clock"
+	ctrl "sigs.k8s.io/controller-runtime"
 
 	"github.com/infrastate/backend-operator/internal/cos"
 	"github.com/infrastate/backend-operator/internal/netguard"
@@ -130,18 +131,18 @@ func newOptions(opts []Option) options {
 	}
 	// The clients connect only where the address policy allows, checked on
 	// the resolved address at connection time.
-	dial := logRefusals((&netguard.Dialer{Policy: o.addressPolicy, Dial: o.dial}).DialContext)
+	dial := (&netguard.Dialer{Policy: o.addressPolicy, Dial: o.dial}).DialContext
 	if o.stateClients == nil {
 		o.stateClients = func(cfg stateclient.Config, log logr.Logger) (StateClient, error) {
-			return stateclient.New(cfg, stateclient.WithLogger(log), stateclient.WithDialContext(dial))
+			return stateclient.New(cfg, stateclient.WithLogger(log), stateclient.WithDialContext(logRefusals(log, dial)))
 		}
 	}
 	if o.cosClients == nil {
-		cosOpts := []cos.Option{cos.WithDialContext(dial)}
-		if o.cosServiceURL != nil {
-			cosOpts = append(cosOpts, cos.WithServiceURL(o.cosServiceURL))
-		}
 		o.cosClients = func(cfg cos.Config) (*cos.Client, error) {
+			cosOpts := []cos.Option{cos.WithDialContext(logRefusals(ctrl.Log.WithName("cos").WithValues("bucket", cfg.Bucket), dial))}
+			if o.cosServiceURL != nil {
+				cosOpts = append(cosOpts, cos.WithServiceURL(o.cosServiceURL))
+			}
 			return cos.New(cfg, cosOpts...)
 		}
 	}
