@@ -13,14 +13,17 @@
 #      references;
 #   3. the reference state server (cmd/stateserver) on the sample's address,
 #      with basic auth (the sample Secret's password) and mutual TLS, keeping
-#      its states in a directory;
-#   4. the manager, in the foreground;
+#      its states in a directory; and a local COS double (hack/cosdouble)
+#      holding the CosBackend sample's bucket and accepting its credentials;
+#   4. the manager, in the foreground, with every CosBackend pointed at the
+#      COS double (--cos-service-url);
 #   5. the stack docs/examples/network, applied with the real Terraform
 #      (hack/install-tools.sh terraform) from the rendered ConfigMap and
 #      credentials Secret, as a runner pod would; then the RemoteState
 #      sample, which publishes its outputs.
-# The CosBackend sample cannot reach its bucket (example credentials, and
-# usually no network): its BucketReady condition says why.
+# Nothing leaves the machine: every server the demo talks to listens on
+# loopback, and the CosBackend sample is Ready against the COS double, not
+# Tencent Cloud.
 # Ctrl-C (SIGINT), SIGTERM or SIGHUP stop all of them; nothing is left running.
 #
 # Arguments are passed to the manager, for example
@@ -78,12 +81,12 @@ mkdir -p "${run_dir}/bin" "${run_dir}/logs"
 kubeconfig="${run_dir}/kubeconfig"
 
 assets="$(hack/setup-envtest.sh)"
-log "building the manager, the state server and the control plane launcher"
-go build -o "${run_dir}/bin/" ./cmd/manager ./cmd/stateserver ./hack/localcluster
+log "building the manager, the state server, the COS double and the control plane launcher"
+go build -o "${run_dir}/bin/" ./cmd/manager ./cmd/stateserver ./hack/localcluster ./hack/cosdouble
 
 # Every process runs in its own session (setsid), so a Ctrl-C on the
 # terminal reaches only this script, which stops them in order: the
-# manager, the state server, then the control plane. The control plane
+# manager, the COS double, the state server, then the control plane. The control plane
 # launcher also stops when this script disappears without cleaning up.
 # Without setsid (not Linux) they share the terminal's Ctrl-C, which each
 # of them handles by stopping too.
@@ -197,9 +200,23 @@ start "the state server" "${server_log}" \
 wait_for_line "${pids[${#pids[@]}-1]}" "${server_log}" 'listening on' 30 "the state server (is ${hostport} free?)"
 unset password
 
+# 3b. The COS double, with the CosBackend sample's bucket and credentials:
+#     the manager sends it every COS request, so the demo never reaches
+#     Tencent Cloud.
+cos_bucket="$(k get cosbackend demo-cos -o jsonpath='{.spec.bucket}')"
+cos_secret_id="$(k get secret demo-cos-credentials -o go-template='{{.data.secretId | base64decode}}')"
+cos_secret_key="$(k get secret demo-cos-credentials -o go-template='{{.data.secretKey | base64decode}}')"
+cos_log="${run_dir}/logs/cosdouble.log"
+start "the COS double" "${cos_log}" \
+  env COSDOUBLE_SECRET_KEY="${cos_secret_key}" "${run_dir}/bin/cosdouble" \
+  --secret-id "${cos_secret_id}" --bucket "${cos_bucket}"
+wait_for_line "${pids[${#pids[@]}-1]}" "${cos_log}" 'listening on' 30 "the COS double"
+unset cos_secret_key
+cos_url="$(sed -n 's/^listening on //p' "${cos_log}" | head -n 1)"
+
 # 4. The manager, in the foreground: its log is this terminal's.
 start "the manager" - "${run_dir}/bin/manager" --kubeconfig "${kubeconfig}" \
-  --health-probe-bind-address=127.0.0.1:0 --metrics-bind-address=0 "$@"
+  --health-probe-bind-address=127.0.0.1:0 --metrics-bind-address=0 --cos-service-url="${cos_url}" "$@"
 manager_pid="${pids[${#pids[@]}-1]}"
 
 # 5. The demo stack (docs/examples/network) applied with the real Terraform,
@@ -249,10 +266,12 @@ run-local: the demo is up. In another terminal:
   ${kubectl} get configmap network-outputs -o yaml
 
   state server      https://${hostport} (log ${server_log})
+  COS double        ${cos_url}, bucket ${cos_bucket} (log ${cos_log})
   control plane     log ${cluster_log}
   Terraform runner  ${run_dir}/runner (log ${run_dir}/logs/terraform.log)
 
-Ctrl-C stops the manager, the state server, kube-apiserver and etcd.
+Ctrl-C stops the manager, the COS double, the state server, kube-apiserver
+and etcd.
 
 EOF
 
