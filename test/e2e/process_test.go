@@ -177,11 +177,17 @@ func (s *stateServerProcess) stateURL(name string) string { return s.url + "/sta
 // managerProcess is a running cmd/manager.
 type managerProcess struct{ *process }
 
+// loopbackOnly are the manager flags that let its probes and reads connect
+// to loopback addresses only.
+var loopbackOnly = []string{"--allowed-address-cidrs=127.0.0.0/8,::1/128"}
+
 // startManager runs cmd/manager against the suite's API server, watching
-// only namespace. COS requests go through a proxy address that refuses
-// connections, so that a CosBackend fails fast and the same way on every
-// machine: Unreachable. Loopback requests (the API server, the state
-// servers) never use a proxy.
+// only namespace. Nothing it sends may leave the machine: its address
+// policy allows loopback only, and its proxy is the suite's egress
+// recorder. When the spec (or ordered container) that started it ends,
+// after it stopped, the spec fails if the recorder got a request or the
+// manager logged a refused address (expectLoopbackOnly). A CosBackend
+// needs a COS double: pass --cos-service-url.
 func startManager(kubeconfig, namespace string, extraArgs ...string) *managerProcess {
 	return startManagerWithEnv(kubeconfig, namespace, nil, extraArgs...)
 }
@@ -193,9 +199,33 @@ func startManagerWithEnv(kubeconfig, namespace string, extraEnv []string, extraA
 		"--watch-namespaces", namespace,
 		"--health-probe-bind-address", "127.0.0.1:0",
 		"--metrics-bind-address", "0",
-	}, extraArgs...)
-	env := append([]string{"HTTPS_PROXY=http://127.0.0.1:1", "HTTP_PROXY=http://127.0.0.1:1", "NO_PROXY=127.0.0.1,localhost"}, extraEnv...)
+	}, loopbackOnly...)
+	args = append(args, extraArgs...)
+	env := append(egress.env(), extraEnv...)
 	p := startProcess("manager", bin.manager, args, env)
+	m := &managerProcess{p}
+	// Registered before the caller's DeferCleanup(m.stop): runs after it.
+	DeferCleanup(func() {
+		expectLoopbackOnly(m)
+		expectNoEgress()
+	})
 	p.waitForLog(regexp.MustCompile(`Starting workers`), 30*time.Second)
-	return &managerProcess{p}
+	return m
+}
+
+// cosDoubleProcess is a running hack/cosdouble.
+type cosDoubleProcess struct {
+	*process
+	// url is its address, for the manager's --cos-service-url.
+	url string
+}
+
+// startCosDouble runs hack/cosdouble, a local COS that accepts requests
+// signed with secretID and secretKey and holds the empty buckets, until
+// stop is called.
+func startCosDouble(secretID, secretKey string, buckets ...string) *cosDoubleProcess {
+	p := startProcess("cosdouble", bin.cosdouble,
+		[]string{"--secret-id", secretID, "--bucket", strings.Join(buckets, ",")},
+		[]string{"COSDOUBLE_SECRET_KEY=" + secretKey})
+	return &cosDoubleProcess{process: p, url: p.waitForLog(listeningOn, 30*time.Second)}
 }

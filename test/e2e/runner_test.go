@@ -77,7 +77,8 @@ func newRunner(ctx context.Context, parent, namespace, configMap, secret string,
 	}
 
 	r.credentials = kc.secretData(ctx, namespace, secret)
-	r.env = testtools.TerraformEnv(GinkgoT(), root)
+	// Through the egress recorder: terraform reaches only loopback.
+	r.env = append(testtools.TerraformEnv(GinkgoT(), root), egress.env()...)
 	keys := make([]string, 0, len(r.credentials))
 	for k := range r.credentials {
 		keys = append(keys, k)

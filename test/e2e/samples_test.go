@@ -57,11 +57,20 @@ var _ = Describe("The samples", Ordered, func() {
 	BeforeAll(func(ctx SpecContext) {
 		ns = newNamespace(ctx, "samples")
 		work = GinkgoT().TempDir()
-		mgr := startManager(kc.kubeconfig, ns)
+		probe := writeSamples("https://127.0.0.1:1")
+
+		By("starting a COS double with the CosBackend sample's bucket and credentials, as make run does")
+		bucket := sampleField(probe, "CosBackend", "demo-cos", "spec", "bucket")
+		secretID := sampleField(probe, "Secret", "demo-cos-credentials", "stringData", "secretId")
+		secretKey := sampleField(probe, "Secret", "demo-cos-credentials", "stringData", "secretKey")
+		Expect([]string{bucket, secretID, secretKey}).NotTo(ContainElement(BeEmpty()))
+		cosDouble := startCosDouble(secretID, secretKey, bucket)
+		DeferCleanup(cosDouble.stop)
+
+		mgr := startManager(kc.kubeconfig, ns, "--cos-service-url="+cosDouble.url)
 		DeferCleanup(mgr.stop)
 
 		By("starting a state server with the samples' credentials, as make run does")
-		probe := writeSamples("https://127.0.0.1:1")
 		username := sampleField(probe, "HttpBackend", "demo", "spec", "username")
 		password = sampleField(probe, "Secret", "demo-state-password", "stringData", "password")
 		Expect(username).NotTo(BeEmpty())
@@ -73,7 +82,7 @@ var _ = Describe("The samples", Ordered, func() {
 		samples = writeSamples(server.url)
 	})
 
-	It("become Ready with kubectl apply, and the CosBackend says why its bucket cannot be used", func(ctx SpecContext) {
+	It("become Ready with kubectl apply, the CosBackend against the COS double", func(ctx SpecContext) {
 		By("creating the client certificate Secret and the CA ConfigMap, as make run does")
 		createStateServerSecrets(ctx, ns, "")
 
@@ -84,12 +93,11 @@ var _ = Describe("The samples", Ordered, func() {
 		Expect(out).To(ContainSubstring("remotestate.backends.infrastate.io/network created"))
 
 		kc.must(ctx, ns, "wait", "--for=condition=Ready", "httpbackend/demo", "--timeout=60s")
-		Eventually(func(g Gomega) {
-			status, reason, message := kc.condition(ctx, ns, "cosbackend/demo-cos", "BucketReady")
-			g.Expect(status).To(Equal("Unknown"))
-			g.Expect(reason).To(Equal("Unreachable"))
-			g.Expect(message).To(ContainSubstring("COS cannot be reached for bucket tfstate-1250000000"))
-		}).Should(Succeed())
+		kc.must(ctx, ns, "wait", "--for=condition=Ready", "cosbackend/demo-cos", "--timeout=60s")
+		status, reason, message := kc.condition(ctx, ns, "cosbackend/demo-cos", "BucketReady")
+		Expect(status).To(Equal("True"))
+		Expect(reason).To(Equal("Reachable"))
+		Expect(message).To(ContainSubstring("Bucket tfstate-1250000000 exists and can be read"))
 		Eventually(func(g Gomega) {
 			status, reason, message := kc.condition(ctx, ns, "remotestate/network", "OutputsReady")
 			g.Expect(status).To(Equal("False"))
@@ -99,7 +107,7 @@ var _ = Describe("The samples", Ordered, func() {
 
 		table := kc.must(ctx, ns, "get", "infrastate")
 		Expect(table).To(MatchRegexp(`httpbackend\.backends\.infrastate\.io/demo\s+True\s+` + server.url))
-		Expect(table).To(MatchRegexp(`cosbackend\.backends\.infrastate\.io/demo-cos\s+Unknown\s+tfstate-1250000000`))
+		Expect(table).To(MatchRegexp(`cosbackend\.backends\.infrastate\.io/demo-cos\s+True\s+tfstate-1250000000\s+ap-guangzhou\s+False`))
 		Expect(table).To(MatchRegexp(`remotestate\.backends\.infrastate\.io/network\s+False\s+demo`))
 	})
 

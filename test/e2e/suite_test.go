@@ -45,8 +45,8 @@ var (
 	cfg       *rest.Config
 	k8sClient client.Client
 
-	// bin holds the manager and stateserver binaries built for the suite.
-	bin struct{ manager, stateserver string }
+	// bin holds the binaries built for the suite.
+	bin struct{ manager, stateserver, cosdouble string }
 	// kc runs kubectl with the suite's admin kubeconfig.
 	kc *kubectl
 	// terraform is the path of the Terraform CLI.
@@ -78,8 +78,14 @@ var _ = BeforeSuite(func(ctx SpecContext) {
 	Expect(err).NotTo(HaveOccurred())
 	DeferCleanup(os.RemoveAll, dir)
 
-	By("building the manager and the state server")
+	By("building the manager, the state server and the COS double")
 	buildBinaries(ctx, filepath.Join(dir, "bin"))
+
+	egress = startEgressRecorder()
+	DeferCleanup(func() {
+		expectNoEgress()
+		egress.close()
+	})
 
 	By("starting kube-apiserver and etcd with the CRDs")
 	cfg, err = testEnv.Start()
@@ -106,17 +112,19 @@ var _ = BeforeSuite(func(ctx SpecContext) {
 	DeferCleanup(stateServer.stop)
 }, NodeTimeout(10*time.Minute))
 
-// buildBinaries builds cmd/manager and cmd/stateserver into dir.
+// buildBinaries builds cmd/manager, cmd/stateserver and hack/cosdouble
+// into dir.
 func buildBinaries(ctx context.Context, dir string) {
 	// go test puts the go command of the running toolchain first in PATH.
 	goBin, err := exec.LookPath("go")
 	Expect(err).NotTo(HaveOccurred())
-	cmd := exec.CommandContext(ctx, goBin, "build", "-o", dir+string(filepath.Separator), "./cmd/manager", "./cmd/stateserver")
+	cmd := exec.CommandContext(ctx, goBin, "build", "-o", dir+string(filepath.Separator), "./cmd/manager", "./cmd/stateserver", "./hack/cosdouble")
 	cmd.Dir = testenv.RepoRoot()
 	out, err := cmd.CombinedOutput()
 	Expect(err).NotTo(HaveOccurred(), "go build:\n%s", out)
 	bin.manager = filepath.Join(dir, "manager")
 	bin.stateserver = filepath.Join(dir, "stateserver")
+	bin.cosdouble = filepath.Join(dir, "cosdouble")
 }
 
 // newNamespace gives the current spec (or ordered container) a namespace
