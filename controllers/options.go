@@ -27,8 +27,9 @@ type StateClient interface {
 // StateClientFactory builds a state client from a backend's settings.
 type StateClientFactory func(cfg stateclient.Config, log logr.Logger) (StateClient, error)
 
-// CosClientFactory builds a COS client from a backend's settings. Tests
-// inject one that points at a local COS protocol server.
+// CosClientFactory builds a COS client from a backend's settings, in place
+// of the default one, which connects through the address policy (to the
+// WithCosServiceURL server when one is set).
 type CosClientFactory func(cfg cos.Config) (*cos.Client, error)
 
 // options are the settings shared by the reconcilers, set with Option.
