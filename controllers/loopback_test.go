@@ -6,15 +6,17 @@ import (
 	"fmt"
 	"net"
 	"net/netip"
+	"strings"
 	"sync"
 	"testing"
 )
 
-// loopbackOnly is the final dial of the managers the suite runs, beneath
-// the address policy: it connects to loopback addresses only, and refuses
-// and records any other, so that the suite fails when the manager tried
-// to leave the machine (see startManagerLogging). A test may only send
-// traffic to loopback addresses.
+// loopbackOnly is the resolver and the final dial of the managers the
+// suite runs, around the address policy: it resolves localhost only and
+// connects to loopback addresses only, and refuses and records any other
+// name or address, so that the suite fails when the manager tried to leave
+// the machine (see startManagerLogging). A test may only send traffic to
+// loopback addresses, and a DNS query is traffic.
 type loopbackOnly struct {
 	mu      sync.Mutex
 	refused []string
@@ -39,7 +41,20 @@ func (g *loopbackOnly) DialContext(ctx context.Context, network, address string)
 	return d.DialContext(ctx, network, address)
 }
 
-// attempts returns the refused dials, as "network address".
+// LookupNetIP implements netguard.Resolver: localhost as the system
+// resolves it (from the hosts file), any other name refused.
+func (g *loopbackOnly) LookupNetIP(ctx context.Context, network, host string) ([]netip.Addr, error) {
+	if strings.EqualFold(strings.TrimSuffix(host, "."), "localhost") {
+		return net.DefaultResolver.LookupNetIP(ctx, network, "localhost")
+	}
+	g.mu.Lock()
+	g.refused = append(g.refused, "lookup "+host)
+	g.mu.Unlock()
+	return nil, fmt.Errorf("lookup %s: %w", host, errNotLoopback)
+}
+
+// attempts returns the refused lookups and dials, as "lookup host" and
+// "network address".
 func (g *loopbackOnly) attempts() []string {
 	g.mu.Lock()
 	defer g.mu.Unlock()
@@ -66,7 +81,13 @@ func TestLoopbackOnly(t *testing.T) {
 			t.Errorf("dial %s = %v, want errNotLoopback", address, err)
 		}
 	}
-	want := []string{"tcp 192.0.2.1:443", "tcp [2001:db8::1]:443", "tcp [::ffff:192.0.2.1]:80", "tcp cos.example:443"}
+	if addrs, err := g.LookupNetIP(context.Background(), "ip", "localhost"); err != nil || len(addrs) == 0 || !addrs[0].IsLoopback() {
+		t.Errorf("lookup localhost = %v, %v; want loopback", addrs, err)
+	}
+	if addrs, err := g.LookupNetIP(context.Background(), "ip", "state.example.com"); !errors.Is(err, errNotLoopback) {
+		t.Errorf("lookup state.example.com = %v, %v; want errNotLoopback", addrs, err)
+	}
+	want := []string{"tcp 192.0.2.1:443", "tcp [2001:db8::1]:443", "tcp [::ffff:192.0.2.1]:80", "tcp cos.example:443", "lookup state.example.com"}
 	if got := g.attempts(); fmt.Sprint(got) != fmt.Sprint(want) {
 		t.Errorf("attempts = %q, want %q", got, want)
 	}

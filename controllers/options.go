@@ -44,6 +44,7 @@ type options struct {
 	referencePolicy                 ReferencePolicy
 	addressPolicy                   netguard.Policy
 	dial                            netguard.DialFunc
+	resolver                        netguard.Resolver
 	cosServiceURL                   *url.URL
 	// prober is shared by the reconcilers SetupAll sets up; nil makes each
 	// reconciler run its own.
@@ -104,6 +105,12 @@ func WithAddressPolicy(p netguard.Policy) Option { return func(o *options) { o.a
 // every address but loopback.
 func WithDial(dial netguard.DialFunc) Option { return func(o *options) { o.dial = dial } }
 
+// WithResolver sets how the default state and COS clients resolve host
+// names, before the address policy checks the addresses. The default is
+// net.DefaultResolver. Tests use it to refuse, and report, every name but
+// localhost: a lookup is already traffic.
+func WithResolver(r netguard.Resolver) Option { return func(o *options) { o.resolver = r } }
+
 // WithCosServiceURL sends the requests of the default COS clients to u, a
 // COS protocol server that tells buckets apart by Host header, instead of
 // the real COS service (see cos.WithServiceURL). It is for tests and
@@ -132,7 +139,7 @@ func newOptions(opts []Option) options {
 	}
 	// The clients connect only where the address policy allows, checked on
 	// the resolved address at connection time.
-	dial := (&netguard.Dialer{Policy: o.addressPolicy, Dial: o.dial}).DialContext
+	dial := (&netguard.Dialer{Policy: o.addressPolicy, Resolver: o.resolver, Dial: o.dial}).DialContext
 	if o.stateClients == nil {
 		o.stateClients = func(cfg stateclient.Config, log logr.Logger) (StateClient, error) {
 			return stateclient.New(cfg, stateclient.WithLogger(log), stateclient.WithDialContext(logRefusals(log, dial)))

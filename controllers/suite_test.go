@@ -207,14 +207,14 @@ func startManagerLogging(ctx context.Context, namespaces []string, log logr.Logg
 	Expect(err).NotTo(HaveOccurred())
 
 	// The manager's clients are built as in production, through the
-	// address policy, with the COS requests sent to the suite's COS server
-	// and a final dial that refuses, and reports when the spec ends,
-	// anything but loopback.
+	// address policy, with the COS requests sent to the suite's COS server,
+	// and a resolver and a final dial that refuse, and report when the spec
+	// ends, anything but localhost and loopback.
 	guard := &loopbackOnly{}
 	DeferCleanup(func() {
-		Expect(guard.attempts()).To(BeEmpty(), "the manager tried to connect to addresses other than loopback")
+		Expect(guard.attempts()).To(BeEmpty(), "the manager tried to reach names or addresses other than loopback")
 	})
-	opts = append([]Option{WithCosServiceURL(cosServer.ServiceURL()), WithDial(guard.DialContext)}, opts...)
+	opts = append([]Option{WithCosServiceURL(cosServer.ServiceURL()), WithResolver(guard), WithDial(guard.DialContext)}, opts...)
 	Expect(SetupAll(ctx, mgr, opts...)).To(Succeed())
 
 	mgrCtx, cancel := context.WithCancel(context.Background())
