@@ -10,6 +10,8 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/types"
 	"sigs.k8s.io/controller-runtime/pkg/client"
+
+	backendsv1alpha1 "github.com/infrastate/backend-operator/api/v1alpha1"
 )
 
 // expectCondition asserts one condition's status and reason.
@@ -30,6 +32,15 @@ func expectKstatusInvariants(g Gomega, obj statusObject) {
 	g.Expect(meta.IsStatusConditionTrue(conds, "Reconciling") && meta.IsStatusConditionTrue(conds, "Stalled")).
 		To(BeFalse(), "Reconciling and Stalled are both True")
 	g.Expect(*obj.StatusObservedGeneration()).To(BeNumerically("<=", obj.GetGeneration()))
+}
+
+// expectForceUnlocked asserts what a backend's status says once the
+// controller released lock holder for forceUnlock.
+func expectForceUnlocked(g Gomega, conds []metav1.Condition, lock *backendsv1alpha1.LockInfo, last *backendsv1alpha1.ForceUnlockStatus, holder string) {
+	expectCondition(g, conds, "Locked", metav1.ConditionFalse, "ForceUnlocked")
+	g.Expect(lock).To(BeNil())
+	g.Expect(last).NotTo(BeNil())
+	g.Expect(last.LockID).To(Equal(holder))
 }
 
 // updateSpec reads obj fresh, changes it as mutate does, and writes the

@@ -43,6 +43,16 @@ func holdLock(ctx context.Context, address string) string {
 
 // holdLockAs is holdLock, with the suite's basic auth or without.
 func holdLockAs(ctx context.Context, address string, basicAuth bool) string {
+	sc := lockingClient(address, basicAuth)
+	info := stateclient.NewLockInfo("OperationTypeApply", "alice@laptop")
+	id, err := sc.Lock(ctx, info)
+	Expect(err).NotTo(HaveOccurred())
+	return id
+}
+
+// lockingClient is a state client of address that locks there too, with
+// the suite's basic auth or without.
+func lockingClient(address string, basicAuth bool) *stateclient.Client {
 	cfg := stateclient.DefaultConfig(address)
 	if basicAuth {
 		cfg.Username, cfg.Password = stateUser, statePassword
@@ -50,10 +60,7 @@ func holdLockAs(ctx context.Context, address string, basicAuth bool) string {
 	cfg.LockAddress, cfg.UnlockAddress = address, address
 	sc, err := stateclient.New(cfg)
 	Expect(err).NotTo(HaveOccurred())
-	info := stateclient.NewLockInfo("OperationTypeApply", "alice@laptop")
-	id, err := sc.Lock(ctx, info)
-	Expect(err).NotTo(HaveOccurred())
-	return id
+	return sc
 }
 
 var _ = Describe("HttpBackend controller", func() {
@@ -270,10 +277,7 @@ var _ = Describe("HttpBackend controller", func() {
 		updateSpec(ctx, backend, func() { backend.Spec.ForceUnlock.LockID = holder })
 		Eventually(func(g Gomega) {
 			getObject(ctx, g, backend)
-			expectCondition(g, backend.Status.Conditions, "Locked", metav1.ConditionFalse, "ForceUnlocked")
-			g.Expect(backend.Status.Lock).To(BeNil())
-			g.Expect(backend.Status.LastForceUnlock).NotTo(BeNil())
-			g.Expect(backend.Status.LastForceUnlock.LockID).To(Equal(holder))
+			expectForceUnlocked(g, backend.Status.Conditions, backend.Status.Lock, backend.Status.LastForceUnlock, holder)
 		}, timeout, interval).Should(Succeed())
 		Eventually(func(g Gomega) []string { return eventReasons(ctx, g, ns) }, timeout, interval).Should(ContainElement("ForceUnlocked"))
 

@@ -30,15 +30,9 @@ func reprobe(ctx context.Context, backend *backendsv1alpha1.HttpBackend) {
 // lockHolder returns the ID of the lock a state server holds at address,
 // "" when it holds none.
 func lockHolder(ctx context.Context, address string, basicAuth bool) string {
-	cfg := stateclient.DefaultConfig(address)
-	if basicAuth {
-		cfg.Username, cfg.Password = stateUser, statePassword
-	}
-	cfg.LockAddress, cfg.UnlockAddress = address, address
-	sc, err := stateclient.New(cfg)
-	Expect(err).NotTo(HaveOccurred())
+	sc := lockingClient(address, basicAuth)
 	info := stateclient.NewLockInfo("OperationTypeInvalid", "test")
-	_, err = sc.Lock(ctx, info)
+	_, err := sc.Lock(ctx, info)
 	if err == nil {
 		Expect(sc.Unlock(ctx, info.ID)).To(Succeed())
 		return ""
@@ -129,9 +123,7 @@ var _ = Describe("Locks", func() {
 			if released {
 				Eventually(func(g Gomega) {
 					getObject(ctx, g, backend)
-					expectCondition(g, backend.Status.Conditions, "Locked", metav1.ConditionFalse, "ForceUnlocked")
-					g.Expect(backend.Status.LastForceUnlock).NotTo(BeNil())
-					g.Expect(backend.Status.LastForceUnlock.LockID).To(Equal(holder))
+					expectForceUnlocked(g, backend.Status.Conditions, backend.Status.Lock, backend.Status.LastForceUnlock, holder)
 				}, timeout, interval).Should(Succeed())
 				Expect(lockHolder(ctx, address, false)).To(BeEmpty())
 				return
@@ -194,10 +186,7 @@ var _ = Describe("CosBackend locks", func() {
 		updateSpec(ctx, backend, func() { backend.Spec.ForceUnlock.LockID = holder })
 		Eventually(func(g Gomega) {
 			getObject(ctx, g, backend)
-			expectCondition(g, backend.Status.Conditions, "Locked", metav1.ConditionFalse, "ForceUnlocked")
-			g.Expect(backend.Status.Lock).To(BeNil())
-			g.Expect(backend.Status.LastForceUnlock).NotTo(BeNil())
-			g.Expect(backend.Status.LastForceUnlock.LockID).To(Equal(holder))
+			expectForceUnlocked(g, backend.Status.Conditions, backend.Status.Lock, backend.Status.LastForceUnlock, holder)
 		}, timeout, interval).Should(Succeed())
 		_, _, held = cosServer.Object(bucket, lockKey)
 		Expect(held).To(BeFalse(), "the named lock is released")
