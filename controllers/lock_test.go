@@ -193,7 +193,7 @@ var _ = Describe("CosBackend locks", func() {
 		Eventually(func(g Gomega) []string { return eventReasons(ctx, g, ns) }, timeout, interval).Should(ContainElement("ForceUnlocked"))
 	})
 
-	It("says it cannot check a bucket whose only credentials are a role to assume, without calling COS", func() {
+	It("says it cannot read a bucket whose only credentials are a role to assume, without calling COS", func() {
 		before := len(cosServer.RequestLog())
 		backend := makeCosBackend("app", ns, bucket)
 		backend.Spec.CredentialsSecretRef = nil
@@ -206,8 +206,18 @@ var _ = Describe("CosBackend locks", func() {
 			g.Expect(c.Message).To(ContainSubstring("does not assume roles"))
 			expectCondition(g, backend.Status.Conditions, "Ready", metav1.ConditionTrue, "Succeeded")
 		}, timeout, interval).Should(Succeed())
+
+		By("a RemoteState reading it says why it cannot")
+		remote := makeRemoteState("net", ns, "CosBackend", "app")
+		Expect(k8sClient.Create(ctx, remote)).To(Succeed())
+		Eventually(func(g Gomega) {
+			getObject(ctx, g, remote)
+			expectKstatusInvariants(g, remote)
+			c := expectCondition(g, remote.Status.Conditions, "OutputsReady", metav1.ConditionUnknown, "AssumeRoleNotSupported")
+			g.Expect(c.Message).To(ContainSubstring("does not assume roles"))
+		}, timeout, interval).Should(Succeed())
 		for _, r := range cosServer.RequestLog()[before:] {
-			Expect(r.Bucket).NotTo(Equal(bucket), "the probe called COS: %+v", r)
+			Expect(r.Bucket).NotTo(Equal(bucket), "the operator called COS: %+v", r)
 		}
 	})
 })

@@ -78,6 +78,11 @@ func (r *RemoteStateReconciler) reconcileBackend(ctx context.Context, s *remoteS
 		}
 		cfg, workspace := cosConfig(backend.Spec, region, secrets), workspaceOrDefault(s.remote.Spec.Workspace)
 		s.newStream = func() (stateStreamer, error) {
+			if assumeRoleOnly(backend) {
+				return func(context.Context, func(io.Reader) error) (bool, int64, error) {
+					return false, 0, errAssumeRoleNotSupported
+				}, nil
+			}
 			cc, err := r.opts.cosClients(cfg)
 			if err != nil {
 				return nil, stall(backendsv1alpha1.BackendNotReadyReason, "CosBackend %s cannot be used: %v", ref.Name, err)
@@ -249,9 +254,16 @@ func remoteStateTargets(remote *backendsv1alpha1.RemoteState) (configMapName, se
 	return configMapName, secretName
 }
 
+// errAssumeRoleNotSupported is the read of a CosBackend whose only
+// credentials are a role to assume, which the operator does not assume.
+var errAssumeRoleNotSupported = errors.New("the backend's only credentials are spec.assumeRole, and the operator does not assume roles " +
+	"(it makes no STS call): set the backend's credentialsSecretRef to keys that may read the bucket")
+
 // readFailure classifies an error reading the state.
 func readFailure(err error) observation {
 	switch {
+	case errors.Is(err, errAssumeRoleNotSupported):
+		return observation{status: metav1.ConditionUnknown, reason: backendsv1alpha1.AssumeRoleNotSupportedReason, message: err.Error()}
 	case errors.Is(err, netguard.ErrAddressDenied):
 		return observation{status: metav1.ConditionFalse, reason: backendsv1alpha1.AddressDeniedReason, message: err.Error()}
 
