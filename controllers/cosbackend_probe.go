@@ -35,14 +35,6 @@ func assumeRoleOnly(b *backendsv1alpha1.CosBackend) bool {
 	return b.Spec.CredentialsSecretRef == nil && b.Spec.AssumeRole != nil
 }
 
-// cosForceUnlockID is the lock ID forceUnlock names, or "".
-func cosForceUnlockID(b *backendsv1alpha1.CosBackend) string {
-	if b.Spec.ForceUnlock == nil {
-		return ""
-	}
-	return b.Spec.ForceUnlock.LockID
-}
-
 // reconcileProbe checks the bucket as Terraform does, then reads the state
 // object and the .tflock object of the default workspace. The reads run off
 // the reconcile path (see prober): a due probe is submitted, and the
@@ -86,7 +78,7 @@ func (r *CosBackendReconciler) reconcileProbe(ctx context.Context, s *cosScope) 
 	if err != nil {
 		return stall(backendsv1alpha1.InvalidSpecReason, "Cannot build a COS client: %v", err)
 	}
-	forceUnlock := cosForceUnlockID(backend)
+	forceUnlock := forceUnlockID(backend.Spec.ForceUnlock)
 	r.submitProbe(task, func(ctx context.Context) any { return runCosProbe(ctx, cc, forceUnlock) })
 	s.probePending = true
 	return nil
@@ -165,7 +157,7 @@ func applyCosProbe(backend *backendsv1alpha1.CosBackend, res cosProbeResult, fin
 	bucket := bucketObservation(backend.Spec.Bucket, res.bucketErr)
 	if res.bucketErr != nil {
 		setCondition(conds, gen, backendsv1alpha1.BucketReadyCondition, bucket)
-		applyLock(backend, &backend.Status.Lock, cosBackendKind, lockStatus(lockReading{err: res.bucketErr}, cosForceUnlockID(backend)))
+		applyLock(backend, &backend.Status.Lock, cosBackendKind, lockStatus(lockReading{err: res.bucketErr}, forceUnlockID(backend.Spec.ForceUnlock)))
 		return
 	}
 	if res.stateErr != nil {
@@ -179,5 +171,5 @@ func applyCosProbe(backend *backendsv1alpha1.CosBackend, res cosProbeResult, fin
 	if res.lock.released {
 		backend.Status.LastForceUnlock = &backendsv1alpha1.ForceUnlockStatus{LockID: res.lock.holder.ID, Time: metav1.NewTime(finished)}
 	}
-	applyLock(backend, &backend.Status.Lock, cosBackendKind, lockStatus(res.lock, cosForceUnlockID(backend)))
+	applyLock(backend, &backend.Status.Lock, cosBackendKind, lockStatus(res.lock, forceUnlockID(backend.Spec.ForceUnlock)))
 }

@@ -108,7 +108,7 @@ func (r *HttpBackendReconciler) reconcileProbe(ctx context.Context, s *httpScope
 	plan := httpProbePlan{
 		fetch:       interval > 0,
 		checkLock:   lockWork,
-		forceUnlock: forceUnlockID(backend),
+		forceUnlock: forceUnlockID(backend.Spec.ForceUnlock),
 		lockID:      lockCheckID(backend.UID),
 		who:         fmt.Sprintf("backend-operator lock check of HttpBackend %s/%s", backend.Namespace, backend.Name),
 		info: "Taken by backend-operator to learn who holds the lock (spec.probe.lockCheck or spec.forceUnlock) " +
@@ -266,7 +266,7 @@ func applyHTTPProbe(backend *backendsv1alpha1.HttpBackend, res httpProbeResult, 
 	if res.lock.released {
 		backend.Status.LastForceUnlock = &backendsv1alpha1.ForceUnlockStatus{LockID: res.lock.holder.ID, Time: metav1.NewTime(finished)}
 	}
-	applyLock(backend, &backend.Status.Lock, httpBackendKind, lockStatus(res.lock, forceUnlockID(backend)))
+	applyLock(backend, &backend.Status.Lock, httpBackendKind, lockStatus(res.lock, forceUnlockID(backend.Spec.ForceUnlock)))
 }
 
 // applyLock writes a lock verdict into a backend's Locked condition,
@@ -295,10 +295,10 @@ func clearLock(obj interface {
 	lockHeld.DeleteLabelValues(kind, obj.GetNamespace(), obj.GetName())
 }
 
-// forceUnlockID is the lock ID forceUnlock names, or "".
-func forceUnlockID(b *backendsv1alpha1.HttpBackend) string {
-	if b.Spec.ForceUnlock == nil {
+// forceUnlockID is the lock ID a backend's spec.forceUnlock names, or "".
+func forceUnlockID(f *backendsv1alpha1.ForceUnlockSpec) string {
+	if f == nil {
 		return ""
 	}
-	return b.Spec.ForceUnlock.LockID
+	return f.LockID
 }
