@@ -26,12 +26,9 @@ var _ = Describe("Bounds", func() {
 	)
 
 	BeforeEach(func() {
-		var cancel context.CancelFunc
-		ctx, cancel = context.WithTimeout(context.Background(), 2*time.Minute)
-		DeferCleanup(cancel)
-		ns = newNamespace(ctx)
+		ctx, ns = newSpec()
 		writes = startManager(ctx, ns)
-		Expect(k8sClient.Create(ctx, makeSecret("state-password", ns, map[string]string{"password": statePassword}))).To(Succeed())
+		createPassword(ctx, ns)
 	})
 
 	It("clips what a state holds to the API's bounds instead of freezing the status", func() {

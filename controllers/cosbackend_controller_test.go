@@ -4,7 +4,6 @@ import (
 	"context"
 	"crypto/md5"
 	"encoding/hex"
-	"time"
 
 	. "github.com/onsi/ginkgo/v2"
 	. "github.com/onsi/gomega"
@@ -39,10 +38,7 @@ var _ = Describe("CosBackend controller", func() {
 	)
 
 	BeforeEach(func() {
-		var cancel context.CancelFunc
-		ctx, cancel = context.WithTimeout(context.Background(), 2*time.Minute)
-		DeferCleanup(cancel)
-		ns = newNamespace(ctx)
+		ctx, ns = newSpec()
 		// Bucket names are <name>-<appid>; the namespace keeps them apart.
 		bucket = ns + "-1250000000"
 		Expect(k8sClient.Create(ctx, makeSecret("cos-credentials", ns, map[string]string{

@@ -79,9 +79,7 @@ func printerColumns(ctx context.Context, resource, namespace string) string {
 
 var _ = Describe("The secret scan", func() {
 	It("finds no credential in printer columns, conditions, events, status or logs, even from a server that echoes them", func() {
-		ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
-		DeferCleanup(cancel)
-		ns := newNamespace(ctx)
+		ctx, ns := newSpec()
 		logs := &testtools.SyncBuffer{}
 		// As cmd/manager builds its logger, at the highest level zap allows.
 		debug := zap.New(zap.WriteTo(logs), zap.UseDevMode(true), zap.Level(zapcore.Level(-10)))
@@ -89,7 +87,7 @@ var _ = Describe("The secret scan", func() {
 
 		const queryValue = "QuErYvAlUe-5ecret-7"
 		echo := echoServer()
-		Expect(k8sClient.Create(ctx, makeSecret("state-password", ns, map[string]string{"password": statePassword}))).To(Succeed())
+		createPassword(ctx, ns)
 		Expect(k8sClient.Create(ctx, makeTLSSecret("client-cert", ns, suiteCerts.clientCertPEM, suiteCerts.clientKeyPEM))).To(Succeed())
 		backend := func(name, path string) *httpBackendBuilder {
 			return makeHttpBackend(name, ns, echo+path+"?session="+queryValue).basicAuth(stateUser, "state-password", "").retries(0, 0, 0)

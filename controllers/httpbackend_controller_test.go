@@ -65,25 +65,18 @@ func lockingClient(address string, basicAuth bool) *stateclient.Client {
 
 var _ = Describe("HttpBackend controller", func() {
 	var (
-		ctx     context.Context
-		ns      string
-		writes  *writeCounter
-		cleanup context.CancelFunc
+		ctx    context.Context
+		ns     string
+		writes *writeCounter
 	)
 
 	BeforeEach(func() {
-		ctx, cleanup = context.WithTimeout(context.Background(), 2*time.Minute)
-		DeferCleanup(func() { cleanup() })
-		ns = newNamespace(ctx)
+		ctx, ns = newSpec()
 		writes = startManager(ctx, ns)
 	})
 
-	createPassword := func() {
-		Expect(k8sClient.Create(ctx, makeSecret("state-password", ns, map[string]string{"password": statePassword}))).To(Succeed())
-	}
-
 	It("renders the backend, probes the state and reports it Ready", func() {
-		createPassword()
+		createPassword(ctx, ns)
 		seedState(ctx, stateURL(ns), v4State(7, `"a":{"value":"x","type":"string"},"b":{"value":1,"type":"number","sensitive":true}`))
 		backend := makeHttpBackend("app", ns, stateURL(ns)).locks().basicAuth(stateUser, "state-password", "").build()
 		start := time.Now()
@@ -207,7 +200,7 @@ var _ = Describe("HttpBackend controller", func() {
 	)
 
 	It("keeps the last good render when a Secret breaks, and follows its rotation", func() {
-		createPassword()
+		createPassword(ctx, ns)
 		backend := makeHttpBackend("app", ns, stateURL(ns)).basicAuth(stateUser, "state-password", "password").build()
 		Expect(k8sClient.Create(ctx, backend)).To(Succeed())
 		Eventually(func(g Gomega) {
@@ -240,7 +233,7 @@ var _ = Describe("HttpBackend controller", func() {
 		}, 2*time.Second, interval).Should(Succeed())
 
 		By("creating it again")
-		createPassword()
+		createPassword(ctx, ns)
 		Eventually(func(g Gomega) {
 			getObject(ctx, g, backend)
 			expectCondition(g, backend.Status.Conditions, "Ready", metav1.ConditionTrue, "Succeeded")
@@ -250,7 +243,7 @@ var _ = Describe("HttpBackend controller", func() {
 	})
 
 	It("shows the lock holder and releases it only for the ID forceUnlock names", func() {
-		createPassword()
+		createPassword(ctx, ns)
 		holder := holdLock(ctx, stateURL(ns))
 		backend := makeHttpBackend("app", ns, stateURL(ns)).locks().basicAuth(stateUser, "state-password", "").lockCheck().build()
 		Expect(k8sClient.Create(ctx, backend)).To(Succeed())
@@ -287,7 +280,7 @@ var _ = Describe("HttpBackend controller", func() {
 	})
 
 	It("writes nothing on a resync that finds nothing new", func() {
-		createPassword()
+		createPassword(ctx, ns)
 		backend := makeHttpBackend("app", ns, stateURL(ns)).locks().basicAuth(stateUser, "state-password", "").lockCheck().build()
 		Expect(k8sClient.Create(ctx, backend)).To(Succeed())
 		Eventually(func(g Gomega) {
@@ -328,7 +321,7 @@ var _ = Describe("HttpBackend controller", func() {
 	})
 
 	It("never puts secret material in a ConfigMap, event, condition or status", func() {
-		createPassword()
+		createPassword(ctx, ns)
 		Expect(k8sClient.Create(ctx, makeTLSSecret("client-cert", ns, suiteCerts.clientCertPEM, suiteCerts.clientKeyPEM))).To(Succeed())
 		ok := makeHttpBackend("ok", ns, stateURL(ns)).locks().basicAuth(stateUser, "state-password", "").lockCheck().build()
 		wrongPassword := makeHttpBackend("wrong", ns, stateURL(ns)).basicAuth("intruder", "state-password", "").build()

@@ -51,12 +51,9 @@ var _ = Describe("Locks", func() {
 	)
 
 	BeforeEach(func() {
-		var cancel context.CancelFunc
-		ctx, cancel = context.WithTimeout(context.Background(), 2*time.Minute)
-		DeferCleanup(cancel)
-		ns = newNamespace(ctx)
+		ctx, ns = newSpec()
 		startManager(ctx, ns)
-		Expect(k8sClient.Create(ctx, makeSecret("state-password", ns, map[string]string{"password": statePassword}))).To(Succeed())
+		createPassword(ctx, ns)
 	})
 
 	It("reports a failed lock check as Unknown, keeping the last holder, and never as a release", func() {
@@ -154,10 +151,7 @@ var _ = Describe("CosBackend locks", func() {
 	)
 
 	BeforeEach(func() {
-		var cancel context.CancelFunc
-		ctx, cancel = context.WithTimeout(context.Background(), 2*time.Minute)
-		DeferCleanup(cancel)
-		ns = newNamespace(ctx)
+		ctx, ns = newSpec()
 		bucket = ns + "-1250000000"
 		cosServer.CreateBucket(bucket)
 		startManager(ctx, ns)

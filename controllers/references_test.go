@@ -22,10 +22,7 @@ var _ = Describe("The labeled secret reference policy", func() {
 	)
 
 	BeforeEach(func() {
-		var cancel context.CancelFunc
-		ctx, cancel = context.WithTimeout(context.Background(), 2*time.Minute)
-		DeferCleanup(cancel)
-		ns = newNamespace(ctx)
+		ctx, ns = newSpec()
 		requests = startManager(ctx, ns, WithReferencePolicy(ReferencePolicyLabeled))
 	})
 

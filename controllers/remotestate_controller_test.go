@@ -44,12 +44,9 @@ var _ = Describe("RemoteState controller", func() {
 	)
 
 	BeforeEach(func() {
-		var cancel context.CancelFunc
-		ctx, cancel = context.WithTimeout(context.Background(), 2*time.Minute)
-		DeferCleanup(cancel)
-		ns = newNamespace(ctx)
+		ctx, ns = newSpec()
 		startManager(ctx, ns)
-		Expect(k8sClient.Create(ctx, makeSecret("state-password", ns, map[string]string{"password": statePassword}))).To(Succeed())
+		createPassword(ctx, ns)
 	})
 
 	createHttpBackend := func() *backendsv1alpha1.HttpBackend {

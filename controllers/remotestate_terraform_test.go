@@ -60,7 +60,7 @@ var _ = Describe("RemoteState with the real Terraform CLI", func() {
 		terraform := testtools.Terraform(GinkgoT())
 		ns := newNamespace(ctx)
 		startManager(ctx, ns)
-		Expect(k8sClient.Create(ctx, makeSecret("state-password", ns, map[string]string{"password": statePassword}))).To(Succeed())
+		createPassword(ctx, ns)
 
 		dir := GinkgoT().TempDir()
 		Expect(os.WriteFile(filepath.Join(dir, "main.tf"), []byte(fmt.Sprintf(stackConfig, stateURL(ns))), 0o600)).To(Succeed())

@@ -1,7 +1,6 @@
 package controllers
 
 import (
-	"context"
 	"fmt"
 	"net/http"
 	"net/http/httptest"
@@ -17,9 +16,7 @@ import (
 
 var _ = Describe("A manager restart", func() {
 	It("spreads the probes of backends it already probed over their interval instead of firing them all at once", func() {
-		ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
-		DeferCleanup(cancel)
-		ns := newNamespace(ctx)
+		ctx, ns := newSpec()
 		counting := stateserver.New(stateserver.NewMemoryStore(), stateserver.WithRequestCounting())
 		srv := httptest.NewServer(counting)
 		DeferCleanup(srv.Close)

@@ -45,10 +45,7 @@ var _ = Describe("Every stall", func() {
 	)
 
 	BeforeEach(func() {
-		var cancel context.CancelFunc
-		ctx, cancel = context.WithTimeout(context.Background(), 2*time.Minute)
-		DeferCleanup(cancel)
-		ns = newNamespace(ctx)
+		ctx, ns = newSpec()
 		startManager(ctx, ns)
 	})
 
@@ -232,9 +229,7 @@ var _ = Describe("Every stall", func() {
 
 var _ = Describe("A status patch that conflicts", func() {
 	It("is retried without a reconciler error, and the backend is probed once", func() {
-		ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
-		DeferCleanup(cancel)
-		ns := newNamespace(ctx)
+		ctx, ns := newSpec()
 		logs := &testtools.SyncBuffer{}
 		manager := startManagerLogging(ctx, []string{ns}, zap.New(zap.WriteTo(logs), zap.UseDevMode(true), zap.Level(zapcore.InfoLevel)))
 		// The first status patches of each backend meet a newer object,
@@ -254,7 +249,7 @@ var _ = Describe("A status patch that conflicts", func() {
 			conflicts[req.URL.Path]++
 			return conflictResponse(req)
 		})
-		Expect(k8sClient.Create(ctx, makeSecret("state-password", ns, map[string]string{"password": statePassword}))).To(Succeed())
+		createPassword(ctx, ns)
 		path := "/state/" + ns
 		stateServer.InjectFault(stateserver.Fault{Method: "NONE", Path: path}) // starts the request counters
 		DeferCleanup(stateServer.ClearFaults)

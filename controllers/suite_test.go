@@ -232,6 +232,24 @@ func startManagerLogging(ctx context.Context, namespaces []string, log logr.Logg
 	return counter
 }
 
+// specTimeout bounds one spec.
+const specTimeout = 2 * time.Minute
+
+// newSpec gives the current spec a context, bounded by specTimeout and
+// cancelled when the spec ends, and a namespace of its own.
+func newSpec() (context.Context, string) {
+	ctx, cancel := context.WithTimeout(context.Background(), specTimeout)
+	DeferCleanup(cancel)
+	return ctx, newNamespace(ctx)
+}
+
+// createPassword creates the Secret "state-password" holding the suite
+// state server's password.
+func createPassword(ctx context.Context, ns string) {
+	GinkgoHelper()
+	Expect(k8sClient.Create(ctx, makeSecret("state-password", ns, map[string]string{"password": statePassword}))).To(Succeed())
+}
+
 // newNamespace gives the current spec a namespace of its own.
 func newNamespace(ctx context.Context) string {
 	ns, err := testenv.CreateNamespace(ctx, k8sClient, "ctrl")
