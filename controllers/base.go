@@ -13,9 +13,6 @@ import (
 	ctrlevent "sigs.k8s.io/controller-runtime/pkg/event"
 	"sigs.k8s.io/controller-runtime/pkg/handler"
 	"sigs.k8s.io/controller-runtime/pkg/source"
-
-	backendsv1alpha1 "github.com/infrastate/backend-operator/api/v1alpha1"
-	"github.com/infrastate/backend-operator/internal/render"
 )
 
 // reconciler holds what every reconciler of this package uses.
@@ -131,26 +128,4 @@ func runPhases[S any](ctx context.Context, scope *S, phases ...func(context.Cont
 		}
 	}
 	return nil
-}
-
-// renderBackend writes a backend's rendered files and credentials, records
-// their names in rendered, and returns the Ready message. A render error
-// is a stall that leaves the previous render in place.
-func (r *reconciler) renderBackend(ctx context.Context, obj client.Object, kind, configMapName string,
-	files render.Files, renderErr error, credentials map[string][]byte, rendered **backendsv1alpha1.RenderedObjects) (string, error) {
-	if renderErr != nil {
-		return "", stall(backendsv1alpha1.InvalidSpecReason, "Cannot render the backend configuration: %v", renderErr)
-	}
-	names, err := writeRendered(ctx, r.ownedWriter(), renderedObjects{
-		owner:         ownerOf(obj, kind),
-		configMapName: configMapName,
-		files:         files,
-		credentials:   credentials,
-		previous:      *rendered,
-	})
-	if err != nil {
-		return "", err
-	}
-	*rendered = names
-	return "Rendered ConfigMap " + names.ConfigMapName + " and Secret " + names.SecretName, nil
 }

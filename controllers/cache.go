@@ -20,7 +20,7 @@ func CacheOptions(namespaces []string) cache.Options {
 			defaultNamespaces[ns] = cache.Config{}
 		}
 	}
-	return cache.Options{DefaultNamespaces: defaultNamespaces, DefaultTransform: CacheTransform()}
+	return cache.Options{DefaultNamespaces: defaultNamespaces, DefaultTransform: cacheTransform()}
 }
 
 // ClientOptions are the manager's client settings: Secrets and ConfigMaps
@@ -33,12 +33,12 @@ func ClientOptions() client.Options {
 	}}
 }
 
-// CacheTransform trims what the manager's informers keep: managed fields of
+// cacheTransform trims what the manager's informers keep: managed fields of
 // every object, and the annotations of objects watched for metadata only
 // (Secrets and ConfigMaps). A Secret created with `kubectl apply` carries
 // its data in the last-applied-configuration annotation, which must not end
 // up in the operator's memory.
-func CacheTransform() toolscache.TransformFunc {
+func cacheTransform() toolscache.TransformFunc {
 	strip := cache.TransformStripManagedFields()
 	return func(in any) (any, error) {
 		out, err := strip(in)

@@ -2,87 +2,19 @@ package controllers
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"io"
-	"strconv"
 	"time"
 
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
-	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	backendsv1alpha1 "github.com/infrastate/backend-operator/api/v1alpha1"
 	"github.com/infrastate/backend-operator/internal/cos"
+	"github.com/infrastate/backend-operator/internal/netguard"
+	"github.com/infrastate/backend-operator/internal/render"
 	"github.com/infrastate/backend-operator/internal/statefile"
 )
-
-// defaultWorkspace is the workspace a backend's probe reads.
-const defaultWorkspace = "default"
-
-// cosProbeCondition is the condition Ready follows for a CosBackend: ""
-// when probing is disabled or impossible (assumeRoleOnly).
-func cosProbeCondition(b *backendsv1alpha1.CosBackend) string {
-	if probeInterval(b.Spec.Probe) == 0 || assumeRoleOnly(b) {
-		return ""
-	}
-	return backendsv1alpha1.BucketReadyCondition
-}
-
-// assumeRoleOnly reports a CosBackend whose only credentials are a role to
-// assume: runners assume it with keys of their own environment, and the
-// controller, which makes no STS call, has nothing to read the bucket
-// with.
-func assumeRoleOnly(b *backendsv1alpha1.CosBackend) bool {
-	return b.Spec.CredentialsSecretRef == nil && b.Spec.AssumeRole != nil
-}
-
-// reconcileProbe checks the bucket as Terraform does, then reads the state
-// object and the .tflock object of the default workspace. The reads run off
-// the reconcile path (see prober): a due probe is submitted, and the
-// reconcile that its end triggers applies what it learned to BucketReady,
-// Locked, status.state and status.lock. It sets scope.requeueAfter and
-// scope.probePending.
-func (r *CosBackendReconciler) reconcileProbe(ctx context.Context, s *cosScope) error {
-	backend := s.backend
-	conds := &backend.Status.Conditions
-	interval := probeInterval(backend.Spec.Probe)
-	if interval == 0 || assumeRoleOnly(backend) {
-		obs := observation{status: metav1.ConditionUnknown, reason: backendsv1alpha1.ProbeDisabledReason,
-			message: "Probing is disabled: probe.interval is 0s"}
-		if interval > 0 {
-			obs.reason = backendsv1alpha1.AssumeRoleNotSupportedReason
-			obs.message = "The bucket is not checked: the only credentials are spec.assumeRole, and the operator does not assume roles " +
-				"(it makes no STS call). Runners assume it with keys of their own environment. Set credentialsSecretRef to keys " +
-				"that may read the bucket to have it checked."
-		}
-		setCondition(conds, backend.Generation, backendsv1alpha1.BucketReadyCondition, obs)
-		clearLock(backend, &backend.Status.Lock, cosBackendKind)
-		backend.Status.State = nil
-		r.probes.forget(probeKey{kind: cosBackendKind, NamespacedName: client.ObjectKeyFromObject(backend)})
-		return nil
-	}
-
-	inputs := fingerprint([]byte(backend.UID), []byte(strconv.FormatInt(backend.Generation, 10)), []byte(s.region),
-		s.secrets.SecretID, s.secrets.SecretKey, s.secrets.SecurityToken)
-	task := probeTask{kind: cosBackendKind, obj: backend, inputs: inputs, interval: interval,
-		condition: backendsv1alpha1.BucketReadyCondition}
-	step := r.probeStep(ctx, task)
-	s.requeueAfter, s.probePending, s.applied = step.requeueAfter, step.pending, step.ack
-	if step.result != nil {
-		applyCosProbe(backend, step.result.value.(cosProbeResult), step.result.finished)
-		return nil
-	}
-	if !step.submit {
-		return nil
-	}
-	cc, err := r.opts.cosClients(cosConfig(backend.Spec, s.region, s.secrets))
-	if err != nil {
-		return stall(backendsv1alpha1.InvalidSpecReason, "Cannot build a COS client: %v", err)
-	}
-	forceUnlock := forceUnlockID(backend.Spec.ForceUnlock)
-	r.submitProbe(task, func(ctx context.Context) any { return runCosProbe(ctx, cc, forceUnlock) })
-	s.probePending = true
-	return nil
-}
 
 // cosProbeResult is what one probe of a CosBackend learned.
 type cosProbeResult struct {
@@ -150,26 +82,66 @@ func streamCosSummary(ctx context.Context, cc *cos.Client, workspace string) (*b
 }
 
 // applyCosProbe writes what a probe that ended at finished learned into
-// the backend's status.
+// the backend's status: BucketReady and status.state from the bucket
+// check and the state object, and the lock (see applyLock). When the
+// bucket cannot be checked, neither can the lock.
 func applyCosProbe(backend *backendsv1alpha1.CosBackend, res cosProbeResult, finished time.Time) {
 	conds := &backend.Status.Conditions
-	gen := backend.Generation
 	bucket := bucketObservation(backend.Spec.Bucket, res.bucketErr)
-	if res.bucketErr != nil {
-		setCondition(conds, gen, backendsv1alpha1.BucketReadyCondition, bucket)
-		applyLock(backend, &backend.Status.Lock, cosBackendKind, lockStatus(lockReading{err: res.bucketErr}, forceUnlockID(backend.Spec.ForceUnlock)))
+	switch {
+	case res.bucketErr != nil:
+		setCondition(conds, backend.Generation, backendsv1alpha1.BucketReadyCondition, bucket)
+		applyLock(backend, cosBackendKind, lockReading{err: res.bucketErr}, backend.Spec.ForceUnlock, finished)
 		return
-	}
-	if res.stateErr != nil {
+	case res.stateErr != nil:
 		bucket = observation{status: metav1.ConditionFalse, reason: backendsv1alpha1.StateUnreadableReason,
 			message: fmt.Sprintf("The bucket exists, but its state object cannot be used: %v", res.stateErr)}
-	} else {
+	default:
 		backend.Status.State = res.state
 		stateSize.WithLabelValues(cosBackendKind, backend.Namespace, backend.Name).Set(float64(res.state.SizeBytes))
 	}
-	setCondition(conds, gen, backendsv1alpha1.BucketReadyCondition, bucket)
-	if res.lock.released {
-		backend.Status.LastForceUnlock = &backendsv1alpha1.ForceUnlockStatus{LockID: res.lock.holder.ID, Time: metav1.NewTime(finished)}
+	setCondition(conds, backend.Generation, backendsv1alpha1.BucketReadyCondition, bucket)
+	applyLock(backend, cosBackendKind, res.lock, backend.Spec.ForceUnlock, finished)
+}
+
+// cosConfig is the COS client configuration of a spec.
+func cosConfig(spec backendsv1alpha1.CosBackendSpec, region string, secrets render.CosSecrets) cos.Config {
+	return cos.Config{
+		Bucket:     spec.Bucket,
+		Region:     region,
+		Prefix:     spec.Prefix,
+		Key:        spec.Key,
+		Accelerate: spec.Accelerate != nil && *spec.Accelerate,
+		Endpoint:   spec.Endpoint,
+		// Admission refuses an http:// endpoint unless the spec allows it.
+		AllowHTTPEndpoint: spec.AllowInsecureEndpoint,
+		SecretID:          string(secrets.SecretID),
+		SecretKey:         string(secrets.SecretKey),
+		SecurityToken:     string(secrets.SecurityToken),
 	}
-	applyLock(backend, &backend.Status.Lock, cosBackendKind, lockStatus(res.lock, forceUnlockID(backend.Spec.ForceUnlock)))
+}
+
+// bucketObservation is the BucketReady condition for a bucket check. An
+// unreachable COS says nothing about the bucket, so it is Unknown.
+func bucketObservation(bucket string, err error) observation {
+	switch {
+	case err == nil:
+		return observation{status: metav1.ConditionTrue, reason: backendsv1alpha1.ReachableReason,
+			message: fmt.Sprintf("Bucket %s exists and can be read", bucket)}
+	case errors.Is(err, netguard.ErrAddressDenied):
+		return observation{status: metav1.ConditionFalse, reason: backendsv1alpha1.AddressDeniedReason,
+			message: fmt.Sprintf("COS for bucket %s cannot be reached: %v", bucket, err)}
+	case errors.Is(err, cos.ErrBucketNotFound):
+		return observation{status: metav1.ConditionFalse, reason: backendsv1alpha1.BucketNotFoundReason,
+			message: fmt.Sprintf("Bucket %s does not exist: create it first (%v)", bucket, err)}
+	case errors.Is(err, cos.ErrAccessDenied):
+		return observation{status: metav1.ConditionFalse, reason: backendsv1alpha1.AccessDeniedReason,
+			message: fmt.Sprintf("COS refused access to bucket %s: check the credentials (%v)", bucket, err)}
+	case errors.Is(err, cos.ErrUnreachable):
+		return observation{status: metav1.ConditionFalse, reason: backendsv1alpha1.UnreachableReason,
+			message: fmt.Sprintf("COS cannot be reached for bucket %s: %v", bucket, err)}
+	default:
+		return observation{status: metav1.ConditionFalse, reason: backendsv1alpha1.ServerErrorReason,
+			message: fmt.Sprintf("Checking bucket %s failed: %v", bucket, err)}
+	}
 }

@@ -17,16 +17,16 @@ func TestCosProbingDisabledForgetsTheLock(t *testing.T) {
 	backend := &backendsv1alpha1.CosBackend{
 		ObjectMeta: metav1.ObjectMeta{Namespace: "team-a", Name: "gauge"},
 		Spec:       backendsv1alpha1.CosBackendSpec{Probe: &backendsv1alpha1.ProbeSpec{Interval: &metav1.Duration{}}},
-		Status: backendsv1alpha1.CosBackendStatus{
+		Status: backendsv1alpha1.CosBackendStatus{BackendStatus: backendsv1alpha1.BackendStatus{
 			Conditions: []metav1.Condition{{Type: backendsv1alpha1.LockedCondition, Status: metav1.ConditionTrue, Reason: backendsv1alpha1.LockHeldReason}},
 			Lock:       &backendsv1alpha1.LockInfo{ID: "held"},
-		},
+		}},
 	}
 	lockHeld.WithLabelValues(cosBackendKind, "team-a", "gauge").Set(1)
 	t.Cleanup(func() { lockHeld.DeleteLabelValues(cosBackendKind, "team-a", "gauge") })
 
-	r := NewCosBackendReconciler(nil, nil, nil)
-	if err := r.reconcileProbe(context.Background(), &cosScope{backend: backend}); err != nil {
+	r := newBackendReconciler(cosKind{}, nil, nil, nil)
+	if err := r.reconcileProbe(context.Background(), &backendScope{obj: backend, resolved: &cosResolved{backend: backend}}); err != nil {
 		t.Fatalf("reconcileProbe() = %v", err)
 	}
 	if backend.Status.Lock != nil || len(backend.Status.Conditions) != 1 || backend.Status.Conditions[0].Type != backendsv1alpha1.BucketReadyCondition {

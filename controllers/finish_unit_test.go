@@ -25,10 +25,10 @@ import (
 func TestFinishReconcileStatusRejected(t *testing.T) {
 	before := &backendsv1alpha1.HttpBackend{
 		ObjectMeta: metav1.ObjectMeta{Name: "b", Namespace: "ns", Generation: 2},
-		Status: backendsv1alpha1.HttpBackendStatus{
+		Status: backendsv1alpha1.HttpBackendStatus{BackendStatus: backendsv1alpha1.BackendStatus{
 			ObservedGeneration: 1,
 			State:              &backendsv1alpha1.StateSummary{Present: true, Serial: 4, Lineage: "old"},
-		},
+		}},
 	}
 	refusals := 0
 	c := fake.NewClientBuilder().WithScheme(testenv.Scheme()).

@@ -103,7 +103,7 @@ func TestHealthOfEachCase(t *testing.T) {
 					setCondition(conds, 1, backendsv1alpha1.LockedCondition, lockStatus(*tc.lock, "").obs)
 				}
 				*k.obj.StatusObservedGeneration() = summarize(conds, 1, -1,
-					outcome{stall: tc.stall, readyMessage: "Rendered", probe: k.condition, probePending: tc.pending})
+					outcome{stall: tc.stall, readyMessage: "Rendered", gates: []string{k.condition}, probePending: tc.pending})
 				if tc.newSpec {
 					k.obj.SetGeneration(2)
 				}

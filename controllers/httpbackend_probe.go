@@ -4,18 +4,15 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"strconv"
 	"time"
 
 	"github.com/go-logr/logr"
 	"github.com/google/uuid"
-	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/types"
-	ctrl "sigs.k8s.io/controller-runtime"
-	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	backendsv1alpha1 "github.com/infrastate/backend-operator/api/v1alpha1"
+	"github.com/infrastate/backend-operator/internal/render"
 	"github.com/infrastate/backend-operator/internal/stateclient"
 )
 
@@ -43,84 +40,8 @@ func lockCheckID(uid types.UID) string {
 	return uuid.NewSHA1(lockCheckNamespace, []byte(uid)).String()
 }
 
-// httpProbeCondition is the condition Ready follows for an HttpBackend: ""
-// when probing is disabled.
-func httpProbeCondition(b *backendsv1alpha1.HttpBackend) string {
-	if httpProbeInterval(b) == 0 {
-		return ""
-	}
-	return backendsv1alpha1.StateReachableCondition
-}
-
-// httpProbeInterval is the probe period of an HttpBackend; 0 disables
-// probing.
-func httpProbeInterval(b *backendsv1alpha1.HttpBackend) time.Duration {
-	if b.Spec.Probe == nil {
-		return probeInterval(nil)
-	}
-	return probeInterval(&b.Spec.Probe.ProbeSpec)
-}
-
-// reconcileProbe reads the state through the backend's own address,
-// credentials, TLS and retry settings, and with probe.lockCheck or
-// forceUnlock learns the lock holder and releases the lock forceUnlock
-// names. The reads run off the reconcile path (see prober): a due probe is
-// submitted, and the reconcile that its end triggers applies what it
-// learned to StateReachable, Locked, status.state and status.lock. It sets
-// scope.requeueAfter to the next probe and scope.probePending while one is
-// under way.
-func (r *HttpBackendReconciler) reconcileProbe(ctx context.Context, s *httpScope) error {
-	backend := s.backend
-	interval := httpProbeInterval(backend)
-	lockWork := (backend.Spec.Probe != nil && backend.Spec.Probe.LockCheck) || backend.Spec.ForceUnlock != nil
-	if interval == 0 {
-		setCondition(&backend.Status.Conditions, backend.Generation, backendsv1alpha1.StateReachableCondition, observation{
-			status: metav1.ConditionUnknown, reason: backendsv1alpha1.ProbeDisabledReason,
-			message: "Probing is disabled: probe.interval is 0s",
-		})
-		backend.Status.State = nil
-		if !lockWork {
-			clearLock(backend, &backend.Status.Lock, httpBackendKind)
-			r.probes.forget(probeKey{kind: httpBackendKind, NamespacedName: client.ObjectKeyFromObject(backend)})
-			return nil
-		}
-	}
-
-	inputs := fingerprint([]byte(backend.UID), []byte(strconv.FormatInt(backend.Generation, 10)),
-		s.secrets.Password, s.secrets.ClientCertificatePEM, s.secrets.ClientPrivateKeyPEM, s.secrets.ClientCACertificatePEM)
-	task := probeTask{kind: httpBackendKind, obj: backend, inputs: inputs, interval: interval,
-		condition: backendsv1alpha1.StateReachableCondition}
-	step := r.probeStep(ctx, task)
-	s.requeueAfter, s.probePending, s.applied = step.requeueAfter, step.pending, step.ack
-	if step.result != nil {
-		applyHTTPProbe(backend, step.result.value.(httpProbeResult), step.result.finished)
-		return nil
-	}
-	if !step.submit {
-		return nil
-	}
-
-	log := ctrl.LoggerFrom(ctx)
-	sc, err := r.opts.stateClients(stateClientConfig(backend.Spec, s.secrets), log.WithName("stateclient"))
-	if err != nil {
-		return stall(backendsv1alpha1.InvalidSpecReason, "Cannot build a state client: %v", err)
-	}
-	plan := httpProbePlan{
-		fetch:       interval > 0,
-		checkLock:   lockWork,
-		forceUnlock: forceUnlockID(backend.Spec.ForceUnlock),
-		lockID:      lockCheckID(backend.UID),
-		who:         fmt.Sprintf("backend-operator lock check of HttpBackend %s/%s", backend.Namespace, backend.Name),
-		info: "Taken by backend-operator to learn who holds the lock (spec.probe.lockCheck or spec.forceUnlock) " +
-			"and released at once; if it stays, the operator releases it at its next probe.",
-	}
-	r.submitProbe(task, func(ctx context.Context) any { return runHTTPProbe(ctx, sc, plan, log) })
-	s.probePending = true
-	return nil
-}
-
-// httpProbePlan says what one probe of an HttpBackend does.
-type httpProbePlan struct {
+// httpProbeRun says what one probe of an HttpBackend does.
+type httpProbeRun struct {
 	// fetch reads the state (probing is enabled).
 	fetch bool
 	// checkLock learns the lock holder by taking the lock.
@@ -146,7 +67,7 @@ type httpProbeResult struct {
 
 // runHTTPProbe performs a probe with sc, within probeTimeout. It reads
 // only what plan asks for and never touches the backend object.
-func runHTTPProbe(ctx context.Context, sc StateClient, plan httpProbePlan, log logr.Logger) httpProbeResult {
+func runHTTPProbe(ctx context.Context, sc stateClient, plan httpProbeRun, log logr.Logger) httpProbeResult {
 	ctx, cancel := context.WithTimeout(ctx, probeTimeout)
 	defer cancel()
 	var res httpProbeResult
@@ -170,7 +91,7 @@ func runHTTPProbe(ctx context.Context, sc StateClient, plan httpProbePlan, log l
 // for good (see releaseNamedLock). A lock the check took earlier and could
 // not release has the ID it takes now: it is released, and the lock is
 // checked again.
-func checkHTTPLock(ctx context.Context, sc StateClient, plan httpProbePlan) lockReading {
+func checkHTTPLock(ctx context.Context, sc stateClient, plan httpProbeRun) lockReading {
 	info := stateclient.LockInfo{ID: plan.lockID, Operation: lockCheckOperation, Who: plan.who, Info: plan.info, Created: time.Now().UTC()}
 	_, err := sc.Lock(ctx, info)
 	var lockErr *stateclient.LockError
@@ -230,7 +151,7 @@ func releaseOwnLock(ctx context.Context, release func(context.Context) error) er
 // only when the server refused the first one's form: never while the
 // holder is unknown or another. When the server refuses both, the error
 // is a *forceUnlockRefusedError with both status codes.
-func releaseNamedLock(ctx context.Context, sc StateClient, id string) error {
+func releaseNamedLock(ctx context.Context, sc stateClient, id string) error {
 	err := sc.ForceUnlock(ctx, id)
 	idStatus := refusedStatus(err, id)
 	if idStatus == 0 {
@@ -246,59 +167,65 @@ func releaseNamedLock(ctx context.Context, sc StateClient, id string) error {
 
 // applyHTTPProbe writes what a probe that ended at finished learned into
 // the backend's status: StateReachable and status.state from the read,
-// Locked and status.lock from the lock check, and status.lastForceUnlock.
-// Its event comes from the Locked transition (see transitionEvents), so
-// writing the same result again emits nothing more.
+// and the lock (see applyLock) when it was checked.
 func applyHTTPProbe(backend *backendsv1alpha1.HttpBackend, res httpProbeResult, finished time.Time) {
-	conds := &backend.Status.Conditions
-	gen := backend.Generation
 	if res.fetched {
-		setCondition(conds, gen, backendsv1alpha1.StateReachableCondition, stateObservation(res.summary, res.fetchErr))
+		setCondition(&backend.Status.Conditions, backend.Generation, backendsv1alpha1.StateReachableCondition,
+			stateObservation(res.summary, res.fetchErr))
 		if res.fetchErr == nil {
 			backend.Status.State = stateSummary(res.summary)
 			stateSize.WithLabelValues(httpBackendKind, backend.Namespace, backend.Name).Set(float64(res.summary.SizeBytes))
 		}
 	}
 	if !res.lockChecked {
-		clearLock(backend, &backend.Status.Lock, httpBackendKind)
+		clearLock(backend, httpBackendKind)
 		return
 	}
-	if res.lock.released {
-		backend.Status.LastForceUnlock = &backendsv1alpha1.ForceUnlockStatus{LockID: res.lock.holder.ID, Time: metav1.NewTime(finished)}
-	}
-	applyLock(backend, &backend.Status.Lock, httpBackendKind, lockStatus(res.lock, forceUnlockID(backend.Spec.ForceUnlock)))
+	applyLock(backend, httpBackendKind, res.lock, backend.Spec.ForceUnlock, finished)
 }
 
-// applyLock writes a lock verdict into a backend's Locked condition,
-// status.lock and lock metric; a verdict that learned nothing of the
-// holder leaves status.lock and the metric as they were.
-func applyLock(obj statusObject, lock **backendsv1alpha1.LockInfo, kind string, v lockVerdict) {
-	if v.known {
-		*lock = v.holder
-		held := 0.0
-		if v.holder != nil || v.obs.status == metav1.ConditionTrue {
-			held = 1
-		}
-		lockHeld.WithLabelValues(kind, obj.GetNamespace(), obj.GetName()).Set(held)
+// stateClientConfig is the state client configuration of a spec, with the
+// same settings Terraform would use.
+func stateClientConfig(spec backendsv1alpha1.HttpBackendSpec, secrets render.HTTPSecrets) stateclient.Config {
+	cfg := stateclient.DefaultConfig(spec.Address)
+	cfg.UpdateMethod = spec.UpdateMethod
+	cfg.LockAddress, cfg.LockMethod = spec.LockAddress, spec.LockMethod
+	cfg.UnlockAddress, cfg.UnlockMethod = spec.UnlockAddress, spec.UnlockMethod
+	cfg.Username, cfg.Password = spec.Username, string(secrets.Password)
+	if spec.RetryMax != nil {
+		cfg.RetryMax = int(*spec.RetryMax)
 	}
-	setCondition(obj.StatusConditions(), obj.GetGeneration(), backendsv1alpha1.LockedCondition, v.obs)
+	if spec.RetryWaitMin != nil {
+		cfg.RetryWaitMin = time.Duration(*spec.RetryWaitMin) * time.Second
+	}
+	if spec.RetryWaitMax != nil {
+		cfg.RetryWaitMax = time.Duration(*spec.RetryWaitMax) * time.Second
+	}
+	cfg.SkipCertVerification = spec.SkipCertVerification
+	cfg.ClientCertificatePEM = secrets.ClientCertificatePEM
+	cfg.ClientPrivateKeyPEM = secrets.ClientPrivateKeyPEM
+	cfg.ClientCACertificatePEM = secrets.ClientCACertificatePEM
+	cfg.AttemptTimeout = probeAttemptTimeout
+	return cfg
 }
 
-// clearLock forgets the lock of a backend whose lock is not checked.
-func clearLock(obj interface {
-	GetNamespace() string
-	GetName() string
-	StatusConditions() *[]metav1.Condition
-}, lock **backendsv1alpha1.LockInfo, kind string) {
-	meta.RemoveStatusCondition(obj.StatusConditions(), backendsv1alpha1.LockedCondition)
-	*lock = nil
-	lockHeld.DeleteLabelValues(kind, obj.GetNamespace(), obj.GetName())
+// stateObservation is the StateReachable condition for a fetch result.
+func stateObservation(summary *stateclient.StateSummary, err error) observation {
+	if err != nil {
+		return probeFailure(err)
+	}
+	if summary == nil || !summary.Present {
+		return observation{status: metav1.ConditionTrue, reason: backendsv1alpha1.ReachableReason,
+			message: "The backend answers; it holds no state yet"}
+	}
+	return observation{status: metav1.ConditionTrue, reason: backendsv1alpha1.ReachableReason,
+		message: fmt.Sprintf("The backend answers; state serial %d, lineage %s", summary.Serial, summary.Lineage)}
 }
 
-// forceUnlockID is the lock ID a backend's spec.forceUnlock names, or "".
-func forceUnlockID(f *backendsv1alpha1.ForceUnlockSpec) string {
-	if f == nil {
-		return ""
+// stateSummary is status.state for a fetch result.
+func stateSummary(s *stateclient.StateSummary) *backendsv1alpha1.StateSummary {
+	if s == nil || !s.Present {
+		return &backendsv1alpha1.StateSummary{Present: false}
 	}
-	return f.LockID
+	return stateStatus(s.Summary, s.SizeBytes)
 }

@@ -20,7 +20,7 @@ import (
 	"github.com/infrastate/backend-operator/internal/stateserver"
 )
 
-// fakeStateClient is a StateClient whose calls are functions of the test.
+// fakeStateClient is a stateClient whose calls are functions of the test.
 type fakeStateClient struct {
 	lock   func(ctx context.Context, info stateclient.LockInfo) (string, error)
 	unlock func(ctx context.Context, id string) error
@@ -62,7 +62,7 @@ func TestLockCheckReleasesItsLockWhenCancelled(t *testing.T) {
 			return nil
 		},
 	}
-	res := runHTTPProbe(ctx, sc, httpProbePlan{checkLock: true}, logr.Discard())
+	res := runHTTPProbe(ctx, sc, httpProbeRun{checkLock: true}, logr.Discard())
 	if !released || res.lock.ownErr != nil {
 		t.Fatalf("the lock check's own lock was not released (unlock error %v)", res.lock.ownErr)
 	}
@@ -108,7 +108,7 @@ func (r *unlockRecorder) unlocks() []string {
 }
 
 // client returns a state client for the recorder's state, with locking.
-func (r *unlockRecorder) client(t *testing.T) StateClient {
+func (r *unlockRecorder) client(t *testing.T) stateClient {
 	t.Helper()
 	cfg := stateclient.DefaultConfig(r.url)
 	cfg.LockAddress, cfg.UnlockAddress, cfg.RetryMax = r.url, r.url, 0
@@ -169,7 +169,7 @@ func TestForceUnlockOnEachServer(t *testing.T) {
 		t.Run(name, func(t *testing.T) {
 			srv := newUnlockRecorder(t, tc.accept)
 			srv.hold(t, holder, "alice@laptop")
-			plan := httpProbePlan{checkLock: true, forceUnlock: holder, lockID: lockCheckID("uid-1"), who: "backend-operator test"}
+			plan := httpProbeRun{checkLock: true, forceUnlock: holder, lockID: lockCheckID("uid-1"), who: "backend-operator test"}
 			got := runHTTPProbe(t.Context(), srv.client(t), plan, logr.Discard()).lock
 			if diff := cmp.Diff(tc.wantUnlocks, srv.unlocks()); diff != "" {
 				t.Errorf("UNLOCK bodies (-want +got):\n%s", diff)
@@ -199,7 +199,7 @@ func TestForceUnlockNeverSendsTheEmptyBodyForAnotherHolder(t *testing.T) {
 	for _, accept := range []stateserver.UnlockBodies{stateserver.AcceptAnyUnlock, stateserver.AcceptEmptyUnlock} {
 		srv := newUnlockRecorder(t, accept)
 		srv.hold(t, "the-holder", "alice@laptop")
-		plan := httpProbePlan{checkLock: true, forceUnlock: "another-id", lockID: lockCheckID("uid-1"), who: "backend-operator test"}
+		plan := httpProbeRun{checkLock: true, forceUnlock: "another-id", lockID: lockCheckID("uid-1"), who: "backend-operator test"}
 		got := runHTTPProbe(t.Context(), srv.client(t), plan, logr.Discard()).lock
 		if unlocks := srv.unlocks(); len(unlocks) != 0 {
 			t.Errorf("sent UNLOCK %q for a lock forceUnlock does not name", unlocks)
@@ -216,7 +216,7 @@ func TestForceUnlockNeverSendsTheEmptyBodyForAnotherHolder(t *testing.T) {
 // derived from the backend's UID.
 func TestLockCheckReleasesItsOwnLeftoverLock(t *testing.T) {
 	srv := newUnlockRecorder(t, stateserver.AcceptEmptyUnlock)
-	plan := httpProbePlan{checkLock: true, lockID: lockCheckID("uid-1"), who: "backend-operator lock check of HttpBackend ns/app"}
+	plan := httpProbeRun{checkLock: true, lockID: lockCheckID("uid-1"), who: "backend-operator lock check of HttpBackend ns/app"}
 	if plan.lockID != lockCheckID("uid-1") || plan.lockID == lockCheckID("uid-2") {
 		t.Fatal("lockCheckID is not a function of the UID alone")
 	}
@@ -268,7 +268,7 @@ func TestUnreadableHolderIsNeverQuoted(t *testing.T) {
 			if err != nil {
 				t.Fatal(err)
 			}
-			plan := httpProbePlan{checkLock: true, forceUnlock: "x", lockID: lockCheckID("uid-1"), who: "backend-operator test"}
+			plan := httpProbeRun{checkLock: true, forceUnlock: "x", lockID: lockCheckID("uid-1"), who: "backend-operator test"}
 			got := runHTTPProbe(t.Context(), sc, plan, logr.Discard()).lock
 			v := lockStatus(got, plan.forceUnlock)
 			if v.obs.status != metav1.ConditionTrue || strings.Contains(v.obs.message, "c2VjcmV0") || strings.Contains(v.obs.message, "html") {

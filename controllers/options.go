@@ -14,8 +14,8 @@ import (
 	"github.com/infrastate/backend-operator/internal/stateclient"
 )
 
-// StateClient is what the HttpBackend controller uses of a state client.
-type StateClient interface {
+// stateClient is what the HttpBackend kind uses of a state client.
+type stateClient interface {
 	FetchSummary(ctx context.Context) (*stateclient.StateSummary, error)
 	StreamState(ctx context.Context, read func(io.Reader) error) (found bool, size int64, err error)
 	Lock(ctx context.Context, info stateclient.LockInfo) (string, error)
@@ -24,19 +24,19 @@ type StateClient interface {
 	ForceUnlockEmptyBody(ctx context.Context) error
 }
 
-// StateClientFactory builds a state client from a backend's settings.
-type StateClientFactory func(cfg stateclient.Config, log logr.Logger) (StateClient, error)
+// stateClientFactory builds a state client from a backend's settings.
+type stateClientFactory func(cfg stateclient.Config, log logr.Logger) (stateClient, error)
 
-// CosClientFactory builds a COS client from a backend's settings, in place
+// cosClientFactory builds a COS client from a backend's settings, in place
 // of the default one, which connects through the address policy (to the
 // WithCosServiceURL server when one is set).
-type CosClientFactory func(cfg cos.Config) (*cos.Client, error)
+type cosClientFactory func(cfg cos.Config) (*cos.Client, error)
 
 // options are the settings shared by the reconcilers, set with Option.
 type options struct {
 	clock                           clock.PassiveClock
-	stateClients                    StateClientFactory
-	cosClients                      CosClientFactory
+	stateClients                    stateClientFactory
+	cosClients                      cosClientFactory
 	maxConcurrentReconciles         int
 	maxConcurrentProbes             int
 	maxConcurrentProbesPerNamespace int
@@ -63,16 +63,16 @@ const (
 // Option configures a reconciler.
 type Option func(*options)
 
-// WithClock sets the clock the reconcilers read.
-func WithClock(c clock.PassiveClock) Option { return func(o *options) { o.clock = c } }
+// withClock sets the clock the reconcilers read; tests set a fake one.
+func withClock(c clock.PassiveClock) Option { return func(o *options) { o.clock = c } }
 
-// WithStateClientFactory replaces how state clients are built.
-func WithStateClientFactory(f StateClientFactory) Option {
+// withStateClientFactory replaces how state clients are built.
+func withStateClientFactory(f stateClientFactory) Option {
 	return func(o *options) { o.stateClients = f }
 }
 
-// WithCosClientFactory replaces how COS clients are built.
-func WithCosClientFactory(f CosClientFactory) Option {
+// withCosClientFactory replaces how COS clients are built.
+func withCosClientFactory(f cosClientFactory) Option {
 	return func(o *options) { o.cosClients = f }
 }
 
@@ -95,21 +95,21 @@ func WithReferencePolicy(p ReferencePolicy) Option { return func(o *options) { o
 
 // WithAddressPolicy sets the addresses the default state and COS clients
 // may connect to; the default is netguard.DefaultPolicy (link-local and
-// cloud metadata addresses denied). Clients from WithStateClientFactory
-// and WithCosClientFactory are not affected.
+// cloud metadata addresses denied). Clients from withStateClientFactory
+// and withCosClientFactory are not affected.
 func WithAddressPolicy(p netguard.Policy) Option { return func(o *options) { o.addressPolicy = p } }
 
-// WithDial sets how the default state and COS clients connect once the
+// withDial sets how the default state and COS clients connect once the
 // address policy has allowed an address: dial gets an IP literal and a
 // port. The default is a net.Dialer. Tests use it to refuse, and report,
 // every address but loopback.
-func WithDial(dial netguard.DialFunc) Option { return func(o *options) { o.dial = dial } }
+func withDial(dial netguard.DialFunc) Option { return func(o *options) { o.dial = dial } }
 
-// WithResolver sets how the default state and COS clients resolve host
+// withResolver sets how the default state and COS clients resolve host
 // names, before the address policy checks the addresses. The default is
 // net.DefaultResolver. Tests use it to refuse, and report, every name but
 // localhost: a lookup is already traffic.
-func WithResolver(r netguard.Resolver) Option { return func(o *options) { o.resolver = r } }
+func withResolver(r netguard.Resolver) Option { return func(o *options) { o.resolver = r } }
 
 // WithCosServiceURL sends the requests of the default COS clients to u, a
 // COS protocol server that tells buckets apart by Host header, instead of
@@ -141,7 +141,7 @@ func newOptions(opts []Option) options {
 	// the resolved address at connection time.
 	dial := (&netguard.Dialer{Policy: o.addressPolicy, Resolver: o.resolver, Dial: o.dial}).DialContext
 	if o.stateClients == nil {
-		o.stateClients = func(cfg stateclient.Config, log logr.Logger) (StateClient, error) {
+		o.stateClients = func(cfg stateclient.Config, log logr.Logger) (stateClient, error) {
 			return stateclient.New(cfg, stateclient.WithLogger(log), stateclient.WithDialContext(logRefusals(log, dial)))
 		}
 	}

@@ -115,6 +115,30 @@ func (r *reconciler) probeStep(ctx context.Context, t probeTask) probeDecision {
 	return probeDecision{submit: true}
 }
 
+// advanceProbe takes t's probe one step (see probeStep): it writes a
+// finished result with apply, or builds a due probe with start and
+// submits it. The decision says when to come back, whether a probe is
+// under way, and which result to acknowledge once the status is written:
+// a result apply could not write is not, so the next attempt writes it.
+func (r *reconciler) advanceProbe(ctx context.Context, t probeTask, apply func(*probeResult) error, start func() (probeFunc, error)) (probeDecision, error) {
+	step := r.probeStep(ctx, t)
+	switch {
+	case step.result != nil:
+		if err := apply(step.result); err != nil {
+			step.ack = nil
+			return step, err
+		}
+	case step.submit:
+		run, err := start()
+		if err != nil {
+			return step, err
+		}
+		r.submitProbe(t, run)
+		step.pending = true
+	}
+	return step, nil
+}
+
 // submitProbe hands run to the prober; when it ends, the object is
 // reconciled again to write its result.
 func (r *reconciler) submitProbe(t probeTask, run probeFunc) {

@@ -253,7 +253,7 @@ func TestProberStopsWithTheManager(t *testing.T) {
 // leaves the object in progress: its condition reads Unknown, ProbeFailed.
 func TestPanickingProbeIsContained(t *testing.T) {
 	backend := &backendsv1alpha1.HttpBackend{ObjectMeta: metav1.ObjectMeta{Name: "b", Namespace: "ns", Generation: 1}}
-	r := newReconciler(nil, nil, nil, []Option{WithClock(clocktesting.NewFakePassiveClock(time.Unix(1000, 0)))})
+	r := newReconciler(nil, nil, nil, []Option{withClock(clocktesting.NewFakePassiveClock(time.Unix(1000, 0)))})
 	ctx, cancel := context.WithCancel(context.Background())
 	defer cancel()
 	go func() { _ = r.probes.Start(ctx) }()

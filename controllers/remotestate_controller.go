@@ -2,7 +2,6 @@ package controllers
 
 import (
 	"context"
-	"io"
 	"time"
 
 	corev1 "k8s.io/api/core/v1"
@@ -34,16 +33,16 @@ func remoteStateBackend(obj client.Object) []string {
 	return []string{backendRefValue(rs.Spec.BackendRef.Kind, rs.Spec.BackendRef.Name)}
 }
 
-// RemoteStateReconciler publishes the outputs of a backend's state to a
+// remoteStateReconciler publishes the outputs of a backend's state to a
 // ConfigMap (plain outputs) and a Secret (sensitive outputs).
-type RemoteStateReconciler struct {
+type remoteStateReconciler struct {
 	reconciler
 }
 
-// NewRemoteStateReconciler returns a reconciler that writes through c and
+// newRemoteStateReconciler returns a reconciler that writes through c and
 // reads Secrets through apiReader, which must not be a cache.
-func NewRemoteStateReconciler(c client.Client, apiReader client.Reader, recorder events.EventRecorder, opts ...Option) *RemoteStateReconciler {
-	return &RemoteStateReconciler{newReconciler(c, apiReader, recorder, opts)}
+func newRemoteStateReconciler(c client.Client, apiReader client.Reader, recorder events.EventRecorder, opts ...Option) *remoteStateReconciler {
+	return &remoteStateReconciler{newReconciler(c, apiReader, recorder, opts)}
 }
 
 // remoteScope collects what the phases of one reconciliation read and write.
@@ -66,40 +65,41 @@ type remoteScope struct {
 	applied *probeResult
 }
 
-// stateStreamer reads a workspace's state and hands its body to read as it
-// arrives; found is false when there is no state, size is its size.
-type stateStreamer func(ctx context.Context, read func(io.Reader) error) (found bool, size int64, err error)
-
 // Reconcile resolves the backend, then reads the state and publishes the
 // outputs when a read is due. Status is patched once, at the end.
-func (r *RemoteStateReconciler) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.Result, error) {
+func (r *remoteStateReconciler) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.Result, error) {
 	remote := &backendsv1alpha1.RemoteState{}
 	return r.reconcile(ctx, req, remote, remoteStateKind, func(ctx context.Context) (outcome, time.Duration, error) {
 		s := &remoteScope{remote: remote}
 		err := runPhases(ctx, s, r.reconcileSpec, r.reconcileBackend, r.reconcileOutputs)
-		return outcome{readyMessage: "Outputs are published", probe: backendsv1alpha1.OutputsReadyCondition, probePending: s.probePending, applied: s.applied}, s.requeueAfter, err
+		return outcome{readyMessage: "Outputs are published", gates: remoteStateGates, probePending: s.probePending, applied: s.applied},
+			s.requeueAfter, err
 	})
 }
 
-// SetupWithManager registers the reconciler with mgr; the field indexes
-// come from SetupAll. Backends are watched for spec changes, Secrets and
-// ConfigMaps for metadata only (those the backends reference, and those
-// the RemoteStates publish to, which a foreign object may hold), and the
-// object is reconciled again when its read ends.
-func (r *RemoteStateReconciler) SetupWithManager(mgr ctrl.Manager) error {
+// remoteStateGates are the conditions that gate a RemoteState's Ready.
+var remoteStateGates = []string{backendsv1alpha1.OutputsReadyCondition}
+
+// setupWithManager registers the reconciler with mgr; the field indexes
+// come from SetupAll. The backends of every kind are watched for spec
+// changes, Secrets and ConfigMaps for metadata only (those the backends
+// reference, and those the RemoteStates publish to, which a foreign object
+// may hold), and the object is reconciled again when its read ends.
+func (r *remoteStateReconciler) setupWithManager(mgr ctrl.Manager) error {
 	c := mgr.GetClient()
 	b, err := r.setup(mgr, ctrl.NewControllerManagedBy(mgr).
 		For(&backendsv1alpha1.RemoteState{}, builder.WithPredicates(predicate.GenerationChangedPredicate{})))
 	if err != nil {
 		return err
 	}
-	return b.
+	b = b.
 		Owns(&corev1.ConfigMap{}, builder.OnlyMetadata).
-		Owns(&corev1.Secret{}, builder.OnlyMetadata).
-		Watches(&backendsv1alpha1.HttpBackend{}, handler.EnqueueRequestsFromMapFunc(readersOfBackend(c, "HttpBackend")),
-			builder.WithPredicates(predicate.GenerationChangedPredicate{})).
-		Watches(&backendsv1alpha1.CosBackend{}, handler.EnqueueRequestsFromMapFunc(readersOfBackend(c, "CosBackend")),
-			builder.WithPredicates(predicate.GenerationChangedPredicate{})).
+		Owns(&corev1.Secret{}, builder.OnlyMetadata)
+	for _, kind := range backendKinds {
+		b = b.Watches(kind.newObject(), handler.EnqueueRequestsFromMapFunc(readersOfBackend(c, kind.name())),
+			builder.WithPredicates(predicate.GenerationChangedPredicate{}))
+	}
+	return b.
 		Watches(&corev1.Secret{}, handler.EnqueueRequestsFromMapFunc(readersOfReferenced(c, secretReference)), builder.OnlyMetadata).
 		Watches(&corev1.ConfigMap{}, handler.EnqueueRequestsFromMapFunc(readersOfReferenced(c, configMapReference)), builder.OnlyMetadata).
 		WithOptions(controller.Options{MaxConcurrentReconciles: r.opts.maxConcurrentReconciles}).
@@ -121,17 +121,9 @@ func readersOfReferenced(c client.Reader, reference func(string) string) handler
 	publishers := enqueueReferrers(c, func() client.ObjectList { return &backendsv1alpha1.RemoteStateList{} }, reference)
 	return func(ctx context.Context, obj client.Object) []reconcile.Request {
 		requests := publishers(ctx, obj)
-		ref := client.MatchingFields{referencesIndex: reference(obj.GetName())}
-		httpBackends := &backendsv1alpha1.HttpBackendList{}
-		if err := c.List(ctx, httpBackends, client.InNamespace(obj.GetNamespace()), ref); err == nil {
-			for _, b := range httpBackends.Items {
-				requests = append(requests, remoteStatesReading(ctx, c, b.Namespace, backendRefValue(httpBackendKind, b.Name))...)
-			}
-		}
-		cosBackends := &backendsv1alpha1.CosBackendList{}
-		if err := c.List(ctx, cosBackends, client.InNamespace(obj.GetNamespace()), ref); err == nil {
-			for _, b := range cosBackends.Items {
-				requests = append(requests, remoteStatesReading(ctx, c, b.Namespace, backendRefValue(cosBackendKind, b.Name))...)
+		for _, kind := range backendKinds {
+			for _, backend := range enqueueReferrers(c, kind.newList, reference)(ctx, obj) {
+				requests = append(requests, remoteStatesReading(ctx, c, backend.Namespace, backendRefValue(kind.name(), backend.Name))...)
 			}
 		}
 		return requests

@@ -12,7 +12,6 @@ import (
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/types"
-	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	backendsv1alpha1 "github.com/infrastate/backend-operator/api/v1alpha1"
@@ -26,82 +25,49 @@ const remoteStateKind = "RemoteState"
 
 // reconcileSpec refuses, as a stall, a spec the admission rules would
 // refuse today but that was stored before they existed.
-func (r *RemoteStateReconciler) reconcileSpec(_ context.Context, s *remoteScope) error {
+func (r *remoteStateReconciler) reconcileSpec(_ context.Context, s *remoteScope) error {
 	return checkRemoteStateSpec(s.remote.Spec)
 }
 
 // reconcileBackend reads the backend the RemoteState names and its
-// credentials, and prepares scope.newStream to build, when a read is due,
-// the reader of the workspace's state with the backend's own client and
-// settings. A missing backend is a stall with
+// references through its kind, and prepares scope.newStream to build,
+// when a read is due, the reader of the workspace's state with the
+// backend's own client and settings. A missing backend is a stall with
 // reason BackendNotFound, a backend whose references are broken one with
 // BackendNotReady; the watches on backends and Secrets bring the object
 // back when they change.
-func (r *RemoteStateReconciler) reconcileBackend(ctx context.Context, s *remoteScope) error {
+func (r *remoteStateReconciler) reconcileBackend(ctx context.Context, s *remoteScope) error {
 	ref := s.remote.Spec.BackendRef
-	key := types.NamespacedName{Namespace: s.remote.Namespace, Name: ref.Name}
-	base := [][]byte{[]byte(s.remote.UID), []byte(strconv.FormatInt(s.remote.Generation, 10))}
-
-	switch ref.Kind {
-	case httpBackendKind:
-		backend := &backendsv1alpha1.HttpBackend{}
-		if err := r.getBackend(ctx, key, backend, ref.Kind); err != nil {
-			return err
-		}
-		secrets, err := resolveHTTPSecrets(ctx, r.references(backend.Namespace), backend)
-		if err != nil {
-			return backendNotReady(ref, err)
-		}
-		cfg, log := stateClientConfig(backend.Spec, secrets), ctrl.LoggerFrom(ctx).WithName("stateclient")
-		s.newStream = func() (stateStreamer, error) {
-			sc, err := r.opts.stateClients(cfg, log)
-			if err != nil {
-				return nil, stall(backendsv1alpha1.BackendNotReadyReason, "HttpBackend %s cannot be used: %v", ref.Name, err)
-			}
-			return sc.StreamState, nil
-		}
-		s.inputs = fingerprint(append(base, []byte(backend.UID), []byte(strconv.FormatInt(backend.Generation, 10)),
-			secrets.Password, secrets.ClientCertificatePEM, secrets.ClientPrivateKeyPEM, secrets.ClientCACertificatePEM)...)
-
-	case cosBackendKind:
-		backend := &backendsv1alpha1.CosBackend{}
-		if err := r.getBackend(ctx, key, backend, ref.Kind); err != nil {
-			return err
-		}
-		region, err := effectiveRegion(backend.Spec, r.opts.cosDefaultRegion)
-		if err != nil {
-			return backendNotReady(ref, err)
-		}
-		secrets, err := resolveCosSecrets(ctx, r.references(backend.Namespace), backend)
-		if err != nil {
-			return backendNotReady(ref, err)
-		}
-		cfg, workspace := cosConfig(backend.Spec, region, secrets), workspaceOrDefault(s.remote.Spec.Workspace)
-		s.newStream = func() (stateStreamer, error) {
-			if assumeRoleOnly(backend) {
-				return func(context.Context, func(io.Reader) error) (bool, int64, error) {
-					return false, 0, errAssumeRoleNotSupported
-				}, nil
-			}
-			cc, err := r.opts.cosClients(cfg)
-			if err != nil {
-				return nil, stall(backendsv1alpha1.BackendNotReadyReason, "CosBackend %s cannot be used: %v", ref.Name, err)
-			}
-			return func(ctx context.Context, read func(io.Reader) error) (bool, int64, error) {
-				return cc.StreamState(ctx, workspace, read)
-			}, nil
-		}
-		s.inputs = fingerprint(append(base, []byte(backend.UID), []byte(strconv.FormatInt(backend.Generation, 10)),
-			[]byte(region), secrets.SecretID, secrets.SecretKey, secrets.SecurityToken)...)
-
-	default:
-		return stall(backendsv1alpha1.InvalidSpecReason, "spec.backendRef.kind %q is neither HttpBackend nor CosBackend", ref.Kind)
+	kind, ok := lookupBackendKind(ref.Kind)
+	if !ok {
+		return stall(backendsv1alpha1.InvalidSpecReason, "spec.backendRef.kind %q is not a backend kind", ref.Kind)
 	}
+	backend := kind.newObject()
+	if err := r.getBackend(ctx, types.NamespacedName{Namespace: s.remote.Namespace, Name: ref.Name}, backend, ref.Kind); err != nil {
+		return err
+	}
+	resolved, err := kind.resolve(ctx, r.kindEnv(ctx, backend.GetNamespace()), backend)
+	if err != nil {
+		return backendNotReady(ref, err)
+	}
+	workspace := workspaceOrDefault(s.remote.Spec.Workspace)
+	s.newStream = func() (stateStreamer, error) {
+		stream, err := resolved.openState(workspace)
+		if err != nil {
+			return nil, stall(backendsv1alpha1.BackendNotReadyReason, "%s %s cannot be used: %v", ref.Kind, ref.Name, err)
+		}
+		return stream, nil
+	}
+	identity := [][]byte{
+		[]byte(s.remote.UID), []byte(strconv.FormatInt(s.remote.Generation, 10)),
+		[]byte(backend.GetUID()), []byte(strconv.FormatInt(backend.GetGeneration(), 10)),
+	}
+	s.inputs = fingerprint(append(identity, resolved.inputs()...)...)
 	return nil
 }
 
 // getBackend reads the backend; a missing one is a BackendNotFound stall.
-func (r *RemoteStateReconciler) getBackend(ctx context.Context, key types.NamespacedName, obj client.Object, kind string) error {
+func (r *remoteStateReconciler) getBackend(ctx context.Context, key types.NamespacedName, obj client.Object, kind string) error {
 	err := r.client.Get(ctx, key, obj)
 	switch {
 	case apierrors.IsNotFound(err):
@@ -129,7 +95,7 @@ func backendNotReady(ref backendsv1alpha1.BackendReference, err error) error {
 // or a missing or mistyped output sets OutputsReady=False and keeps the
 // last published values. It sets status.outputs, status.state,
 // status.rendered, scope.requeueAfter and scope.probePending.
-func (r *RemoteStateReconciler) reconcileOutputs(ctx context.Context, s *remoteScope) error {
+func (r *remoteStateReconciler) reconcileOutputs(ctx context.Context, s *remoteScope) error {
 	remote := s.remote
 	defaults := defaultsOf(remote.Spec.Defaults)
 	if err := outputs.CheckDefaults(defaults); err != nil {
@@ -141,31 +107,28 @@ func (r *RemoteStateReconciler) reconcileOutputs(ctx context.Context, s *remoteS
 	}
 	task := probeTask{kind: remoteStateKind, obj: remote, inputs: s.inputs, interval: interval,
 		condition: backendsv1alpha1.OutputsReadyCondition}
-	step := r.probeStep(ctx, task)
-	s.requeueAfter, s.probePending, s.applied = step.requeueAfter, step.pending, step.ack
-	if step.result != nil {
-		obs, err := r.publish(ctx, remote, step.result.value.(remoteRead))
+	apply := func(res *probeResult) error {
+		obs, err := r.publish(ctx, remote, res.value.(remoteRead))
 		if err != nil {
 			// Not published: the result stays for the next attempt, which
 			// the watch on the published objects or the fix of the spec
 			// triggers, instead of waiting for the next read.
-			s.applied = nil
 			return err
 		}
 		setCondition(&remote.Status.Conditions, remote.Generation, backendsv1alpha1.OutputsReadyCondition, obs)
 		return nil
 	}
-	if !step.submit {
-		return nil
+	start := func() (probeFunc, error) {
+		stream, err := s.newStream()
+		if err != nil {
+			return nil, err
+		}
+		selectors := selectorsOf(remote.Spec.Outputs)
+		return func(ctx context.Context) any { return readOutputs(ctx, stream, defaults, selectors) }, nil
 	}
-	stream, err := s.newStream()
-	if err != nil {
-		return err
-	}
-	selectors := selectorsOf(remote.Spec.Outputs)
-	r.submitProbe(task, func(ctx context.Context) any { return readOutputs(ctx, stream, defaults, selectors) })
-	s.probePending = true
-	return nil
+	step, err := r.advanceProbe(ctx, task, apply, start)
+	s.requeueAfter, s.probePending, s.applied = step.requeueAfter, step.pending, step.ack
+	return err
 }
 
 // remoteRead is what one read of a RemoteState's state learned.
@@ -204,7 +167,7 @@ func readOutputs(ctx context.Context, stream stateStreamer, defaults map[string]
 // publish writes a read's outputs and returns the OutputsReady
 // observation. Only errors writing to the API server, and stalls, are
 // returned as errors.
-func (r *RemoteStateReconciler) publish(ctx context.Context, remote *backendsv1alpha1.RemoteState, read remoteRead) (observation, error) {
+func (r *remoteStateReconciler) publish(ctx context.Context, remote *backendsv1alpha1.RemoteState, read remoteRead) (observation, error) {
 	switch {
 	case read.err != nil:
 		return readFailure(read.err), nil
@@ -253,11 +216,6 @@ func remoteStateTargets(remote *backendsv1alpha1.RemoteState) (configMapName, se
 	}
 	return configMapName, secretName
 }
-
-// errAssumeRoleNotSupported is the read of a CosBackend whose only
-// credentials are a role to assume, which the operator does not assume.
-var errAssumeRoleNotSupported = errors.New("the backend's only credentials are spec.assumeRole, and the operator does not assume roles " +
-	"(it makes no STS call): set the backend's credentialsSecretRef to keys that may read the bucket")
 
 // readFailure classifies an error reading the state.
 func readFailure(err error) observation {

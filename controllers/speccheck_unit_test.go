@@ -149,17 +149,17 @@ func TestReconcileRefusesLegacySpec(t *testing.T) {
 	}{
 		"a password in the address": {obj: &backendsv1alpha1.HttpBackend{ObjectMeta: meta,
 			Spec:   backendsv1alpha1.HttpBackendSpec{Address: "https://runner:" + secret + "@state.example.com/state/x"},
-			Status: backendsv1alpha1.HttpBackendStatus{ObservedGeneration: -1},
+			Status: backendsv1alpha1.HttpBackendStatus{BackendStatus: backendsv1alpha1.BackendStatus{ObservedGeneration: -1}},
 		}, wantMsg: "spec.address must not contain user information"},
 		"an address override": {obj: &backendsv1alpha1.HttpBackend{ObjectMeta: meta,
 			Spec: backendsv1alpha1.HttpBackendSpec{Address: "https://state.example.com/state/x",
 				Overrides: []backendsv1alpha1.Override{override("address", `"https://`+secret+`.example.com/x"`)}},
-			Status: backendsv1alpha1.HttpBackendStatus{ObservedGeneration: -1},
+			Status: backendsv1alpha1.HttpBackendStatus{BackendStatus: backendsv1alpha1.BackendStatus{ObservedGeneration: -1}},
 		}, wantMsg: "set spec.address instead"},
 		"a bucket override": {obj: &backendsv1alpha1.CosBackend{ObjectMeta: meta,
 			Spec: backendsv1alpha1.CosBackendSpec{Bucket: "tfstate-1250000000", Region: "ap-guangzhou",
 				Overrides: []backendsv1alpha1.Override{override("bucket", `"`+secret+`-1250000000"`)}},
-			Status: backendsv1alpha1.CosBackendStatus{ObservedGeneration: -1},
+			Status: backendsv1alpha1.CosBackendStatus{BackendStatus: backendsv1alpha1.BackendStatus{ObservedGeneration: -1}},
 		}, wantMsg: "set spec.bucket instead"},
 	}
 	for name, tc := range cases {
@@ -169,9 +169,9 @@ func TestReconcileRefusesLegacySpec(t *testing.T) {
 			var r reconcile.Reconciler
 			switch tc.obj.(type) {
 			case *backendsv1alpha1.HttpBackend:
-				r = NewHttpBackendReconciler(c, c, events.NewFakeRecorder(10))
+				r = newBackendReconciler(httpKind{}, c, c, events.NewFakeRecorder(10))
 			default:
-				r = NewCosBackendReconciler(c, c, events.NewFakeRecorder(10))
+				r = newBackendReconciler(cosKind{}, c, c, events.NewFakeRecorder(10))
 			}
 			key := types.NamespacedName{Namespace: "ns", Name: "legacy"}
 			if _, err := r.Reconcile(context.Background(), ctrl.Request{NamespacedName: key}); err != nil {

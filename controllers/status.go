@@ -1,6 +1,7 @@
 package controllers
 
 import (
+	"slices"
 	"strings"
 
 	"k8s.io/apimachinery/pkg/api/meta"
@@ -51,10 +52,12 @@ type outcome struct {
 	err error
 	// readyMessage describes the backend when all went well.
 	readyMessage string
-	// probe is the condition the probe set (StateReachable or BucketReady),
-	// or "" when probing is disabled.
-	probe string
-	// probePending is true while a probe is under way.
+	// gates are the conditions that gate Ready besides the work of the
+	// reconciliation itself (see summarize), in the order that decides
+	// which one Ready reports.
+	gates []string
+	// probePending is true while a probe is under way: a gate not yet
+	// observed for this generation is awaited.
 	probePending bool
 	// applied is the probe result this reconciliation wrote to status; it
 	// is acknowledged once the status is patched.
@@ -64,9 +67,12 @@ type outcome struct {
 // summarize sets Ready, Reconciling and Stalled from the outcome and returns
 // the observedGeneration to record. The invariants kstatus relies on hold:
 // Ready is always present, Reconciling and Stalled are never both True, and
-// observedGeneration moves only after success or a stall. While the first
-// probe of a generation is under way the object is in progress: Reconciling
-// True, Ready Unknown, observedGeneration unchanged.
+// observedGeneration moves only after success or a stall.
+//
+// After success, Ready follows the gates (see gateVerdict). While a probe
+// is under way and a gate has not yet been observed for this generation,
+// the object is in progress: Reconciling True, Ready Unknown,
+// observedGeneration unchanged.
 func summarize(conds *[]metav1.Condition, generation, observed int64, out outcome) int64 {
 	switch {
 	case out.stall != nil:
@@ -90,7 +96,7 @@ func summarize(conds *[]metav1.Condition, generation, observed int64, out outcom
 	}
 
 	meta.RemoveStatusCondition(conds, backendsv1alpha1.StalledCondition)
-	if probe := meta.FindStatusCondition(*conds, out.probe); out.probePending && out.probe != "" && (probe == nil || probe.ObservedGeneration != generation) {
+	if out.probePending && awaitingGate(*conds, generation, out.gates) {
 		progressing := observation{status: metav1.ConditionTrue, reason: backendsv1alpha1.ProgressingReason,
 			message: "Waiting for the first probe of this generation"}
 		setCondition(conds, generation, backendsv1alpha1.ReconcilingCondition, progressing)
@@ -99,17 +105,51 @@ func summarize(conds *[]metav1.Condition, generation, observed int64, out outcom
 		return observed
 	}
 	meta.RemoveStatusCondition(conds, backendsv1alpha1.ReconcilingCondition)
-	ready := observation{status: metav1.ConditionTrue, reason: backendsv1alpha1.SucceededReason, message: out.readyMessage}
-	if out.probe != "" {
-		if probe := meta.FindStatusCondition(*conds, out.probe); probe != nil && probe.Status != metav1.ConditionTrue {
-			ready = observation{status: metav1.ConditionFalse, reason: probe.Reason, message: probe.Message}
-			if probe.Status == metav1.ConditionUnknown {
-				ready.status = metav1.ConditionUnknown
-			}
+	setCondition(conds, generation, backendsv1alpha1.ReadyCondition, gateVerdict(*conds, out.gates, out.readyMessage))
+	return generation
+}
+
+// notCheckedReasons are the reasons of a gate condition that the user
+// turned off (probing disabled) or that the operator cannot check (a role
+// it does not assume): such a gate does not gate Ready.
+var notCheckedReasons = []string{backendsv1alpha1.ProbeDisabledReason, backendsv1alpha1.AssumeRoleNotSupportedReason}
+
+// gateCounts reports whether c gates Ready: it is present and checked.
+func gateCounts(c *metav1.Condition) bool {
+	return c != nil && !(c.Status == metav1.ConditionUnknown && slices.Contains(notCheckedReasons, c.Reason))
+}
+
+// awaitingGate reports whether a gate has not been observed for
+// generation yet, or has been turned off by this generation.
+func awaitingGate(conds []metav1.Condition, generation int64, gates []string) bool {
+	for _, gate := range gates {
+		if c := meta.FindStatusCondition(conds, gate); c == nil || c.ObservedGeneration != generation {
+			return true
 		}
 	}
-	setCondition(conds, generation, backendsv1alpha1.ReadyCondition, ready)
-	return generation
+	return false
+}
+
+// gateVerdict is Ready after a successful reconciliation: the first gate
+// that is False, else the first that is Unknown, says why the object is
+// not ready (with its reason and message); gates that are absent or not
+// checked are ignored; otherwise Ready is True with readyMessage.
+func gateVerdict(conds []metav1.Condition, gates []string, readyMessage string) observation {
+	var unknown *metav1.Condition
+	for _, gate := range gates {
+		c := meta.FindStatusCondition(conds, gate)
+		switch {
+		case !gateCounts(c) || c.Status == metav1.ConditionTrue:
+		case c.Status == metav1.ConditionFalse:
+			return observation{status: metav1.ConditionFalse, reason: c.Reason, message: c.Message}
+		case unknown == nil:
+			unknown = c
+		}
+	}
+	if unknown != nil {
+		return observation{status: metav1.ConditionUnknown, reason: unknown.Reason, message: unknown.Message}
+	}
+	return observation{status: metav1.ConditionTrue, reason: backendsv1alpha1.SucceededReason, message: readyMessage}
 }
 
 // joinMessages joins two sentences of a message, skipping an empty first.

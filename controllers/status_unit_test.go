@@ -38,21 +38,21 @@ func TestSummarize(t *testing.T) {
 		"success with a reachable backend": {
 			conds:      []metav1.Condition{cond("StateReachable", T, "Reachable", "ok")},
 			generation: 1, observed: -1,
-			out:          outcome{readyMessage: "Rendered", probe: "StateReachable"},
+			out:          outcome{readyMessage: "Rendered", gates: []string{"StateReachable"}},
 			want:         []metav1.Condition{cond("StateReachable", T, "Reachable", "ok"), cond("Ready", T, "Succeeded", "Rendered")},
 			wantObserved: 1,
 		},
 		"a failed probe makes Ready False with its reason": {
 			conds:      []metav1.Condition{cond("StateReachable", F, "Unauthorized", "requires auth")},
 			generation: 1, observed: -1,
-			out:          outcome{readyMessage: "Rendered", probe: "StateReachable"},
+			out:          outcome{readyMessage: "Rendered", gates: []string{"StateReachable"}},
 			want:         []metav1.Condition{cond("StateReachable", F, "Unauthorized", "requires auth"), cond("Ready", F, "Unauthorized", "requires auth")},
 			wantObserved: 1,
 		},
 		"an unknown probe makes Ready Unknown": {
 			conds:      []metav1.Condition{cond("BucketReady", U, "Unreachable", "no answer")},
 			generation: 1, observed: 1,
-			out:          outcome{probe: "BucketReady"},
+			out:          outcome{gates: []string{"BucketReady"}},
 			want:         []metav1.Condition{cond("BucketReady", U, "Unreachable", "no answer"), cond("Ready", U, "Unreachable", "no answer")},
 			wantObserved: 1,
 		},
@@ -73,7 +73,7 @@ func TestSummarize(t *testing.T) {
 		"the first probe of a generation under way": {
 			conds:      []metav1.Condition{cond("Reconciling", T, "Progressing", "x"), cond("Ready", T, "Succeeded", "old")},
 			generation: 2, observed: 1,
-			out: outcome{readyMessage: "Rendered", probe: "StateReachable", probePending: true},
+			out: outcome{readyMessage: "Rendered", gates: []string{"StateReachable"}, probePending: true},
 			want: []metav1.Condition{
 				cond("Reconciling", T, "Progressing", "Waiting for the first probe of this generation"),
 				cond("Ready", U, "Progressing", "Rendered; waiting for the first probe"),
@@ -83,9 +83,48 @@ func TestSummarize(t *testing.T) {
 		"a periodic probe under way changes nothing": {
 			conds:      []metav1.Condition{{Type: "StateReachable", Status: T, Reason: "Reachable", Message: "ok", ObservedGeneration: 2}},
 			generation: 2, observed: 2,
-			out:          outcome{readyMessage: "Rendered", probe: "StateReachable", probePending: true},
+			out:          outcome{readyMessage: "Rendered", gates: []string{"StateReachable"}, probePending: true},
 			want:         []metav1.Condition{cond("StateReachable", T, "Reachable", "ok"), cond("Ready", T, "Succeeded", "Rendered")},
 			wantObserved: 2,
+		},
+		"a gate turned off does not gate Ready": {
+			conds:      []metav1.Condition{{Type: "StateReachable", Status: U, Reason: "ProbeDisabled", Message: "Probing is disabled", ObservedGeneration: 1}},
+			generation: 1, observed: -1,
+			out:          outcome{readyMessage: "Rendered", gates: []string{"StateReachable"}, probePending: true},
+			want:         []metav1.Condition{cond("StateReachable", U, "ProbeDisabled", "Probing is disabled"), cond("Ready", T, "Succeeded", "Rendered")},
+			wantObserved: 1,
+		},
+		"a gate the operator cannot check does not gate Ready": {
+			conds:      []metav1.Condition{cond("BucketReady", U, "AssumeRoleNotSupported", "not checked")},
+			generation: 1, observed: -1,
+			out:          outcome{readyMessage: "Rendered", gates: []string{"BucketReady"}},
+			want:         []metav1.Condition{cond("BucketReady", U, "AssumeRoleNotSupported", "not checked"), cond("Ready", T, "Succeeded", "Rendered")},
+			wantObserved: 1,
+		},
+		"a False gate wins over an earlier Unknown one": {
+			conds:      []metav1.Condition{cond("A", U, "Unreachable", "no answer"), cond("B", F, "Forbidden", "refused")},
+			generation: 1, observed: -1,
+			out:          outcome{readyMessage: "Rendered", gates: []string{"A", "B"}},
+			want:         []metav1.Condition{cond("A", U, "Unreachable", "no answer"), cond("B", F, "Forbidden", "refused"), cond("Ready", F, "Forbidden", "refused")},
+			wantObserved: 1,
+		},
+		"the first False gate in declared order is reported": {
+			conds:      []metav1.Condition{cond("A", F, "First", "a"), cond("B", F, "Second", "b")},
+			generation: 1, observed: -1,
+			out:          outcome{readyMessage: "Rendered", gates: []string{"B", "A"}},
+			want:         []metav1.Condition{cond("A", F, "First", "a"), cond("B", F, "Second", "b"), cond("Ready", F, "Second", "b")},
+			wantObserved: 1,
+		},
+		"a second gate not yet observed is awaited": {
+			conds:      []metav1.Condition{cond("A", T, "Reachable", "ok")},
+			generation: 1, observed: -1,
+			out: outcome{readyMessage: "Rendered", gates: []string{"A", "B"}, probePending: true},
+			want: []metav1.Condition{
+				cond("A", T, "Reachable", "ok"),
+				cond("Reconciling", T, "Progressing", "Waiting for the first probe of this generation"),
+				cond("Ready", U, "Progressing", "Rendered; waiting for the first probe"),
+			},
+			wantObserved: -1,
 		},
 		"a transient error on a new object": {
 			generation: 1, observed: -1,

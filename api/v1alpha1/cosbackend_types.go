@@ -178,42 +178,17 @@ type AssumeRole struct {
 	ExternalID string `json:"externalId,omitempty"`
 }
 
-// CosBackendStatus is the observed state of a CosBackend.
+// CosBackendStatus is the observed state of a CosBackend: the status every
+// backend kind shares, and the region in effect. Its probe condition is
+// BucketReady; status.state summarises the state object of the default
+// workspace, and status.lock its .tflock object.
 type CosBackendStatus struct {
-	// conditions: Ready, Reconciling, Stalled, BucketReady and Locked.
-	// +optional
-	// +listType=map
-	// +listMapKey=type
-	// +kubebuilder:validation:MaxItems=16
-	Conditions []metav1.Condition `json:"conditions,omitempty"`
-
-	// observedGeneration is the generation the status describes; -1 until
-	// the controller has processed the object.
-	// +optional
-	ObservedGeneration int64 `json:"observedGeneration,omitempty"`
+	BackendStatus `json:",inline"`
 
 	// region in effect: spec.region or the manager's default.
 	// +optional
 	// +kubebuilder:validation:MaxLength=64
 	Region string `json:"region,omitempty"`
-
-	// rendered names the ConfigMap and Secret for runner pods.
-	// +optional
-	Rendered *RenderedObjects `json:"rendered,omitempty"`
-
-	// state summarises the state object of the default workspace.
-	// +optional
-	State *StateSummary `json:"state,omitempty"`
-
-	// lock is the holder recorded in the state's .tflock object, if any,
-	// as the last probe that could read it saw it. While Locked is Unknown
-	// (the lock cannot be read) it is the last holder seen.
-	// +optional
-	Lock *LockInfo `json:"lock,omitempty"`
-
-	// lastForceUnlock records the last lock the controller released.
-	// +optional
-	LastForceUnlock *ForceUnlockStatus `json:"lastForceUnlock,omitempty"`
 }
 
 // CosBackend is a Tencent Cloud Object Storage state backend. The

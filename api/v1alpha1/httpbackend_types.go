@@ -221,37 +221,11 @@ type ForceUnlockSpec struct {
 	LockID string `json:"lockID"`
 }
 
-// HttpBackendStatus is the observed state of an HttpBackend.
+// HttpBackendStatus is the observed state of an HttpBackend: the status
+// every backend kind shares. Its probe condition is StateReachable, and
+// status.state summarises the state held at address.
 type HttpBackendStatus struct {
-	// conditions: Ready, Reconciling, Stalled, StateReachable and Locked.
-	// +optional
-	// +listType=map
-	// +listMapKey=type
-	// +kubebuilder:validation:MaxItems=16
-	Conditions []metav1.Condition `json:"conditions,omitempty"`
-
-	// observedGeneration is the generation the status describes; -1 until
-	// the controller has processed the object.
-	// +optional
-	ObservedGeneration int64 `json:"observedGeneration,omitempty"`
-
-	// rendered names the ConfigMap and Secret for runner pods.
-	// +optional
-	Rendered *RenderedObjects `json:"rendered,omitempty"`
-
-	// state summarises the state held at address, from the last probe.
-	// +optional
-	State *StateSummary `json:"state,omitempty"`
-
-	// lock is the holder of the state lock, when the last probe that could
-	// read the lock saw one. While Locked is Unknown (the lock cannot be
-	// read) it is the last holder seen.
-	// +optional
-	Lock *LockInfo `json:"lock,omitempty"`
-
-	// lastForceUnlock records the last lock the controller released.
-	// +optional
-	LastForceUnlock *ForceUnlockStatus `json:"lastForceUnlock,omitempty"`
+	BackendStatus `json:",inline"`
 }
 
 // HttpBackend is a Terraform REST ("http") state backend. The controller

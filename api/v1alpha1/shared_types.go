@@ -158,6 +158,43 @@ type ForceUnlockStatus struct {
 	Time metav1.Time `json:"time"`
 }
 
+// BackendStatus is the status every backend kind shares, inlined in each
+// kind's status.
+type BackendStatus struct {
+	// conditions: Ready, Reconciling, Stalled, the condition the probe sets
+	// (StateReachable for an HttpBackend, BucketReady for a CosBackend) and
+	// Locked.
+	// +optional
+	// +listType=map
+	// +listMapKey=type
+	// +kubebuilder:validation:MaxItems=16
+	Conditions []metav1.Condition `json:"conditions,omitempty"`
+
+	// observedGeneration is the generation the status describes; -1 until
+	// the controller has processed the object.
+	// +optional
+	ObservedGeneration int64 `json:"observedGeneration,omitempty"`
+
+	// rendered names the ConfigMap and Secret for runner pods.
+	// +optional
+	Rendered *RenderedObjects `json:"rendered,omitempty"`
+
+	// state summarises the state of the default workspace, from the last
+	// probe.
+	// +optional
+	State *StateSummary `json:"state,omitempty"`
+
+	// lock is the holder of the state lock, when the last probe that could
+	// read the lock saw one. While Locked is Unknown (the lock cannot be
+	// read) it is the last holder seen.
+	// +optional
+	Lock *LockInfo `json:"lock,omitempty"`
+
+	// lastForceUnlock records the last lock the controller released.
+	// +optional
+	LastForceUnlock *ForceUnlockStatus `json:"lastForceUnlock,omitempty"`
+}
+
 // RenderedObjects names the objects the controller renders for runner pods.
 type RenderedObjects struct {
 	// configMapName is the ConfigMap holding backend.tf, backend.tf.json and

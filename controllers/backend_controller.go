@@ -1,0 +1,167 @@
+package controllers
+
+import (
+	"context"
+	"strconv"
+	"strings"
+	"time"
+
+	corev1 "k8s.io/api/core/v1"
+	ctrl "sigs.k8s.io/controller-runtime"
+	"sigs.k8s.io/controller-runtime/pkg/builder"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+	"sigs.k8s.io/controller-runtime/pkg/controller"
+	"sigs.k8s.io/controller-runtime/pkg/handler"
+	"sigs.k8s.io/controller-runtime/pkg/predicate"
+
+	backendsv1alpha1 "github.com/infrastate/backend-operator/api/v1alpha1"
+)
+
+// backendReconciler renders the backends of one kind for runner pods and
+// probes the state they hold. Everything specific to the kind comes from
+// kind.
+type backendReconciler struct {
+	reconciler
+	kind backendKind
+}
+
+// backendScope collects what the phases of one reconciliation read and
+// write.
+type backendScope struct {
+	// obj is the backend; phases set its status.
+	obj backendObject
+	// resolved is the backend with its references read, filled by
+	// reconcileReferences.
+	resolved resolvedBackend
+	// readyMessage describes the rendered objects, filled by
+	// reconcileRender.
+	readyMessage string
+	// requeueAfter is the wait until the next probe, set by
+	// reconcileProbe.
+	requeueAfter time.Duration
+	// probePending is true while a probe is under way, set by
+	// reconcileProbe.
+	probePending bool
+	// applied is the probe result written to status, set by
+	// reconcileProbe.
+	applied *probeResult
+}
+
+// Reconcile renders the backend's ConfigMap and credentials Secret, then
+// probes its state when a probe is due. Status is patched once, at the
+// end, and only when it changed.
+func (r *backendReconciler) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.Result, error) {
+	obj := r.kind.newObject()
+	return r.reconcile(ctx, req, obj, r.kind.name(), func(ctx context.Context) (outcome, time.Duration, error) {
+		s := &backendScope{obj: obj}
+		err := runPhases(ctx, s, r.reconcileSpec, r.reconcileReferences, r.reconcileRender, r.reconcileProbe)
+		return outcome{readyMessage: s.readyMessage, gates: r.kind.readyGates(), probePending: s.probePending, applied: s.applied},
+			s.requeueAfter, err
+	})
+}
+
+// reconcileSpec refuses, as a stall, a spec the admission rules would
+// refuse today but that was stored before they existed.
+func (r *backendReconciler) reconcileSpec(_ context.Context, s *backendScope) error {
+	return r.kind.checkSpec(s.obj)
+}
+
+// reconcileReferences reads and checks the Secrets and ConfigMaps the
+// backend references (a problem is a stallError naming the object and
+// key, never a value) and fills scope.resolved.
+func (r *backendReconciler) reconcileReferences(ctx context.Context, s *backendScope) error {
+	resolved, err := r.kind.resolve(ctx, r.kindEnv(ctx, s.obj.GetNamespace()), s.obj)
+	if err != nil {
+		return err
+	}
+	s.resolved = resolved
+	return nil
+}
+
+// reconcileRender renders the backend into its ConfigMap and credentials
+// Secret, writing only what changed, and records their names in
+// status.rendered. A render error or a name taken by a foreign object is
+// a stallError; the previous render is left as it was.
+func (r *backendReconciler) reconcileRender(ctx context.Context, s *backendScope) error {
+	files, credentials, err := s.resolved.render()
+	if err != nil {
+		return stall(backendsv1alpha1.InvalidSpecReason, "Cannot render the backend configuration: %v", err)
+	}
+	s.readyMessage, err = r.writeRendered(ctx, s.obj, r.kind.name(), r.kind.configMapName(s.obj), files, credentials)
+	return err
+}
+
+// reconcileProbe probes the backend as its kind says (see probePlan). The
+// reads run off the reconcile path (see prober): a due probe is
+// submitted, and the reconcile that its end triggers applies what it
+// learned to status. It sets scope.requeueAfter to the next probe and
+// scope.probePending while one is under way.
+func (r *backendReconciler) reconcileProbe(ctx context.Context, s *backendScope) error {
+	obj, status := s.obj, s.obj.SharedStatus()
+	interval := probeInterval(r.kind.probeSpec(obj))
+	plan := s.resolved.probe(interval)
+	if plan.off != nil {
+		setCondition(&status.Conditions, obj.GetGeneration(), plan.condition, *plan.off)
+		status.State = nil
+	}
+	key := probeKey{kind: r.kind.name(), NamespacedName: client.ObjectKeyFromObject(obj)}
+	if plan.start == nil {
+		clearLock(obj, r.kind.name())
+		r.probes.forget(key)
+		return nil
+	}
+
+	inputs := fingerprint(append([][]byte{[]byte(obj.GetUID()), []byte(strconv.FormatInt(obj.GetGeneration(), 10))},
+		s.resolved.inputs()...)...)
+	task := probeTask{kind: r.kind.name(), obj: obj, inputs: inputs, interval: interval, condition: plan.condition}
+	apply := func(res *probeResult) error {
+		plan.apply(res.value, res.finished)
+		return nil
+	}
+	step, err := r.advanceProbe(ctx, task, apply, plan.start)
+	s.requeueAfter, s.probePending, s.applied = step.requeueAfter, step.pending, step.ack
+	return err
+}
+
+// kindEnv is the environment a kind resolves an object of namespace with.
+func (r *reconciler) kindEnv(ctx context.Context, namespace string) kindEnv {
+	return kindEnv{refs: r.references(namespace), opts: &r.opts, log: ctrl.LoggerFrom(ctx)}
+}
+
+// setupWithManager registers the reconciler with mgr; the field indexes
+// come from SetupAll. It reconciles on spec changes of the backend, on
+// changes to the objects it renders, on changes to the Secrets and
+// ConfigMaps that a backend references or renders through referencesIndex
+// (a foreign object that took a rendered name among them), and when one
+// of its probes ends. Rendered and referenced objects are watched for
+// metadata only: the manager never holds their contents.
+func (r *backendReconciler) setupWithManager(mgr ctrl.Manager) error {
+	b, err := r.setup(mgr, ctrl.NewControllerManagedBy(mgr).
+		For(r.kind.newObject(), builder.WithPredicates(predicate.GenerationChangedPredicate{})).
+		Owns(&corev1.ConfigMap{}, builder.OnlyMetadata).
+		Owns(&corev1.Secret{}, builder.OnlyMetadata))
+	if err != nil {
+		return err
+	}
+	referrers := func(reference func(string) string) handler.EventHandler {
+		return handler.EnqueueRequestsFromMapFunc(enqueueReferrers(mgr.GetClient(), r.kind.newList, reference))
+	}
+	return b.
+		Watches(&corev1.Secret{}, referrers(secretReference), builder.OnlyMetadata).
+		Watches(&corev1.ConfigMap{}, referrers(configMapReference), builder.OnlyMetadata).
+		WithOptions(controller.Options{MaxConcurrentReconciles: r.opts.maxConcurrentReconciles}).
+		Named(strings.ToLower(r.kind.name())).
+		Complete(r)
+}
+
+// backendReferences is the referencesIndex extractor of a backend kind:
+// the Secrets and ConfigMaps an object references, and those it renders.
+func backendReferences(kind backendKind) client.IndexerFunc {
+	return func(obj client.Object) []string {
+		backend, ok := obj.(backendObject)
+		if !ok {
+			return nil
+		}
+		return append(renderedReferences(backend.GetName(), kind.configMapName(backend)), kind.references(backend)...)
+	}
+}

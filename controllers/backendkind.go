@@ -1,0 +1,125 @@
+package controllers
+
+import (
+	"context"
+	"io"
+	"time"
+
+	"github.com/go-logr/logr"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+
+	backendsv1alpha1 "github.com/infrastate/backend-operator/api/v1alpha1"
+	"github.com/infrastate/backend-operator/internal/render"
+)
+
+// backendKinds are the backend kinds the operator manages. Each is
+// implemented in a file of its own (httpbackend.go, cosbackend.go); the
+// backend reconciler, the field indexes, RemoteState's reads and its
+// watches work on every kind of this list, so a new kind is its
+// implementation and one line here.
+var backendKinds = []backendKind{httpKind{}, cosKind{}}
+
+// defaultWorkspace is the workspace a backend's probe reads.
+const defaultWorkspace = "default"
+
+// lookupBackendKind returns the backend kind named name.
+func lookupBackendKind(name string) (backendKind, bool) {
+	for _, k := range backendKinds {
+		if k.name() == name {
+			return k, true
+		}
+	}
+	return nil, false
+}
+
+// backendObject is an object of a backend kind.
+type backendObject interface {
+	statusObject
+	// SharedStatus is the status every backend kind shares.
+	SharedStatus() *backendsv1alpha1.BackendStatus
+}
+
+// backendKind is what the operator needs of one backend kind: the only
+// code that knows the kind's spec. Methods that take a backendObject get
+// an object of the kind (newObject's type).
+type backendKind interface {
+	// name is the API kind: HttpBackend, CosBackend.
+	name() string
+	// newObject returns an empty object of the kind.
+	newObject() backendObject
+	// newList returns an empty list of the kind.
+	newList() client.ObjectList
+	// readyGates are the conditions that gate Ready besides the render,
+	// in the order that decides which one Ready reports (see summarize).
+	readyGates() []string
+	// configMapName is obj's spec.configMapName: the name of the rendered
+	// ConfigMap, or "" for the default.
+	configMapName(obj backendObject) string
+	// references lists the Secrets and ConfigMaps obj references, as
+	// secretReference and configMapReference values.
+	references(obj backendObject) []string
+	// checkSpec refuses, as a stall, a spec the admission rules would
+	// refuse today but that was stored before they existed.
+	checkSpec(obj backendObject) error
+	// probeSpec is obj's spec.probe; nil when it sets none.
+	probeSpec(obj backendObject) *backendsv1alpha1.ProbeSpec
+	// resolve reads what obj references under env and checks it. It may
+	// set status fields that it decides (a CosBackend's region in
+	// effect). Every problem the user must fix is a stallError naming the
+	// object and key, never a value.
+	resolve(ctx context.Context, env kindEnv, obj backendObject) (resolvedBackend, error)
+}
+
+// kindEnv is what a kind resolves an object with: the references it may
+// read and the manager's settings.
+type kindEnv struct {
+	// refs reads the Secrets and ConfigMaps of the object's namespace.
+	refs referenceReader
+	// opts are the manager's settings, the client factories among them.
+	opts *options
+	// log is the logger of the reconciliation, for the clients.
+	log logr.Logger
+}
+
+// resolvedBackend is a backend object whose references have been read:
+// everything rendering it, probing it and reading its state needs. It
+// holds credential material, which never leaves the process except in the
+// rendered Secret.
+type resolvedBackend interface {
+	// inputs are what a probe or a read of the state depends on besides
+	// the object's spec: credential material, settings the manager
+	// decides. A change makes a probe due at once; only their
+	// fingerprint is kept.
+	inputs() [][]byte
+	// render returns the files of the rendered ConfigMap and the data of
+	// the credentials Secret.
+	render() (render.Files, map[string][]byte, error)
+	// probe says how the object is probed at interval (0 when periodic
+	// probing is disabled).
+	probe(interval time.Duration) probePlan
+	// openState returns the reader of a workspace's state, with the
+	// backend's own client and settings. It connects only when called.
+	openState(workspace string) (stateStreamer, error)
+}
+
+// stateStreamer reads a workspace's state and hands its body to read as it
+// arrives; found is false when there is no state, size is its size.
+type stateStreamer func(ctx context.Context, read func(io.Reader) error) (found bool, size int64, err error)
+
+// probePlan is how a backend kind probes one object.
+type probePlan struct {
+	// condition is the condition the probe sets (StateReachable,
+	// BucketReady).
+	condition string
+	// off, when set, says why the object is not probed periodically
+	// (ProbeDisabled, AssumeRoleNotSupported): condition is set to it and
+	// status.state is cleared.
+	off *observation
+	// start builds the probe, with the clients it needs; nil when there is
+	// nothing to probe at all, which clears the lock status. An error is
+	// a stall.
+	start func() (probeFunc, error)
+	// apply writes into the object's status what a probe that ended at
+	// finished learned (start's probe returned value).
+	apply func(value any, finished time.Time)
+}

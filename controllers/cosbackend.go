@@ -1,0 +1,195 @@
+package controllers
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"time"
+
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+
+	backendsv1alpha1 "github.com/infrastate/backend-operator/api/v1alpha1"
+	"github.com/infrastate/backend-operator/internal/cos"
+	"github.com/infrastate/backend-operator/internal/render"
+)
+
+// +kubebuilder:rbac:groups=backends.infrastate.io,resources=cosbackends,verbs=get;list;watch
+// +kubebuilder:rbac:groups=backends.infrastate.io,resources=cosbackends/status,verbs=patch
+// +kubebuilder:rbac:groups=backends.infrastate.io,resources=cosbackends/finalizers,verbs=update
+
+const cosBackendKind = "CosBackend"
+
+// Keys of the CosBackend credentials Secret.
+const (
+	cosSecretIDKey      = "secretId"
+	cosSecretKeyKey     = "secretKey"
+	cosSecurityTokenKey = "securityToken"
+)
+
+// cosKind is the CosBackend kind: a Tencent Cloud Object Storage state
+// backend, read through internal/cos.
+type cosKind struct{}
+
+func (cosKind) name() string                           { return cosBackendKind }
+func (cosKind) newObject() backendObject               { return &backendsv1alpha1.CosBackend{} }
+func (cosKind) newList() client.ObjectList             { return &backendsv1alpha1.CosBackendList{} }
+func (cosKind) readyGates() []string                   { return []string{backendsv1alpha1.BucketReadyCondition} }
+func (cosKind) configMapName(obj backendObject) string { return cosBackend(obj).Spec.ConfigMapName }
+func (cosKind) checkSpec(obj backendObject) error      { return checkCosSpec(cosBackend(obj).Spec) }
+func (cosKind) probeSpec(obj backendObject) *backendsv1alpha1.ProbeSpec {
+	return cosBackend(obj).Spec.Probe
+}
+func cosBackend(obj backendObject) *backendsv1alpha1.CosBackend {
+	return obj.(*backendsv1alpha1.CosBackend)
+}
+
+// references is the credentials Secret.
+func (cosKind) references(obj backendObject) []string {
+	if ref := cosBackend(obj).Spec.CredentialsSecretRef; ref != nil {
+		return []string{secretReference(ref.Name)}
+	}
+	return nil
+}
+
+// resolve decides the region in effect (status.region) and reads the
+// credentials.
+func (cosKind) resolve(ctx context.Context, env kindEnv, obj backendObject) (resolvedBackend, error) {
+	backend := cosBackend(obj)
+	region, err := effectiveRegion(backend.Spec, env.opts.cosDefaultRegion)
+	if err != nil {
+		return nil, err
+	}
+	backend.Status.Region = region
+	secrets, err := resolveCosSecrets(ctx, env.refs, backend)
+	if err != nil {
+		return nil, err
+	}
+	return &cosResolved{backend: backend, region: region, secrets: secrets, env: env}, nil
+}
+
+// cosResolved is a CosBackend with its region and credentials.
+type cosResolved struct {
+	backend *backendsv1alpha1.CosBackend
+	region  string
+	secrets render.CosSecrets
+	env     kindEnv
+}
+
+func (c *cosResolved) inputs() [][]byte {
+	return [][]byte{[]byte(c.region), c.secrets.SecretID, c.secrets.SecretKey, c.secrets.SecurityToken}
+}
+
+func (c *cosResolved) render() (render.Files, map[string][]byte, error) {
+	files, err := render.CosFiles(c.backend.Spec, c.region)
+	return files, render.CosCredentials(c.secrets), err
+}
+
+// openState reads a workspace's state object with the backend's keys. A
+// backend whose only credentials are a role cannot be read (see
+// assumeRoleOnly).
+func (c *cosResolved) openState(workspace string) (stateStreamer, error) {
+	if assumeRoleOnly(c.backend) {
+		return func(context.Context, func(io.Reader) error) (bool, int64, error) {
+			return false, 0, errAssumeRoleNotSupported
+		}, nil
+	}
+	cc, err := c.client()
+	if err != nil {
+		return nil, err
+	}
+	return func(ctx context.Context, read func(io.Reader) error) (bool, int64, error) {
+		return cc.StreamState(ctx, workspace, read)
+	}, nil
+}
+
+// client builds the backend's COS client.
+func (c *cosResolved) client() (*cos.Client, error) {
+	cc, err := c.env.opts.cosClients(cosConfig(c.backend.Spec, c.region, c.secrets))
+	if err != nil {
+		return nil, fmt.Errorf("building a COS client: %w", err)
+	}
+	return cc, nil
+}
+
+// probe checks the bucket as Terraform does, then reads the state object
+// and the .tflock object of the default workspace, and releases the lock
+// forceUnlock names. A backend whose only credentials are a role is not
+// probed.
+func (c *cosResolved) probe(interval time.Duration) probePlan {
+	backend := c.backend
+	plan := probePlan{condition: backendsv1alpha1.BucketReadyCondition}
+	switch {
+	case interval == 0:
+		plan.off = &observation{status: metav1.ConditionUnknown, reason: backendsv1alpha1.ProbeDisabledReason,
+			message: "Probing is disabled: probe.interval is 0s"}
+		return plan
+	case assumeRoleOnly(backend):
+		plan.off = &observation{status: metav1.ConditionUnknown, reason: backendsv1alpha1.AssumeRoleNotSupportedReason,
+			message: "The bucket is not checked: the only credentials are spec.assumeRole, and the operator does not assume roles " +
+				"(it makes no STS call). Runners assume it with keys of their own environment. Set credentialsSecretRef to keys " +
+				"that may read the bucket to have it checked."}
+		return plan
+	}
+	forceUnlock := forceUnlockID(backend.Spec.ForceUnlock)
+	plan.start = func() (probeFunc, error) {
+		cc, err := c.client()
+		if err != nil {
+			return nil, stall(backendsv1alpha1.InvalidSpecReason, "Cannot build a COS client: %v", err)
+		}
+		return func(ctx context.Context) any { return runCosProbe(ctx, cc, forceUnlock) }, nil
+	}
+	plan.apply = func(value any, finished time.Time) { applyCosProbe(backend, value.(cosProbeResult), finished) }
+	return plan
+}
+
+// errAssumeRoleNotSupported is the read of a CosBackend whose only
+// credentials are a role to assume, which the operator does not assume.
+var errAssumeRoleNotSupported = errors.New("the backend's only credentials are spec.assumeRole, and the operator does not assume roles " +
+	"(it makes no STS call): set the backend's credentialsSecretRef to keys that may read the bucket")
+
+// assumeRoleOnly reports a CosBackend whose only credentials are a role to
+// assume: runners assume it with keys of their own environment, and the
+// controller, which makes no STS call, has nothing to read the bucket
+// with.
+func assumeRoleOnly(b *backendsv1alpha1.CosBackend) bool {
+	return b.Spec.CredentialsSecretRef == nil && b.Spec.AssumeRole != nil
+}
+
+// effectiveRegion is spec.region, else the manager's default. Terraform
+// requires a region, so none is a stall (RegionMissing).
+func effectiveRegion(spec backendsv1alpha1.CosBackendSpec, managerDefault string) (string, error) {
+	if spec.Region != "" {
+		return spec.Region, nil
+	}
+	if managerDefault != "" {
+		return managerDefault, nil
+	}
+	return "", stall(backendsv1alpha1.RegionMissingReason,
+		"spec.region is not set and the manager has no default region (--cos-default-region or TENCENTCLOUD_REGION)")
+}
+
+// resolveCosSecrets reads secretId, secretKey and the optional
+// securityToken from credentialsSecretRef. A missing Secret or key is a
+// stallError naming the Secret and key.
+func resolveCosSecrets(ctx context.Context, refs referenceReader, backend *backendsv1alpha1.CosBackend) (render.CosSecrets, error) {
+	var secrets render.CosSecrets
+	ref := backend.Spec.CredentialsSecretRef
+	if ref == nil {
+		return secrets, nil
+	}
+	const field = "spec.credentialsSecretRef"
+	secret, err := refs.secret(ctx, ref.Name, field)
+	if err != nil {
+		return secrets, err
+	}
+	if secrets.SecretID, err = requiredKey(secret, cosSecretIDKey, field); err != nil {
+		return secrets, err
+	}
+	if secrets.SecretKey, err = requiredKey(secret, cosSecretKeyKey, field); err != nil {
+		return secrets, err
+	}
+	secrets.SecurityToken = secret.Data[cosSecurityTokenKey]
+	return secrets, nil
+}

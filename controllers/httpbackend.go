@@ -1,0 +1,225 @@
+package controllers
+
+import (
+	"context"
+	"fmt"
+	"time"
+
+	corev1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+
+	backendsv1alpha1 "github.com/infrastate/backend-operator/api/v1alpha1"
+	"github.com/infrastate/backend-operator/internal/render"
+)
+
+// +kubebuilder:rbac:groups=backends.infrastate.io,resources=httpbackends,verbs=get;list;watch
+// +kubebuilder:rbac:groups=backends.infrastate.io,resources=httpbackends/status,verbs=patch
+// +kubebuilder:rbac:groups=backends.infrastate.io,resources=httpbackends/finalizers,verbs=update
+
+const httpBackendKind = "HttpBackend"
+
+// Default keys of the referenced Secrets and ConfigMaps.
+const (
+	defaultPasswordKey = "password"
+	defaultCAKey       = "ca.crt"
+)
+
+// httpKind is the HttpBackend kind: a Terraform REST state backend, read
+// and locked through internal/stateclient.
+type httpKind struct{}
+
+func (httpKind) name() string                           { return httpBackendKind }
+func (httpKind) newObject() backendObject               { return &backendsv1alpha1.HttpBackend{} }
+func (httpKind) newList() client.ObjectList             { return &backendsv1alpha1.HttpBackendList{} }
+func (httpKind) readyGates() []string                   { return []string{backendsv1alpha1.StateReachableCondition} }
+func (httpKind) configMapName(obj backendObject) string { return httpBackend(obj).Spec.ConfigMapName }
+func (httpKind) checkSpec(obj backendObject) error      { return checkHTTPSpec(httpBackend(obj).Spec) }
+func httpBackend(obj backendObject) *backendsv1alpha1.HttpBackend {
+	return obj.(*backendsv1alpha1.HttpBackend)
+}
+
+func (httpKind) probeSpec(obj backendObject) *backendsv1alpha1.ProbeSpec {
+	if p := httpBackend(obj).Spec.Probe; p != nil {
+		return &p.ProbeSpec
+	}
+	return nil
+}
+
+// references are the password Secret, the client certificate Secret and
+// the CA bundle's Secret or ConfigMap.
+func (httpKind) references(obj backendObject) []string {
+	spec := httpBackend(obj).Spec
+	var refs []string
+	if ref := spec.PasswordSecretRef; ref != nil {
+		refs = append(refs, secretReference(ref.Name))
+	}
+	if tls := spec.TLS; tls != nil {
+		if ref := tls.ClientCertificateSecretRef; ref != nil {
+			refs = append(refs, secretReference(ref.Name))
+		}
+		if ca := tls.CACertificate; ca != nil && ca.SecretRef != nil {
+			refs = append(refs, secretReference(ca.SecretRef.Name))
+		}
+		if ca := tls.CACertificate; ca != nil && ca.ConfigMapRef != nil {
+			refs = append(refs, configMapReference(ca.ConfigMapRef.Name))
+		}
+	}
+	return refs
+}
+
+// resolve reads the password, the client certificate and key (which must
+// match) and the CA bundle (at least one certificate).
+func (httpKind) resolve(ctx context.Context, env kindEnv, obj backendObject) (resolvedBackend, error) {
+	backend := httpBackend(obj)
+	secrets, err := resolveHTTPSecrets(ctx, env.refs, backend)
+	if err != nil {
+		return nil, err
+	}
+	return &httpResolved{backend: backend, secrets: secrets, env: env}, nil
+}
+
+// httpResolved is an HttpBackend with its credential material.
+type httpResolved struct {
+	backend *backendsv1alpha1.HttpBackend
+	secrets render.HTTPSecrets
+	env     kindEnv
+}
+
+func (h *httpResolved) inputs() [][]byte {
+	s := h.secrets
+	return [][]byte{s.Password, s.ClientCertificatePEM, s.ClientPrivateKeyPEM, s.ClientCACertificatePEM}
+}
+
+func (h *httpResolved) render() (render.Files, map[string][]byte, error) {
+	files, err := render.HTTPFiles(h.backend.Spec)
+	return files, render.HTTPCredentials(h.secrets), err
+}
+
+// openState reads the state through the backend's own address,
+// credentials, TLS and retry settings. The http backend has one
+// workspace.
+func (h *httpResolved) openState(string) (stateStreamer, error) {
+	sc, err := h.stateClient()
+	if err != nil {
+		return nil, err
+	}
+	return sc.StreamState, nil
+}
+
+// stateClient builds the backend's state client.
+func (h *httpResolved) stateClient() (stateClient, error) {
+	sc, err := h.env.opts.stateClients(stateClientConfig(h.backend.Spec, h.secrets), h.env.log.WithName("stateclient"))
+	if err != nil {
+		return nil, fmt.Errorf("building a state client: %w", err)
+	}
+	return sc, nil
+}
+
+// probe reads the state, and with probe.lockCheck or forceUnlock learns
+// the lock holder and releases the lock forceUnlock names; with probing
+// disabled only the lock work is left.
+func (h *httpResolved) probe(interval time.Duration) probePlan {
+	backend := h.backend
+	plan := probePlan{condition: backendsv1alpha1.StateReachableCondition}
+	lockWork := (backend.Spec.Probe != nil && backend.Spec.Probe.LockCheck) || backend.Spec.ForceUnlock != nil
+	if interval == 0 {
+		plan.off = &observation{status: metav1.ConditionUnknown, reason: backendsv1alpha1.ProbeDisabledReason,
+			message: "Probing is disabled: probe.interval is 0s"}
+		if !lockWork {
+			return plan
+		}
+	}
+	run := httpProbeRun{
+		fetch:       interval > 0,
+		checkLock:   lockWork,
+		forceUnlock: forceUnlockID(backend.Spec.ForceUnlock),
+		lockID:      lockCheckID(backend.UID),
+		who:         fmt.Sprintf("backend-operator lock check of HttpBackend %s/%s", backend.Namespace, backend.Name),
+		info: "Taken by backend-operator to learn who holds the lock (spec.probe.lockCheck or spec.forceUnlock) " +
+			"and released at once; if it stays, the operator releases it at its next probe.",
+	}
+	plan.start = func() (probeFunc, error) {
+		sc, err := h.stateClient()
+		if err != nil {
+			return nil, stall(backendsv1alpha1.InvalidSpecReason, "Cannot build a state client: %v", err)
+		}
+		log := h.env.log
+		return func(ctx context.Context) any { return runHTTPProbe(ctx, sc, run, log) }, nil
+	}
+	plan.apply = func(value any, finished time.Time) { applyHTTPProbe(backend, value.(httpProbeResult), finished) }
+	return plan
+}
+
+// resolveHTTPSecrets reads and checks the credential material an
+// HttpBackend references. Problems are stallErrors naming the object and
+// key: SecretNotFound, SecretKeyMissing, ConfigMapNotFound,
+// ConfigMapKeyMissing, InvalidCertificate.
+func resolveHTTPSecrets(ctx context.Context, refs referenceReader, backend *backendsv1alpha1.HttpBackend) (render.HTTPSecrets, error) {
+	var secrets render.HTTPSecrets
+	spec := backend.Spec
+
+	if ref := spec.PasswordSecretRef; ref != nil {
+		key := ref.Key
+		if key == "" {
+			key = defaultPasswordKey
+		}
+		password, err := refs.secretKey(ctx, ref.Name, key, "spec.passwordSecretRef")
+		if err != nil {
+			return secrets, err
+		}
+		secrets.Password = password
+	}
+
+	if spec.TLS == nil {
+		return secrets, nil
+	}
+	if ref := spec.TLS.ClientCertificateSecretRef; ref != nil {
+		secret, err := refs.secret(ctx, ref.Name, "spec.tls.clientCertificateSecretRef")
+		if err != nil {
+			return secrets, err
+		}
+		cert, err := requiredKey(secret, corev1.TLSCertKey, "spec.tls.clientCertificateSecretRef")
+		if err != nil {
+			return secrets, err
+		}
+		key, err := requiredKey(secret, corev1.TLSPrivateKeyKey, "spec.tls.clientCertificateSecretRef")
+		if err != nil {
+			return secrets, err
+		}
+		if err := checkKeyPair(cert, key, fmt.Sprintf("Secret %s/%s", secret.Namespace, secret.Name)); err != nil {
+			return secrets, err
+		}
+		secrets.ClientCertificatePEM, secrets.ClientPrivateKeyPEM = cert, key
+	}
+	if ca := spec.TLS.CACertificate; ca != nil {
+		bundle, where, err := caBundle(ctx, refs, ca)
+		if err != nil {
+			return secrets, err
+		}
+		if err := checkCertificates(bundle, where); err != nil {
+			return secrets, err
+		}
+		secrets.ClientCACertificatePEM = bundle
+	}
+	return secrets, nil
+}
+
+// caBundle reads the CA bundle from its Secret or ConfigMap and says where
+// it came from, for messages.
+func caBundle(ctx context.Context, refs referenceReader, ca *backendsv1alpha1.CACertificateSource) ([]byte, string, error) {
+	key := ca.Key
+	if key == "" {
+		key = defaultCAKey
+	}
+	const field = "spec.tls.caCertificate"
+	if ca.SecretRef != nil {
+		data, err := refs.secretKey(ctx, ca.SecretRef.Name, key, field)
+		return data, fmt.Sprintf("Secret %s/%s key %s", refs.namespace, ca.SecretRef.Name, key), err
+	}
+	if ca.ConfigMapRef != nil {
+		data, err := refs.configMapKey(ctx, ca.ConfigMapRef.Name, key, field)
+		return data, fmt.Sprintf("ConfigMap %s/%s key %s", refs.namespace, ca.ConfigMapRef.Name, key), err
+	}
+	return nil, "", stall(backendsv1alpha1.InvalidSpecReason, "%s sets neither secretRef nor configMapRef", field)
+}
