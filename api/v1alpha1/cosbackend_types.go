@@ -232,6 +232,15 @@ type CosBackendList struct {
 	Items []CosBackend `json:"items"`
 }
 
+// SharedStatus returns the status every backend kind shares.
+func (in *CosBackend) SharedStatus() *BackendStatus { return &in.Status.BackendStatus }
+
+// StatusConditions returns the conditions, for condition helpers.
+func (in *CosBackend) StatusConditions() *[]metav1.Condition { return &in.Status.Conditions }
+
+// StatusObservedGeneration returns the observed generation, for status helpers.
+func (in *CosBackend) StatusObservedGeneration() *int64 { return &in.Status.ObservedGeneration }
+
 func init() {
 	SchemeBuilder.Register(&CosBackend{}, &CosBackendList{})
 }

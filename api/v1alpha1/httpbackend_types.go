@@ -267,6 +267,15 @@ type HttpBackendList struct {
 	Items []HttpBackend `json:"items"`
 }
 
+// SharedStatus returns the status every backend kind shares.
+func (in *HttpBackend) SharedStatus() *BackendStatus { return &in.Status.BackendStatus }
+
+// StatusConditions returns the conditions, for condition helpers.
+func (in *HttpBackend) StatusConditions() *[]metav1.Condition { return &in.Status.Conditions }
+
+// StatusObservedGeneration returns the observed generation, for status helpers.
+func (in *HttpBackend) StatusObservedGeneration() *int64 { return &in.Status.ObservedGeneration }
+
 func init() {
 	SchemeBuilder.Register(&HttpBackend{}, &HttpBackendList{})
 }

@@ -203,6 +203,12 @@ type RemoteStateList struct {
 	Items []RemoteState `json:"items"`
 }
 
+// StatusConditions returns the conditions, for condition helpers.
+func (in *RemoteState) StatusConditions() *[]metav1.Condition { return &in.Status.Conditions }
+
+// StatusObservedGeneration returns the observed generation, for status helpers.
+func (in *RemoteState) StatusObservedGeneration() *int64 { return &in.Status.ObservedGeneration }
+
 func init() {
 	SchemeBuilder.Register(&RemoteState{}, &RemoteStateList{})
 }
