@@ -281,7 +281,7 @@ func TestReconcileHttpBackendStalls(t *testing.T) {
 				name: "the Secret is deleted",
 				before: func(e *reconcileEnv) {
 					if err := e.client.Delete(e.ctx, passwordSecret()); err != nil {
-						t.Fatal(err)
+						e.t.Fatal(err)
 					}
 				},
 				wantRequeue:    noRequeue,
