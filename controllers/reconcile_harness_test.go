@@ -10,7 +10,6 @@ package controllers
 import (
 	"bytes"
 	"context"
-	"flag"
 	"fmt"
 	"io"
 	"sort"
@@ -50,14 +49,6 @@ const (
 	wakeTimeout = 2 * time.Second
 )
 
-// runKnownIssues runs the cases of known issues too (go test -args
-// -known-issues), to see whether they still fail.
-var runKnownIssues bool
-
-func init() {
-	flag.BoolVar(&runKnownIssues, "known-issues", false, "run the Reconcile cases of known issues, which fail until they are fixed")
-}
-
 // harnessEpoch is the fake clock's time when a case starts.
 var harnessEpoch = time.Date(2030, time.January, 1, 12, 0, 0, 0, time.UTC)
 
@@ -65,31 +56,28 @@ var harnessEpoch = time.Date(2030, time.January, 1, 12, 0, 0, 0, time.UTC)
 // and the base it embeds. It is the only place the tests name the
 // reconcilers' constructors.
 func newKindReconciler(kind string, c client.Client, recorder events.EventRecorder, opts ...Option) (reconcile.Reconciler, *reconciler) {
-	switch kind {
-	case httpBackendKind:
-		r := NewHttpBackendReconciler(c, c, recorder, opts...)
-		return r, &r.reconciler
-	case cosBackendKind:
-		r := NewCosBackendReconciler(c, c, recorder, opts...)
-		return r, &r.reconciler
-	case remoteStateKind:
-		r := NewRemoteStateReconciler(c, c, recorder, opts...)
+	if kind == remoteStateKind {
+		r := newRemoteStateReconciler(c, c, recorder, opts...)
 		return r, &r.reconciler
 	}
-	panic("no reconciler of kind " + kind)
+	backendKind, ok := lookupBackendKind(kind)
+	if !ok {
+		panic("no reconciler of kind " + kind)
+	}
+	r := newBackendReconciler(backendKind, c, c, recorder, opts...)
+	return r, &r.reconciler
 }
 
 // newKindObject returns an empty object of kind.
 func newKindObject(kind string) statusObject {
-	switch kind {
-	case httpBackendKind:
-		return &backendsv1alpha1.HttpBackend{}
-	case cosBackendKind:
-		return &backendsv1alpha1.CosBackend{}
-	case remoteStateKind:
+	if kind == remoteStateKind {
 		return &backendsv1alpha1.RemoteState{}
 	}
-	panic("no object of kind " + kind)
+	backendKind, ok := lookupBackendKind(kind)
+	if !ok {
+		panic("no object of kind " + kind)
+	}
+	return backendKind.newObject()
 }
 
 // reconcileEnv is the world of one case: the fake API server, the fake
@@ -164,8 +152,8 @@ func (e *reconcileEnv) reconciler(kind string) *runningReconciler {
 		return r
 	}
 	r, base := newKindReconciler(kind, e.client, e.events,
-		WithClock(e.clock),
-		WithStateClientFactory(func(cfg stateclient.Config, _ logr.Logger) (StateClient, error) {
+		withClock(e.clock),
+		withStateClientFactory(func(cfg stateclient.Config, _ logr.Logger) (stateClient, error) {
 			e.state.built(cfg)
 			return e.state, nil
 		}))
@@ -361,7 +349,7 @@ type streamAnswer struct {
 	err   error
 }
 
-// scriptedStateClient is a StateClient that answers from a stateScript and
+// scriptedStateClient is a stateClient that answers from a stateScript and
 // records its calls, as "Method" or "Method <lock ID>".
 type scriptedStateClient struct {
 	mu      sync.Mutex
@@ -372,7 +360,7 @@ type scriptedStateClient struct {
 	counts map[string]int
 }
 
-var _ StateClient = (*scriptedStateClient)(nil)
+var _ stateClient = (*scriptedStateClient)(nil)
 
 // built records the configuration a state client was built from.
 func (s *scriptedStateClient) built(cfg stateclient.Config) {
@@ -495,10 +483,6 @@ type reconcileCase struct {
 	intercept *interceptor.Funcs
 	target    objectRef
 	steps     []reconcileStep
-	// knownIssue, when set, describes a behaviour of the reconcilers that
-	// the steps show to be wrong: the case is skipped until it is fixed.
-	// Remove it to see the case fail.
-	knownIssue string
 }
 
 // reconcileStep changes the world, reconciles, and compares what follows
@@ -590,9 +574,6 @@ func runReconcileCases(t *testing.T, cases map[string]reconcileCase) {
 
 // runReconcileCase runs the steps of tc in order.
 func runReconcileCase(t *testing.T, tc reconcileCase) {
-	if tc.knownIssue != "" && !runKnownIssues {
-		t.Skip("known issue: " + tc.knownIssue)
-	}
 	e := newReconcileEnv(t, tc.objects, tc.script, tc.intercept)
 	for i, step := range tc.steps {
 		name := step.name
