@@ -13,15 +13,35 @@ type event struct {
 	eventType, reason, action, note string
 }
 
-// transitionEvents returns the events for the condition changes between
+// statusView is what transitionEvents compares: an object's conditions
+// and, for a backend, the lock holder status.lock names (kept while the
+// lock cannot be read).
+type statusView struct {
+	conditions []metav1.Condition
+	holder     *backendsv1alpha1.LockInfo
+}
+
+// viewOf is the statusView of obj.
+func viewOf(obj statusObject) statusView {
+	v := statusView{conditions: *obj.StatusConditions()}
+	if backend, ok := obj.(backendObject); ok {
+		v.holder = backend.SharedStatus().Lock
+	}
+	return v
+}
+
+// transitionEvents returns the events for the status changes between
 // before and after: Ready becoming True or not True (but not while work is
-// merely in progress), a lock appearing or going away, and the operator
-// releasing one (Locked's reason becoming ForceUnlocked, whatever Locked
-// was before: a release is audited even on a backend's first probe). A
-// reconciliation that changes nothing emits nothing.
-func transitionEvents(before, after []metav1.Condition) []event {
+// merely in progress), a lock appearing, changing holder or going away,
+// and the operator releasing one (Locked's reason becoming ForceUnlocked,
+// whatever Locked was before: a release is audited even on a backend's
+// first probe). A lock whose last check failed (Locked Unknown) is still
+// held by the holder status.lock kept: the next check that sees it free
+// reports its release, and one that sees it held by the same holder
+// reports nothing. A reconciliation that changes nothing emits nothing.
+func transitionEvents(before, after statusView) []event {
 	var events []event
-	if ready, changed := changedCondition(before, after, backendsv1alpha1.ReadyCondition); changed {
+	if ready, changed := changedCondition(before.conditions, after.conditions, backendsv1alpha1.ReadyCondition); changed {
 		switch {
 		case ready.Status == metav1.ConditionTrue:
 			events = append(events, event{corev1.EventTypeNormal, ready.Reason, "Reconcile", ready.Message})
@@ -31,21 +51,31 @@ func transitionEvents(before, after []metav1.Condition) []event {
 			events = append(events, event{corev1.EventTypeWarning, ready.Reason, "Reconcile", ready.Message})
 		}
 	}
-	locked, changed := changedCondition(before, after, backendsv1alpha1.LockedCondition)
-	was := meta.FindStatusCondition(before, backendsv1alpha1.LockedCondition)
+	locked := meta.FindStatusCondition(after.conditions, backendsv1alpha1.LockedCondition)
+	was := meta.FindStatusCondition(before.conditions, backendsv1alpha1.LockedCondition)
+	wasHeld := was != nil && (was.Status == metav1.ConditionTrue || (was.Status == metav1.ConditionUnknown && before.holder != nil))
 	switch {
 	case locked == nil:
 	case locked.Reason == backendsv1alpha1.ForceUnlockedReason:
 		if was == nil || was.Reason != backendsv1alpha1.ForceUnlockedReason {
 			events = append(events, event{corev1.EventTypeNormal, backendsv1alpha1.ForceUnlockedReason, "ForceUnlock", locked.Message})
 		}
-	case !changed:
 	case locked.Status == metav1.ConditionTrue:
-		events = append(events, event{corev1.EventTypeNormal, backendsv1alpha1.LockHeldReason, "Probe", locked.Message})
-	case was != nil && was.Status == metav1.ConditionTrue && locked.Status == metav1.ConditionFalse:
+		if !wasHeld || holderID(before.holder) != holderID(after.holder) {
+			events = append(events, event{corev1.EventTypeNormal, backendsv1alpha1.LockHeldReason, "Probe", locked.Message})
+		}
+	case locked.Status == metav1.ConditionFalse && wasHeld:
 		events = append(events, event{corev1.EventTypeNormal, "LockReleased", "Probe", locked.Message})
 	}
 	return events
+}
+
+// holderID is the lock ID of a holder, "" when it is unknown or none.
+func holderID(h *backendsv1alpha1.LockInfo) string {
+	if h == nil {
+		return ""
+	}
+	return h.ID
 }
 
 // changedCondition returns the condition of type t in after when its status

@@ -50,7 +50,7 @@ func finishReconcile[T statusObject](ctx context.Context, c client.Client, recor
 			return fmt.Errorf("patching status: %w", patchErr)
 		}
 	}
-	emitTransitions(recorder, obj, *before.StatusConditions(), *conds)
+	emitTransitions(recorder, obj, before)
 	if out.stall != nil {
 		ctrl.LoggerFrom(ctx).Info("Stalled until the spec or a referenced object changes", "reason", out.stall.reason)
 		return nil
@@ -58,10 +58,10 @@ func finishReconcile[T statusObject](ctx context.Context, c client.Client, recor
 	return err
 }
 
-// emitTransitions emits the events of the condition changes between
-// before and after.
-func emitTransitions(recorder events.EventRecorder, obj client.Object, before, after []metav1.Condition) {
-	for _, e := range transitionEvents(before, after) {
+// emitTransitions emits the events of the status changes from before to
+// obj.
+func emitTransitions(recorder events.EventRecorder, obj, before statusObject) {
+	for _, e := range transitionEvents(viewOf(before), viewOf(obj)) {
 		recorder.Eventf(obj, nil, e.eventType, e.reason, e.action, "%s", e.note)
 	}
 }
@@ -81,7 +81,7 @@ func patchRejectedStatus[T statusObject](ctx context.Context, c client.Client, r
 	if err := c.Status().Patch(ctx, obj, patch, fieldOwner); err != nil {
 		return fmt.Errorf("patching status after the API server refused it (%w): %w", rejected, err)
 	}
-	emitTransitions(recorder, obj, *before.StatusConditions(), *obj.StatusConditions())
+	emitTransitions(recorder, obj, before)
 	ctrl.LoggerFrom(ctx).Info("Stalled: the API server refused the status", "reason", backendsv1alpha1.StatusRejectedReason)
 	return nil
 }

@@ -113,8 +113,11 @@ func TestLockStatus(t *testing.T) {
 
 			// The event the verdict causes after a probe that saw bob
 			// holding the lock: a failed read is never a release.
-			before := []metav1.Condition{{Type: "Locked", Status: T, Reason: "LockHeld"}}
-			after := []metav1.Condition{{Type: "Locked", Status: v.obs.status, Reason: v.obs.reason, Message: v.obs.message}}
+			before := statusView{conditions: []metav1.Condition{{Type: "Locked", Status: T, Reason: "LockHeld"}}, holder: bob}
+			after := statusView{conditions: []metav1.Condition{{Type: "Locked", Status: v.obs.status, Reason: v.obs.reason, Message: v.obs.message}}, holder: bob}
+			if v.known {
+				after.holder = v.holder
+			}
 			for _, e := range transitionEvents(before, after) {
 				if e.reason == "LockReleased" && v.obs.status != F {
 					t.Errorf("event %s for a lock that is not known to be free", e.reason)

@@ -150,8 +150,6 @@ func TestReconcileLockCheck(t *testing.T) {
 			}},
 		},
 		"a held lock, then a failed read, then a free lock": {
-			knownIssue: "transitionEvents compares Locked with the previous condition only: after Unknown, " +
-				"the release of the lock status.lock still names is never reported (no LockReleased event)",
 			objects: []client.Object{backend(), passwordSecret()},
 			target:  webBackend,
 			script:  stateScript{lock: []error{heldByRun, lockServerError, nil}},
@@ -175,8 +173,6 @@ func TestReconcileLockCheck(t *testing.T) {
 			}},
 		},
 		"a held lock, then a failed read, then the same holder": {
-			knownIssue: "transitionEvents compares Locked with the previous condition only: after Unknown, " +
-				"the same holder is reported again as a new LockHeld event",
 			objects: []client.Object{backend(), passwordSecret()},
 			target:  webBackend,
 			script:  stateScript{lock: []error{heldByRun, lockServerError, heldByRun}},

@@ -9,6 +9,8 @@ import (
 	"github.com/google/go-cmp/cmp"
 	"github.com/google/go-cmp/cmp/cmpopts"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+
+	backendsv1alpha1 "github.com/infrastate/backend-operator/api/v1alpha1"
 )
 
 // cond is a short way to write a condition in the tables below.
@@ -167,10 +169,12 @@ func TestMarkReconciling(t *testing.T) {
 }
 
 func TestTransitionEvents(t *testing.T) {
-	const T, F = metav1.ConditionTrue, metav1.ConditionFalse
+	const T, F, U = metav1.ConditionTrue, metav1.ConditionFalse, metav1.ConditionUnknown
+	bob, alice := &backendsv1alpha1.LockInfo{ID: "bob-1"}, &backendsv1alpha1.LockInfo{ID: "alice-1"}
 	cases := map[string]struct {
-		before, after []metav1.Condition
-		want          []event
+		before, after             []metav1.Condition
+		holderBefore, holderAfter *backendsv1alpha1.LockInfo
+		want                      []event
 	}{
 		"nothing changes": {
 			before: []metav1.Condition{cond("Ready", T, "Succeeded", "a"), cond("Locked", F, "NotLocked", "")},
@@ -229,10 +233,37 @@ func TestTransitionEvents(t *testing.T) {
 		"the first observation of no lock is no event": {
 			after: []metav1.Condition{cond("Locked", F, "NotLocked", "")},
 		},
+		"a failed check is no event": {
+			before: []metav1.Condition{cond("Locked", T, "LockHeld", "by bob")}, holderBefore: bob,
+			after: []metav1.Condition{cond("Locked", U, "ServerError", "500")}, holderAfter: bob,
+		},
+		"a lock seen free after a failed check is released": {
+			before: []metav1.Condition{cond("Locked", U, "ServerError", "500")}, holderBefore: bob,
+			after: []metav1.Condition{cond("Locked", F, "NotLocked", "free")},
+			want:  []event{{"Normal", "LockReleased", "Probe", "free"}},
+		},
+		"the same holder seen after a failed check is no new lock": {
+			before: []metav1.Condition{cond("Locked", U, "ServerError", "500")}, holderBefore: bob,
+			after: []metav1.Condition{cond("Locked", T, "LockHeld", "by bob")}, holderAfter: bob,
+		},
+		"another holder seen after a failed check is a new lock": {
+			before: []metav1.Condition{cond("Locked", U, "ServerError", "500")}, holderBefore: bob,
+			after: []metav1.Condition{cond("Locked", T, "LockHeld", "by alice")}, holderAfter: alice,
+			want: []event{{"Normal", "LockHeld", "Probe", "by alice"}},
+		},
+		"a lock that changed holder between two checks is a new lock": {
+			before: []metav1.Condition{cond("Locked", T, "LockHeld", "by bob")}, holderBefore: bob,
+			after: []metav1.Condition{cond("Locked", T, "LockHeld", "by alice")}, holderAfter: alice,
+			want: []event{{"Normal", "LockHeld", "Probe", "by alice"}},
+		},
+		"a lock never seen before a failed check is no release when free": {
+			before: []metav1.Condition{cond("Locked", U, "ServerError", "500")},
+			after:  []metav1.Condition{cond("Locked", F, "NotLocked", "free")},
+		},
 	}
 	for name, tc := range cases {
 		t.Run(name, func(t *testing.T) {
-			got := transitionEvents(tc.before, tc.after)
+			got := transitionEvents(statusView{tc.before, tc.holderBefore}, statusView{tc.after, tc.holderAfter})
 			if diff := cmp.Diff(tc.want, got, cmp.AllowUnexported(event{})); diff != "" {
 				t.Errorf("events mismatch (-want +got):\n%s", diff)
 			}
