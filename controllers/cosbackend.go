@@ -41,6 +41,8 @@ func (cosKind) checkSpec(obj backendObject) error      { return checkCosSpec(cos
 func (cosKind) probeSpec(obj backendObject) *backendsv1alpha1.ProbeSpec {
 	return cosBackend(obj).Spec.Probe
 }
+
+// cosBackend is obj, an object of cosKind, as a CosBackend.
 func cosBackend(obj backendObject) *backendsv1alpha1.CosBackend {
 	return obj.(*backendsv1alpha1.CosBackend)
 }

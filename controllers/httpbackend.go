@@ -35,9 +35,6 @@ func (httpKind) newList() client.ObjectList             { return &backendsv1alph
 func (httpKind) readyGates() []string                   { return []string{backendsv1alpha1.StateReachableCondition} }
 func (httpKind) configMapName(obj backendObject) string { return httpBackend(obj).Spec.ConfigMapName }
 func (httpKind) checkSpec(obj backendObject) error      { return checkHTTPSpec(httpBackend(obj).Spec) }
-func httpBackend(obj backendObject) *backendsv1alpha1.HttpBackend {
-	return obj.(*backendsv1alpha1.HttpBackend)
-}
 
 func (httpKind) probeSpec(obj backendObject) *backendsv1alpha1.ProbeSpec {
 	if p := httpBackend(obj).Spec.Probe; p != nil {
@@ -66,6 +63,11 @@ func (httpKind) references(obj backendObject) []string {
 		}
 	}
 	return refs
+}
+
+// httpBackend is obj, an object of httpKind, as an HttpBackend.
+func httpBackend(obj backendObject) *backendsv1alpha1.HttpBackend {
+	return obj.(*backendsv1alpha1.HttpBackend)
 }
 
 // resolve reads the password, the client certificate and key (which must
