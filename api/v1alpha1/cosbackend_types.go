@@ -107,7 +107,6 @@ type CosBackendSpec struct {
 
 	// probe controls how often the controller checks the bucket and state.
 	// +optional
-	// +kubebuilder:default={interval: "5m"}
 	Probe *ProbeSpec `json:"probe,omitempty"`
 
 	// forceUnlock releases a stuck lock of the default workspace,

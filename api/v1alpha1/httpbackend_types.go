@@ -132,7 +132,6 @@ type HttpBackendSpec struct {
 
 	// probe controls how often the controller reads the state.
 	// +optional
-	// +kubebuilder:default={interval: "5m"}
 	Probe *HttpProbeSpec `json:"probe,omitempty"`
 
 	// forceUnlock releases a stuck lock, GitOps-safe: the controller acts

@@ -8,6 +8,7 @@ import (
 // RemoteStateSpec describes which stack's outputs to publish and where.
 //
 // +kubebuilder:validation:XValidation:rule="self.backendRef.kind != 'HttpBackend' || !has(self.workspace) || self.workspace == 'default'",message="workspace must be default for an HttpBackend: the http backend has no workspaces",fieldPath=".workspace"
+// +kubebuilder:validation:XValidation:rule="!has(self.interval) || !has(self.probe) || !has(self.probe.interval)",message="interval is deprecated and cannot be set together with probe.interval: set only probe.interval, and remove interval (CRDs before the deprecation filled it in with 5m)",fieldPath=".interval"
 type RemoteStateSpec struct {
 	// backendRef names the HttpBackend or CosBackend, in the same
 	// namespace, whose state holds the outputs.
@@ -39,9 +40,18 @@ type RemoteStateSpec struct {
 	// +kubebuilder:validation:XValidation:rule="self.all(o, self.filter(p, (has(p.key) ? p.key : p.name) == (has(o.key) ? o.key : o.name)).size() == 1)",message="outputs must publish distinct keys: two outputs would write the same key"
 	Outputs []OutputSelector `json:"outputs,omitempty"`
 
-	// interval between two reads of the state, jittered by up to 10%.
+	// probe controls how often the state is read: probe.interval is the
+	// time between two reads.
 	// +optional
-	// +kubebuilder:default="5m"
+	Probe *ProbeSpec `json:"probe,omitempty"`
+
+	// interval between two reads of the state, jittered by up to 10%. It is
+	// honoured only while probe.interval is unset, and setting both is
+	// refused.
+	//
+	// Deprecated: use probe.interval, which also accepts "0s". interval
+	// will be removed in the next API version.
+	// +optional
 	// +kubebuilder:validation:Type=string
 	// +kubebuilder:validation:Pattern=`^([0-9]+(\.[0-9]+)?(ms|s|m|h))+$`
 	// +kubebuilder:validation:MaxLength=32

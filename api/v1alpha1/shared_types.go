@@ -44,12 +44,17 @@ type LocalConfigMapRef struct {
 	Name string `json:"name"`
 }
 
-// ProbeSpec controls how often the controller checks the backend.
+// ProbeSpec controls how often the controller checks a backend, or reads
+// the state of a RemoteState.
 type ProbeSpec struct {
-	// interval between two probes of the backend, jittered by up to 10%.
-	// "0s" disables probing; otherwise it must be between 10s and 24h.
+	// interval between two probes, jittered by up to 10%, counted from the
+	// end of the last one. Unset takes the manager's
+	// --default-probe-interval (5m unless set): the API server does not
+	// fill it in. "0s" turns periodic probing off: a backend is then not
+	// probed, and a RemoteState reads its state only when its spec, its
+	// backend or their Secrets change (and once after a manager restart).
+	// Otherwise it must be between 10s and 24h.
 	// +optional
-	// +kubebuilder:default="5m"
 	// +kubebuilder:validation:Type=string
 	// +kubebuilder:validation:Pattern=`^([0-9]+(\.[0-9]+)?(ms|s|m|h))+$`
 	// +kubebuilder:validation:MaxLength=32

@@ -633,6 +633,11 @@ func (in *RemoteStateSpec) DeepCopyInto(out *RemoteStateSpec) {
 		*out = make([]OutputSelector, len(*in))
 		copy(*out, *in)
 	}
+	if in.Probe != nil {
+		in, out := &in.Probe, &out.Probe
+		*out = new(ProbeSpec)
+		(*in).DeepCopyInto(*out)
+	}
 	if in.Interval != nil {
 		in, out := &in.Interval, &out.Interval
 		*out = new(metav1.Duration)

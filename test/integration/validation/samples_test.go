@@ -108,9 +108,7 @@ var _ = Describe("Defaults", func() {
 		Expect(got.Spec.RetryMax).To(HaveValue(BeEquivalentTo(2)))
 		Expect(got.Spec.RetryWaitMin).To(HaveValue(BeEquivalentTo(1)))
 		Expect(got.Spec.RetryWaitMax).To(HaveValue(BeEquivalentTo(30)))
-		Expect(got.Spec.Probe).NotTo(BeNil())
-		Expect(got.Spec.Probe.Interval).NotTo(BeNil())
-		Expect(got.Spec.Probe.Interval.Duration).To(Equal(5 * time.Minute))
+		Expect(got.Spec.Probe).To(BeNil(), "the probe interval is the manager's default, not filled in")
 		Expect(got.Status.ObservedGeneration).To(BeEquivalentTo(-1))
 	}, SpecTimeout(time.Minute))
 
@@ -125,7 +123,25 @@ var _ = Describe("Defaults", func() {
 		got := &backendsv1alpha1.CosBackend{}
 		Expect(k8sClient.Get(ctx, client.ObjectKeyFromObject(cb), got)).To(Succeed())
 		Expect(got.Spec.AssumeRole.SessionDuration).To(HaveValue(BeEquivalentTo(7200)))
-		Expect(got.Spec.Probe.Interval.Duration).To(Equal(5 * time.Minute))
+		Expect(got.Spec.Probe).To(BeNil(), "the probe interval is the manager's default, not filled in")
+		Expect(got.Status.ObservedGeneration).To(BeEquivalentTo(-1))
+	}, SpecTimeout(time.Minute))
+
+	It("fills the documented RemoteState defaults, and no read interval", func(ctx context.Context) {
+		ns := newNamespace(ctx)
+		rs := &backendsv1alpha1.RemoteState{}
+		rs.Name, rs.Namespace = "defaults", ns
+		rs.Spec.BackendRef = backendsv1alpha1.BackendReference{Kind: "CosBackend", Name: "network"}
+		rs.Spec.Outputs = []backendsv1alpha1.OutputSelector{{Name: "vpc_id"}}
+		rs.Spec.Probe = &backendsv1alpha1.ProbeSpec{}
+		Expect(k8sClient.Create(ctx, rs)).To(Succeed())
+
+		got := &backendsv1alpha1.RemoteState{}
+		Expect(k8sClient.Get(ctx, client.ObjectKeyFromObject(rs), got)).To(Succeed())
+		Expect(got.Spec.Workspace).To(Equal("default"))
+		Expect(got.Spec.Outputs).To(ConsistOf(HaveField("Type", "any")))
+		Expect(got.Spec.Interval).To(BeNil())
+		Expect(got.Spec.Probe).To(HaveValue(HaveField("Interval", BeNil())))
 		Expect(got.Status.ObservedGeneration).To(BeEquivalentTo(-1))
 	}, SpecTimeout(time.Minute))
 

@@ -326,6 +326,16 @@ var _ = Describe("Admission validation", func() {
 		})), "spec.outputs", "outputs must publish distinct keys"),
 		Entry("remote: interval at least 10s", remoteState(set("spec.interval", "1s")),
 			"spec.interval", "interval must be between 10s and 24h"),
+		Entry("remote: the deprecated interval cannot disable reads", remoteState(set("spec.interval", "0s")),
+			"spec.interval", "interval must be between 10s and 24h"),
+		Entry("remote: probe interval at least 10s", remoteState(set("spec.probe.interval", "5s")),
+			"spec.probe.interval", "probe.interval must be 0s (probing disabled) or between 10s and 24h"),
+		Entry("remote: probe interval at most 24h", remoteState(set("spec.probe.interval", "25h")),
+			"spec.probe.interval", "probe.interval must be 0s (probing disabled) or between 10s and 24h"),
+		Entry("remote: probe interval is a duration", remoteState(set("spec.probe.interval", "5 minutes")),
+			"spec.probe.interval", "should match"),
+		Entry("remote: not both the deprecated interval and probe.interval", remoteState(set("spec.interval", "1m"), set("spec.probe.interval", "1m")),
+			"spec.interval", "interval is deprecated and cannot be set together with probe.interval: set only probe.interval, and remove interval"),
 		Entry("remote: target names are DNS names", remoteState(set("spec.target.secretName", "Net_Secrets")),
 			"spec.target.secretName", "should match"),
 		Entry("remote: workspace is not '..'", remoteState(set("spec.backendRef.kind", "CosBackend"), set("spec.workspace", "..")),
@@ -411,6 +421,14 @@ var _ = Describe("Admission validation", func() {
 					"subnets": map[string]any{"a": map[string]any{"id": "subnet-1", "cidr": "10.0.0.0/24"}, "b": []any{"x", int64(1)}}}),
 				set("spec.outputs", []any{map[string]any{"name": "vpc_id", "type": "string", "key": "VPC_ID"}, map[string]any{"name": "VPC_ID", "key": "vpc_id"}})),
 			remoteState(set("spec.defaults", largeDefaults(2, 65534))), // 131072 bytes with the names
+			// probe.interval: 0s reads only on changes; the edges of the
+			// bounds; the deprecated interval alone, or beside a probe
+			// that sets no interval.
+			remoteState(set("spec.probe.interval", "0s")),
+			remoteState(set("spec.probe.interval", "10s")),
+			remoteState(set("spec.probe.interval", "24h")),
+			remoteState(set("spec.interval", "10m")),
+			remoteState(set("spec.interval", "10m"), set("spec.probe", map[string]any{})),
 			// As many scalars as 128 KiB of defaults holds: the policy's CEL
 			// cost is highest per byte here, and must stay within budget.
 			remoteState(set("spec.defaults", scalarDefaults([]int{64, 64, 64, 60}))),
