@@ -7,6 +7,7 @@ import (
 	"regexp"
 	"slices"
 	"strings"
+	"time"
 )
 
 const (
@@ -19,6 +20,13 @@ const (
 	// DefaultMaxStateBytes is the state size limit when
 	// Config.MaxStateBytes is 0.
 	DefaultMaxStateBytes int64 = 64 << 20
+	// DefaultACL is the acl Terraform gives the state object when the
+	// backend sets none.
+	DefaultACL = "private"
+	// DefaultSessionDuration is the assume_role.session_duration Terraform
+	// asks for when the backend sets none, and the CosBackend CRD's
+	// default. The operator assumes no role: it only renders the block.
+	DefaultSessionDuration = 2 * time.Hour
 
 	// lockSuffix is appended to a state key to name its lock object.
 	lockSuffix = ".tflock"

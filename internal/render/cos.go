@@ -4,14 +4,7 @@ import (
 	"fmt"
 
 	"github.com/infrastate/backend-operator/api/v1alpha1"
-)
-
-// Terraform's defaults for the cos backend. A spec value equal to one of
-// them is not rendered.
-const (
-	cosDefaultKey             = "terraform.tfstate"
-	cosDefaultACL             = "private"
-	cosDefaultSessionDuration = 7200
+	"github.com/infrastate/backend-operator/internal/cos"
 )
 
 // cosBlockTypes are the nested blocks of Terraform's cos backend. Its
@@ -29,7 +22,8 @@ var cosBlockTypes = map[string]bool{"assume_role": true}
 // spec.overrides, where an object value for assume_role sets attributes of
 // that block (see [ErrInvalidOverride] for the values refused). bucket and region are always written; encrypt and accelerate whenever set, even to
 // Terraform's default; the others only when set to something other than
-// Terraform's default. The secret id, key and token are never written: see
+// Terraform's default (cos.DefaultKey, cos.DefaultACL,
+// cos.DefaultSessionDuration). The secret id, key and token are never written: see
 // [CosCredentials].
 //
 // Terraform v1.5.7 does not know endpoint, domain and
@@ -68,11 +62,11 @@ func cosBody(spec v1alpha1.CosBackendSpec, region string) (*body, error) {
 	if spec.Prefix != "" {
 		b.addString("prefix", spec.Prefix)
 	}
-	addStringUnlessDefault(b, "key", spec.Key, cosDefaultKey)
+	addStringUnlessDefault(b, "key", spec.Key, cos.DefaultKey)
 	if spec.Encrypt != nil {
 		b.addBool("encrypt", *spec.Encrypt)
 	}
-	addStringUnlessDefault(b, "acl", spec.ACL, cosDefaultACL)
+	addStringUnlessDefault(b, "acl", spec.ACL, cos.DefaultACL)
 	if spec.Accelerate != nil {
 		b.addBool("accelerate", *spec.Accelerate)
 	}
@@ -103,7 +97,7 @@ func assumeRoleBody(ar v1alpha1.AssumeRole) (*body, error) {
 	b := &body{}
 	b.addString("role_arn", ar.RoleArn)
 	b.addString("session_name", ar.SessionName)
-	addIntUnlessDefault(b, "session_duration", ar.SessionDuration, cosDefaultSessionDuration)
+	addIntUnlessDefault(b, "session_duration", ar.SessionDuration, seconds(cos.DefaultSessionDuration))
 	if ar.Policy != "" {
 		b.addString("policy", ar.Policy)
 	}

@@ -2,20 +2,10 @@ package render
 
 import (
 	"fmt"
+	"time"
 
 	"github.com/infrastate/backend-operator/api/v1alpha1"
-)
-
-// Terraform's defaults for the http backend. A spec value equal to one of
-// them is not rendered: the API server fills them in, so they say nothing
-// the user chose.
-const (
-	httpDefaultUpdateMethod = "POST"
-	httpDefaultLockMethod   = "LOCK"
-	httpDefaultUnlockMethod = "UNLOCK"
-	httpDefaultRetryMax     = 2
-	httpDefaultRetryWaitMin = 1
-	httpDefaultRetryWaitMax = 30
+	"github.com/infrastate/backend-operator/internal/stateclient"
 )
 
 // HTTPFiles renders the "http" backend of spec. Attributes are written in
@@ -25,7 +15,9 @@ const (
 // spec.overrides. Only address is always written; lock_method and
 // unlock_method only with their address; skip_cert_verification only when
 // true; the others only when set to something other than Terraform's
-// default. The password and TLS material are never written: see
+// default (stateclient.DefaultUpdateMethod and the like): the API server
+// fills the defaults in, so a value equal to one says nothing the user
+// chose. The password and TLS material are never written: see
 // [HTTPCredentials].
 //
 // It fails with [ErrMissingRequired] when the address is empty, with
@@ -53,14 +45,14 @@ func httpBody(spec v1alpha1.HttpBackendSpec) (*body, error) {
 	}
 	b := &body{}
 	b.addString("address", spec.Address)
-	addStringUnlessDefault(b, "update_method", spec.UpdateMethod, httpDefaultUpdateMethod)
+	addStringUnlessDefault(b, "update_method", spec.UpdateMethod, stateclient.DefaultUpdateMethod)
 	if spec.LockAddress != "" {
 		b.addString("lock_address", spec.LockAddress)
-		addStringUnlessDefault(b, "lock_method", spec.LockMethod, httpDefaultLockMethod)
+		addStringUnlessDefault(b, "lock_method", spec.LockMethod, stateclient.DefaultLockMethod)
 	}
 	if spec.UnlockAddress != "" {
 		b.addString("unlock_address", spec.UnlockAddress)
-		addStringUnlessDefault(b, "unlock_method", spec.UnlockMethod, httpDefaultUnlockMethod)
+		addStringUnlessDefault(b, "unlock_method", spec.UnlockMethod, stateclient.DefaultUnlockMethod)
 	}
 	if spec.Username != "" {
 		b.addString("username", spec.Username)
@@ -68,9 +60,9 @@ func httpBody(spec v1alpha1.HttpBackendSpec) (*body, error) {
 	if spec.SkipCertVerification {
 		b.addBool("skip_cert_verification", true)
 	}
-	addIntUnlessDefault(b, "retry_max", spec.RetryMax, httpDefaultRetryMax)
-	addIntUnlessDefault(b, "retry_wait_min", spec.RetryWaitMin, httpDefaultRetryWaitMin)
-	addIntUnlessDefault(b, "retry_wait_max", spec.RetryWaitMax, httpDefaultRetryWaitMax)
+	addIntUnlessDefault(b, "retry_max", spec.RetryMax, stateclient.DefaultRetryMax)
+	addIntUnlessDefault(b, "retry_wait_min", spec.RetryWaitMin, seconds(stateclient.DefaultRetryWaitMin))
+	addIntUnlessDefault(b, "retry_wait_max", spec.RetryWaitMax, seconds(stateclient.DefaultRetryWaitMax))
 	return b, nil
 }
 
@@ -89,3 +81,7 @@ func addIntUnlessDefault(b *body, name string, v *int32, def int32) {
 		b.addInt(name, *v)
 	}
 }
+
+// seconds is d in whole seconds, as the API and Terraform count retry
+// waits and session durations.
+func seconds(d time.Duration) int32 { return int32(d / time.Second) }

@@ -8,7 +8,10 @@ import (
 	"time"
 )
 
-// Defaults, as Terraform's http backend defines them.
+// Defaults, as Terraform's http backend defines them. They are the one Go
+// source of these defaults: the HttpBackend CRD's markers spell them out
+// (api/v1alpha1's defaults_test.go checks them against these constants),
+// and render leaves a value equal to one out of the rendered files.
 const (
 	DefaultUpdateMethod  = "POST"
 	DefaultLockMethod    = "LOCK"
