@@ -98,7 +98,7 @@ func (r *backendReconciler) reconcileRender(ctx context.Context, s *backendScope
 // scope.probePending while one is under way.
 func (r *backendReconciler) reconcileProbe(ctx context.Context, s *backendScope) error {
 	obj, status := s.obj, s.obj.SharedStatus()
-	interval := probeInterval(r.kind.probeSpec(obj))
+	interval := probeInterval(r.kind.probeSpec(obj), r.opts.defaultProbeInterval)
 	plan := s.resolved.probe(interval)
 	if plan.off != nil {
 		setCondition(&status.Conditions, obj.GetGeneration(), plan.condition, *plan.off)

@@ -19,9 +19,6 @@ import (
 // implementation and one line here.
 var backendKinds = []backendKind{httpKind{}, cosKind{}}
 
-// defaultWorkspace is the workspace a backend's probe reads.
-const defaultWorkspace = "default"
-
 // lookupBackendKind returns the backend kind named name.
 func lookupBackendKind(name string) (backendKind, bool) {
 	for _, k := range backendKinds {

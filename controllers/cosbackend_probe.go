@@ -43,10 +43,10 @@ func runCosProbe(ctx context.Context, cc *cos.Client, forceUnlock string) cosPro
 	if res.bucketErr != nil {
 		return res
 	}
-	res.state, res.stateErr = streamCosSummary(ctx, cc, defaultWorkspace)
-	res.lock = readCosLock(ctx, cc, defaultWorkspace)
+	res.state, res.stateErr = streamCosSummary(ctx, cc, backendsv1alpha1.DefaultWorkspace)
+	res.lock = readCosLock(ctx, cc, backendsv1alpha1.DefaultWorkspace)
 	if forceUnlock != "" && res.lock.holder != nil && res.lock.holder.ID == forceUnlock {
-		res.lock.releaseErr = cc.ReleaseLock(ctx, defaultWorkspace, forceUnlock)
+		res.lock.releaseErr = cc.ReleaseLock(ctx, backendsv1alpha1.DefaultWorkspace, forceUnlock)
 		res.lock.released = res.lock.releaseErr == nil
 	}
 	return res

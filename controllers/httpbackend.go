@@ -19,12 +19,6 @@ import (
 
 const httpBackendKind = "HttpBackend"
 
-// Default keys of the referenced Secrets and ConfigMaps.
-const (
-	defaultPasswordKey = "password"
-	defaultCAKey       = "ca.crt"
-)
-
 // httpKind is the HttpBackend kind: a Terraform REST state backend, read
 // and locked through internal/stateclient.
 type httpKind struct{}
@@ -164,7 +158,7 @@ func resolveHTTPSecrets(ctx context.Context, refs referenceReader, backend *back
 	if ref := spec.PasswordSecretRef; ref != nil {
 		key := ref.Key
 		if key == "" {
-			key = defaultPasswordKey
+			key = backendsv1alpha1.DefaultPasswordKey
 		}
 		password, err := refs.secretKey(ctx, ref.Name, key, "spec.passwordSecretRef")
 		if err != nil {
@@ -212,7 +206,7 @@ func resolveHTTPSecrets(ctx context.Context, refs referenceReader, backend *back
 func caBundle(ctx context.Context, refs referenceReader, ca *backendsv1alpha1.CACertificateSource) ([]byte, string, error) {
 	key := ca.Key
 	if key == "" {
-		key = defaultCAKey
+		key = backendsv1alpha1.DefaultCAKey
 	}
 	const field = "spec.tls.caCertificate"
 	if ca.SecretRef != nil {

@@ -4,6 +4,7 @@ import (
 	"context"
 	"io"
 	"net/url"
+	"time"
 
 	"github.com/go-logr/logr"
 	"k8s.io/utils/clock"
@@ -41,6 +42,7 @@ type options struct {
 	maxConcurrentProbes             int
 	maxConcurrentProbesPerNamespace int
 	cosDefaultRegion                string
+	defaultProbeInterval            time.Duration
 	referencePolicy                 ReferencePolicy
 	addressPolicy                   netguard.Policy
 	dial                            netguard.DialFunc
@@ -58,6 +60,8 @@ const (
 	// DefaultMaxConcurrentProbesPerNamespace bounds the probes of one
 	// namespace running at once.
 	DefaultMaxConcurrentProbesPerNamespace = 4
+	// DefaultProbeInterval is the default of WithDefaultProbeInterval.
+	DefaultProbeInterval = 5 * time.Minute
 )
 
 // Option configures a reconciler.
@@ -125,12 +129,19 @@ func WithCosDefaultRegion(region string) Option {
 	return func(o *options) { o.cosDefaultRegion = region }
 }
 
+// WithDefaultProbeInterval sets the probe interval of the objects whose
+// spec.probe.interval is unset (see probeInterval); d must be positive.
+func WithDefaultProbeInterval(d time.Duration) Option {
+	return func(o *options) { o.defaultProbeInterval = d }
+}
+
 func newOptions(opts []Option) options {
 	o := options{
 		clock:                           clock.RealClock{},
 		maxConcurrentReconciles:         1,
 		maxConcurrentProbes:             DefaultMaxConcurrentProbes,
 		maxConcurrentProbesPerNamespace: DefaultMaxConcurrentProbesPerNamespace,
+		defaultProbeInterval:            DefaultProbeInterval,
 		referencePolicy:                 ReferencePolicyNamespace,
 		addressPolicy:                   netguard.DefaultPolicy(),
 	}

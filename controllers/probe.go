@@ -24,15 +24,14 @@ const (
 	// the end of the body: a server that accepts and never answers costs
 	// this much per attempt, not probeTimeout.
 	probeAttemptTimeout = 30 * time.Second
-	// defaultProbeInterval is the API's default probe.interval.
-	defaultProbeInterval = 5 * time.Minute
 )
 
-// probeInterval is the period of a probe spec; 0 disables probing. The API
-// server defaults it, so nil only happens for objects built in tests.
-func probeInterval(p *backendsv1alpha1.ProbeSpec) time.Duration {
+// probeInterval is the period of a probe spec, def (the manager's
+// --default-probe-interval) when it sets none: the API server leaves it
+// unset. 0 turns periodic probing off.
+func probeInterval(p *backendsv1alpha1.ProbeSpec, def time.Duration) time.Duration {
 	if p == nil || p.Interval == nil {
-		return defaultProbeInterval
+		return def
 	}
 	return p.Interval.Duration
 }

@@ -57,7 +57,7 @@ func TestReconcileStatusConflict(t *testing.T) {
 				wantConditions: progressing,
 			}, {
 				name:           "the retry writes it",
-				wantRequeue:    requeueWithin(defaultProbeInterval, defaultProbeInterval*11/10),
+				wantRequeue:    requeueWithin(DefaultProbeInterval, DefaultProbeInterval*11/10),
 				wantConditions: reachable,
 				wantEvents:     []recordedEvent{succeeded},
 			}},

@@ -239,7 +239,7 @@ func TestReconcileForceUnlock(t *testing.T) {
 				check:          both(expectLock(nil), expectLastForceUnlock(released)),
 			}, {
 				name:           "the next probe finds the lock free, and keeps the record",
-				before:         func(e *reconcileEnv) { e.clock.Step(defaultProbeInterval * 11 / 10) },
+				before:         func(e *reconcileEnv) { e.clock.Step(DefaultProbeInterval * 11 / 10) },
 				do:             reconcileUntilProbed,
 				wantConditions: locked(metav1.ConditionFalse, "NotLocked"),
 				wantCalls:      append(lockCalls, "Unlock "+webLockID),

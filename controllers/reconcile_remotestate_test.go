@@ -81,7 +81,7 @@ func TestReconcileRemoteState(t *testing.T) {
 		return recordedEvent{Object: networkState.name, Type: eventType, Reason: reason, Action: "Reconcile"}
 	}
 	ready := event(corev1.EventTypeNormal, "Succeeded")
-	nextRead := func(e *reconcileEnv) { e.clock.Step(defaultProbeInterval * 11 / 10) }
+	nextRead := func(e *reconcileEnv) { e.clock.Step(DefaultProbeInterval * 11 / 10) }
 	// kept holds the published ConfigMap of a step, for a later one.
 	var kept *corev1.ConfigMap
 
@@ -103,7 +103,7 @@ func TestReconcileRemoteState(t *testing.T) {
 			}, {
 				name:           "its end publishes",
 				do:             awaitProbeAndReconcile,
-				wantRequeue:    requeueWithin(defaultProbeInterval, defaultProbeInterval*11/10),
+				wantRequeue:    requeueWithin(DefaultProbeInterval, DefaultProbeInterval*11/10),
 				wantConditions: published,
 				wantEvents:     []recordedEvent{ready},
 				check: func(t *testing.T, e *reconcileEnv) {

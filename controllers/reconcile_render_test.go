@@ -109,7 +109,7 @@ func TestReconcileHttpBackendRender(t *testing.T) {
 			}, {
 				name:           "the probe's end writes its result",
 				do:             awaitProbeAndReconcile,
-				wantRequeue:    requeueWithin(defaultProbeInterval, defaultProbeInterval*11/10),
+				wantRequeue:    requeueWithin(DefaultProbeInterval, DefaultProbeInterval*11/10),
 				wantConditions: reachable,
 				wantEvents:     []recordedEvent{succeeded},
 				check: func(t *testing.T, e *reconcileEnv) {
@@ -123,7 +123,7 @@ func TestReconcileHttpBackendRender(t *testing.T) {
 				},
 			}, {
 				name:           "a reconcile with nothing new changes nothing",
-				wantRequeue:    requeueWithin(defaultProbeInterval, defaultProbeInterval*11/10),
+				wantRequeue:    requeueWithin(DefaultProbeInterval, DefaultProbeInterval*11/10),
 				wantConditions: reachable,
 			}},
 		},
@@ -293,7 +293,7 @@ func TestReconcileHttpBackendStalls(t *testing.T) {
 				before: func(e *reconcileEnv) { e.create(passwordSecret()) },
 				// The credentials are those of the last probe: the
 				// probe is not due again.
-				wantRequeue:    requeueWithin(defaultProbeInterval, defaultProbeInterval*11/10),
+				wantRequeue:    requeueWithin(DefaultProbeInterval, DefaultProbeInterval*11/10),
 				wantConditions: reachable,
 				wantEvents:     []recordedEvent{succeeded},
 				check:          expectUntouched,

@@ -138,7 +138,7 @@ var _ = Describe("RemoteState controller", func() {
 		seedState(ctx, stateURL(ns), v4State(1, stackOutputs))
 		backend := createHttpBackend()
 		remote := makeRemoteState("network", ns, "HttpBackend", "network")
-		remote.Spec.Interval = &metav1.Duration{Duration: 10 * time.Second}
+		remote.Spec.Probe = &backendsv1alpha1.ProbeSpec{Interval: &metav1.Duration{Duration: 10 * time.Second}}
 		Expect(k8sClient.Create(ctx, remote)).To(Succeed())
 		expectOutputsReady(remote)
 

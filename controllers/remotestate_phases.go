@@ -101,10 +101,7 @@ func (r *remoteStateReconciler) reconcileOutputs(ctx context.Context, s *remoteS
 	if err := outputs.CheckDefaults(defaults); err != nil {
 		return stall(backendsv1alpha1.InvalidSpecReason, "spec.defaults: %v", err)
 	}
-	interval := defaultProbeInterval
-	if remote.Spec.Interval != nil {
-		interval = remote.Spec.Interval.Duration
-	}
+	interval := probeInterval(remote.Spec.EffectiveProbe(), r.opts.defaultProbeInterval)
 	task := probeTask{kind: remoteStateKind, obj: remote, inputs: s.inputs, interval: interval,
 		condition: backendsv1alpha1.OutputsReadyCondition}
 	apply := func(res *probeResult) error {
@@ -296,7 +293,7 @@ func selectorsOf(in []backendsv1alpha1.OutputSelector) []outputs.Selector {
 // workspaceOrDefault is the workspace to read.
 func workspaceOrDefault(w string) string {
 	if w == "" {
-		return defaultWorkspace
+		return backendsv1alpha1.DefaultWorkspace
 	}
 	return w
 }
