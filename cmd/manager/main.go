@@ -63,6 +63,7 @@ func run() error {
 	}
 
 	log.Info("Starting manager", "watchNamespaces", opts.watchNamespaces, "leaderElection", opts.leaderElect,
+		"defaultProbeInterval", shortDuration(opts.defaultProbeInterval),
 		"secretReferencePolicy", opts.referencePolicy, "deniedAddresses", netguard.FormatPrefixes(opts.addressPolicy.Denied),
 		"allowedAddresses", netguard.FormatPrefixes(opts.addressPolicy.Allowed))
 	if opts.cosServiceURL != nil {
@@ -81,6 +82,7 @@ func setupControllers(ctx context.Context, mgr ctrl.Manager, opts options) error
 		controllers.WithMaxConcurrentReconciles(opts.maxConcurrentReconciles),
 		controllers.WithMaxConcurrentProbes(opts.maxConcurrentProbes, opts.maxConcurrentProbesPerNamespace),
 		controllers.WithCosDefaultRegion(opts.cosDefaultRegion),
+		controllers.WithDefaultProbeInterval(opts.defaultProbeInterval),
 		controllers.WithReferencePolicy(opts.referencePolicy),
 		controllers.WithAddressPolicy(opts.addressPolicy),
 		controllers.WithCosServiceURL(opts.cosServiceURL),

@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"net/url"
 	"strings"
+	"time"
 
 	"k8s.io/apimachinery/pkg/util/validation"
 	ctrl "sigs.k8s.io/controller-runtime"
@@ -33,6 +34,7 @@ type options struct {
 	maxConcurrentProbes             int
 	maxConcurrentProbesPerNamespace int
 	cosDefaultRegion                string
+	defaultProbeInterval            time.Duration
 	referencePolicy                 controllers.ReferencePolicy
 	addressPolicy                   netguard.Policy
 	// cosServiceURL, for tests and demos, replaces the real COS service;
@@ -67,6 +69,9 @@ func parseOptions(fs *flag.FlagSet, args []string, getenv func(string) string) (
 		"Maximum number of probes and state reads running at the same time, across kinds.")
 	fs.IntVar(&o.maxConcurrentProbesPerNamespace, "max-concurrent-probes-per-namespace", controllers.DefaultMaxConcurrentProbesPerNamespace,
 		"Maximum number of probes and state reads of one namespace running at the same time: a tenant whose servers hang holds at most this many.")
+	fs.DurationVar(&o.defaultProbeInterval, "default-probe-interval", controllers.DefaultProbeInterval,
+		fmt.Sprintf("Probe interval of the backends and RemoteStates whose spec.probe.interval is unset, between %s and %s.",
+			shortDuration(backendsv1alpha1.MinProbeInterval), shortDuration(backendsv1alpha1.MaxProbeInterval)))
 	fs.StringVar(&o.cosDefaultRegion, "cos-default-region", getenv("TENCENTCLOUD_REGION"),
 		"Region of CosBackends that set none. Defaults to TENCENTCLOUD_REGION.")
 	fs.StringVar(&cosService, "cos-service-url", "",
@@ -109,7 +114,24 @@ func parseOptions(fs *flag.FlagSet, args []string, getenv func(string) string) (
 		return options{}, fmt.Errorf("--max-concurrent-probes and --max-concurrent-probes-per-namespace must be at least 1, got %d and %d",
 			o.maxConcurrentProbes, o.maxConcurrentProbesPerNamespace)
 	}
+	if o.defaultProbeInterval < backendsv1alpha1.MinProbeInterval || o.defaultProbeInterval > backendsv1alpha1.MaxProbeInterval {
+		return options{}, fmt.Errorf("--default-probe-interval must be between %s and %s, as spec.probe.interval, got %s",
+			shortDuration(backendsv1alpha1.MinProbeInterval), shortDuration(backendsv1alpha1.MaxProbeInterval), o.defaultProbeInterval)
+	}
 	return o, nil
+}
+
+// shortDuration prints d as the API's durations are written: 24h and 5m
+// rather than 24h0m0s and 5m0s.
+func shortDuration(d time.Duration) string {
+	s := d.String()
+	if strings.HasSuffix(s, "m0s") {
+		s = strings.TrimSuffix(s, "0s")
+	}
+	if strings.HasSuffix(s, "h0m") {
+		s = strings.TrimSuffix(s, "0m")
+	}
+	return s
 }
 
 // parseNamespaces splits a comma-separated namespace list, drops empty

@@ -9,6 +9,7 @@ import (
 	"path/filepath"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/google/go-cmp/cmp"
 	"github.com/google/go-cmp/cmp/cmpopts"
@@ -24,7 +25,7 @@ func TestParseOptions(t *testing.T) {
 	defaults := func(edit func(*options)) options {
 		o := options{
 			metricsAddr: "0", secureMetrics: true, probeAddr: ":8081", maxConcurrentReconciles: 4,
-			maxConcurrentProbes: 16, maxConcurrentProbesPerNamespace: 4,
+			maxConcurrentProbes: 16, maxConcurrentProbesPerNamespace: 4, defaultProbeInterval: 5 * time.Minute,
 			referencePolicy: controllers.ReferencePolicyNamespace,
 			addressPolicy:   netguard.Policy{Denied: netguard.DefaultDenied()},
 		}
@@ -57,11 +58,12 @@ func TestParseOptions(t *testing.T) {
 				"--leader-elect", "--watch-namespaces= team-a,team-b,,team-a ", "--max-concurrent-reconciles=8",
 				"--max-concurrent-probes=32", "--max-concurrent-probes-per-namespace=2", "--secret-reference-policy=labeled",
 				"--allowed-address-cidrs=10.0.0.0/8, 192.168.1.7", "--denied-address-cidrs=10.96.0.0/12",
+				"--default-probe-interval=90s",
 			},
 			want: options{
 				metricsAddr: ":8443", probeAddr: ":9000", leaderElect: true,
 				watchNamespaces: []string{"team-a", "team-b"}, maxConcurrentReconciles: 8,
-				maxConcurrentProbes: 32, maxConcurrentProbesPerNamespace: 2,
+				maxConcurrentProbes: 32, maxConcurrentProbesPerNamespace: 2, defaultProbeInterval: 90 * time.Second,
 				referencePolicy: controllers.ReferencePolicyLabeled,
 				addressPolicy: netguard.Policy{
 					Allowed: []netip.Prefix{netip.MustParsePrefix("10.0.0.0/8"), netip.MustParsePrefix("192.168.1.7/32")},
@@ -100,6 +102,31 @@ func TestParseOptions(t *testing.T) {
 		"invalid namespace": {
 			args:    []string{"--watch-namespaces=team-a,Team_B"},
 			wantErr: `--watch-namespaces: "Team_B" is not a valid namespace`,
+		},
+		"shortest default probe interval": {
+			args: []string{"--default-probe-interval=10s"},
+			want: defaults(func(o *options) { o.defaultProbeInterval = 10 * time.Second }),
+		},
+		"longest default probe interval": {
+			args: []string{"--default-probe-interval=24h"},
+			want: defaults(func(o *options) { o.defaultProbeInterval = 24 * time.Hour }),
+		},
+		"default probe interval too short": {
+			args:    []string{"--default-probe-interval=9s"},
+			wantErr: "--default-probe-interval must be between 10s and 24h, as spec.probe.interval, got 9s",
+		},
+		"default probe interval too long": {
+			args:    []string{"--default-probe-interval=25h"},
+			wantErr: "--default-probe-interval must be between 10s and 24h, as spec.probe.interval, got 25h0m0s",
+		},
+		// 0s disables probing, which only a spec may ask for.
+		"no zero default probe interval": {
+			args:    []string{"--default-probe-interval=0s"},
+			wantErr: "--default-probe-interval must be between 10s and 24h",
+		},
+		"default probe interval is a duration": {
+			args:    []string{"--default-probe-interval=5"},
+			wantErr: "default-probe-interval",
 		},
 		"zero concurrency": {
 			args:    []string{"--max-concurrent-reconciles=0"},
@@ -199,10 +226,27 @@ func TestShippedArguments(t *testing.T) {
 		t.Errorf("the shipped --denied-address-cidrs differ from the default (-default +shipped):\n%s", diff)
 	}
 	if got.referencePolicy != controllers.ReferencePolicyNamespace || got.maxConcurrentProbes != controllers.DefaultMaxConcurrentProbes ||
-		got.maxConcurrentProbesPerNamespace != controllers.DefaultMaxConcurrentProbesPerNamespace {
+		got.maxConcurrentProbesPerNamespace != controllers.DefaultMaxConcurrentProbesPerNamespace ||
+		got.defaultProbeInterval != controllers.DefaultProbeInterval {
 		t.Errorf("the shipped arguments = %+v, want the defaults", got)
 	}
 	if got.cosServiceURL != nil {
 		t.Errorf("the shipped arguments send COS requests to %s: --cos-service-url is for tests and demos", got.cosServiceURL)
+	}
+}
+
+func TestShortDuration(t *testing.T) {
+	cases := map[time.Duration]string{
+		10 * time.Second:           "10s",
+		5 * time.Minute:            "5m",
+		90 * time.Minute:           "1h30m",
+		24 * time.Hour:             "24h",
+		time.Hour + 30*time.Second: "1h0m30s",
+		1500 * time.Millisecond:    "1.5s",
+	}
+	for d, want := range cases {
+		if got := shortDuration(d); got != want {
+			t.Errorf("shortDuration(%v) = %q, want %q", d, got, want)
+		}
 	}
 }
