@@ -8,7 +8,6 @@ import (
 // RemoteStateSpec describes which stack's outputs to publish and where.
 //
 // +kubebuilder:validation:XValidation:rule="self.backendRef.kind != 'HttpBackend' || !has(self.workspace) || self.workspace == 'default'",message="workspace must be default for an HttpBackend: the http backend has no workspaces",fieldPath=".workspace"
-// +kubebuilder:validation:XValidation:rule="!has(self.interval) || !has(self.probe) || !has(self.probe.interval)",message="interval is deprecated and cannot be set together with probe.interval: set only probe.interval, and remove interval (CRDs before the deprecation filled it in with 5m)",fieldPath=".interval"
 type RemoteStateSpec struct {
 	// backendRef names the HttpBackend or CosBackend, in the same
 	// namespace, whose state holds the outputs.
@@ -46,8 +45,9 @@ type RemoteStateSpec struct {
 	Probe *ProbeSpec `json:"probe,omitempty"`
 
 	// interval between two reads of the state, jittered by up to 10%. It is
-	// honoured only while probe.interval is unset, and setting both is
-	// refused.
+	// honoured only while probe.interval is unset: probe.interval wins, so
+	// that a RemoteState holding the 5m earlier CRDs filled in here moves
+	// to probe.interval by setting it alone.
 	//
 	// Deprecated: use probe.interval, which also accepts "0s". interval
 	// will be removed in the next API version.

@@ -334,8 +334,6 @@ var _ = Describe("Admission validation", func() {
 			"spec.probe.interval", "probe.interval must be 0s (probing disabled) or between 10s and 24h"),
 		Entry("remote: probe interval is a duration", remoteState(set("spec.probe.interval", "5 minutes")),
 			"spec.probe.interval", "should match"),
-		Entry("remote: not both the deprecated interval and probe.interval", remoteState(set("spec.interval", "1m"), set("spec.probe.interval", "1m")),
-			"spec.interval", "interval is deprecated and cannot be set together with probe.interval: set only probe.interval, and remove interval"),
 		Entry("remote: target names are DNS names", remoteState(set("spec.target.secretName", "Net_Secrets")),
 			"spec.target.secretName", "should match"),
 		Entry("remote: workspace is not '..'", remoteState(set("spec.backendRef.kind", "CosBackend"), set("spec.workspace", "..")),
