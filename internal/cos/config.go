@@ -73,8 +73,8 @@ type Config struct {
 	// SecurityToken is the token of temporary credentials, sent as
 	// x-cos-security-token. Never printed.
 	SecurityToken string
-	// MaxStateBytes bounds the state object ReadState accepts; 0 means
-	// DefaultMaxStateBytes.
+	// MaxStateBytes bounds the state object StreamState hands over; 0
+	// means DefaultMaxStateBytes.
 	MaxStateBytes int64
 }
 

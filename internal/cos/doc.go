@@ -13,7 +13,7 @@
 //     "default" workspace, path.Join(prefix, workspace, key) otherwise, and
 //     the lock object at the state key plus ".tflock".
 //   - The bucket check (CheckBucket): list objects under the prefix.
-//   - Reading (StreamState, ReadState, ReadLock): an object must carry
+//   - Reading (StreamState, ReadLock): an object must carry
 //     x-cos-meta-md5, the hex MD5 of its body, and the body must match it.
 //     The lock ID Terraform reports for COS, and that terraform
 //     force-unlock expects, is that checksum of the .tflock object.
@@ -31,8 +31,13 @@
 //   - Memory is bounded by configuration, not by the state: StreamState
 //     hands the body to the caller as it arrives, checks its size against
 //     Config.MaxStateBytes and its MD5 while it streams, and makes the
-//     reader fail at the end of a body that does not match. ReadState
-//     holds the whole state and is for small states and tests.
+//     reader fail at the end of a body that does not match. It is the only
+//     way the package reads a state: nothing returns a whole state object.
+//     The operator's consumers are statefile's streaming walker
+//     (statefile.ReadSummary for the CosBackend probe, outputs.Read for a
+//     RemoteState), so a state of millions of outputs costs a read buffer,
+//     not memory in proportion to it. Only a .tflock object, bounded to
+//     1 MiB, is read whole, by ReadLock.
 //
 // Requests go through github.com/tencentyun/cos-go-sdk-v5 with
 // cos.AuthorizationTransport signing them, as Terraform does. WithDialContext

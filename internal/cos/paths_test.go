@@ -59,8 +59,7 @@ func TestNewRefusesPathEscapes(t *testing.T) {
 // prefix (".", "./x").
 func TestWorkspaceNames(t *testing.T) {
 	reads := map[string]func(c *cos.Client, workspace string) error{
-		"ReadState": func(c *cos.Client, w string) error { _, err := c.ReadState(context.Background(), w); return err },
-		"ReadLock":  func(c *cos.Client, w string) error { _, err := c.ReadLock(context.Background(), w); return err },
+		"ReadLock": func(c *cos.Client, w string) error { _, err := c.ReadLock(context.Background(), w); return err },
 		"StreamState": func(c *cos.Client, w string) error {
 			_, _, err := c.StreamState(context.Background(), w, func(io.Reader) error { return nil })
 			return err

@@ -1,7 +1,6 @@
 package cos
 
 import (
-	"bytes"
 	"context"
 	"encoding/json"
 	"fmt"
@@ -20,15 +19,13 @@ const maxLockBytes int64 = 1 << 20
 // puts (state and lock): the hex MD5 of the body.
 const md5Header = "X-Cos-Meta-Md5"
 
-// Object is a state object as read from COS.
-type Object struct {
-	// Data is the object's body, verified against MD5; ReadState fills it,
-	// StreamState hands it over instead.
-	Data []byte
-	// MD5 is the object's x-cos-meta-md5: the lower-case hex MD5 of Data.
-	MD5 string
-	// Size is the size of the body in bytes.
-	Size int64
+// object is what readObject learns of an object it streamed.
+type object struct {
+	// sum is the object's x-cos-meta-md5: the lower-case hex MD5 of its
+	// body.
+	sum string
+	// size is the size of the body in bytes.
+	size int64
 }
 
 // LockInfo is the holder of a state lock, from the .tflock object
@@ -39,32 +36,6 @@ type Object struct {
 // with this checksum when it reads the lock; ReadLock does the same. Path
 // is the key of the .tflock object.
 type LockInfo = stateclient.LockInfo
-
-// ReadState reads the state object of workspace ("default" or a named
-// workspace; see StateKey) into memory. It returns nil, nil when the
-// object does not exist. Like Terraform it refuses an object without a
-// valid x-cos-meta-md5 (ErrChecksumMissing) or whose body does not match
-// it (ErrChecksumMismatch). A body larger than Config.MaxStateBytes is
-// ErrStateTooLarge; it is not read past the limit. A missing bucket is
-// ErrBucketNotFound, not a missing state.
-//
-// ReadState holds the whole state: prefer StreamState, whose memory use
-// does not grow with the state.
-func (c *Client) ReadState(ctx context.Context, workspace string) (*Object, error) {
-	var data bytes.Buffer
-	obj, err := c.readObject(ctx, workspace, false, func(r io.Reader) error {
-		_, err := data.ReadFrom(r)
-		return err
-	})
-	if err != nil || obj == nil {
-		return nil, err
-	}
-	obj.Data = data.Bytes()
-	if obj.Data == nil {
-		obj.Data = []byte{} // an empty object, as io.ReadAll gives it
-	}
-	return obj, nil
-}
 
 // ReadLock reads the lock object of workspace (the state key plus
 // ".tflock"). It returns nil, nil when there is none, that is when the
@@ -89,16 +60,16 @@ func (c *Client) ReadLock(ctx context.Context, workspace string) (*LockInfo, err
 	if err != nil || obj == nil {
 		return nil, err
 	}
-	info.ID = obj.MD5
+	info.ID = obj.sum
 	info.Rewrite(c.redact.scrub)
 	return &info, nil
 }
 
 // readObject streams the state object of workspace, or its lock object
 // when lock is true, to read (see streamObject). It returns nil, nil when
-// the object does not exist, and otherwise an Object without Data. Its
+// the object does not exist, and otherwise its checksum and size. Its
 // errors are redacted.
-func (c *Client) readObject(ctx context.Context, workspace string, lock bool, read func(io.Reader) error) (*Object, error) {
+func (c *Client) readObject(ctx context.Context, workspace string, lock bool, read func(io.Reader) error) (*object, error) {
 	key, err := c.stateKey(workspace)
 	if err != nil {
 		return nil, err
@@ -112,7 +83,7 @@ func (c *Client) readObject(ctx context.Context, workspace string, lock bool, re
 	if err != nil || !found {
 		return nil, c.redact.error(err)
 	}
-	return &Object{MD5: sum, Size: size}, nil
+	return &object{sum: sum, size: size}, nil
 }
 
 // stateKey validates a workspace name (see validateWorkspace) and returns

@@ -184,10 +184,6 @@ func cutShort(w http.ResponseWriter, _ *http.Request, _, _ string) {
 // leakReads are the reads a probe or a RemoteState makes.
 var leakReads = map[string]func(context.Context, *cos.Client) error{
 	"CheckBucket": func(ctx context.Context, c *cos.Client) error { return c.CheckBucket(ctx) },
-	"ReadState": func(ctx context.Context, c *cos.Client) error {
-		_, err := c.ReadState(ctx, cos.DefaultWorkspace)
-		return err
-	},
 	"StreamState": func(ctx context.Context, c *cos.Client) error {
 		_, _, err := c.StreamState(ctx, cos.DefaultWorkspace, func(r io.Reader) error {
 			_, err := io.Copy(io.Discard, r)

@@ -49,7 +49,7 @@ func (c *Client) StreamState(ctx context.Context, workspace string, read func(io
 	if obj == nil {
 		return false, 0, err
 	}
-	return true, obj.Size, err
+	return true, obj.size, err
 }
 
 // streamObject GETs key and checks it as Terraform's getObject does, but

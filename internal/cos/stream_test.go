@@ -11,6 +11,7 @@ import (
 	"net/http/httptest"
 	"net/url"
 	"strconv"
+	"strings"
 	"testing"
 	"time"
 
@@ -33,6 +34,23 @@ type consumed struct {
 var sameError = cmp.Comparer(func(a, b error) bool {
 	return (a == nil) == (b == nil) && (a == nil || errors.Is(a, b) || errors.Is(b, a))
 })
+
+// readState reads the whole state object of workspace through
+// StreamState, for tests that look at the body: nil and no error when
+// there is none. The package itself has no such call, so that no caller
+// holds a whole state.
+func readState(ctx context.Context, c *cos.Client, workspace string) ([]byte, error) {
+	var data []byte
+	found, _, err := c.StreamState(ctx, workspace, func(r io.Reader) error {
+		var err error
+		data, err = io.ReadAll(r)
+		return err
+	})
+	if err != nil || !found {
+		return nil, err
+	}
+	return data, nil
+}
 
 // readAll is a read function that reads to the end, as a parser that
 // checks for trailing data does.
@@ -86,6 +104,7 @@ func TestStreamState(t *testing.T) {
 	put := func(key string, meta map[string]string) func(*costest.Server, *cos.Config) {
 		return func(srv *costest.Server, _ *cos.Config) { srv.PutObject(bucket, key, data, meta) }
 	}
+	size := int64(len(data))
 	good := map[string]string{"md5": md5hex(data)}
 	tampered := map[string]string{"md5": md5hex([]byte("other"))}
 	cases := map[string]struct {
@@ -94,28 +113,41 @@ func TestStreamState(t *testing.T) {
 		setup     func(*costest.Server, *cos.Config)
 		read      func(*consumed) func(io.Reader) error
 		wantFound bool
+		wantSize  int64 // when found
 		want      consumed
 		wantErrs  []error
 		wantIs    error // an error besides the sentinels the result must match
 	}{
 		"default workspace": {
 			setup: put("env/terraform.tfstate", good), read: readAll,
-			wantFound: true, want: consumed{called: true, data: state},
+			wantFound: true, wantSize: size, want: consumed{called: true, data: state},
 		},
 		"named workspace": {
 			workspace: "staging", setup: put("env/staging/terraform.tfstate", good), read: readAll,
-			wantFound: true, want: consumed{called: true, data: state},
+			wantFound: true, wantSize: size, want: consumed{called: true, data: state},
+		},
+		"custom key, no prefix": {
+			setup: func(srv *costest.Server, cfg *cos.Config) {
+				cfg.Prefix, cfg.Key = "", "app.tfstate"
+				srv.PutState(bucket, "app.tfstate", data)
+			},
+			read:      readAll,
+			wantFound: true, wantSize: size, want: consumed{called: true, data: state},
 		},
 		"missing: read is not called": {
 			setup: put("env/other/terraform.tfstate", good), read: readAll,
 		},
+		"empty object": {
+			setup: func(srv *costest.Server, _ *cos.Config) { srv.PutState(bucket, "env/terraform.tfstate", nil) },
+			read:  readAll, wantFound: true, want: consumed{called: true},
+		},
 		"stops early, body matches": {
 			setup: put("env/terraform.tfstate", good), read: readFirstByte,
-			wantFound: true, want: consumed{called: true, data: "{"},
+			wantFound: true, wantSize: size, want: consumed{called: true, data: "{"},
 		},
 		"JSON decoder, body matches": {
 			setup: put("env/terraform.tfstate", good), read: decodeJSON,
-			wantFound: true, want: consumed{called: true, data: "7"},
+			wantFound: true, wantSize: size, want: consumed{called: true, data: "7"},
 		},
 		"tampered: the reader fails at the end instead of io.EOF": {
 			setup: put("env/terraform.tfstate", tampered), read: readAll,
@@ -142,6 +174,11 @@ func TestStreamState(t *testing.T) {
 			want:     consumed{called: true, data: "{"},
 			wantErrs: []error{cos.ErrChecksumMismatch},
 		},
+		"upper-case md5, as Terraform compares": {
+			setup: put("env/terraform.tfstate", map[string]string{"md5": strings.ToUpper(md5hex(data))}), read: readAll,
+			want:     consumed{called: true, data: state, readErr: cos.ErrChecksumMismatch},
+			wantErrs: []error{cos.ErrChecksumMismatch},
+		},
 		"no md5: read is not called": {
 			setup: put("env/terraform.tfstate", nil), read: readAll,
 			wantErrs: []error{cos.ErrChecksumMissing},
@@ -152,7 +189,7 @@ func TestStreamState(t *testing.T) {
 		},
 		"exactly the limit": {
 			maxBytes: int64(len(data)), setup: put("env/terraform.tfstate", good), read: readAll,
-			wantFound: true, want: consumed{called: true, data: state},
+			wantFound: true, wantSize: size, want: consumed{called: true, data: state},
 		},
 		"Content-Length above the limit: read is not called": {
 			maxBytes: int64(len(data)) - 1, setup: put("env/terraform.tfstate", good), read: readAll,
@@ -161,6 +198,14 @@ func TestStreamState(t *testing.T) {
 		"missing bucket": {
 			setup: func(_ *costest.Server, cfg *cos.Config) { cfg.Bucket = "missing-1250000000" }, read: readAll,
 			wantErrs: []error{cos.ErrBucketNotFound},
+		},
+		"access denied": {
+			setup: func(srv *costest.Server, _ *cos.Config) {
+				srv.PutState(bucket, "env/terraform.tfstate", data)
+				srv.DenyAccess(bucket, true)
+			},
+			read:     readAll,
+			wantErrs: []error{cos.ErrAccessDenied},
 		},
 		"blank workspace": {
 			workspace: " ", read: readAll,
@@ -190,8 +235,8 @@ func TestStreamState(t *testing.T) {
 			if found != tc.wantFound {
 				t.Errorf("StreamState() found = %t, want %t", found, tc.wantFound)
 			}
-			if wantSize := map[bool]int64{true: int64(len(data))}[found]; size != wantSize {
-				t.Errorf("StreamState() size = %d, want %d", size, wantSize)
+			if size != tc.wantSize {
+				t.Errorf("StreamState() size = %d, want %d", size, tc.wantSize)
 			}
 			if diff := cmp.Diff(tc.want, got, sameError, cmp.AllowUnexported(consumed{})); diff != "" {
 				t.Errorf("read saw (-want +got):\n%s", diff)

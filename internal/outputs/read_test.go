@@ -110,7 +110,7 @@ func TestRead(t *testing.T) {
 // and Secret keys: "." and ".." were accepted, and then refused by the API
 // server on every write.
 func TestKeysAreConfigMapKeys(t *testing.T) {
-	st := mustParse(t, stateWith(`".":{"value":"x","type":"string"},"..":{"value":"y","type":"string"},"ok":{"value":"z","type":"string"}`))
+	st := mustReadState(t, stateWith(`".":{"value":"x","type":"string"},"..":{"value":"y","type":"string"},"ok":{"value":"z","type":"string"}`))
 	cases := map[string][]Selector{
 		"an output named .":         {{Name: "."}},
 		"an output named ..":        {{Name: ".."}},

@@ -48,7 +48,7 @@ func TestBasicAuth(t *testing.T) {
 				t.Fatal(err)
 			}
 			for _, call := range []func() error{
-				func() error { _, err := c.Fetch(ctx); return err },
+				func() error { _, err := fetchAll(ctx, c); return err },
 				func() error { _, err := c.FetchSummary(ctx); return err },
 				func() error { return c.Update(ctx, []byte("{}")) },
 				func() error { return c.Unlock(ctx, id) },
@@ -159,7 +159,7 @@ func TestNoSecretsInErrorsOrLogs(t *testing.T) {
 				cfg.Username, cfg.Password = username, secretPassword
 				cfg.ClientCertificatePEM, cfg.ClientPrivateKeyPEM = certPEM, keyPEM
 				c := mustNew(t, cfg, WithLogger(logger))
-				_, err := c.Fetch(ctx)
+				_, err := fetchAll(ctx, c)
 				record(err)
 				_, err = c.FetchSummary(ctx)
 				record(err)
@@ -174,7 +174,7 @@ func TestNoSecretsInErrorsOrLogs(t *testing.T) {
 	// A cancelled context.
 	cancelled, cancel := context.WithCancel(ctx)
 	cancel()
-	_, err := mustNew(t, fastConfig(strings.Replace(plain.URL, "://", "://"+secretURLUser+":"+secretURLPass+"@", 1)), WithLogger(logger)).Fetch(cancelled)
+	_, err := fetchAll(cancelled, mustNew(t, fastConfig(strings.Replace(plain.URL, "://", "://"+secretURLUser+":"+secretURLPass+"@", 1)), WithLogger(logger)))
 	record(err)
 
 	for _, err := range errs {

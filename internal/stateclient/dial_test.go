@@ -78,10 +78,10 @@ func TestWithDialContext(t *testing.T) {
 			// A transport without a proxy: the test must not depend on the
 			// environment's proxy settings.
 			c := mustNew(t, cfg, WithTransport(&http.Transport{}), WithDialContext(guard.DialContext))
-			p, err := c.Fetch(ctxT(t))
+			data, err := fetchAll(ctxT(t), c)
 			if tc.wantDenied {
 				if !errors.Is(err, netguard.ErrAddressDenied) {
-					t.Fatalf("Fetch() error %v, want ErrAddressDenied", err)
+					t.Fatalf("StreamState() error %v, want ErrAddressDenied", err)
 				}
 				var re *RetryError
 				if !errors.As(err, &re) || re.Attempts != 1 {
@@ -95,8 +95,8 @@ func TestWithDialContext(t *testing.T) {
 				}
 				return
 			}
-			if err != nil || p == nil || string(p.Data) != smallState {
-				t.Fatalf("Fetch() = %v, %v; want the state", p, err)
+			if err != nil || string(data) != smallState {
+				t.Fatalf("StreamState() read %q, %v; want the state", data, err)
 			}
 			if want := net.JoinHostPort("127.0.0.1", port); len(base.dialed) != 1 || base.dialed[0] != want {
 				t.Errorf("dialled %v, want [%s]", base.dialed, want)

@@ -5,9 +5,9 @@
 //
 // # The protocol, as this client relies on it
 //
-// The state lives at one address (http or https). Fetch is a GET: 200 with
-// the state as body (an empty body means no state), 204 or 404 for no
-// state. Update sends the state with the update method (POST unless
+// The state lives at one address (http or https). Reading it is a GET:
+// 200 with the state as body (an empty body means no state), 204 or 404
+// for no state. Update sends the state with the update method (POST unless
 // configured), with the query parameter ID=<lock id> added while a lock is
 // held; 200, 201 and 204 succeed. Purge is a DELETE and only 200 succeeds.
 // Lock sends a LockInfo as JSON with the lock method (LOCK) to the lock
@@ -32,6 +32,17 @@
 // up after N attempt(s)". TLS is configured as Terraform does: a CA PEM
 // replaces the system roots, a client certificate and key come together,
 // SkipCertVerification turns verification off.
+//
+// # Reading a state without holding it
+//
+// The client reads a state only as a stream: StreamState hands the body to
+// a consumer as it arrives and keeps none of it, and FetchSummary is
+// StreamState through statefile.ReadSummary. There is no call that returns
+// the whole body. The operator's consumers are statefile's walker
+// (ReadSummary for the HttpBackend probe, ReadOutputs through outputs.Read
+// for a RemoteState), so a state of millions of outputs costs a read buffer
+// and the outputs a RemoteState keeps within its budgets, not memory in
+// proportion to the state.
 //
 // # Where the client deliberately differs from Terraform
 //

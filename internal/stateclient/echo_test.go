@@ -12,6 +12,8 @@ import (
 	"testing"
 
 	"github.com/go-logr/logr/funcr"
+
+	"github.com/infrastate/backend-operator/internal/statefile"
 )
 
 const (
@@ -46,9 +48,9 @@ func echoOf(r *http.Request, body string) string {
 
 // echoHandler is a hostile server: it answers with what it received. The
 // last path element picks the answer: GET 500, GET text (200, not JSON,
-// a bad Content-MD5), GET away (302 to another host); LOCK and UNLOCK
-// answer 423 and 409 with the echo in the holder's Who and Info, or
-// (path element text) a non-JSON body.
+// a Content-MD5 holding the Authorization, which reads ignore), GET away
+// (302 to another host); LOCK and UNLOCK answer 423 and 409 with the echo
+// in the holder's Who and Info, or (path element text) a non-JSON body.
 func echoHandler(w http.ResponseWriter, r *http.Request) {
 	body, _ := io.ReadAll(r.Body)
 	echo := echoOf(r, string(body))
@@ -140,8 +142,11 @@ func TestEchoServerLeaksNothing(t *testing.T) {
 	}
 	for name, cfg := range clients {
 		c := mustNew(t, cfg, WithLogger(logger))
-		_, err := c.Fetch(ctx) // "text": the bad Content-MD5 fails it
-		record(name+": Fetch", err)
+		_, _, err := c.StreamState(ctx, func(r io.Reader) error { // as a RemoteState reads
+			_, err := statefile.ReadOutputs(r, statefile.Options{})
+			return err
+		})
+		record(name+": StreamState", err)
 		_, err = c.FetchSummary(ctx)
 		record(name+": FetchSummary", err)
 		_, err = c.Lock(ctx, NewLockInfo("OperationTypeApply", "operator@cluster"))

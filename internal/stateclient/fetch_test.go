@@ -36,45 +36,47 @@ func chunked(state string) http.HandlerFunc {
 	}
 }
 
-func TestFetch(t *testing.T) {
+// TestStreamStateAnswers checks how a read of the state sorts the server's
+// answers, retries included, through the whole body StreamState hands
+// over.
+func TestStreamStateAnswers(t *testing.T) {
 	t.Parallel()
 	cases := map[string]struct {
 		handler  http.HandlerFunc
-		want     *Payload
+		want     string // the body read; empty for no state
 		wantErr  string
 		is       error
 		status   int // of a *StatusError in the chain, when set
 		attempts int
 	}{
-		"200 with state":       {handler: respond(200, smallState), want: &Payload{Data: []byte(smallState), MD5: md5Of(smallState)}, attempts: 1},
-		"200 chunked":          {handler: chunked(smallState), want: &Payload{Data: []byte(smallState), MD5: md5Of(smallState)}, attempts: 1},
-		"200 with Content-MD5": {handler: respond(200, "{}", "Content-MD5", "AAECAwQFBgcICQoLDA0ODw=="), want: &Payload{Data: []byte("{}"), MD5: []byte{0, 1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11, 12, 13, 14, 15}}, attempts: 1},
-		"200 bad Content-MD5":  {handler: respond(200, "{}", "Content-MD5", "%%%"), wantErr: "decoding Content-MD5", attempts: 1},
-		"200 empty":            {handler: respond(200, ""), attempts: 1},
-		"204":                  {handler: respond(204, ""), attempts: 1},
-		"404":                  {handler: respond(404, "not found"), attempts: 1},
-		"401":                  {handler: respond(401, ""), wantErr: "GET " + "URL/state: HTTP remote state endpoint requires auth (401 Unauthorized)", is: ErrUnauthorized, status: 401, attempts: 1},
-		"403":                  {handler: respond(403, ""), wantErr: "HTTP remote state endpoint invalid auth (403 Forbidden)", is: ErrForbidden, status: 403, attempts: 1},
-		"400":                  {handler: respond(400, ""), wantErr: "unexpected HTTP response (400 Bad Request)", status: 400, attempts: 1},
-		"409":                  {handler: respond(409, ""), wantErr: "unexpected HTTP response (409 Conflict)", status: 409, attempts: 1},
-		"501 not retried":      {handler: respond(501, ""), wantErr: "(501 Not Implemented)", status: 501, attempts: 1},
-		"500 retried":          {handler: respond(500, ""), wantErr: "GET URL/state giving up after 3 attempt(s): last answer 500 Internal Server Error", status: 500, attempts: 3},
-		"503 then 200":         {handler: sequence(respond(503, ""), respond(200, smallState)), want: &Payload{Data: []byte(smallState), MD5: md5Of(smallState)}, attempts: 2},
-		"429 retried":          {handler: respond(429, ""), wantErr: "giving up after 3 attempt(s)", status: 429, attempts: 3},
-		"hang up retried":      {handler: hangUp, wantErr: "GET URL/state giving up after 3 attempt(s): Get \"URL/state\": EOF", attempts: 3},
-		"hang up then 204":     {handler: sequence(hangUp, respond(204, "")), attempts: 2},
-		"302 followed":         {handler: sequence(respond(302, "", "Location", "/elsewhere"), respond(200, "{}")), want: &Payload{Data: []byte("{}"), MD5: md5Of("{}")}, attempts: 2},
+		"200 with state":               {handler: respond(200, smallState), want: smallState, attempts: 1},
+		"200 chunked":                  {handler: chunked(smallState), want: smallState, attempts: 1},
+		"200 bad Content-MD5, ignored": {handler: respond(200, "{}", "Content-MD5", "%%%"), want: "{}", attempts: 1},
+		"200 empty":                    {handler: respond(200, ""), attempts: 1},
+		"204":                          {handler: respond(204, ""), attempts: 1},
+		"404":                          {handler: respond(404, "not found"), attempts: 1},
+		"401":                          {handler: respond(401, ""), wantErr: "GET " + "URL/state: HTTP remote state endpoint requires auth (401 Unauthorized)", is: ErrUnauthorized, status: 401, attempts: 1},
+		"403":                          {handler: respond(403, ""), wantErr: "HTTP remote state endpoint invalid auth (403 Forbidden)", is: ErrForbidden, status: 403, attempts: 1},
+		"400":                          {handler: respond(400, ""), wantErr: "unexpected HTTP response (400 Bad Request)", status: 400, attempts: 1},
+		"409":                          {handler: respond(409, ""), wantErr: "unexpected HTTP response (409 Conflict)", status: 409, attempts: 1},
+		"501 not retried":              {handler: respond(501, ""), wantErr: "(501 Not Implemented)", status: 501, attempts: 1},
+		"500 retried":                  {handler: respond(500, ""), wantErr: "GET URL/state giving up after 3 attempt(s): last answer 500 Internal Server Error", status: 500, attempts: 3},
+		"503 then 200":                 {handler: sequence(respond(503, ""), respond(200, smallState)), want: smallState, attempts: 2},
+		"429 retried":                  {handler: respond(429, ""), wantErr: "giving up after 3 attempt(s)", status: 429, attempts: 3},
+		"hang up retried":              {handler: hangUp, wantErr: "GET URL/state giving up after 3 attempt(s): Get \"URL/state\": EOF", attempts: 3},
+		"hang up then 204":             {handler: sequence(hangUp, respond(204, "")), attempts: 2},
+		"302 followed":                 {handler: sequence(respond(302, "", "Location", "/elsewhere"), respond(200, "{}")), want: "{}", attempts: 2},
 	}
 	for name, tc := range cases {
 		t.Run(name, func(t *testing.T) {
 			t.Parallel()
 			srv := newServer(t, tc.handler)
 			c := mustNew(t, fastConfig(srv.URL))
-			got, err := c.Fetch(ctxT(t))
+			got, err := fetchAll(ctxT(t), c)
 			checkErr(t, err, strings.ReplaceAll(tc.wantErr, "URL", srv.URL), tc.is)
 			checkStatus(t, err, tc.status)
-			if diff := cmp.Diff(tc.want, got); diff != "" {
-				t.Errorf("Fetch() mismatch (-want +got):\n%s", diff)
+			if diff := cmp.Diff(tc.want, string(got)); diff != "" {
+				t.Errorf("StreamState() read (-want +got):\n%s", diff)
 			}
 			if n := len(srv.requests()); n != tc.attempts {
 				t.Errorf("server saw %d requests, want %d", n, tc.attempts)
@@ -173,7 +175,7 @@ func TestSizeLimit(t *testing.T) {
 			cfg := fastConfig(srv.URL)
 			cfg.MaxStateBytes = tc.maxBytes
 			c := mustNew(t, cfg)
-			p, err := c.Fetch(ctxT(t))
+			data, err := fetchAll(ctxT(t), c)
 			checkErr(t, err, tc.wantErr, nil)
 			s, serr := c.FetchSummary(ctxT(t))
 			checkErr(t, serr, tc.wantErr, nil)
@@ -183,26 +185,8 @@ func TestSizeLimit(t *testing.T) {
 				}
 				return
 			}
-			if p == nil || len(p.Data) == 0 || !s.Present || s.SizeBytes != int64(len(p.Data)) {
-				t.Errorf("Fetch() = %v, FetchSummary() = %+v", p, s)
-			}
-		})
-	}
-}
-
-func TestReadChunks(t *testing.T) {
-	t.Parallel()
-	cases := map[string]int{"empty": 0, "one byte": 1, "one chunk": 32 << 10, "several chunks": 3<<20 + 7}
-	for name, size := range cases {
-		t.Run(name, func(t *testing.T) {
-			t.Parallel()
-			in := strings.Repeat("x", size)
-			got, err := readChunks(strings.NewReader(in), int64(size))
-			if err != nil {
-				t.Fatal(err)
-			}
-			if string(got) != in {
-				t.Errorf("readChunks returned %d bytes, want %d", len(got), size)
+			if len(data) == 0 || !s.Present || s.SizeBytes != int64(len(data)) {
+				t.Errorf("StreamState() read %d bytes, FetchSummary() = %+v", len(data), s)
 			}
 		})
 	}

@@ -189,3 +189,20 @@ func newPKI(t *testing.T, client string) *testPKI {
 
 // discardLogger silences a test server's TLS handshake errors.
 func discardLogger() *log.Logger { return log.New(io.Discard, "", 0) }
+
+// fetchAll reads the whole state through StreamState, for tests that look
+// at the body or only at the request: nil and no error when there is no
+// state. The client itself has no such call, so that no caller holds a
+// whole state.
+func fetchAll(ctx context.Context, c *Client) ([]byte, error) {
+	var data []byte
+	found, _, err := c.StreamState(ctx, func(r io.Reader) error {
+		var err error
+		data, err = io.ReadAll(r)
+		return err
+	})
+	if err != nil || !found {
+		return nil, err
+	}
+	return data, nil
+}

@@ -1,7 +1,6 @@
 package stateclient
 
 import (
-	"crypto/md5" //nolint:gosec // protocol checksum
 	"errors"
 	"net/http"
 	"net/http/httptest"
@@ -68,8 +67,8 @@ func TestReferenceLifecycle(t *testing.T) {
 			c, other := mustNew(t, cfg), mustNew(t, cfg)
 			ctx := ctxT(t)
 
-			if p, err := c.Fetch(ctx); p != nil || err != nil {
-				t.Fatalf("Fetch() of no state = %v, %v", p, err)
+			if data, err := fetchAll(ctx, c); data != nil || err != nil {
+				t.Fatalf("StreamState() of no state = %q, %v", data, err)
 			}
 			if s, err := c.FetchSummary(ctx); err != nil || s.Present {
 				t.Fatalf("FetchSummary() of no state = %+v, %v", s, err)
@@ -89,13 +88,12 @@ func TestReferenceLifecycle(t *testing.T) {
 				t.Fatal("a second Lock succeeded")
 			}
 
-			p, err := c.Fetch(ctx)
+			data, err := fetchAll(ctx, c)
 			if err != nil {
 				t.Fatal(err)
 			}
-			sum := md5.Sum([]byte(smallState)) //nolint:gosec // protocol checksum
-			if diff := cmp.Diff(&Payload{Data: []byte(smallState), MD5: sum[:]}, p); diff != "" {
-				t.Errorf("Fetch() mismatch (-want +got):\n%s", diff)
+			if diff := cmp.Diff(smallState, string(data)); diff != "" {
+				t.Errorf("StreamState() read (-want +got):\n%s", diff)
 			}
 			s, err := other.FetchSummary(ctx)
 			if err != nil {
@@ -123,14 +121,14 @@ func TestReferenceLifecycle(t *testing.T) {
 			if err := c.Purge(ctx); err != nil {
 				t.Fatal(err)
 			}
-			if p, err := c.Fetch(ctx); p != nil || err != nil {
-				t.Errorf("Fetch() after Purge = %v, %v", p, err)
+			if data, err := fetchAll(ctx, c); data != nil || err != nil {
+				t.Errorf("StreamState() after Purge = %q, %v", data, err)
 			}
 
 			bad := cfg
 			bad.Password = "wrong"
-			if _, err := mustNew(t, bad).Fetch(ctx); !errors.Is(err, ErrForbidden) {
-				t.Errorf("Fetch() with a wrong password = %v, want ErrForbidden", err)
+			if _, err := fetchAll(ctx, mustNew(t, bad)); !errors.Is(err, ErrForbidden) {
+				t.Errorf("StreamState() with a wrong password = %v, want ErrForbidden", err)
 			}
 		})
 	}
@@ -251,10 +249,10 @@ func TestReferenceFaults(t *testing.T) {
 			}
 			srv.InjectFault(tc.fault)
 			start := time.Now()
-			p, err := c.Fetch(ctx)
+			data, err := fetchAll(ctx, c)
 			checkErr(t, err, tc.wantErr, nil)
-			if tc.wantErr == "" && (p == nil || string(p.Data) != smallState) {
-				t.Errorf("Fetch() = %v", p)
+			if tc.wantErr == "" && string(data) != smallState {
+				t.Errorf("StreamState() read %q", data)
 			}
 			if elapsed := time.Since(start); elapsed < tc.minTime {
 				t.Errorf("took %v, want at least %v", elapsed, tc.minTime)

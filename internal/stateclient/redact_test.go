@@ -53,7 +53,7 @@ func TestAddressQueryNeverPrinted(t *testing.T) {
 		if want := srv.URL + path; c.String() != "stateclient.Client{"+want+"}" {
 			t.Errorf("Client.String() = %s, want the URL %s", c.String(), want)
 		}
-		_, err := c.Fetch(ctx)
+		_, err := fetchAll(ctx, c)
 		errs = append(errs, err)
 		errs = append(errs, c.Update(ctx, []byte("{}")))
 		_, err = c.Lock(ctx, NewLockInfo("OperationTypeApply", "me"))
@@ -126,7 +126,8 @@ func rawServer(t *testing.T, answer string) string {
 func TestNoResponseBytesInErrors(t *testing.T) {
 	t.Parallel()
 	const marker = "SERVERBYTES"
-	fetch := func(ctx context.Context, c *Client) error { _, err := c.Fetch(ctx); return err }
+	fetch := func(ctx context.Context, c *Client) error { _, err := fetchAll(ctx, c); return err }
+	summary := func(ctx context.Context, c *Client) error { _, err := c.FetchSummary(ctx); return err }
 	lock := func(ctx context.Context, c *Client) error {
 		_, err := c.Lock(ctx, NewLockInfo("OperationTypeApply", "me"))
 		return err
@@ -137,7 +138,7 @@ func TestNoResponseBytesInErrors(t *testing.T) {
 		call    func(context.Context, *Client) error
 		wantErr string
 	}{
-		"bad Content-MD5":         {handler: respond(200, "{}", "Content-MD5", marker+"!"), call: fetch, wantErr: "Content-MD5"},
+		"state not JSON":          {handler: respond(200, `{"version":4,"x":`+marker+`}`), call: summary, wantErr: "invalid JSON"},
 		"lock holder not JSON":    {handler: respond(423, "locked by "+marker), call: lock, wantErr: "not valid LockInfo JSON"},
 		"lock holder bad Created": {handler: respond(409, `{"ID":"x","Created":"`+marker+`"}`), call: lock, wantErr: "not valid LockInfo JSON"},
 		"lock holder bad type":    {handler: respond(409, `{"ID":1`+strings.Repeat("7", 20)+`}`), call: lock, wantErr: "not valid LockInfo JSON"},

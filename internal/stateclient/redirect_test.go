@@ -43,12 +43,12 @@ func TestRedirects(t *testing.T) {
 				respond(http.StatusFound, "", "Location", loc)(w, r)
 			})
 			cfg := fastConfig(self.URL)
-			p, err := mustNew(t, cfg).Fetch(ctxT(t))
+			data, err := fetchAll(ctxT(t), mustNew(t, cfg))
 			switch {
-			case tc.wantErr == "" && (err != nil || p == nil || string(p.Data) != smallState):
-				t.Fatalf("Fetch() = %v, %v; want the state", p, err)
+			case tc.wantErr == "" && (err != nil || string(data) != smallState):
+				t.Fatalf("StreamState() read %q, %v; want the state", data, err)
 			case tc.wantErr != "" && (err == nil || !strings.Contains(err.Error(), tc.wantErr)):
-				t.Fatalf("Fetch() error %v, want one containing %q", err, tc.wantErr)
+				t.Fatalf("StreamState() error %v, want one containing %q", err, tc.wantErr)
 			}
 			if got := errors.Is(err, ErrRedirectRefused); got != tc.refused {
 				t.Errorf("errors.Is(%v, ErrRedirectRefused) = %v, want %v", err, got, tc.refused)

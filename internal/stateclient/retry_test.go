@@ -29,7 +29,7 @@ func TestRetryWaits(t *testing.T) {
 			srv := newServer(t, respond(http.StatusInternalServerError, ""))
 			cfg := fastConfig(srv.URL)
 			cfg.RetryMax, cfg.RetryWaitMin, cfg.RetryWaitMax = tc.retryMax, tc.min, tc.max
-			_, err := mustNew(t, cfg).Fetch(ctxT(t))
+			_, err := fetchAll(ctxT(t), mustNew(t, cfg))
 			var re *RetryError
 			if !errors.As(err, &re) || re.Attempts != tc.retryMax+1 {
 				t.Fatalf("error %v: want a *RetryError after %d attempts", err, tc.retryMax+1)
@@ -94,10 +94,10 @@ func TestRetryAfter(t *testing.T) {
 			cfg := fastConfig(srv.URL)
 			cfg.RetryWaitMax = 5 * time.Second // above every Retry-After here: honoured as sent
 			start := time.Now()
-			p, err := mustNew(t, cfg).Fetch(ctxT(t))
+			data, err := fetchAll(ctxT(t), mustNew(t, cfg))
 			elapsed := time.Since(start)
-			if err != nil || p == nil {
-				t.Fatalf("Fetch() = %v, %v", p, err)
+			if err != nil || data == nil {
+				t.Fatalf("StreamState() read %q, %v", data, err)
 			}
 			reqs := srv.requests()
 			if len(reqs) != 2 {
@@ -128,9 +128,9 @@ func TestContextCancellation(t *testing.T) {
 		wait    time.Duration // RetryWaitMin and Max
 		call    func(context.Context, *Client) error
 	}{
-		"fetch during retry wait": {handler: respond(503, ""), wait: 20 * time.Second, call: func(ctx context.Context, c *Client) error { _, err := c.Fetch(ctx); return err }},
+		"fetch during retry wait": {handler: respond(503, ""), wait: 20 * time.Second, call: func(ctx context.Context, c *Client) error { _, err := fetchAll(ctx, c); return err }},
 		"lock during retry wait":  {handler: respond(500, ""), wait: 20 * time.Second, call: func(ctx context.Context, c *Client) error { _, err := c.Lock(ctx, NewLockInfo("x", "y")); return err }},
-		"fetch slow answer":       {handler: slow, wait: time.Millisecond, call: func(ctx context.Context, c *Client) error { _, err := c.Fetch(ctx); return err }},
+		"fetch slow answer":       {handler: slow, wait: time.Millisecond, call: func(ctx context.Context, c *Client) error { _, err := fetchAll(ctx, c); return err }},
 		"summary slow answer":     {handler: slow, wait: time.Millisecond, call: func(ctx context.Context, c *Client) error { _, err := c.FetchSummary(ctx); return err }},
 		"update slow answer":      {handler: slow, wait: time.Millisecond, call: func(ctx context.Context, c *Client) error { return c.Update(ctx, []byte("{}")) }},
 	}
@@ -170,7 +170,7 @@ func TestSlowBody(t *testing.T) {
 	})
 	ctx, cancel := context.WithTimeout(context.Background(), 200*time.Millisecond)
 	defer cancel()
-	_, err := mustNew(t, fastConfig(srv.URL)).Fetch(ctx)
+	_, err := fetchAll(ctx, mustNew(t, fastConfig(srv.URL)))
 	if !errors.Is(err, context.DeadlineExceeded) {
 		t.Errorf("error %v is not context.DeadlineExceeded", err)
 	}
@@ -204,16 +204,16 @@ func TestRetryAfterCapped(t *testing.T) {
 			c := mustNew(t, cfg)
 			done := make(chan error, 1)
 			go func() {
-				_, err := c.Fetch(ctx)
+				_, err := fetchAll(ctx, c)
 				done <- err
 			}()
 			select {
 			case err := <-done:
 				if err != nil {
-					t.Fatalf("Fetch() = %v", err)
+					t.Fatalf("StreamState() = %v", err)
 				}
 			case <-time.After(15 * time.Second):
-				t.Fatalf("Fetch() still waiting after 15s: Retry-After %s was not capped at RetryWaitMax", after)
+				t.Fatalf("StreamState() still waiting after 15s: Retry-After %s was not capped at RetryWaitMax", after)
 			}
 			if n := len(srv.requests()); n != 2 {
 				t.Errorf("%d attempts, want 2", n)

@@ -80,7 +80,7 @@ func isTimeout(err error) bool {
 // a timeout error, after the retries where the attempt had no answer yet.
 func TestAttemptTimeout(t *testing.T) {
 	t.Parallel()
-	fetch := func(ctx context.Context, c *Client) error { _, err := c.Fetch(ctx); return err }
+	fetch := func(ctx context.Context, c *Client) error { _, err := fetchAll(ctx, c); return err }
 	summary := func(ctx context.Context, c *Client) error { _, err := c.FetchSummary(ctx); return err }
 	lock := func(ctx context.Context, c *Client) error {
 		_, err := c.Lock(ctx, NewLockInfo("OperationTypeApply", "me"))

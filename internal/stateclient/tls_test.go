@@ -51,10 +51,10 @@ func TestTLS(t *testing.T) {
 			c := fastConfig(srv.URL)
 			c.ClientCACertificatePEM, c.ClientCertificatePEM, c.ClientPrivateKeyPEM = tc.caPEM, tc.certPEM, tc.keyPEM
 			c.SkipCertVerification = tc.skip
-			p, err := mustNew(t, c).Fetch(ctxT(t))
+			data, err := fetchAll(ctxT(t), mustNew(t, c))
 			checkErr(t, err, tc.wantErr, nil)
-			if tc.wantErr == "" && (p == nil || string(p.Data) != smallState) {
-				t.Errorf("Fetch() = %v", p)
+			if tc.wantErr == "" && (string(data) != smallState) {
+				t.Errorf("StreamState() read %q", data)
 			}
 			var ce *tls.CertificateVerificationError
 			if got := errors.As(err, &ce); got != tc.certErr {

@@ -1,9 +1,6 @@
 package statefile
 
-import (
-	"bytes"
-	"encoding/json"
-)
+import "encoding/json"
 
 // State is a state in format version 4 with its root module outputs.
 // Resources and check results are not kept.
@@ -35,13 +32,6 @@ type Output struct {
 // Kind returns the kind of the output's type.
 func (o Output) Kind() (TypeKind, error) {
 	return Kind(o.Type)
-}
-
-// Parse decodes a state in format version 4 held in memory, keeping every
-// output. It is ReadOutputs without selection or budget; use ReadOutputs
-// to bound memory and ReadSummary when no value is needed.
-func Parse(data []byte) (*State, error) {
-	return ReadOutputs(bytes.NewReader(data), Options{})
 }
 
 // Summary returns the state's metadata, as ReadSummary would.

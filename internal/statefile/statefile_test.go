@@ -50,7 +50,7 @@ func fullSummary() Summary {
 	}
 }
 
-// summaryCases are shared by ReadSummary and Parse: both must agree.
+// summaryCases are shared by ReadSummary and ReadOutputs: both must agree.
 var summaryCases = map[string]struct {
 	in      string
 	want    Summary
@@ -111,10 +111,13 @@ func TestReadSummary(t *testing.T) {
 	}
 }
 
-func TestParseSummary(t *testing.T) {
+// TestReadOutputsSummary runs summaryCases through ReadOutputs keeping
+// every output: the walker's capturing mode must accept and refuse what its
+// skipping mode (ReadSummary) does, and report the same metadata.
+func TestReadOutputsSummary(t *testing.T) {
 	for name, tc := range summaryCases {
 		t.Run(name, func(t *testing.T) {
-			st, err := Parse([]byte(tc.in))
+			st, err := ReadOutputs(strings.NewReader(tc.in), Options{})
 			checkErr(t, err, tc.wantErr, tc.is)
 			if tc.wantErr != "" {
 				return
@@ -123,7 +126,7 @@ func TestParseSummary(t *testing.T) {
 				t.Errorf("Version = %d, want %d", st.Version, SupportedVersion)
 			}
 			if diff := cmp.Diff(tc.want, st.Summary()); diff != "" {
-				t.Errorf("Parse().Summary() mismatch (-want +got):\n%s", diff)
+				t.Errorf("ReadOutputs().Summary() mismatch (-want +got):\n%s", diff)
 			}
 		})
 	}
@@ -143,8 +146,10 @@ func checkErr(t *testing.T, err error, wantErr string, is error) {
 	}
 }
 
-func TestParseOutputs(t *testing.T) {
-	st, err := Parse([]byte(fullState))
+// TestReadOutputsKeepsEveryShape reads fullState keeping every output and
+// checks each value and type as kept: compact JSON, escapes as written.
+func TestReadOutputsKeepsEveryShape(t *testing.T) {
+	st, err := ReadOutputs(strings.NewReader(fullState), Options{})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -311,10 +316,23 @@ type errReader struct{ err error }
 
 func (r *errReader) Read([]byte) (int, error) { return 0, r.err }
 
-// FuzzReadSummary checks, on every input, that ReadSummary never panics,
-// that it and ReadOutputs agree (same success, same metadata and count),
-// and that neither allocates more than a fixed amount plus a small multiple
-// of the input: no input can make the reader amplify memory.
+// FuzzReadSummary checks the walker on every input. ReadSummary and
+// ReadOutputs are two modes of one walker, so their agreement is not a
+// comparison of two parsers; the test is kept because what it checks still
+// differs between the modes and can still fail:
+//
+//   - Neither panics, and neither allocates more than a fixed amount plus a
+//     small multiple of the input: no input makes the reader amplify
+//     memory, whether it skips values (ReadSummary) or captures them
+//     (ReadOutputs keeping every output).
+//   - Both accept and refuse the same inputs and report the same metadata:
+//     skipping a value (scanner.value with no sink) and capturing it (with
+//     a sink, whose writes can fail) are separate paths through the token
+//     readers, and must validate alike.
+//   - What they accept is valid JSON by encoding/json's account, and every
+//     kept value (when the output has one) and type is compact JSON: the
+//     walker's grammar must not be looser than the standard library's, and
+//     a capture must hold the whole value and nothing else.
 func FuzzReadSummary(f *testing.F) {
 	for _, tc := range summaryCases {
 		f.Add([]byte(tc.in))
@@ -337,8 +355,22 @@ func FuzzReadSummary(f *testing.F) {
 		if err != nil {
 			return
 		}
+		if !json.Valid(data) {
+			t.Fatal("the walker accepted input that encoding/json finds invalid")
+		}
 		if diff := cmp.Diff(st.Summary(), sum); diff != "" {
 			t.Fatalf("summaries differ (-ReadOutputs +ReadSummary):\n%s", diff)
+		}
+		for name, o := range st.Outputs {
+			for what, raw := range map[string][]byte{"value": o.Value, "type": o.Type} {
+				if what == "value" && o.Value == nil {
+					continue // the output has no value field
+				}
+				var compact bytes.Buffer
+				if err := json.Compact(&compact, raw); err != nil || !bytes.Equal(compact.Bytes(), raw) {
+					t.Fatalf("output %q: the kept %s %q is not compact JSON (%v)", name, what, raw, err)
+				}
+			}
 		}
 	})
 }
