@@ -2,6 +2,7 @@ package controllers
 
 import (
 	"context"
+	"encoding/json"
 	"errors"
 	"fmt"
 	"maps"
@@ -13,14 +14,16 @@ import (
 	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/utils/ptr"
 	"sigs.k8s.io/controller-runtime/pkg/client"
+	"sigs.k8s.io/controller-runtime/pkg/controller/controllerutil"
 
 	backendsv1alpha1 "github.com/infrastate/backend-operator/api/v1alpha1"
 	"github.com/infrastate/backend-operator/internal/render"
 )
 
-// ownedWriter creates and updates the objects a backend renders. It reads
-// the current object straight from the API server and writes only when the
-// content differs, so a resync with nothing new performs no write.
+// ownedWriter creates and updates the objects a backend renders, with
+// controllerutil.CreateOrPatch. It reads the current object straight from
+// the API server and writes only when the content differs, so a resync
+// with nothing new performs no write.
 //
 // Every object it writes carries contentHashAnnotation, the hash of the
 // data it wrote. When an object's data no longer matches that hash,
@@ -46,31 +49,48 @@ const contentHashAnnotation = "backends.infrastate.io/content-hash"
 // controller reference. It refuses to touch a ConfigMap another owner
 // controls or another writer changed, and reports whether it wrote.
 func (w ownedWriter) applyConfigMap(ctx context.Context, desired *corev1.ConfigMap) (bool, error) {
-	current := &corev1.ConfigMap{}
 	setContentHash(desired, configMapHash(desired.Data, nil))
-	return w.apply(ctx, "ConfigMap", desired, current, func() string {
-		return configMapHash(current.Data, current.BinaryData)
-	}, func() {
-		current.Data = desired.Data
-		current.BinaryData = nil
+	current := &corev1.ConfigMap{ObjectMeta: metav1.ObjectMeta{Namespace: desired.Namespace, Name: desired.Name}}
+	return w.apply(ctx, "ConfigMap", desired, current, objectContent{
+		hash:   func() string { return configMapHash(current.Data, current.BinaryData) },
+		create: func() { *current = *desired.DeepCopy() },
+		copyData: func() {
+			current.Data = desired.Data
+			current.BinaryData = nil
+		},
 	})
 }
 
 // applySecret makes the Secret match desired, as applyConfigMap does.
 func (w ownedWriter) applySecret(ctx context.Context, desired *corev1.Secret) (bool, error) {
-	current := &corev1.Secret{}
 	setContentHash(desired, secretHash(desired.Data))
-	return w.apply(ctx, "Secret", desired, current, func() string {
-		return secretHash(current.Data)
-	}, func() {
-		current.Data = desired.Data
+	current := &corev1.Secret{ObjectMeta: metav1.ObjectMeta{Namespace: desired.Namespace, Name: desired.Name}}
+	return w.apply(ctx, "Secret", desired, current, objectContent{
+		hash:     func() string { return secretHash(current.Data) },
+		create:   func() { *current = *desired.DeepCopy() },
+		copyData: func() { current.Data = desired.Data },
 	})
 }
 
-// apply is the shared create-or-patch of applyConfigMap and applySecret.
-// hash returns the hash of current's contents; copyData copies desired's
-// contents into current.
-func (w ownedWriter) apply(ctx context.Context, kind string, desired, current client.Object, hash func() string, copyData func()) (bool, error) {
+// objectContent is what apply needs to know of the kind it writes, as
+// closures over the desired and the current object.
+type objectContent struct {
+	// hash returns the hash of the current object's data.
+	hash func() string
+	// create makes the current object, not found, a copy of the desired
+	// one.
+	create func()
+	// copyData copies the desired data into the current object.
+	copyData func()
+}
+
+// apply is the shared create-or-patch of applyConfigMap and applySecret:
+// controllerutil.CreateOrPatch through ownedClient, which reads from the
+// API server, writes as fieldOwner and patches with an optimistic lock.
+// CreateOrPatch skips the patch when the mutation changed nothing; the
+// mutation itself refuses a foreign or externally modified object and
+// leaves an object whose data and labels are already right as it is.
+func (w ownedWriter) apply(ctx context.Context, kind string, desired, current client.Object, content objectContent) (bool, error) {
 	key := client.ObjectKeyFromObject(desired)
 	owner := metav1.GetControllerOf(desired)
 	// The watched metadata tells first whether the object is someone
@@ -83,43 +103,127 @@ func (w ownedWriter) apply(ctx context.Context, kind string, desired, current cl
 	case err != nil && !apierrors.IsNotFound(err):
 		return false, fmt.Errorf("reading the metadata of %s %s: %w", kind, key, err)
 	}
-	err := w.reader.Get(ctx, key, current)
-	if apierrors.IsNotFound(err) {
-		if err := w.client.Create(ctx, desired, fieldOwner); err != nil {
-			return false, writeError("creating", kind, key, err)
+
+	want := desired.GetAnnotations()[contentHashAnnotation]
+	c := ownedClient{Client: client.WithFieldOwner(w.client, string(fieldOwner)), reader: w.reader, kind: kind}
+	result, err := controllerutil.CreateOrPatch(ctx, c, current, func() error {
+		if current.GetResourceVersion() == "" { // not found: created as desired
+			content.create()
+			return nil
 		}
-		return true, nil
-	}
+		// The cache may not have held the object, or its controller
+		// changed since: the full read decides.
+		if !controlledBy(current, owner) {
+			return nameConflict(kind, key, owner)
+		}
+		have := content.hash()
+		if have == want && labelsInclude(current.GetLabels(), desired.GetLabels()) {
+			return nil // nothing to write: CreateOrPatch sends nothing
+		}
+		// An object written before the annotation existed, or whose
+		// annotation someone removed, is adopted as it is.
+		if written, marked := current.GetAnnotations()[contentHashAnnotation]; marked && written != have {
+			// The data is neither what the operator wrote last nor what
+			// it would write: someone else wrote it.
+			return stall(backendsv1alpha1.ExternallyModifiedReason,
+				"%s %s was changed by another writer since the operator rendered it, so the operator stopped writing it: delete it to have it rendered again, or choose another name", kind, key)
+		}
+		content.copyData()
+		current.SetLabels(mergeStrings(current.GetLabels(), desired.GetLabels()))
+		current.SetAnnotations(mergeStrings(current.GetAnnotations(), desired.GetAnnotations()))
+		return nil
+	})
 	if err != nil {
-		return false, fmt.Errorf("reading %s %s: %w", kind, key, err)
+		return false, err // stalls of the mutation, or errors ownedClient wrapped
 	}
+	return result != controllerutil.OperationResultNone, nil
+}
 
-	if !controlledBy(current, owner) {
-		return false, nameConflict(kind, key, owner)
-	}
-	want, have := desired.GetAnnotations()[contentHashAnnotation], hash()
-	if have == want && labelsInclude(current.GetLabels(), desired.GetLabels()) {
-		return false, nil
-	}
-	// An object written before the annotation existed, or whose annotation
-	// someone removed, is adopted as it is.
-	if written, marked := current.GetAnnotations()[contentHashAnnotation]; marked && written != have {
-		// The data is neither what the operator wrote last nor what it
-		// would write: someone else wrote it.
-		return false, stall(backendsv1alpha1.ExternallyModifiedReason,
-			"%s %s was changed by another writer since the operator rendered it, so the operator stopped writing it: delete it to have it rendered again, or choose another name", kind, key)
-	}
+// ownedClient is the client apply hands to controllerutil.CreateOrPatch.
+// It reads the object's content from the API server (reader), never from
+// a cache; it patches with an optimistic lock, so that a write by someone
+// else between the read and the patch is a conflict (the retry reads
+// again and sees it) instead of being overwritten; and it wraps errors as
+// apply reports them, a write the API server refuses as invalid or too
+// large being a stall (see writeError). The embedded Client writes as
+// fieldOwner.
+type ownedClient struct {
+	client.Client
+	reader client.Reader
+	kind   string
+}
 
-	// The optimistic lock turns a write by someone else since the read into
-	// a conflict: the retry reads again and sees it.
-	patch := client.MergeFromWithOptions(current.DeepCopyObject().(client.Object), client.MergeFromWithOptimisticLock{})
-	copyData()
-	current.SetLabels(mergeStrings(current.GetLabels(), desired.GetLabels()))
-	current.SetAnnotations(mergeStrings(current.GetAnnotations(), desired.GetAnnotations()))
-	if err := w.client.Patch(ctx, current, patch, fieldOwner); err != nil {
-		return false, writeError("updating", kind, key, err)
+// Get reads obj from the API server. Not found is returned as is, for
+// CreateOrPatch to create the object.
+func (c ownedClient) Get(ctx context.Context, key client.ObjectKey, obj client.Object, opts ...client.GetOption) error {
+	err := c.reader.Get(ctx, key, obj, opts...)
+	if err != nil && !apierrors.IsNotFound(err) {
+		return fmt.Errorf("reading %s %s: %w", c.kind, key, err)
 	}
-	return true, nil
+	return err
+}
+
+// Create creates obj.
+func (c ownedClient) Create(ctx context.Context, obj client.Object, opts ...client.CreateOption) error {
+	if err := c.Client.Create(ctx, obj, opts...); err != nil {
+		return writeError("creating", c.kind, client.ObjectKeyFromObject(obj), err)
+	}
+	return nil
+}
+
+// Patch sends patch with the resourceVersion of obj as read added: see
+// lockedPatch.
+func (c ownedClient) Patch(ctx context.Context, obj client.Object, patch client.Patch, opts ...client.PatchOption) error {
+	if err := c.Client.Patch(ctx, obj, lockedPatch{patch}, opts...); err != nil {
+		return writeError("updating", c.kind, client.ObjectKeyFromObject(obj), err)
+	}
+	return nil
+}
+
+// lockedPatch is a JSON merge patch (CreateOrPatch's client.MergeFrom)
+// that also sets metadata.resourceVersion to the object's, as
+// client.MergeFromWithOptimisticLock does: the API server applies it only
+// to the version that was read, and answers a conflict otherwise. The
+// object handed to Patch carries the resourceVersion read, which the
+// mutation leaves alone.
+type lockedPatch struct{ client.Patch }
+
+// Data returns the merge patch with the resourceVersion set.
+func (p lockedPatch) Data(obj client.Object) ([]byte, error) {
+	if p.Type() != types.MergePatchType {
+		return nil, fmt.Errorf("cannot lock a %s patch: only a JSON merge patch carries a resourceVersion", p.Type())
+	}
+	version := obj.GetResourceVersion()
+	if version == "" {
+		return nil, errors.New("cannot lock a patch of an object read without a resourceVersion")
+	}
+	data, err := p.Patch.Data(obj)
+	if err != nil {
+		return nil, err
+	}
+	var patch map[string]json.RawMessage
+	if err := json.Unmarshal(data, &patch); err != nil {
+		return nil, fmt.Errorf("reading the merge patch: %w", err)
+	}
+	if patch == nil {
+		return nil, errors.New("the merge patch is not a JSON object")
+	}
+	var meta map[string]json.RawMessage
+	if raw, ok := patch["metadata"]; ok {
+		if err := json.Unmarshal(raw, &meta); err != nil {
+			return nil, fmt.Errorf("reading the merge patch's metadata: %w", err)
+		}
+	}
+	if meta == nil {
+		meta = map[string]json.RawMessage{}
+	}
+	if meta["resourceVersion"], err = json.Marshal(version); err != nil {
+		return nil, err
+	}
+	if patch["metadata"], err = json.Marshal(meta); err != nil {
+		return nil, err
+	}
+	return json.Marshal(patch)
 }
 
 // controlledBy reports whether owner is obj's controller.
