@@ -54,7 +54,8 @@
 // (q-signature, q-ak, x-cos-security-token) and of anything shaped like a
 // signature, and leave out the request URLs net/http quotes.
 //
-// The package never writes to COS. Tests point a Client at the protocol
+// The package writes to COS only to release a lock (ReleaseLock deletes the
+// .tflock object a forceUnlock names); it never writes a state. Tests point a Client at the protocol
 // server in the costest subpackage with WithBaseURL, or route its
 // connections there with WithDialContext(srv.DialContext); tests and
 // demos that run the manager point every Client at a protocol server that
