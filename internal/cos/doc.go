@@ -54,9 +54,10 @@
 // (q-signature, q-ak, x-cos-security-token) and of anything shaped like a
 // signature, and leave out the request URLs net/http quotes.
 //
-// The package writes to COS only to release a lock (ReleaseLock deletes the
-// .tflock object a forceUnlock names); it never writes a state. Tests point a Client at the protocol
-// server in the costest subpackage with WithBaseURL, or route its
+// The package writes to COS only to release a lock (ReleaseLock deletes
+// the .tflock object a forceUnlock names); it never writes a state. Tests
+// point a Client at the protocol server in the costest subpackage with
+// WithBaseURL, or route its
 // connections there with WithDialContext(srv.DialContext); tests and
 // demos that run the manager point every Client at a protocol server that
 // routes by Host header, as COS does, with WithServiceURL.
