@@ -2,6 +2,7 @@ package controllers
 
 import (
 	"context"
+	"time"
 
 	. "github.com/onsi/ginkgo/v2"
 	. "github.com/onsi/gomega"
@@ -23,6 +24,16 @@ func expectCondition(g Gomega, conds []metav1.Condition, condType string, status
 	return c
 }
 
+// expectConditionSaying is expectCondition with a message that contains
+// every one of parts.
+func expectConditionSaying(g Gomega, conds []metav1.Condition, condType string, status metav1.ConditionStatus, reason string, parts ...string) *metav1.Condition {
+	c := expectCondition(g, conds, condType, status, reason)
+	for _, part := range parts {
+		g.Expect(c.Message).To(ContainSubstring(part))
+	}
+	return c
+}
+
 // expectKstatusInvariants checks what kstatus-aware tools rely on: Ready is
 // always present, Reconciling and Stalled are never both True, and the
 // observed generation never runs ahead of the generation.
@@ -34,13 +45,92 @@ func expectKstatusInvariants(g Gomega, obj statusObject) {
 	g.Expect(*obj.StatusObservedGeneration()).To(BeNumerically("<=", obj.GetGeneration()))
 }
 
-// expectForceUnlocked asserts what a backend's status says once the
+// eventuallyForceUnlocked waits until backend's status says the
 // controller released lock holder for forceUnlock.
-func expectForceUnlocked(g Gomega, conds []metav1.Condition, lock *backendsv1alpha1.LockInfo, last *backendsv1alpha1.ForceUnlockStatus, holder string) {
-	expectCondition(g, conds, "Locked", metav1.ConditionFalse, "ForceUnlocked")
-	g.Expect(lock).To(BeNil())
-	g.Expect(last).NotTo(BeNil())
-	g.Expect(last.LockID).To(Equal(holder))
+func eventuallyForceUnlocked(ctx context.Context, backend backendObject, holder string) {
+	GinkgoHelper()
+	eventually(ctx, backend, func(g Gomega) {
+		status := backend.SharedStatus()
+		expectCondition(g, status.Conditions, "Locked", metav1.ConditionFalse, "ForceUnlocked")
+		g.Expect(status.Lock).To(BeNil())
+		g.Expect(status.LastForceUnlock).NotTo(BeNil())
+		g.Expect(status.LastForceUnlock.LockID).To(Equal(holder))
+	})
+}
+
+// eventuallyEvent waits until an event of reason is recorded in namespace.
+func eventuallyEvent(ctx context.Context, namespace, reason string) {
+	GinkgoHelper()
+	Eventually(func(g Gomega) []string { return eventReasons(ctx, g, namespace) }, timeout, interval).Should(ContainElement(reason))
+}
+
+// expectRecovered asserts that backend is Ready and no longer Stalled, and
+// renders password in its credentials Secret.
+func expectRecovered(ctx context.Context, g Gomega, backend *backendsv1alpha1.HttpBackend, password string) {
+	expectCondition(g, backend.Status.Conditions, "Ready", metav1.ConditionTrue, "Succeeded")
+	g.Expect(backend.Status.Conditions).NotTo(ContainElement(HaveField("Type", "Stalled")))
+	g.Expect(renderedSecret(ctx, g, backend.Namespace, backend.Name+"-backend-credentials").Data).
+		To(HaveKeyWithValue("TF_HTTP_PASSWORD", []byte(password)))
+}
+
+// expectExplained creates obj and waits until condition condType has
+// status and reason and a message containing message, and Ready, False or
+// Unknown as readyStatus says, the same reason and message; the kstatus
+// invariants hold throughout.
+func expectExplained(ctx context.Context, obj statusObject, condType string, status metav1.ConditionStatus, reason, message string) {
+	GinkgoHelper()
+	create(ctx, obj)
+	eventually(ctx, obj, func(g Gomega) {
+		expectKstatusInvariants(g, obj)
+		expectConditionSaying(g, *obj.StatusConditions(), condType, status, reason, message)
+		expectConditionSaying(g, *obj.StatusConditions(), "Ready", readyStatus(status), reason, message)
+	})
+}
+
+// readyStatus is Ready's status when a condition of the given status
+// explains it: Unknown stays Unknown, everything else makes Ready False.
+func readyStatus(s metav1.ConditionStatus) metav1.ConditionStatus {
+	if s == metav1.ConditionUnknown {
+		return metav1.ConditionUnknown
+	}
+	return metav1.ConditionFalse
+}
+
+// create creates every object, in order.
+func create(ctx context.Context, objs ...client.Object) {
+	GinkgoHelper()
+	for _, obj := range objs {
+		Expect(k8sClient.Create(ctx, obj)).To(Succeed())
+	}
+}
+
+// eventually reads obj fresh until check passes on it, within the suite's
+// timeout.
+func eventually(ctx context.Context, obj client.Object, check func(g Gomega)) {
+	GinkgoHelper()
+	eventuallyWithin(ctx, timeout, obj, check)
+}
+
+// eventuallyWithin is eventually within d.
+func eventuallyWithin(ctx context.Context, d time.Duration, obj client.Object, check func(g Gomega)) {
+	GinkgoHelper()
+	Eventually(func(g Gomega) {
+		getObject(ctx, g, obj)
+		check(g)
+	}, d, interval).Should(Succeed())
+}
+
+// eventuallyCondition waits until obj has condition condType with status
+// and reason.
+func eventuallyCondition(ctx context.Context, obj statusObject, condType string, status metav1.ConditionStatus, reason string) {
+	GinkgoHelper()
+	eventually(ctx, obj, func(g Gomega) { expectCondition(g, *obj.StatusConditions(), condType, status, reason) })
+}
+
+// eventuallyReady waits until obj is Ready.
+func eventuallyReady(ctx context.Context, obj statusObject) {
+	GinkgoHelper()
+	eventuallyCondition(ctx, obj, "Ready", metav1.ConditionTrue, "Succeeded")
 }
 
 // updateSpec reads obj fresh, changes it as mutate does, and writes the

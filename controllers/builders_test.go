@@ -20,6 +20,20 @@ func makeHttpBackend(name, namespace, address string) *httpBackendBuilder {
 	}}
 }
 
+// makeStateBackend starts an HttpBackend of the namespace's state on the
+// suite's plain state server, with the basic auth of the Secret
+// createPassword creates.
+func makeStateBackend(name, namespace string) *httpBackendBuilder {
+	return makeHttpBackend(name, namespace, stateURL(namespace)).basicAuth(stateUser, "state-password", "")
+}
+
+// makeTLSStateBackend starts an HttpBackend of the namespace's state on
+// the suite's mutual TLS state server, with the client certificate of
+// suiteClientCert and the CA of suiteCAConfigMap.
+func makeTLSStateBackend(name, namespace string) *httpBackendBuilder {
+	return makeHttpBackend(name, namespace, tlsStateURL(namespace)).clientCertificate("client-cert").caFromConfigMap("state-ca")
+}
+
 func (b *httpBackendBuilder) locks() *httpBackendBuilder {
 	b.obj.Spec.LockAddress, b.obj.Spec.UnlockAddress = b.obj.Spec.Address, b.obj.Spec.Address
 	return b
@@ -94,6 +108,29 @@ func makeSecret(name, namespace string, data map[string]string) *corev1.Secret {
 		s.Data[k] = []byte(v)
 	}
 	return s
+}
+
+// makeConfigMap returns a ConfigMap with data.
+func makeConfigMap(name, namespace string, data map[string]string) *corev1.ConfigMap {
+	return &corev1.ConfigMap{ObjectMeta: metav1.ObjectMeta{Name: name, Namespace: namespace}, Data: data}
+}
+
+// suiteCAConfigMap is the ConfigMap "state-ca" holding the suite's CA
+// under ca.crt.
+func suiteCAConfigMap(namespace string) *corev1.ConfigMap {
+	return makeConfigMap("state-ca", namespace, map[string]string{"ca.crt": string(suiteCerts.caPEM)})
+}
+
+// suitePassword is the Secret "state-password" holding the suite state
+// server's password under "password".
+func suitePassword(namespace string) *corev1.Secret {
+	return makeSecret("state-password", namespace, map[string]string{"password": statePassword})
+}
+
+// suiteClientCert is the kubernetes.io/tls Secret "client-cert" holding the
+// suite's client certificate.
+func suiteClientCert(namespace string) *corev1.Secret {
+	return makeTLSSecret("client-cert", namespace, suiteCerts.clientCertPEM, suiteCerts.clientKeyPEM)
 }
 
 // makeTLSSecret returns a kubernetes.io/tls Secret.

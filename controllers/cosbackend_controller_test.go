@@ -1,12 +1,12 @@
 package controllers
 
 import (
-	"context"
 	"crypto/md5"
 	"encoding/hex"
 
 	. "github.com/onsi/ginkgo/v2"
 	. "github.com/onsi/gomega"
+	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/utils/ptr"
 
@@ -27,41 +27,43 @@ func makeCosBackend(name, namespace, bucket string) *backendsv1alpha1.CosBackend
 	}
 }
 
+// cosBucket is the bucket of a spec: bucket names are <name>-<appid>, and
+// the namespace keeps them apart.
+func cosBucket(namespace string) string { return namespace + "-1250000000" }
+
+// cosCredentials is the Secret "cos-credentials" makeCosBackend refers to,
+// with the keys the suite's COS server accepts.
+func cosCredentials(namespace string) *corev1.Secret {
+	return makeSecret("cos-credentials", namespace, map[string]string{"secretId": cosSecretID, "secretKey": cosSecretKey})
+}
+
 // lockJSON is a .tflock object as Terraform's cos backend writes it.
 const lockJSON = `{"ID":"0f6b6d2c-4a8e-4a51-9d1e-7c2b1f0e9a11","Operation":"OperationTypeApply","Info":"","Who":"bob@ci","Version":"1.5.7","Created":"2026-01-02T03:04:05.123456789Z","Path":"platform/terraform.tfstate.tflock"}`
 
 var _ = Describe("CosBackend controller", func() {
-	var (
-		ctx    context.Context
-		ns     string
-		bucket string
-	)
-
+	spec := eachSpec()
 	BeforeEach(func() {
-		ctx, ns = newSpec()
-		// Bucket names are <name>-<appid>; the namespace keeps them apart.
-		bucket = ns + "-1250000000"
-		Expect(k8sClient.Create(ctx, makeSecret("cos-credentials", ns, map[string]string{
-			"secretId": cosSecretID, "secretKey": cosSecretKey, "securityToken": "temporary-token",
-		}))).To(Succeed())
+		credentials := cosCredentials(spec.ns)
+		credentials.Data["securityToken"] = []byte("temporary-token")
+		create(spec.ctx, credentials)
 	})
 
 	It("renders the backend and reports the bucket, the state and the lock", func() {
+		ctx, ns, bucket := spec.ctx, spec.ns, cosBucket(spec.ns)
 		startManager(ctx, ns)
 		cosServer.CreateBucket(bucket)
 		cosServer.PutState(bucket, "platform/terraform.tfstate", v4State(3, `"vpc_id":{"value":"vpc-1","type":"string"}`))
 		cosServer.PutState(bucket, "platform/terraform.tfstate.tflock", []byte(lockJSON))
 		backend := makeCosBackend("network", ns, bucket)
 		backend.Spec.Encrypt = ptr.To(true)
-		Expect(k8sClient.Create(ctx, backend)).To(Succeed())
+		create(ctx, backend)
 
-		Eventually(func(g Gomega) {
-			getObject(ctx, g, backend)
+		eventually(ctx, backend, func(g Gomega) {
 			expectKstatusInvariants(g, backend)
 			expectCondition(g, backend.Status.Conditions, "Ready", metav1.ConditionTrue, "Succeeded")
 			expectCondition(g, backend.Status.Conditions, "BucketReady", metav1.ConditionTrue, "Reachable")
 			expectCondition(g, backend.Status.Conditions, "Locked", metav1.ConditionTrue, "LockHeld")
-		}, timeout, interval).Should(Succeed())
+		})
 
 		Expect(backend.Status.Region).To(Equal("ap-guangzhou"))
 		Expect(backend.Status.State).To(HaveValue(And(
@@ -88,41 +90,32 @@ var _ = Describe("CosBackend controller", func() {
 	})
 
 	It("uses the manager's default region when the spec sets none", func() {
+		ctx, ns, bucket := spec.ctx, spec.ns, cosBucket(spec.ns)
 		startManager(ctx, ns, WithCosDefaultRegion("ap-shanghai"))
 		cosServer.CreateBucket(bucket)
 		backend := makeCosBackend("network", ns, bucket)
 		backend.Spec.Region = ""
-		Expect(k8sClient.Create(ctx, backend)).To(Succeed())
-		Eventually(func(g Gomega) {
-			getObject(ctx, g, backend)
+		create(ctx, backend)
+		eventually(ctx, backend, func(g Gomega) {
 			expectCondition(g, backend.Status.Conditions, "Ready", metav1.ConditionTrue, "Succeeded")
 			g.Expect(backend.Status.Region).To(Equal("ap-shanghai"))
 			g.Expect(backend.Status.State).To(HaveValue(HaveField("Present", false)))
 			expectCondition(g, backend.Status.Conditions, "Locked", metav1.ConditionFalse, "NotLocked")
-		}, timeout, interval).Should(Succeed())
+		})
 		Expect(renderedConfigMap(ctx, Default, ns, "network-backend").Data["backend.tf"]).To(ContainSubstring(`"ap-shanghai"`))
 	})
 
 	DescribeTable("reports why the backend cannot be used",
 		func(setup func(ns, bucket string) *backendsv1alpha1.CosBackend, condType string, status metav1.ConditionStatus, reason, message string) {
-			startManager(ctx, ns)
-			backend := setup(ns, bucket)
-			Expect(k8sClient.Create(ctx, backend)).To(Succeed())
-			Eventually(func(g Gomega) {
-				getObject(ctx, g, backend)
-				expectKstatusInvariants(g, backend)
-				c := expectCondition(g, backend.Status.Conditions, condType, status, reason)
-				g.Expect(c.Message).To(ContainSubstring(message))
-				ready := expectCondition(g, backend.Status.Conditions, "Ready", readyStatus(status), reason)
-				g.Expect(ready.Message).To(ContainSubstring(message))
-			}, timeout, interval).Should(Succeed())
+			startManager(spec.ctx, spec.ns)
+			expectExplained(spec.ctx, setup(spec.ns, cosBucket(spec.ns)), condType, status, reason, message)
 		},
 		Entry("a bucket that does not exist", func(ns, bucket string) *backendsv1alpha1.CosBackend {
 			return makeCosBackend("b", ns, bucket)
 		}, "BucketReady", metav1.ConditionFalse, "BucketNotFound", "does not exist"),
 		Entry("credentials COS refuses", func(ns, bucket string) *backendsv1alpha1.CosBackend {
 			cosServer.CreateBucket(bucket)
-			Expect(k8sClient.Create(ctx, makeSecret("wrong", ns, map[string]string{"secretId": cosSecretID, "secretKey": "not-the-key"}))).To(Succeed())
+			create(spec.ctx, makeSecret("wrong", ns, map[string]string{"secretId": cosSecretID, "secretKey": "not-the-key"}))
 			b := makeCosBackend("b", ns, bucket)
 			b.Spec.CredentialsSecretRef.Name = "wrong"
 			return b
@@ -138,19 +131,10 @@ var _ = Describe("CosBackend controller", func() {
 			return b
 		}, "Stalled", metav1.ConditionTrue, "RegionMissing", "--cos-default-region"),
 		Entry("a credentials Secret without secretKey", func(ns, bucket string) *backendsv1alpha1.CosBackend {
-			Expect(k8sClient.Create(ctx, makeSecret("partial", ns, map[string]string{"secretId": cosSecretID}))).To(Succeed())
+			create(spec.ctx, makeSecret("partial", ns, map[string]string{"secretId": cosSecretID}))
 			b := makeCosBackend("b", ns, bucket)
 			b.Spec.CredentialsSecretRef.Name = "partial"
 			return b
 		}, "Stalled", metav1.ConditionTrue, "SecretKeyMissing", `has no key "secretKey"`),
 	)
 })
-
-// readyStatus is Ready's status when a condition of the given status
-// explains it: Unknown stays Unknown, everything else makes Ready False.
-func readyStatus(s metav1.ConditionStatus) metav1.ConditionStatus {
-	if s == metav1.ConditionUnknown {
-		return metav1.ConditionUnknown
-	}
-	return metav1.ConditionFalse
-}

@@ -29,11 +29,17 @@ func v4State(serial int, outputs string) []byte {
 
 // seedState writes a state through the real protocol client.
 func seedState(ctx context.Context, address string, data []byte) {
+	Expect(basicAuthClient(address).Update(ctx, data)).To(Succeed())
+}
+
+// basicAuthClient is a state client of address with the suite's basic
+// auth.
+func basicAuthClient(address string) *stateclient.Client {
 	cfg := stateclient.DefaultConfig(address)
 	cfg.Username, cfg.Password = stateUser, statePassword
 	sc, err := stateclient.New(cfg)
 	Expect(err).NotTo(HaveOccurred())
-	Expect(sc.Update(ctx, data)).To(Succeed())
+	return sc
 }
 
 // holdLock takes the state's lock as another client would and returns its ID.
@@ -64,31 +70,22 @@ func lockingClient(address string, basicAuth bool) *stateclient.Client {
 }
 
 var _ = Describe("HttpBackend controller", func() {
-	var (
-		ctx    context.Context
-		ns     string
-		writes *writeCounter
-	)
-
-	BeforeEach(func() {
-		ctx, ns = newSpec()
-		writes = startManager(ctx, ns)
-	})
+	spec := eachSpecWithManager()
 
 	It("renders the backend, probes the state and reports it Ready", func() {
+		ctx, ns := spec.ctx, spec.ns
 		createPassword(ctx, ns)
 		seedState(ctx, stateURL(ns), v4State(7, `"a":{"value":"x","type":"string"},"b":{"value":1,"type":"number","sensitive":true}`))
-		backend := makeHttpBackend("app", ns, stateURL(ns)).locks().basicAuth(stateUser, "state-password", "").build()
+		backend := makeStateBackend("app", ns).locks().build()
 		start := time.Now()
-		Expect(k8sClient.Create(ctx, backend)).To(Succeed())
+		create(ctx, backend)
 
-		Eventually(func(g Gomega) {
-			getObject(ctx, g, backend)
+		eventually(ctx, backend, func(g Gomega) {
 			expectKstatusInvariants(g, backend)
 			expectCondition(g, backend.Status.Conditions, "Ready", metav1.ConditionTrue, "Succeeded")
 			expectCondition(g, backend.Status.Conditions, "StateReachable", metav1.ConditionTrue, "Reachable")
 			g.Expect(backend.Status.ObservedGeneration).To(Equal(backend.Generation))
-		}, timeout, interval).Should(Succeed())
+		})
 		GinkgoWriter.Printf("apply to Ready: %s\n", time.Since(start))
 
 		Expect(backend.Status.State).To(Equal(&backendsv1alpha1.StateSummary{
@@ -116,19 +113,14 @@ var _ = Describe("HttpBackend controller", func() {
 	})
 
 	It("renders mutual TLS material and reaches a TLS state server", func() {
-		Expect(k8sClient.Create(ctx, makeTLSSecret("client-cert", ns, suiteCerts.clientCertPEM, suiteCerts.clientKeyPEM))).To(Succeed())
-		Expect(k8sClient.Create(ctx, &corev1.ConfigMap{
-			ObjectMeta: metav1.ObjectMeta{Name: "state-ca", Namespace: ns},
-			Data:       map[string]string{"ca.crt": string(suiteCerts.caPEM)},
-		})).To(Succeed())
-		backend := makeHttpBackend("tls", ns, tlsStateURL(ns)).clientCertificate("client-cert").caFromConfigMap("state-ca").build()
-		Expect(k8sClient.Create(ctx, backend)).To(Succeed())
+		ctx, ns := spec.ctx, spec.ns
+		backend := makeTLSStateBackend("tls", ns).build()
+		create(ctx, suiteClientCert(ns), suiteCAConfigMap(ns), backend)
 
-		Eventually(func(g Gomega) {
-			getObject(ctx, g, backend)
+		eventually(ctx, backend, func(g Gomega) {
 			expectCondition(g, backend.Status.Conditions, "Ready", metav1.ConditionTrue, "Succeeded")
 			expectCondition(g, backend.Status.Conditions, "StateReachable", metav1.ConditionTrue, "Reachable")
-		}, timeout, interval).Should(Succeed())
+		})
 		Expect(backend.Status.State).To(Equal(&backendsv1alpha1.StateSummary{Present: false}))
 
 		secret := renderedSecret(ctx, Default, ns, "tls-backend-credentials")
@@ -146,37 +138,28 @@ var _ = Describe("HttpBackend controller", func() {
 
 	DescribeTable("reports why the backend cannot be used",
 		func(setup func(ns string) *backendsv1alpha1.HttpBackend, condType string, status metav1.ConditionStatus, reason, message string) {
-			backend := setup(ns)
-			Expect(k8sClient.Create(ctx, backend)).To(Succeed())
-			Eventually(func(g Gomega) {
-				getObject(ctx, g, backend)
-				expectKstatusInvariants(g, backend)
-				c := expectCondition(g, backend.Status.Conditions, condType, status, reason)
-				g.Expect(c.Message).To(ContainSubstring(message))
-				ready := expectCondition(g, backend.Status.Conditions, "Ready", readyStatus(status), reason)
-				g.Expect(ready.Message).To(ContainSubstring(message))
-			}, timeout, interval).Should(Succeed())
+			expectExplained(spec.ctx, setup(spec.ns), condType, status, reason, message)
 		},
 		Entry("a missing password Secret", func(ns string) *backendsv1alpha1.HttpBackend {
 			return makeHttpBackend("b", ns, stateURL(ns)).basicAuth(stateUser, "missing", "").build()
 		}, "Stalled", metav1.ConditionTrue, "SecretNotFound", "Secret "),
 		Entry("a missing password key", func(ns string) *backendsv1alpha1.HttpBackend {
-			Expect(k8sClient.Create(ctx, makeSecret("pw", ns, map[string]string{"other": "x"}))).To(Succeed())
+			create(spec.ctx, makeSecret("pw", ns, map[string]string{"other": "x"}))
 			return makeHttpBackend("b", ns, stateURL(ns)).basicAuth(stateUser, "pw", "token").build()
 		}, "Stalled", metav1.ConditionTrue, "SecretKeyMissing", `has no key "token"`),
 		Entry("a CA bundle without a certificate", func(ns string) *backendsv1alpha1.HttpBackend {
-			Expect(k8sClient.Create(ctx, makeSecret("ca", ns, map[string]string{"ca.crt": "not a pem"}))).To(Succeed())
+			create(spec.ctx, makeSecret("ca", ns, map[string]string{"ca.crt": "not a pem"}))
 			return makeHttpBackend("b", ns, tlsStateURL(ns)).caFromSecret("ca", "ca.crt").build()
 		}, "Stalled", metav1.ConditionTrue, "InvalidCertificate", "holds no PEM certificate"),
 		Entry("a client key that does not match the certificate", func(ns string) *backendsv1alpha1.HttpBackend {
-			Expect(k8sClient.Create(ctx, makeTLSSecret("cert", ns, suiteCerts.clientCertPEM, suiteCerts.otherKeyPEM))).To(Succeed())
+			create(spec.ctx, makeTLSSecret("cert", ns, suiteCerts.clientCertPEM, suiteCerts.otherKeyPEM))
 			return makeHttpBackend("b", ns, tlsStateURL(ns)).clientCertificate("cert").build()
 		}, "Stalled", metav1.ConditionTrue, "InvalidCertificate", "do not match"),
 		Entry("a missing CA ConfigMap", func(ns string) *backendsv1alpha1.HttpBackend {
 			return makeHttpBackend("b", ns, tlsStateURL(ns)).caFromConfigMap("nope").build()
 		}, "Stalled", metav1.ConditionTrue, "ConfigMapNotFound", "ConfigMap "),
 		Entry("a wrong password", func(ns string) *backendsv1alpha1.HttpBackend {
-			Expect(k8sClient.Create(ctx, makeSecret("pw", ns, map[string]string{"password": "wrong"}))).To(Succeed())
+			create(spec.ctx, makeSecret("pw", ns, map[string]string{"password": "wrong"}))
 			return makeHttpBackend("b", ns, stateURL(ns)).basicAuth(stateUser, "pw", "").build()
 		}, "StateReachable", metav1.ConditionFalse, "Forbidden", "invalid auth"),
 		Entry("no credentials", func(ns string) *backendsv1alpha1.HttpBackend {
@@ -187,7 +170,7 @@ var _ = Describe("HttpBackend controller", func() {
 			return makeHttpBackend("b", ns, stateURL(ns)).build()
 		}, "StateReachable", metav1.ConditionFalse, "Forbidden", "invalid auth"),
 		Entry("an untrusted server certificate", func(ns string) *backendsv1alpha1.HttpBackend {
-			Expect(k8sClient.Create(ctx, makeSecret("ca", ns, map[string]string{"ca.crt": string(suiteCerts.otherCAPEM)}))).To(Succeed())
+			create(spec.ctx, makeSecret("ca", ns, map[string]string{"ca.crt": string(suiteCerts.otherCAPEM)}))
 			return makeHttpBackend("b", ns, tlsStateURL(ns)).caFromSecret("ca", "ca.crt").retries(0, 0, 0).build()
 		}, "StateReachable", metav1.ConditionFalse, "TLSError", "certificate"),
 		Entry("an address nobody listens on", func(ns string) *backendsv1alpha1.HttpBackend {
@@ -200,13 +183,11 @@ var _ = Describe("HttpBackend controller", func() {
 	)
 
 	It("keeps the last good render when a Secret breaks, and follows its rotation", func() {
+		ctx, ns := spec.ctx, spec.ns
 		createPassword(ctx, ns)
 		backend := makeHttpBackend("app", ns, stateURL(ns)).basicAuth(stateUser, "state-password", "password").build()
-		Expect(k8sClient.Create(ctx, backend)).To(Succeed())
-		Eventually(func(g Gomega) {
-			getObject(ctx, g, backend)
-			expectCondition(g, backend.Status.Conditions, "Ready", metav1.ConditionTrue, "Succeeded")
-		}, timeout, interval).Should(Succeed())
+		create(ctx, backend)
+		eventuallyReady(ctx, backend)
 		goodConfigMap := renderedConfigMap(ctx, Default, ns, "app-backend")
 
 		By("rotating the password")
@@ -221,12 +202,11 @@ var _ = Describe("HttpBackend controller", func() {
 
 		By("deleting the password Secret")
 		Expect(k8sClient.Delete(ctx, password)).To(Succeed())
-		Eventually(func(g Gomega) {
-			getObject(ctx, g, backend)
+		eventually(ctx, backend, func(g Gomega) {
 			expectKstatusInvariants(g, backend)
 			expectCondition(g, backend.Status.Conditions, "Stalled", metav1.ConditionTrue, "SecretNotFound")
 			expectCondition(g, backend.Status.Conditions, "Ready", metav1.ConditionFalse, "SecretNotFound")
-		}, timeout, interval).Should(Succeed())
+		})
 		Consistently(func(g Gomega) {
 			g.Expect(renderedSecret(ctx, g, ns, "app-backend-credentials").Data).To(HaveKeyWithValue("TF_HTTP_PASSWORD", []byte(rotated)))
 			g.Expect(renderedConfigMap(ctx, g, ns, "app-backend").Data).To(Equal(goodConfigMap.Data))
@@ -234,45 +214,36 @@ var _ = Describe("HttpBackend controller", func() {
 
 		By("creating it again")
 		createPassword(ctx, ns)
-		Eventually(func(g Gomega) {
-			getObject(ctx, g, backend)
-			expectCondition(g, backend.Status.Conditions, "Ready", metav1.ConditionTrue, "Succeeded")
-			g.Expect(backend.Status.Conditions).NotTo(ContainElement(HaveField("Type", "Stalled")))
-			g.Expect(renderedSecret(ctx, g, ns, "app-backend-credentials").Data).To(HaveKeyWithValue("TF_HTTP_PASSWORD", []byte(statePassword)))
-		}, timeout, interval).Should(Succeed())
+		eventually(ctx, backend, func(g Gomega) { expectRecovered(ctx, g, backend, statePassword) })
 	})
 
 	It("shows the lock holder and releases it only for the ID forceUnlock names", func() {
+		ctx, ns := spec.ctx, spec.ns
 		createPassword(ctx, ns)
 		holder := holdLock(ctx, stateURL(ns))
-		backend := makeHttpBackend("app", ns, stateURL(ns)).locks().basicAuth(stateUser, "state-password", "").lockCheck().build()
-		Expect(k8sClient.Create(ctx, backend)).To(Succeed())
-		Eventually(func(g Gomega) {
-			getObject(ctx, g, backend)
+		backend := makeStateBackend("app", ns).locks().lockCheck().build()
+		create(ctx, backend)
+		eventually(ctx, backend, func(g Gomega) {
 			expectCondition(g, backend.Status.Conditions, "Locked", metav1.ConditionTrue, "LockHeld")
 			expectCondition(g, backend.Status.Conditions, "Ready", metav1.ConditionTrue, "Succeeded")
 			g.Expect(backend.Status.Lock).NotTo(BeNil())
 			g.Expect(backend.Status.Lock.ID).To(Equal(holder))
 			g.Expect(backend.Status.Lock.Who).To(Equal("alice@laptop"))
 			g.Expect(backend.Status.Lock.Operation).To(Equal("OperationTypeApply"))
-		}, timeout, interval).Should(Succeed())
+		})
 
 		By("naming another ID")
 		updateSpec(ctx, backend, func() { backend.Spec.ForceUnlock = &backendsv1alpha1.ForceUnlockSpec{LockID: "not-the-holder"} })
-		Eventually(func(g Gomega) {
-			getObject(ctx, g, backend)
+		eventually(ctx, backend, func(g Gomega) {
 			g.Expect(backend.Status.ObservedGeneration).To(Equal(backend.Generation))
-			c := expectCondition(g, backend.Status.Conditions, "Locked", metav1.ConditionTrue, "ForceUnlockSkipped")
-			g.Expect(c.Message).To(ContainSubstring("does not match the holder " + holder))
-		}, timeout, interval).Should(Succeed())
+			expectConditionSaying(g, backend.Status.Conditions, "Locked", metav1.ConditionTrue, "ForceUnlockSkipped",
+				"does not match the holder "+holder)
+		})
 
 		By("naming the holder")
 		updateSpec(ctx, backend, func() { backend.Spec.ForceUnlock.LockID = holder })
-		Eventually(func(g Gomega) {
-			getObject(ctx, g, backend)
-			expectForceUnlocked(g, backend.Status.Conditions, backend.Status.Lock, backend.Status.LastForceUnlock, holder)
-		}, timeout, interval).Should(Succeed())
-		Eventually(func(g Gomega) []string { return eventReasons(ctx, g, ns) }, timeout, interval).Should(ContainElement("ForceUnlocked"))
+		eventuallyForceUnlocked(ctx, backend, holder)
+		eventuallyEvent(ctx, ns, "ForceUnlocked")
 
 		By("locking again: the lock is free, a stale forceUnlock does nothing")
 		next := holdLock(ctx, stateURL(ns))
@@ -280,14 +251,14 @@ var _ = Describe("HttpBackend controller", func() {
 	})
 
 	It("writes nothing on a resync that finds nothing new", func() {
+		ctx, ns, writes := spec.ctx, spec.ns, spec.writes
 		createPassword(ctx, ns)
-		backend := makeHttpBackend("app", ns, stateURL(ns)).locks().basicAuth(stateUser, "state-password", "").lockCheck().build()
-		Expect(k8sClient.Create(ctx, backend)).To(Succeed())
-		Eventually(func(g Gomega) {
-			getObject(ctx, g, backend)
+		backend := makeStateBackend("app", ns).locks().lockCheck().build()
+		create(ctx, backend)
+		eventually(ctx, backend, func(g Gomega) {
 			expectCondition(g, backend.Status.Conditions, "Ready", metav1.ConditionTrue, "Succeeded")
 			expectCondition(g, backend.Status.Conditions, "Locked", metav1.ConditionFalse, "NotLocked")
-		}, timeout, interval).Should(Succeed())
+		})
 		// Let the reconciles triggered by the manager's own writes settle.
 		time.Sleep(time.Second)
 		before := writes.count()
@@ -307,28 +278,20 @@ var _ = Describe("HttpBackend controller", func() {
 	})
 
 	It("leaves a foreign ConfigMap alone", func() {
-		Expect(k8sClient.Create(ctx, &corev1.ConfigMap{
-			ObjectMeta: metav1.ObjectMeta{Name: "taken", Namespace: ns},
-			Data:       map[string]string{"mine": "yes"},
-		})).To(Succeed())
+		ctx, ns := spec.ctx, spec.ns
 		backend := makeHttpBackend("app", ns, stateURL(ns)).configMapName("taken").build()
-		Expect(k8sClient.Create(ctx, backend)).To(Succeed())
-		Eventually(func(g Gomega) {
-			getObject(ctx, g, backend)
-			expectCondition(g, backend.Status.Conditions, "Stalled", metav1.ConditionTrue, "NameConflict")
-		}, timeout, interval).Should(Succeed())
+		create(ctx, makeConfigMap("taken", ns, map[string]string{"mine": "yes"}), backend)
+		eventuallyCondition(ctx, backend, "Stalled", metav1.ConditionTrue, "NameConflict")
 		Expect(renderedConfigMap(ctx, Default, ns, "taken").Data).To(Equal(map[string]string{"mine": "yes"}))
 	})
 
 	It("never puts secret material in a ConfigMap, event, condition or status", func() {
+		ctx, ns := spec.ctx, spec.ns
 		createPassword(ctx, ns)
-		Expect(k8sClient.Create(ctx, makeTLSSecret("client-cert", ns, suiteCerts.clientCertPEM, suiteCerts.clientKeyPEM))).To(Succeed())
-		ok := makeHttpBackend("ok", ns, stateURL(ns)).locks().basicAuth(stateUser, "state-password", "").lockCheck().build()
+		ok := makeStateBackend("ok", ns).locks().lockCheck().build()
 		wrongPassword := makeHttpBackend("wrong", ns, stateURL(ns)).basicAuth("intruder", "state-password", "").build()
 		tlsBackend := makeHttpBackend("tls", ns, tlsStateURL(ns)).clientCertificate("client-cert").build()
-		for _, b := range []*backendsv1alpha1.HttpBackend{ok, wrongPassword, tlsBackend} {
-			Expect(k8sClient.Create(ctx, b)).To(Succeed())
-		}
+		create(ctx, suiteClientCert(ns), ok, wrongPassword, tlsBackend)
 		Eventually(func(g Gomega) {
 			for _, b := range []*backendsv1alpha1.HttpBackend{ok, wrongPassword, tlsBackend} {
 				getObject(ctx, g, b)

@@ -243,11 +243,44 @@ func newSpec() (context.Context, string) {
 	return ctx, newNamespace(ctx)
 }
 
+// specEnv is what each spec of a container works in, filled afresh before
+// every spec by eachSpec or eachSpecWithManager.
+type specEnv struct {
+	// ctx is bounded by specTimeout and cancelled when the spec ends.
+	ctx context.Context
+	// ns is the spec's own namespace.
+	ns string
+	// writes counts the writes, and records the reads, of the spec's
+	// manager; nil when eachSpec started none.
+	writes *writeCounter
+}
+
+// eachSpec gives every spec of the calling container a context and a
+// namespace of its own (see newSpec). Call it in the container's body.
+func eachSpec() *specEnv {
+	env := &specEnv{}
+	BeforeEach(func() {
+		*env = specEnv{}
+		env.ctx, env.ns = newSpec()
+	})
+	return env
+}
+
+// eachSpecWithManager is eachSpec with a fresh manager, started with opts
+// and watching the spec's namespace, for every spec.
+func eachSpecWithManager(opts ...Option) *specEnv {
+	env := eachSpec()
+	BeforeEach(func() {
+		env.writes = startManager(env.ctx, env.ns, opts...)
+	})
+	return env
+}
+
 // createPassword creates the Secret "state-password" holding the suite
 // state server's password.
 func createPassword(ctx context.Context, ns string) {
 	GinkgoHelper()
-	Expect(k8sClient.Create(ctx, makeSecret("state-password", ns, map[string]string{"password": statePassword}))).To(Succeed())
+	create(ctx, suitePassword(ns))
 }
 
 // newNamespace gives the current spec a namespace of its own.
