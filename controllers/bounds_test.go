@@ -1,7 +1,6 @@
 package controllers
 
 import (
-	"context"
 	"fmt"
 	"strings"
 	"time"
@@ -19,40 +18,29 @@ import (
 // what it writes back: values within the API's bounds, stalls instead of
 // loops, no fight over an object.
 var _ = Describe("Bounds", func() {
-	var (
-		ctx    context.Context
-		ns     string
-		writes *writeCounter
-	)
-
-	BeforeEach(func() {
-		ctx, ns = newSpec()
-		writes = startManager(ctx, ns)
-		createPassword(ctx, ns)
-	})
+	spec := eachSpecWithManager()
+	BeforeEach(func() { createPassword(spec.ctx, spec.ns) })
 
 	It("clips what a state holds to the API's bounds instead of freezing the status", func() {
+		ctx, ns := spec.ctx, spec.ns
 		lineage, version := strings.Repeat("l", 200), strings.Repeat("9", 100)
 		seedState(ctx, stateURL(ns), []byte(fmt.Sprintf(`{"version":4,"terraform_version":%q,"serial":1,"lineage":%q,"outputs":{}}`, version, lineage)))
-		backend := makeHttpBackend("app", ns, stateURL(ns)).basicAuth(stateUser, "state-password", "").build()
-		Expect(k8sClient.Create(ctx, backend)).To(Succeed())
-		Eventually(func(g Gomega) {
-			getObject(ctx, g, backend)
+		backend := makeStateBackend("app", ns).build()
+		create(ctx, backend)
+		eventually(ctx, backend, func(g Gomega) {
 			expectCondition(g, backend.Status.Conditions, "Ready", metav1.ConditionTrue, "Succeeded")
 			g.Expect(backend.Status.ObservedGeneration).To(Equal(backend.Generation))
 			g.Expect(backend.Status.State).NotTo(BeNil())
 			g.Expect(backend.Status.State.Lineage).To(Equal(lineage[:128]))
 			g.Expect(backend.Status.State.TerraformVersion).To(Equal(version[:64]))
-		}, timeout, interval).Should(Succeed())
+		})
 	})
 
 	It("stops writing a rendered ConfigMap that another writer changed, and renders it again once deleted", func() {
-		backend := makeHttpBackend("app", ns, stateURL(ns)).basicAuth(stateUser, "state-password", "").build()
-		Expect(k8sClient.Create(ctx, backend)).To(Succeed())
-		Eventually(func(g Gomega) {
-			getObject(ctx, g, backend)
-			expectCondition(g, backend.Status.Conditions, "Ready", metav1.ConditionTrue, "Succeeded")
-		}, timeout, interval).Should(Succeed())
+		ctx, ns, writes := spec.ctx, spec.ns, spec.writes
+		backend := makeStateBackend("app", ns).build()
+		create(ctx, backend)
+		eventuallyReady(ctx, backend)
 
 		By("another writer replaces the data, as a CA publisher would")
 		cm := renderedConfigMap(ctx, Default, ns, "app-backend")
@@ -63,12 +51,11 @@ var _ = Describe("Bounds", func() {
 
 		By("a spec change makes the operator want to write it again")
 		updateSpec(ctx, backend, func() { backend.Spec.UpdateMethod = "PUT" })
-		Eventually(func(g Gomega) {
-			getObject(ctx, g, backend)
+		eventually(ctx, backend, func(g Gomega) {
 			expectKstatusInvariants(g, backend)
-			c := expectCondition(g, backend.Status.Conditions, "Stalled", metav1.ConditionTrue, "ExternallyModified")
-			g.Expect(c.Message).To(ContainSubstring("ConfigMap " + ns + "/app-backend was changed by another writer"))
-		}, timeout, interval).Should(Succeed())
+			expectConditionSaying(g, backend.Status.Conditions, "Stalled", metav1.ConditionTrue, "ExternallyModified",
+				"ConfigMap "+ns+"/app-backend was changed by another writer")
+		})
 		Consistently(func(g Gomega) {
 			g.Expect(renderedConfigMap(ctx, g, ns, "app-backend").Data).To(Equal(map[string]string{"ca.crt": "another component's data"}))
 		}, 2*time.Second, interval).Should(Succeed())
@@ -78,61 +65,52 @@ var _ = Describe("Bounds", func() {
 
 		By("deleting the ConfigMap lets the operator render it again")
 		Expect(k8sClient.Delete(ctx, cm)).To(Succeed())
-		Eventually(func(g Gomega) {
-			getObject(ctx, g, backend)
+		eventually(ctx, backend, func(g Gomega) {
 			expectCondition(g, backend.Status.Conditions, "Ready", metav1.ConditionTrue, "Succeeded")
 			data := renderedConfigMap(ctx, g, ns, "app-backend").Data
 			g.Expect(data["backend.tf"]).To(ContainSubstring(`update_method = "PUT"`))
 			g.Expect(data).NotTo(Equal(rendered))
-		}, timeout, interval).Should(Succeed())
+		})
 	})
 
 	Describe("a RemoteState", func() {
-		read := func(name string, mutate func(*backendsv1alpha1.RemoteState)) *backendsv1alpha1.RemoteState {
-			Expect(k8sClient.Create(ctx, makeHttpBackend("network", ns, stateURL(ns)).basicAuth(stateUser, "state-password", "").build())).To(Succeed())
-			remote := makeRemoteState(name, ns, "HttpBackend", "network")
-			if mutate != nil {
-				mutate(remote)
-			}
-			Expect(k8sClient.Create(ctx, remote)).To(Succeed())
+		// read creates the HttpBackend "network" of the spec's state and a
+		// RemoteState of it.
+		read := func(name string) *backendsv1alpha1.RemoteState {
+			remote := makeRemoteState(name, spec.ns, "HttpBackend", "network")
+			create(spec.ctx, makeStateBackend("network", spec.ns).build(), remote)
 			return remote
 		}
 
 		It("reports an output whose name no ConfigMap can hold, instead of retrying a refused write", func() {
+			ctx, ns := spec.ctx, spec.ns
 			seedState(ctx, stateURL(ns), v4State(1, `"ok":{"value":"x","type":"string"},"..":{"value":"y","type":"string"}`))
-			remote := read("all", nil)
-			Eventually(func(g Gomega) {
-				getObject(ctx, g, remote)
-				c := expectCondition(g, remote.Status.Conditions, "OutputsReady", metav1.ConditionFalse, "OutputKeyInvalid")
-				g.Expect(c.Message).To(ContainSubstring(`".." is not a valid ConfigMap or Secret key`))
-			}, timeout, interval).Should(Succeed())
+			remote := read("all")
+			eventually(ctx, remote, func(g Gomega) {
+				expectConditionSaying(g, remote.Status.Conditions, "OutputsReady", metav1.ConditionFalse, "OutputKeyInvalid",
+					`".." is not a valid ConfigMap or Secret key`)
+			})
 
 			By("leaving it out publishes the rest")
 			updateSpec(ctx, remote, func() { remote.Spec.Outputs = []backendsv1alpha1.OutputSelector{{Name: "ok"}} })
-			Eventually(func(g Gomega) {
-				getObject(ctx, g, remote)
+			eventually(ctx, remote, func(g Gomega) {
 				expectCondition(g, remote.Status.Conditions, "OutputsReady", metav1.ConditionTrue, "OutputsPublished")
 				g.Expect(renderedConfigMap(ctx, g, ns, "all-outputs").Data).To(Equal(map[string]string{"ok": "x"}))
-			}, timeout, interval).Should(Succeed())
+			})
 		})
 
 		It("publishes again within seconds once the cause of a failed publication is gone", func() {
+			ctx, ns := spec.ctx, spec.ns
 			seedState(ctx, stateURL(ns), v4State(1, `"a":{"value":"x","type":"string"}`))
-			remote := read("net", nil)
-			Eventually(func(g Gomega) {
-				getObject(ctx, g, remote)
-				expectCondition(g, remote.Status.Conditions, "OutputsReady", metav1.ConditionTrue, "OutputsPublished")
-			}, timeout, interval).Should(Succeed())
+			remote := read("net")
+			eventuallyCondition(ctx, remote, "OutputsReady", metav1.ConditionTrue, "OutputsPublished")
 
 			By("another writer changes the published ConfigMap, and a new generation must publish")
 			cm := renderedConfigMap(ctx, Default, ns, "net-outputs")
 			cm.Data = map[string]string{"someone": "else"}
 			Expect(k8sClient.Update(ctx, cm)).To(Succeed())
 			updateSpec(ctx, remote, func() { remote.Spec.Outputs = []backendsv1alpha1.OutputSelector{{Name: "a", Key: "A"}} })
-			Eventually(func(g Gomega) {
-				getObject(ctx, g, remote)
-				expectCondition(g, remote.Status.Conditions, "Stalled", metav1.ConditionTrue, "ExternallyModified")
-			}, timeout, interval).Should(Succeed())
+			eventuallyCondition(ctx, remote, "Stalled", metav1.ConditionTrue, "ExternallyModified")
 
 			By("deleting it publishes the outputs again, without waiting for the next read")
 			Expect(k8sClient.Delete(ctx, cm)).To(Succeed())
@@ -144,6 +122,7 @@ var _ = Describe("Bounds", func() {
 		})
 
 		It("refuses outputs too many to publish before building them, and publishes a selection", func() {
+			ctx, ns := spec.ctx, spec.ns
 			var outputs strings.Builder
 			for i := range 5000 {
 				if i > 0 {
@@ -152,22 +131,19 @@ var _ = Describe("Bounds", func() {
 				fmt.Fprintf(&outputs, `"o%d":{"value":"v%d","type":"string"}`, i, i)
 			}
 			seedState(ctx, stateURL(ns), v4State(2, outputs.String()))
-			remote := read("many", nil)
-			Eventually(func(g Gomega) {
-				getObject(ctx, g, remote)
-				c := expectCondition(g, remote.Status.Conditions, "OutputsReady", metav1.ConditionFalse, "OutputsTooLarge")
-				g.Expect(c.Message).To(ContainSubstring("more than 4096 outputs"))
-				g.Expect(c.Message).To(ContainSubstring("spec.outputs"))
-			}, timeout, interval).Should(Succeed())
+			remote := read("many")
+			eventually(ctx, remote, func(g Gomega) {
+				expectConditionSaying(g, remote.Status.Conditions, "OutputsReady", metav1.ConditionFalse, "OutputsTooLarge",
+					"more than 4096 outputs", "spec.outputs")
+			})
 			Expect(k8sClient.Get(ctx, types.NamespacedName{Namespace: ns, Name: "many-outputs"}, &corev1.ConfigMap{})).NotTo(Succeed())
 
 			updateSpec(ctx, remote, func() { remote.Spec.Outputs = []backendsv1alpha1.OutputSelector{{Name: "o4999", Key: "last"}} })
-			Eventually(func(g Gomega) {
-				getObject(ctx, g, remote)
+			eventually(ctx, remote, func(g Gomega) {
 				expectCondition(g, remote.Status.Conditions, "OutputsReady", metav1.ConditionTrue, "OutputsPublished")
 				g.Expect(remote.Status.State.OutputCount).To(Equal(int32(5000)))
 				g.Expect(renderedConfigMap(ctx, g, ns, "many-outputs").Data).To(Equal(map[string]string{"last": "v4999"}))
-			}, timeout, interval).Should(Succeed())
+			})
 		})
 	})
 })

@@ -1,7 +1,6 @@
 package controllers
 
 import (
-	"context"
 	"strings"
 	"time"
 
@@ -10,21 +9,13 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/types"
+	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	backendsv1alpha1 "github.com/infrastate/backend-operator/api/v1alpha1"
 )
 
 var _ = Describe("The labeled secret reference policy", func() {
-	var (
-		ctx      context.Context
-		ns       string
-		requests *writeCounter
-	)
-
-	BeforeEach(func() {
-		ctx, ns = newSpec()
-		requests = startManager(ctx, ns, WithReferencePolicy(ReferencePolicyLabeled))
-	})
+	spec := eachSpecWithManager(WithReferencePolicy(ReferencePolicyLabeled))
 
 	// label adds the allow-reference label to a Secret or ConfigMap.
 	label := func(obj interface {
@@ -39,21 +30,28 @@ var _ = Describe("The labeled secret reference policy", func() {
 		obj.SetLabels(labels)
 	}
 
+	// labelLater labels obj, which was created unlabelled.
+	labelLater := func(obj client.Object) {
+		GinkgoHelper()
+		getObject(spec.ctx, Default, obj)
+		label(obj)
+		Expect(k8sClient.Update(spec.ctx, obj)).To(Succeed())
+	}
+
 	It("never reads an unlabelled Secret, says which label to add, and heals once it is added", func() {
-		password := makeSecret("state-password", ns, map[string]string{"password": statePassword})
+		ctx, ns, requests := spec.ctx, spec.ns, spec.writes
+		password := suitePassword(ns)
 		// kubectl apply keeps a copy of what it applied in an annotation.
 		password.Annotations = map[string]string{"kubectl.kubernetes.io/last-applied-configuration": `{"data":{"password":"` + statePassword + `"}}`}
-		Expect(k8sClient.Create(ctx, password)).To(Succeed())
-		backend := makeHttpBackend("app", ns, stateURL(ns)).basicAuth(stateUser, "state-password", "").build()
-		Expect(k8sClient.Create(ctx, backend)).To(Succeed())
+		backend := makeStateBackend("app", ns).build()
+		create(ctx, password, backend)
 
-		Eventually(func(g Gomega) {
-			getObject(ctx, g, backend)
+		eventually(ctx, backend, func(g Gomega) {
 			expectKstatusInvariants(g, backend)
-			c := expectCondition(g, backend.Status.Conditions, "Stalled", metav1.ConditionTrue, "ReferenceNotAllowed")
-			g.Expect(c.Message).To(ContainSubstring("Secret " + ns + "/state-password referenced by spec.passwordSecretRef is not labelled backends.infrastate.io/allow-reference=true"))
-			g.Expect(c.Message).To(ContainSubstring("add the label"))
-		}, timeout, interval).Should(Succeed())
+			expectConditionSaying(g, backend.Status.Conditions, "Stalled", metav1.ConditionTrue, "ReferenceNotAllowed",
+				"Secret "+ns+"/state-password referenced by spec.passwordSecretRef is not labelled backends.infrastate.io/allow-reference=true",
+				"add the label")
+		})
 
 		By("no request read the Secret, not even its metadata, whose annotations hold its data")
 		Expect(requests.readsOf("/api/v1/namespaces/" + ns + "/secrets/state-password")).To(BeEmpty())
@@ -65,68 +63,52 @@ var _ = Describe("The labeled secret reference policy", func() {
 			"nothing is rendered from a Secret the policy does not allow")
 
 		By("labelling the Secret heals the backend within seconds")
-		getObject(ctx, Default, password)
-		label(password)
-		Expect(k8sClient.Update(ctx, password)).To(Succeed())
-		Eventually(func(g Gomega) {
-			getObject(ctx, g, backend)
-			expectCondition(g, backend.Status.Conditions, "Ready", metav1.ConditionTrue, "Succeeded")
-			g.Expect(backend.Status.Conditions).NotTo(ContainElement(HaveField("Type", "Stalled")))
-			g.Expect(renderedSecret(ctx, g, ns, "app-backend-credentials").Data).To(HaveKeyWithValue("TF_HTTP_PASSWORD", []byte(statePassword)))
-		}, 10*time.Second, interval).Should(Succeed())
+		labelLater(password)
+		eventuallyWithin(ctx, 10*time.Second, backend, func(g Gomega) { expectRecovered(ctx, g, backend, statePassword) })
 	})
 
 	It("applies to CA ConfigMaps too", func() {
-		ca := &corev1.ConfigMap{ObjectMeta: metav1.ObjectMeta{Name: "state-ca", Namespace: ns}, Data: map[string]string{"ca.crt": string(suiteCerts.caPEM)}}
-		Expect(k8sClient.Create(ctx, ca)).To(Succeed())
-		cert := makeTLSSecret("client-cert", ns, suiteCerts.clientCertPEM, suiteCerts.clientKeyPEM)
+		ctx, ns := spec.ctx, spec.ns
+		ca := suiteCAConfigMap(ns)
+		cert := suiteClientCert(ns)
 		label(cert)
-		Expect(k8sClient.Create(ctx, cert)).To(Succeed())
-		backend := makeHttpBackend("tls", ns, tlsStateURL(ns)).clientCertificate("client-cert").caFromConfigMap("state-ca").build()
-		Expect(k8sClient.Create(ctx, backend)).To(Succeed())
-		Eventually(func(g Gomega) {
-			getObject(ctx, g, backend)
+		backend := makeTLSStateBackend("tls", ns).build()
+		create(ctx, ca, cert, backend)
+		eventually(ctx, backend, func(g Gomega) {
 			c := expectCondition(g, backend.Status.Conditions, "Stalled", metav1.ConditionTrue, "ReferenceNotAllowed")
 			g.Expect(c.Message).To(HavePrefix("ConfigMap " + ns + "/state-ca referenced by spec.tls.caCertificate"))
-		}, timeout, interval).Should(Succeed())
+		})
 
-		getObject(ctx, Default, ca)
-		label(ca)
-		Expect(k8sClient.Update(ctx, ca)).To(Succeed())
-		Eventually(func(g Gomega) {
-			getObject(ctx, g, backend)
+		labelLater(ca)
+		eventuallyWithin(ctx, 10*time.Second, backend, func(g Gomega) {
 			expectCondition(g, backend.Status.Conditions, "Ready", metav1.ConditionTrue, "Succeeded")
-		}, 10*time.Second, interval).Should(Succeed())
+		})
 	})
 
 	It("refuses a RemoteState target that is someone else's Secret without reading it", func() {
-		Expect(k8sClient.Create(ctx, makeSecret("team-secret", ns, map[string]string{"token": "t0p-secret-value"}))).To(Succeed())
+		ctx, ns, requests := spec.ctx, spec.ns, spec.writes
+		create(ctx, makeSecret("team-secret", ns, map[string]string{"token": "t0p-secret-value"}))
 		Eventually(func(g Gomega) { // the manager's cache sees it
 			g.Expect(k8sClient.Get(ctx, types.NamespacedName{Namespace: ns, Name: "team-secret"}, &corev1.Secret{})).To(Succeed())
 		}, timeout, interval).Should(Succeed())
 		time.Sleep(time.Second)
-		password := makeSecret("state-password", ns, map[string]string{"password": statePassword})
+		password := suitePassword(ns)
 		label(password)
-		Expect(k8sClient.Create(ctx, password)).To(Succeed())
-		Expect(k8sClient.Create(ctx, makeHttpBackend("network", ns, stateURL(ns)).basicAuth(stateUser, "state-password", "").build())).To(Succeed())
+		create(ctx, password, makeStateBackend("network", ns).build())
 		seedState(ctx, stateURL(ns), v4State(1, `"a":{"value":"x","type":"string"}`))
 		remote := makeRemoteState("net", ns, "HttpBackend", "network")
 		remote.Spec.Target.SecretName = "team-secret"
-		Expect(k8sClient.Create(ctx, remote)).To(Succeed())
-		Eventually(func(g Gomega) {
-			getObject(ctx, g, remote)
-			expectCondition(g, remote.Status.Conditions, "Stalled", metav1.ConditionTrue, "NameConflict")
-		}, timeout, interval).Should(Succeed())
+		create(ctx, remote)
+		eventuallyCondition(ctx, remote, "Stalled", metav1.ConditionTrue, "NameConflict")
 		Expect(requests.readsOf("/api/v1/namespaces/"+ns+"/secrets/team-secret")).To(BeEmpty(), "the foreign Secret was read")
 	})
 
 	It("tells a missing Secret from an unlabelled one", func() {
+		ctx, ns := spec.ctx, spec.ns
 		backend := makeHttpBackend("app", ns, stateURL(ns)).basicAuth(stateUser, "missing", "").build()
-		Expect(k8sClient.Create(ctx, backend)).To(Succeed())
-		Eventually(func(g Gomega) {
-			getObject(ctx, g, backend)
-			c := expectCondition(g, backend.Status.Conditions, "Stalled", metav1.ConditionTrue, "SecretNotFound")
-			g.Expect(strings.Contains(c.Message, "does not exist")).To(BeTrue(), c.Message)
-		}, timeout, interval).Should(Succeed())
+		create(ctx, backend)
+		eventually(ctx, backend, func(g Gomega) {
+			expectConditionSaying(g, backend.Status.Conditions, "Stalled", metav1.ConditionTrue, "SecretNotFound", "does not exist")
+		})
 	})
 })

@@ -11,7 +11,6 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
 	backendsv1alpha1 "github.com/infrastate/backend-operator/api/v1alpha1"
-	"github.com/infrastate/backend-operator/internal/stateclient"
 )
 
 // stackOutputs are the outputs of the stack the RemoteState specs read.
@@ -38,38 +37,30 @@ func jsonValue(v any) apiextensionsv1.JSON {
 }
 
 var _ = Describe("RemoteState controller", func() {
-	var (
-		ctx context.Context
-		ns  string
-	)
-
-	BeforeEach(func() {
-		ctx, ns = newSpec()
-		startManager(ctx, ns)
-		createPassword(ctx, ns)
-	})
+	spec := eachSpecWithManager()
+	BeforeEach(func() { createPassword(spec.ctx, spec.ns) })
 
 	createHttpBackend := func() *backendsv1alpha1.HttpBackend {
-		backend := makeHttpBackend("network", ns, stateURL(ns)).locks().basicAuth(stateUser, "state-password", "").build()
-		Expect(k8sClient.Create(ctx, backend)).To(Succeed())
+		backend := makeStateBackend("network", spec.ns).locks().build()
+		create(spec.ctx, backend)
 		return backend
 	}
 
 	expectOutputsReady := func(remote *backendsv1alpha1.RemoteState) {
 		GinkgoHelper()
-		Eventually(func(g Gomega) {
-			getObject(ctx, g, remote)
+		eventually(spec.ctx, remote, func(g Gomega) {
 			expectKstatusInvariants(g, remote)
 			expectCondition(g, remote.Status.Conditions, "OutputsReady", metav1.ConditionTrue, "OutputsPublished")
 			expectCondition(g, remote.Status.Conditions, "Ready", metav1.ConditionTrue, "Succeeded")
-		}, timeout, interval).Should(Succeed())
+		})
 	}
 
 	It("publishes plain outputs to the ConfigMap and sensitive ones only to the Secret", func() {
+		ctx, ns := spec.ctx, spec.ns
 		seedState(ctx, stateURL(ns), v4State(5, stackOutputs))
 		createHttpBackend()
 		remote := makeRemoteState("network", ns, "HttpBackend", "network")
-		Expect(k8sClient.Create(ctx, remote)).To(Succeed())
+		create(ctx, remote)
 		expectOutputsReady(remote)
 
 		cm := renderedConfigMap(ctx, Default, ns, "network-outputs")
@@ -96,6 +87,7 @@ var _ = Describe("RemoteState controller", func() {
 	})
 
 	It("selects, renames and type-checks outputs, with defaults filling gaps", func() {
+		ctx, ns := spec.ctx, spec.ns
 		seedState(ctx, stateURL(ns), v4State(1, stackOutputs))
 		createHttpBackend()
 		remote := makeRemoteState("net", ns, "HttpBackend", "network")
@@ -106,7 +98,7 @@ var _ = Describe("RemoteState controller", func() {
 			{Name: "subnets", Type: "list"},
 		}
 		remote.Spec.Target = backendsv1alpha1.RemoteStateTarget{ConfigMapName: "net-env", SecretName: "net-secrets"}
-		Expect(k8sClient.Create(ctx, remote)).To(Succeed())
+		create(ctx, remote)
 		expectOutputsReady(remote)
 		Expect(renderedConfigMap(ctx, Default, ns, "net-env").Data).To(Equal(map[string]string{
 			"VPC_ID": "vpc-0a1b", "REGION": "ap-guangzhou", "subnets": `["10.0.1.0/24","10.0.2.0/24"]`,
@@ -115,31 +107,29 @@ var _ = Describe("RemoteState controller", func() {
 
 		By("asking for a type the output does not have")
 		updateSpec(ctx, remote, func() { remote.Spec.Outputs[2].Type = "map" })
-		Eventually(func(g Gomega) {
-			getObject(ctx, g, remote)
+		eventually(ctx, remote, func(g Gomega) {
 			c := expectCondition(g, remote.Status.Conditions, "OutputsReady", metav1.ConditionFalse, "OutputTypeMismatch")
 			g.Expect(c.Message).To(Equal(`output "subnets" is a list, not a map`))
 			expectCondition(g, remote.Status.Conditions, "Ready", metav1.ConditionFalse, "OutputTypeMismatch")
-		}, timeout, interval).Should(Succeed())
+		})
 
 		By("asking for an output the state lacks")
 		updateSpec(ctx, remote, func() {
 			remote.Spec.Outputs[2] = backendsv1alpha1.OutputSelector{Name: "nat_gateway_ids", Type: "list"}
 		})
-		Eventually(func(g Gomega) {
-			getObject(ctx, g, remote)
-			c := expectCondition(g, remote.Status.Conditions, "OutputsReady", metav1.ConditionFalse, "OutputMissing")
-			g.Expect(c.Message).To(ContainSubstring(`"nat_gateway_ids"`))
-		}, timeout, interval).Should(Succeed())
+		eventually(ctx, remote, func(g Gomega) {
+			expectConditionSaying(g, remote.Status.Conditions, "OutputsReady", metav1.ConditionFalse, "OutputMissing", `"nat_gateway_ids"`)
+		})
 		Expect(renderedConfigMap(ctx, Default, ns, "net-env").Data).To(HaveKeyWithValue("VPC_ID", "vpc-0a1b"), "the last good values stay")
 	})
 
 	It("follows value changes, and keeps the last values when the state or the backend goes", func() {
+		ctx, ns := spec.ctx, spec.ns
 		seedState(ctx, stateURL(ns), v4State(1, stackOutputs))
 		backend := createHttpBackend()
 		remote := makeRemoteState("network", ns, "HttpBackend", "network")
 		remote.Spec.Probe = &backendsv1alpha1.ProbeSpec{Interval: &metav1.Duration{Duration: 10 * time.Second}}
-		Expect(k8sClient.Create(ctx, remote)).To(Succeed())
+		create(ctx, remote)
 		expectOutputsReady(remote)
 
 		By("applying a new state: the periodic read publishes it")
@@ -153,49 +143,41 @@ var _ = Describe("RemoteState controller", func() {
 
 		By("deleting the state")
 		purgeState(ctx, stateURL(ns))
-		Eventually(func(g Gomega) {
-			getObject(ctx, g, remote)
-			c := expectCondition(g, remote.Status.Conditions, "OutputsReady", metav1.ConditionFalse, "StateNotFound")
-			g.Expect(c.Message).To(ContainSubstring("holds no state for workspace default"))
-		}, 20*time.Second, interval).Should(Succeed())
+		eventuallyWithin(ctx, 20*time.Second, remote, func(g Gomega) {
+			expectConditionSaying(g, remote.Status.Conditions, "OutputsReady", metav1.ConditionFalse, "StateNotFound",
+				"holds no state for workspace default")
+		})
 		Expect(renderedConfigMap(ctx, Default, ns, "network-outputs").Data).To(Equal(map[string]string{"vpc_id": "vpc-new"}))
 
 		By("deleting the backend")
 		Expect(k8sClient.Delete(ctx, backend)).To(Succeed())
-		Eventually(func(g Gomega) {
-			getObject(ctx, g, remote)
+		eventually(ctx, remote, func(g Gomega) {
 			expectKstatusInvariants(g, remote)
 			c := expectCondition(g, remote.Status.Conditions, "Stalled", metav1.ConditionTrue, "BackendNotFound")
 			g.Expect(c.Message).To(Equal("HttpBackend network does not exist in namespace " + ns))
-		}, timeout, interval).Should(Succeed())
+		})
 		Expect(renderedConfigMap(ctx, Default, ns, "network-outputs").Data).To(Equal(map[string]string{"vpc_id": "vpc-new"}))
 	})
 
 	It("waits for a backend that does not exist yet", func() {
+		ctx, ns := spec.ctx, spec.ns
 		seedState(ctx, stateURL(ns), v4State(1, stackOutputs))
 		remote := makeRemoteState("network", ns, "HttpBackend", "network")
-		Expect(k8sClient.Create(ctx, remote)).To(Succeed())
-		Eventually(func(g Gomega) {
-			getObject(ctx, g, remote)
-			expectCondition(g, remote.Status.Conditions, "Stalled", metav1.ConditionTrue, "BackendNotFound")
-		}, timeout, interval).Should(Succeed())
+		create(ctx, remote)
+		eventuallyCondition(ctx, remote, "Stalled", metav1.ConditionTrue, "BackendNotFound")
 		createHttpBackend()
 		expectOutputsReady(remote)
 	})
 
 	It("reads a named workspace of a CosBackend", func() {
-		bucket := ns + "-1250000000"
+		ctx, ns, bucket := spec.ctx, spec.ns, cosBucket(spec.ns)
 		cosServer.CreateBucket(bucket)
 		cosServer.PutState(bucket, "platform/staging/terraform.tfstate", v4State(8, `"endpoint":{"value":"db.staging","type":"string"}`))
 		cosServer.PutState(bucket, "platform/terraform.tfstate", v4State(3, `"endpoint":{"value":"db.default","type":"string"}`))
-		Expect(k8sClient.Create(ctx, makeSecret("cos-credentials", ns, map[string]string{"secretId": cosSecretID, "secretKey": cosSecretKey}))).To(Succeed())
-		Expect(k8sClient.Create(ctx, makeCosBackend("db", ns, bucket))).To(Succeed())
-
 		staging := makeRemoteState("staging", ns, "CosBackend", "db")
 		staging.Spec.Workspace = "staging"
-		Expect(k8sClient.Create(ctx, staging)).To(Succeed())
 		def := makeRemoteState("default", ns, "CosBackend", "db")
-		Expect(k8sClient.Create(ctx, def)).To(Succeed())
+		create(ctx, cosCredentials(ns), makeCosBackend("db", ns, bucket), staging, def)
 		expectOutputsReady(staging)
 		expectOutputsReady(def)
 		Expect(renderedConfigMap(ctx, Default, ns, "staging-outputs").Data).To(Equal(map[string]string{"endpoint": "db.staging"}))
@@ -203,19 +185,12 @@ var _ = Describe("RemoteState controller", func() {
 
 		missing := makeRemoteState("prod", ns, "CosBackend", "db")
 		missing.Spec.Workspace = "prod"
-		Expect(k8sClient.Create(ctx, missing)).To(Succeed())
-		Eventually(func(g Gomega) {
-			getObject(ctx, g, missing)
-			expectCondition(g, missing.Status.Conditions, "OutputsReady", metav1.ConditionFalse, "StateNotFound")
-		}, timeout, interval).Should(Succeed())
+		create(ctx, missing)
+		eventuallyCondition(ctx, missing, "OutputsReady", metav1.ConditionFalse, "StateNotFound")
 	})
 })
 
 // purgeState deletes a state through the real protocol client.
 func purgeState(ctx context.Context, address string) {
-	cfg := stateclient.DefaultConfig(address)
-	cfg.Username, cfg.Password = stateUser, statePassword
-	sc, err := stateclient.New(cfg)
-	Expect(err).NotTo(HaveOccurred())
-	Expect(sc.Purge(ctx)).To(Succeed())
+	Expect(basicAuthClient(address).Purge(ctx)).To(Succeed())
 }

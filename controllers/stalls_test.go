@@ -39,126 +39,94 @@ type stallCase struct {
 }
 
 var _ = Describe("Every stall", func() {
-	var (
-		ctx context.Context
-		ns  string
-	)
+	spec := eachSpecWithManager()
 
-	BeforeEach(func() {
-		ctx, ns = newSpec()
-		startManager(ctx, ns)
-	})
-
-	password := func(ns string) *corev1.Secret {
-		return makeSecret("state-password", ns, map[string]string{"password": statePassword})
-	}
-	httpBackend := func(ns string) *httpBackendBuilder {
-		return makeHttpBackend("app", ns, stateURL(ns)).basicAuth(stateUser, "state-password", "")
-	}
-	create := func(ctx context.Context, obj client.Object) {
-		GinkgoHelper()
-		Expect(k8sClient.Create(ctx, obj)).To(Succeed())
-	}
 	remove := func(ctx context.Context, obj client.Object) {
 		GinkgoHelper()
 		Expect(k8sClient.Delete(ctx, obj)).To(Succeed())
 	}
 	foreignConfigMap := func(ns, name string) *corev1.ConfigMap {
-		return &corev1.ConfigMap{ObjectMeta: metav1.ObjectMeta{Name: name, Namespace: ns}, Data: map[string]string{"owner": "someone else"}}
-	}
-	caConfigMap := func(ns string, data map[string]string) *corev1.ConfigMap {
-		return &corev1.ConfigMap{ObjectMeta: metav1.ObjectMeta{Name: "state-ca", Namespace: ns}, Data: data}
+		return makeConfigMap(name, ns, map[string]string{"owner": "someone else"})
 	}
 
 	DescribeTable("clears by itself, through a watch, once its cause is gone",
 		func(tc stallCase) {
+			ctx, ns := spec.ctx, spec.ns
 			objs := tc.objects(ctx, ns)
-			for _, obj := range objs {
-				create(ctx, obj)
-			}
+			create(ctx, objs...)
 			stalled := objs[len(objs)-1].(statusObject)
-			Eventually(func(g Gomega) {
-				getObject(ctx, g, stalled)
+			eventually(ctx, stalled, func(g Gomega) {
 				expectKstatusInvariants(g, stalled)
 				expectCondition(g, *stalled.StatusConditions(), "Stalled", metav1.ConditionTrue, tc.reason)
-			}, timeout, interval).Should(Succeed())
+			})
 
 			By("removing the cause")
 			tc.heal(ctx, ns)
-			Eventually(func(g Gomega) {
-				getObject(ctx, g, stalled)
+			eventuallyWithin(ctx, healsWithin, stalled, func(g Gomega) {
 				expectKstatusInvariants(g, stalled)
 				expectCondition(g, *stalled.StatusConditions(), "Ready", metav1.ConditionTrue, "Succeeded")
 				g.Expect(conditionOf(stalled, "Stalled")).To(BeNil())
-			}, healsWithin, interval).Should(Succeed())
+			})
 		},
 		Entry("SecretNotFound: the Secret is created", stallCase{
-			objects: func(ctx context.Context, ns string) []client.Object { return []client.Object{httpBackend(ns).build()} },
-			reason:  "SecretNotFound",
-			heal:    func(ctx context.Context, ns string) { create(ctx, password(ns)) },
+			objects: func(ctx context.Context, ns string) []client.Object {
+				return []client.Object{makeStateBackend("app", ns).build()}
+			},
+			reason: "SecretNotFound",
+			heal:   func(ctx context.Context, ns string) { create(ctx, suitePassword(ns)) },
 		}),
 		Entry("SecretKeyMissing: the key is added", stallCase{
 			objects: func(ctx context.Context, ns string) []client.Object {
-				return []client.Object{makeSecret("state-password", ns, map[string]string{"other": "x"}), httpBackend(ns).build()}
+				return []client.Object{makeSecret("state-password", ns, map[string]string{"other": "x"}), makeStateBackend("app", ns).build()}
 			},
 			reason: "SecretKeyMissing",
 			heal: func(ctx context.Context, ns string) {
-				Expect(k8sClient.Patch(ctx, password(ns), client.Merge)).To(Succeed())
+				Expect(k8sClient.Patch(ctx, suitePassword(ns), client.Merge)).To(Succeed())
 			},
 		}),
 		Entry("ConfigMapNotFound: the CA ConfigMap is created", stallCase{
 			objects: func(ctx context.Context, ns string) []client.Object {
-				return []client.Object{
-					makeTLSSecret("client-cert", ns, suiteCerts.clientCertPEM, suiteCerts.clientKeyPEM),
-					makeHttpBackend("app", ns, tlsStateURL(ns)).clientCertificate("client-cert").caFromConfigMap("state-ca").build(),
-				}
+				return []client.Object{suiteClientCert(ns), makeTLSStateBackend("app", ns).build()}
 			},
 			reason: "ConfigMapNotFound",
-			heal: func(ctx context.Context, ns string) {
-				create(ctx, caConfigMap(ns, map[string]string{"ca.crt": string(suiteCerts.caPEM)}))
-			},
+			heal:   func(ctx context.Context, ns string) { create(ctx, suiteCAConfigMap(ns)) },
 		}),
 		Entry("ConfigMapKeyMissing: the CA key is added", stallCase{
 			objects: func(ctx context.Context, ns string) []client.Object {
-				return []client.Object{
-					makeTLSSecret("client-cert", ns, suiteCerts.clientCertPEM, suiteCerts.clientKeyPEM),
-					caConfigMap(ns, map[string]string{"other": "x"}),
-					makeHttpBackend("app", ns, tlsStateURL(ns)).clientCertificate("client-cert").caFromConfigMap("state-ca").build(),
-				}
+				return []client.Object{suiteClientCert(ns), makeConfigMap("state-ca", ns, map[string]string{"other": "x"}), makeTLSStateBackend("app", ns).build()}
 			},
 			reason: "ConfigMapKeyMissing",
 			heal: func(ctx context.Context, ns string) {
-				Expect(k8sClient.Patch(ctx, caConfigMap(ns, map[string]string{"ca.crt": string(suiteCerts.caPEM)}), client.Merge)).To(Succeed())
+				Expect(k8sClient.Patch(ctx, suiteCAConfigMap(ns), client.Merge)).To(Succeed())
 			},
 		}),
 		Entry("InvalidCertificate: the client certificate is replaced", stallCase{
 			objects: func(ctx context.Context, ns string) []client.Object {
 				return []client.Object{
 					makeTLSSecret("client-cert", ns, []byte("not a certificate"), suiteCerts.clientKeyPEM),
-					caConfigMap(ns, map[string]string{"ca.crt": string(suiteCerts.caPEM)}),
-					makeHttpBackend("app", ns, tlsStateURL(ns)).clientCertificate("client-cert").caFromConfigMap("state-ca").build(),
+					suiteCAConfigMap(ns),
+					makeTLSStateBackend("app", ns).build(),
 				}
 			},
 			reason: "InvalidCertificate",
 			heal: func(ctx context.Context, ns string) {
-				Expect(k8sClient.Patch(ctx, makeTLSSecret("client-cert", ns, suiteCerts.clientCertPEM, suiteCerts.clientKeyPEM), client.Merge)).To(Succeed())
+				Expect(k8sClient.Patch(ctx, suiteClientCert(ns), client.Merge)).To(Succeed())
 			},
 		}),
 		Entry("NameConflict on the ConfigMap: the foreign ConfigMap is deleted", stallCase{
 			objects: func(ctx context.Context, ns string) []client.Object {
-				return []client.Object{password(ns), foreignConfigMap(ns, "app-backend"), httpBackend(ns).build()}
+				return []client.Object{suitePassword(ns), foreignConfigMap(ns, "app-backend"), makeStateBackend("app", ns).build()}
 			},
 			reason: "NameConflict",
 			heal:   func(ctx context.Context, ns string) { remove(ctx, foreignConfigMap(ns, "app-backend")) },
 		}),
 		Entry("NameConflict on the credentials Secret of a CosBackend: the foreign Secret is deleted", stallCase{
 			objects: func(ctx context.Context, ns string) []client.Object {
-				bucket := ns + "-1250000000"
-				cosServer.CreateBucket(bucket)
+				cosServer.CreateBucket(cosBucket(ns))
 				return []client.Object{
-					makeSecret("cos-credentials", ns, map[string]string{"secretId": cosSecretID, "secretKey": cosSecretKey}),
+					cosCredentials(ns),
 					makeSecret("app-backend-credentials", ns, map[string]string{"owner": "someone else"}),
-					makeCosBackend("app", ns, bucket),
+					makeCosBackend("app", ns, cosBucket(ns)),
 				}
 			},
 			reason: "NameConflict",
@@ -169,7 +137,7 @@ var _ = Describe("Every stall", func() {
 		Entry("NameConflict on a RemoteState's ConfigMap: the foreign ConfigMap is deleted", stallCase{
 			objects: func(ctx context.Context, ns string) []client.Object {
 				seedState(ctx, stateURL(ns), v4State(1, `"a":{"value":"x","type":"string"}`))
-				return []client.Object{password(ns), httpBackend(ns).build(), foreignConfigMap(ns, "net-outputs"),
+				return []client.Object{suitePassword(ns), makeStateBackend("app", ns).build(), foreignConfigMap(ns, "net-outputs"),
 					makeRemoteState("net", ns, "HttpBackend", "app")}
 			},
 			reason: "NameConflict",
@@ -178,50 +146,39 @@ var _ = Describe("Every stall", func() {
 		Entry("BackendNotFound: the backend is created", stallCase{
 			objects: func(ctx context.Context, ns string) []client.Object {
 				seedState(ctx, stateURL(ns), v4State(1, `"a":{"value":"x","type":"string"}`))
-				return []client.Object{password(ns), makeRemoteState("net", ns, "HttpBackend", "app")}
+				return []client.Object{suitePassword(ns), makeRemoteState("net", ns, "HttpBackend", "app")}
 			},
 			reason: "BackendNotFound",
-			heal:   func(ctx context.Context, ns string) { create(ctx, httpBackend(ns).build()) },
+			heal:   func(ctx context.Context, ns string) { create(ctx, makeStateBackend("app", ns).build()) },
 		}),
 		Entry("BackendNotReady: the backend's CA ConfigMap is created", stallCase{
 			objects: func(ctx context.Context, ns string) []client.Object {
-				tlsState := tlsStateURL(ns)
-				seedTLSState(ctx, tlsState)
-				return []client.Object{
-					makeTLSSecret("client-cert", ns, suiteCerts.clientCertPEM, suiteCerts.clientKeyPEM),
-					makeHttpBackend("app", ns, tlsState).clientCertificate("client-cert").caFromConfigMap("state-ca").build(),
-					makeRemoteState("net", ns, "HttpBackend", "app"),
-				}
+				seedTLSState(ctx, tlsStateURL(ns))
+				return []client.Object{suiteClientCert(ns), makeTLSStateBackend("app", ns).build(), makeRemoteState("net", ns, "HttpBackend", "app")}
 			},
 			reason: "BackendNotReady",
-			heal: func(ctx context.Context, ns string) {
-				create(ctx, caConfigMap(ns, map[string]string{"ca.crt": string(suiteCerts.caPEM)}))
-			},
+			heal:   func(ctx context.Context, ns string) { create(ctx, suiteCAConfigMap(ns)) },
 		}),
 	)
 
 	It("moves a RemoteState's outputs when its target is renamed, removing the old objects", func() {
-		create(ctx, password(ns))
+		ctx, ns := spec.ctx, spec.ns
+		createPassword(ctx, ns)
 		seedState(ctx, stateURL(ns), v4State(1, `"a":{"value":"x","type":"string"},"b":{"value":"y","type":"string","sensitive":true}`))
-		create(ctx, httpBackend(ns).build())
 		remote := makeRemoteState("net", ns, "HttpBackend", "app")
-		create(ctx, remote)
-		Eventually(func(g Gomega) {
-			getObject(ctx, g, remote)
-			expectCondition(g, remote.Status.Conditions, "Ready", metav1.ConditionTrue, "Succeeded")
-		}, timeout, interval).Should(Succeed())
+		create(ctx, makeStateBackend("app", ns).build(), remote)
+		eventuallyReady(ctx, remote)
 		renderedConfigMap(ctx, Default, ns, "net-outputs")
 		renderedSecret(ctx, Default, ns, "net-outputs")
 
 		updateSpec(ctx, remote, func() {
 			remote.Spec.Target = backendsv1alpha1.RemoteStateTarget{ConfigMapName: "net-plain", SecretName: "net-sensitive"}
 		})
-		Eventually(func(g Gomega) {
-			getObject(ctx, g, remote)
+		eventually(ctx, remote, func(g Gomega) {
 			g.Expect(remote.Status.Rendered).To(Equal(&backendsv1alpha1.RenderedObjects{ConfigMapName: "net-plain", SecretName: "net-sensitive"}))
 			g.Expect(k8sClient.Get(ctx, client.ObjectKey{Namespace: ns, Name: "net-outputs"}, &corev1.ConfigMap{})).NotTo(Succeed())
 			g.Expect(k8sClient.Get(ctx, client.ObjectKey{Namespace: ns, Name: "net-outputs"}, &corev1.Secret{})).NotTo(Succeed())
-		}, timeout, interval).Should(Succeed())
+		})
 		Expect(renderedConfigMap(ctx, Default, ns, "net-plain").Data).To(HaveKeyWithValue("a", "x"))
 		Expect(renderedSecret(ctx, Default, ns, "net-sensitive").Data).To(HaveKeyWithValue("b", []byte("y")))
 	})
@@ -257,14 +214,11 @@ var _ = Describe("A status patch that conflicts", func() {
 
 		backends := make([]*backendsv1alpha1.HttpBackend, 3)
 		for i := range backends {
-			backends[i] = makeHttpBackend(fmt.Sprintf("app-%d", i), ns, stateURL(ns)).basicAuth(stateUser, "state-password", "").build()
-			Expect(k8sClient.Create(ctx, backends[i])).To(Succeed())
+			backends[i] = makeStateBackend(fmt.Sprintf("app-%d", i), ns).build()
+			create(ctx, backends[i])
 		}
 		for _, b := range backends {
-			Eventually(func(g Gomega) {
-				getObject(ctx, g, b)
-				expectCondition(g, b.Status.Conditions, "Ready", metav1.ConditionTrue, "Succeeded")
-			}, timeout, interval).Should(Succeed())
+			eventuallyReady(ctx, b)
 		}
 		Expect(conflicts).To(HaveLen(len(backends)), "every backend met conflicts")
 		Consistently(func() int { return stateServer.Requests(http.MethodGet, path) - before }, 2*time.Second, interval).
