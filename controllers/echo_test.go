@@ -88,7 +88,7 @@ var _ = Describe("The secret scan", func() {
 		const queryValue = "QuErYvAlUe-5ecret-7"
 		echo := echoServer()
 		createPassword(ctx, ns)
-		Expect(k8sClient.Create(ctx, makeTLSSecret("client-cert", ns, suiteCerts.clientCertPEM, suiteCerts.clientKeyPEM))).To(Succeed())
+		create(ctx, suiteClientCert(ns))
 		backend := func(name, path string) *httpBackendBuilder {
 			return makeHttpBackend(name, ns, echo+path+"?session="+queryValue).basicAuth(stateUser, "state-password", "").retries(0, 0, 0)
 		}
@@ -103,7 +103,7 @@ var _ = Describe("The secret scan", func() {
 			makeHttpBackend("tls", ns, tlsStateURL(ns)+"?session="+queryValue).clientCertificate("client-cert").build(),
 		}
 		for _, b := range backends {
-			Expect(k8sClient.Create(ctx, b)).To(Succeed())
+			create(ctx, b)
 		}
 		Eventually(func(g Gomega) {
 			for _, b := range backends {

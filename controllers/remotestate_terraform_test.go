@@ -72,13 +72,9 @@ var _ = Describe("RemoteState with the real Terraform CLI", func() {
 		Expect(json.Unmarshal([]byte(w.MustRun(GinkgoT(), "output", "-json", "-no-color")), &shown)).To(Succeed())
 		Expect(shown).To(HaveLen(5))
 
-		Expect(k8sClient.Create(ctx, makeHttpBackend("stack", ns, stateURL(ns)).locks().basicAuth(stateUser, "state-password", "").build())).To(Succeed())
 		remote := makeRemoteState("stack", ns, "HttpBackend", "stack")
-		Expect(k8sClient.Create(ctx, remote)).To(Succeed())
-		Eventually(func(g Gomega) {
-			getObject(ctx, g, remote)
-			expectCondition(g, remote.Status.Conditions, "OutputsReady", metav1.ConditionTrue, "OutputsPublished")
-		}, timeout, interval).Should(Succeed())
+		create(ctx, makeStateBackend("stack", ns).locks().build(), remote)
+		eventuallyCondition(ctx, remote, "OutputsReady", metav1.ConditionTrue, "OutputsPublished")
 
 		cm := renderedConfigMap(ctx, Default, ns, "stack-outputs")
 		secret := renderedSecret(ctx, Default, ns, "stack-outputs")

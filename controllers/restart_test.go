@@ -26,7 +26,7 @@ var _ = Describe("A manager restart", func() {
 		var objs []*backendsv1alpha1.HttpBackend
 		for i := range backends {
 			b := makeHttpBackend(fmt.Sprintf("b%02d", i), ns, fmt.Sprintf("%s/state/b%02d", srv.URL, i)).probeInterval(10 * time.Minute).build()
-			Expect(k8sClient.Create(ctx, b)).To(Succeed())
+			create(ctx, b)
 			objs = append(objs, b)
 		}
 		Eventually(func(g Gomega) {

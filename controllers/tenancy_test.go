@@ -74,7 +74,7 @@ var _ = Describe("Tenant isolation", func() {
 			} else {
 				b.retries(2, 1, 2) // Retry-After: 3600 is capped at retryWaitMax
 			}
-			Expect(k8sClient.Create(ctx, b.build())).To(Succeed())
+			create(ctx, b.build())
 		}
 		// Their probes are under way once they are rendered.
 		Eventually(func(g Gomega) {
@@ -84,14 +84,13 @@ var _ = Describe("Tenant isolation", func() {
 		}, timeout, interval).Should(Succeed())
 
 		By("another tenant's new backend is rendered and Ready within seconds")
-		Expect(k8sClient.Create(ctx, makeSecret("pw", victim, map[string]string{"password": statePassword}))).To(Succeed())
+		create(ctx, makeSecret("pw", victim, map[string]string{"password": statePassword}))
 		backend := makeHttpBackend("app", victim, stateURL(victim)).basicAuth(stateUser, "pw", "").build()
 		start := time.Now()
-		Expect(k8sClient.Create(ctx, backend)).To(Succeed())
-		Eventually(func(g Gomega) {
-			getObject(ctx, g, backend)
+		create(ctx, backend)
+		eventuallyWithin(ctx, 15*time.Second, backend, func(g Gomega) {
 			expectCondition(g, backend.Status.Conditions, "Ready", metav1.ConditionTrue, "Succeeded")
-		}, 15*time.Second, interval).Should(Succeed())
+		})
 		GinkgoWriter.Printf("Ready after %s while the other tenant's probes hang\n", time.Since(start))
 
 		By("the hostile backends are reported, not left in progress forever")
@@ -124,13 +123,11 @@ var _ = Describe("The address policy", func() {
 		// address, not on what the spec says.
 		address := strings.Replace(srv.URL, "127.0.0.1", "localhost", 1) + "/state/x"
 		backend := makeHttpBackend("app", ns, address).locks().lockCheck().build()
-		Expect(k8sClient.Create(ctx, backend)).To(Succeed())
-		Eventually(func(g Gomega) {
-			getObject(ctx, g, backend)
-			c := expectCondition(g, backend.Status.Conditions, "StateReachable", metav1.ConditionFalse, "AddressDenied")
-			g.Expect(c.Message).To(ContainSubstring("refused by the address policy"))
-			g.Expect(c.Message).To(ContainSubstring("--denied-address-cidrs"))
-		}, timeout, interval).Should(Succeed())
+		create(ctx, backend)
+		eventually(ctx, backend, func(g Gomega) {
+			expectConditionSaying(g, backend.Status.Conditions, "StateReachable", metav1.ConditionFalse, "AddressDenied",
+				"refused by the address policy", "--denied-address-cidrs")
+		})
 		Expect(counting.Requests("", "")).To(BeZero(), "a request reached the denied address")
 	})
 })
