@@ -121,27 +121,29 @@ func cosConfig(spec backendsv1alpha1.CosBackendSpec, region string, secrets rend
 	}
 }
 
-// bucketObservation is the BucketReady condition for a bucket check. An
-// unreachable COS says nothing about the bucket, so it is Unknown.
+// bucketFailures classify a failed bucket check, in order: the reason and
+// the message, formatted with the bucket and the error.
+var bucketFailures = []struct {
+	err            error
+	reason, format string
+}{
+	{netguard.ErrAddressDenied, backendsv1alpha1.AddressDeniedReason, "COS for bucket %s cannot be reached: %v"},
+	{cos.ErrBucketNotFound, backendsv1alpha1.BucketNotFoundReason, "Bucket %s does not exist: create it first (%v)"},
+	{cos.ErrAccessDenied, backendsv1alpha1.AccessDeniedReason, "COS refused access to bucket %s: check the credentials (%v)"},
+	{cos.ErrUnreachable, backendsv1alpha1.UnreachableReason, "COS cannot be reached for bucket %s: %v"},
+}
+
+// bucketObservation is the BucketReady condition for a bucket check.
 func bucketObservation(bucket string, err error) observation {
-	switch {
-	case err == nil:
+	if err == nil {
 		return observation{status: metav1.ConditionTrue, reason: backendsv1alpha1.ReachableReason,
 			message: fmt.Sprintf("Bucket %s exists and can be read", bucket)}
-	case errors.Is(err, netguard.ErrAddressDenied):
-		return observation{status: metav1.ConditionFalse, reason: backendsv1alpha1.AddressDeniedReason,
-			message: fmt.Sprintf("COS for bucket %s cannot be reached: %v", bucket, err)}
-	case errors.Is(err, cos.ErrBucketNotFound):
-		return observation{status: metav1.ConditionFalse, reason: backendsv1alpha1.BucketNotFoundReason,
-			message: fmt.Sprintf("Bucket %s does not exist: create it first (%v)", bucket, err)}
-	case errors.Is(err, cos.ErrAccessDenied):
-		return observation{status: metav1.ConditionFalse, reason: backendsv1alpha1.AccessDeniedReason,
-			message: fmt.Sprintf("COS refused access to bucket %s: check the credentials (%v)", bucket, err)}
-	case errors.Is(err, cos.ErrUnreachable):
-		return observation{status: metav1.ConditionFalse, reason: backendsv1alpha1.UnreachableReason,
-			message: fmt.Sprintf("COS cannot be reached for bucket %s: %v", bucket, err)}
-	default:
-		return observation{status: metav1.ConditionFalse, reason: backendsv1alpha1.ServerErrorReason,
-			message: fmt.Sprintf("Checking bucket %s failed: %v", bucket, err)}
 	}
+	for _, f := range bucketFailures {
+		if errors.Is(err, f.err) {
+			return observation{status: metav1.ConditionFalse, reason: f.reason, message: fmt.Sprintf(f.format, bucket, err)}
+		}
+	}
+	return observation{status: metav1.ConditionFalse, reason: backendsv1alpha1.ServerErrorReason,
+		message: fmt.Sprintf("Checking bucket %s failed: %v", bucket, err)}
 }
