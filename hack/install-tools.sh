@@ -1,10 +1,12 @@
 #!/usr/bin/env bash
-# Builds the command-line tools the tests drive (terraform, kubectl) from Go
-# modules, through the module proxy, into a cache outside the repository, and
-# prints the absolute path of the requested binary. Progress goes to stderr;
-# only the path goes to stdout, so callers can write
+# Builds the command-line tools the tests and the linter drive (terraform,
+# kubectl, golangci-lint) from Go modules, through the module proxy, into a
+# cache outside the repository, and prints the absolute path of the requested
+# binary. Progress goes to stderr; only the path goes to stdout, so callers can
+# write
 #   TERRAFORM="$(hack/install-tools.sh terraform)"
 #   KUBECTL="$(hack/install-tools.sh kubectl)"
+#   GOLANGCI_LINT="$(hack/install-tools.sh golangci-lint)"
 #
 # A binary already in the cache is reused. Builds go to a temporary name and are
 # renamed into place, so an interrupted build never leaves a half-written binary.
@@ -13,16 +15,21 @@
 #   INFRASTATE_TOOLS_DIR  cache root (default ${XDG_DATA_HOME:-$HOME/.local/share}/infrastate-tools)
 #   TERRAFORM_VERSION     default 1.5.7
 #   KUBECTL_VERSION       default 1.36.3 (built from k8s.io/kubectl v0.36.3)
+#   GOLANGCI_LINT_VERSION default 2.15.0 (github.com/golangci/golangci-lint/v2);
+#                         built with the Go on PATH and GOTOOLCHAIN=local, so a
+#                         version that needs a newer Go fails instead of
+#                         fetching another toolchain
 set -euo pipefail
 
 TERRAFORM_VERSION="${TERRAFORM_VERSION:-1.5.7}"
 KUBECTL_VERSION="${KUBECTL_VERSION:-1.36.3}"
+GOLANGCI_LINT_VERSION="${GOLANGCI_LINT_VERSION:-2.15.0}"
 cache_root="${INFRASTATE_TOOLS_DIR:-${XDG_DATA_HOME:-$HOME/.local/share}/infrastate-tools}"
 
 log() { printf 'install-tools: %s\n' "$*" >&2; }
 
 usage() {
-  printf 'usage: %s terraform|kubectl\n' "$0" >&2
+  printf 'usage: %s terraform|kubectl|golangci-lint\n' "$0" >&2
   exit 2
 }
 
@@ -41,11 +48,12 @@ with_lock() {
   fi
 }
 
-# install_terraform DEST: go install github.com/hashicorp/terraform into a
+# go_install DEST PACKAGE@VERSION DURATION: go install PACKAGE into a
 # temporary GOBIN next to DEST, then renames the binary into place. Runs under
 # the tool's lock, so leftovers of an interrupted build can be removed first.
-install_terraform() {
-  local dest="$1"
+# DURATION is how long a first build takes, for the progress message.
+go_install() {
+  local dest="$1" pkg="$2" duration="$3"
   [[ -x "${dest}" ]] && return 0
   local dir tmp
   dir="$(dirname "${dest}")"
@@ -53,15 +61,30 @@ install_terraform() {
   mkdir -p "${dir}"
   tmp="$(mktemp -d "${dir}.partial.XXXXXX")"
   trap "rm -rf $(printf '%q' "${tmp}")" EXIT
-  log "building terraform v${TERRAFORM_VERSION} from Go modules (about 2 minutes the first time)"
+  log "building ${pkg} from Go modules (${duration} the first time)"
   if ! (cd "${tmp}" && GOFLAGS= CGO_ENABLED=0 GOBIN="${tmp}" \
-      go install -trimpath "github.com/hashicorp/terraform@v${TERRAFORM_VERSION}" >&2); then
+      go install -trimpath "${pkg}" >&2); then
     rm -rf "${tmp}"
-    log "terraform build failed"
+    log "${pkg} build failed"
     return 1
   fi
-  mv "${tmp}/terraform" "${dest}"
+  mv "${tmp}/$(basename "${dest}")" "${dest}"
   rm -rf "${tmp}"
+}
+
+# install_terraform DEST: builds terraform.
+install_terraform() {
+  go_install "$1" "github.com/hashicorp/terraform@v${TERRAFORM_VERSION}" \
+    "about 2 minutes"
+}
+
+# install_golangci_lint DEST: builds golangci-lint with the Go on PATH
+# (GOTOOLCHAIN=local), the Go the repository is built and tested with, so the
+# linter reads the code with the same language version and standard library.
+install_golangci_lint() {
+  GOTOOLCHAIN=local go_install "$1" \
+    "github.com/golangci/golangci-lint/v2/cmd/golangci-lint@v${GOLANGCI_LINT_VERSION}" \
+    "1 to 2 minutes"
 }
 
 # install_kubectl DEST: builds kubectl from a small generated module (in the
@@ -121,6 +144,10 @@ case "$1" in
   kubectl)
     bin="${cache_root}/kubectl-${KUBECTL_VERSION}/kubectl"
     [[ -x "${bin}" ]] || with_lock "kubectl-${KUBECTL_VERSION}" install_kubectl "${bin}"
+    ;;
+  golangci-lint)
+    bin="${cache_root}/golangci-lint-${GOLANGCI_LINT_VERSION}/golangci-lint"
+    [[ -x "${bin}" ]] || with_lock "golangci-lint-${GOLANGCI_LINT_VERSION}" install_golangci_lint "${bin}"
     ;;
   *)
     usage
