@@ -241,5 +241,5 @@ func (in *CosBackend) StatusConditions() *[]metav1.Condition { return &in.Status
 func (in *CosBackend) StatusObservedGeneration() *int64 { return &in.Status.ObservedGeneration }
 
 func init() {
-	SchemeBuilder.Register(&CosBackend{}, &CosBackendList{})
+	register(&CosBackend{}, &CosBackendList{})
 }

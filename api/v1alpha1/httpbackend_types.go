@@ -276,5 +276,5 @@ func (in *HttpBackend) StatusConditions() *[]metav1.Condition { return &in.Statu
 func (in *HttpBackend) StatusObservedGeneration() *int64 { return &in.Status.ObservedGeneration }
 
 func init() {
-	SchemeBuilder.Register(&HttpBackend{}, &HttpBackendList{})
+	register(&HttpBackend{}, &HttpBackendList{})
 }

@@ -220,5 +220,5 @@ func (in *RemoteState) StatusConditions() *[]metav1.Condition { return &in.Statu
 func (in *RemoteState) StatusObservedGeneration() *int64 { return &in.Status.ObservedGeneration }
 
 func init() {
-	SchemeBuilder.Register(&RemoteState{}, &RemoteStateList{})
+	register(&RemoteState{}, &RemoteStateList{})
 }

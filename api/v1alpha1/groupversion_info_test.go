@@ -1,0 +1,32 @@
+package v1alpha1
+
+import (
+	"maps"
+	"slices"
+	"testing"
+
+	"github.com/google/go-cmp/cmp"
+	"k8s.io/apimachinery/pkg/runtime"
+)
+
+// TestAddToSchemeRegistersEveryKind checks that AddToScheme registers each
+// kind and its list under GroupVersion, with the meta/v1 option types a
+// client needs to list and watch them.
+func TestAddToSchemeRegistersEveryKind(t *testing.T) {
+	s := runtime.NewScheme()
+	if err := AddToScheme(s); err != nil {
+		t.Fatalf("AddToScheme: %v", err)
+	}
+	got := slices.Sorted(maps.Keys(s.KnownTypes(GroupVersion)))
+	want := []string{
+		"CosBackend", "CosBackendList",
+		"CreateOptions", "DeleteOptions", "GetOptions", // meta/v1
+		"HttpBackend", "HttpBackendList",
+		"ListOptions", "PatchOptions", // meta/v1
+		"RemoteState", "RemoteStateList",
+		"UpdateOptions", "WatchEvent", // meta/v1
+	}
+	if diff := cmp.Diff(want, got); diff != "" {
+		t.Errorf("kinds registered under %s (-want +got):\n%s", GroupVersion, diff)
+	}
+}
