@@ -5,7 +5,7 @@ import (
 
 	apiextensionsv1 "k8s.io/apiextensions-apiserver/pkg/apis/apiextensions/v1"
 
-	"github.com/infrastate/backend-operator/api/v1alpha1"
+	backendsv1alpha1 "github.com/infrastate/backend-operator/api/v1alpha1"
 )
 
 // The specs rendered by the golden, round-trip and determinism tests. Each
@@ -21,12 +21,12 @@ const (
 // start a template in HCL or JSON, plus non-ASCII text.
 const escapingString = "q\"uote\\back\\\\slash\nnew\r\ttab ${x} %{ if true }y%{ endif } $${lit} %%{lit} end$ end% {} ü日本🙂 <&>"
 
-func overrideJSON(path, value string) v1alpha1.Override {
-	return v1alpha1.Override{Path: path, Value: apiextensionsv1.JSON{Raw: []byte(value)}}
+func overrideJSON(path, value string) backendsv1alpha1.Override {
+	return backendsv1alpha1.Override{Path: path, Value: apiextensionsv1.JSON{Raw: []byte(value)}}
 }
 
-func httpCases() map[string]v1alpha1.HttpBackendSpec {
-	return map[string]v1alpha1.HttpBackendSpec{
+func httpCases() map[string]backendsv1alpha1.HttpBackendSpec {
+	return map[string]backendsv1alpha1.HttpBackendSpec{
 		"minimal": {Address: testAddress},
 		// The API server's defaults are Terraform's: nothing is rendered for them.
 		"api_defaults": {
@@ -49,16 +49,16 @@ func httpCases() map[string]v1alpha1.HttpBackendSpec {
 		"secret_references": {
 			Address:           testAddress,
 			Username:          "terraform",
-			PasswordSecretRef: &v1alpha1.SecretKeyRef{Name: "state-password", Key: "password"},
-			TLS: &v1alpha1.HttpBackendTLS{
-				ClientCertificateSecretRef: &v1alpha1.LocalSecretRef{Name: "client-tls"},
-				CACertificate:              &v1alpha1.CACertificateSource{SecretRef: &v1alpha1.LocalSecretRef{Name: "ca"}, Key: "ca.crt"},
+			PasswordSecretRef: &backendsv1alpha1.SecretKeyRef{Name: "state-password", Key: "password"},
+			TLS: &backendsv1alpha1.HttpBackendTLS{
+				ClientCertificateSecretRef: &backendsv1alpha1.LocalSecretRef{Name: "client-tls"},
+				CACertificate:              &backendsv1alpha1.CACertificateSource{SecretRef: &backendsv1alpha1.LocalSecretRef{Name: "ca"}, Key: "ca.crt"},
 			},
 		},
 		"overrides": {
 			Address:      testAddress,
 			UpdateMethod: "PUT",
-			Overrides: []v1alpha1.Override{
+			Overrides: []backendsv1alpha1.Override{
 				overrideJSON("future_string", `"value"`),
 				overrideJSON("update_method", `"PATCH"`), // replaces the typed attribute in place
 				overrideJSON("future_number", `1.5`),
@@ -73,7 +73,7 @@ func httpCases() map[string]v1alpha1.HttpBackendSpec {
 		},
 		"escaping_username": {Address: testAddress, Username: escapingString},
 		"escaping_address":  {Address: testAddress + "?q=\"${x}\"&r=%{y}\\\n"},
-		"escaping_override": {Address: testAddress, Overrides: []v1alpha1.Override{
+		"escaping_override": {Address: testAddress, Overrides: []backendsv1alpha1.Override{
 			overrideJSON("future_string", `"q\"uote\\back\nnew ${x} %{ if } $${lit} \u00fc\ud83d\ude42 \u2028"`),
 		}},
 		"everything": {
@@ -84,12 +84,12 @@ func httpCases() map[string]v1alpha1.HttpBackendSpec {
 			UnlockAddress:        testLock,
 			UnlockMethod:         "DELETE",
 			Username:             "terraform",
-			PasswordSecretRef:    &v1alpha1.SecretKeyRef{Name: "state-password"},
+			PasswordSecretRef:    &backendsv1alpha1.SecretKeyRef{Name: "state-password"},
 			RetryMax:             ptr.To[int32](5),
 			RetryWaitMin:         ptr.To[int32](2),
 			RetryWaitMax:         ptr.To[int32](60),
 			SkipCertVerification: true,
-			Overrides:            []v1alpha1.Override{overrideJSON("future_attribute", `"x"`)},
+			Overrides:            []backendsv1alpha1.Override{overrideJSON("future_attribute", `"x"`)},
 		},
 	}
 }
@@ -99,8 +99,8 @@ const testRegion = "ap-guangzhou"
 
 const testBucket = "tfstate-1250000000"
 
-func cosCases() map[string]v1alpha1.CosBackendSpec {
-	role := func(ar v1alpha1.AssumeRole) *v1alpha1.AssumeRole {
+func cosCases() map[string]backendsv1alpha1.CosBackendSpec {
+	role := func(ar backendsv1alpha1.AssumeRole) *backendsv1alpha1.AssumeRole {
 		if ar.RoleArn == "" {
 			ar.RoleArn = "qcs::cam::uin/100000000001:roleName/tfstate"
 		}
@@ -109,7 +109,7 @@ func cosCases() map[string]v1alpha1.CosBackendSpec {
 		}
 		return &ar
 	}
-	return map[string]v1alpha1.CosBackendSpec{
+	return map[string]backendsv1alpha1.CosBackendSpec{
 		"minimal": {Bucket: testBucket},
 		// The rendered region is the effective one passed to CosFiles, not
 		// spec.region.
@@ -125,18 +125,18 @@ func cosCases() map[string]v1alpha1.CosBackendSpec {
 		"accelerate_false":             {Bucket: testBucket, Accelerate: ptr.To(false)},
 		"endpoint":                     {Bucket: testBucket, Endpoint: "https://cos-internal.ap-guangzhou.tencentcos.cn"},
 		"domain":                       {Bucket: testBucket, Domain: "internal.tencentcloudapi.com"},
-		"assume_role":                  {Bucket: testBucket, AssumeRole: role(v1alpha1.AssumeRole{SessionDuration: ptr.To[int32](7200)})},
-		"assume_role_session_duration": {Bucket: testBucket, AssumeRole: role(v1alpha1.AssumeRole{SessionDuration: ptr.To[int32](3600)})},
-		"assume_role_policy": {Bucket: testBucket, AssumeRole: role(v1alpha1.AssumeRole{
+		"assume_role":                  {Bucket: testBucket, AssumeRole: role(backendsv1alpha1.AssumeRole{SessionDuration: ptr.To[int32](7200)})},
+		"assume_role_session_duration": {Bucket: testBucket, AssumeRole: role(backendsv1alpha1.AssumeRole{SessionDuration: ptr.To[int32](3600)})},
+		"assume_role_policy": {Bucket: testBucket, AssumeRole: role(backendsv1alpha1.AssumeRole{
 			Policy: `{"version":"2.0","statement":[{"effect":"allow","action":["cos:*"],"resource":["qcs::cos:${region}:uid/1250000000:*"]}]}`,
 		})},
-		"assume_role_external_id": {Bucket: testBucket, AssumeRole: role(v1alpha1.AssumeRole{ExternalID: "ext-123"})},
-		"credentials_reference":   {Bucket: testBucket, CredentialsSecretRef: &v1alpha1.LocalSecretRef{Name: "cos-credentials"}},
+		"assume_role_external_id": {Bucket: testBucket, AssumeRole: role(backendsv1alpha1.AssumeRole{ExternalID: "ext-123"})},
+		"credentials_reference":   {Bucket: testBucket, CredentialsSecretRef: &backendsv1alpha1.LocalSecretRef{Name: "cos-credentials"}},
 		"overrides": {
 			Bucket:     testBucket,
 			Prefix:     "old",
-			AssumeRole: role(v1alpha1.AssumeRole{Policy: "{}"}),
-			Overrides: []v1alpha1.Override{
+			AssumeRole: role(backendsv1alpha1.AssumeRole{Policy: "{}"}),
+			Overrides: []backendsv1alpha1.Override{
 				overrideJSON("prefix", `"new"`),                       // replaces the typed attribute in place
 				overrideJSON("assume_role.policy", `"{\"a\":1}"`),     // replaces inside the typed block
 				overrideJSON("assume_role.future_attribute", `["x"]`), // added to the typed block
@@ -148,12 +148,12 @@ func cosCases() map[string]v1alpha1.CosBackendSpec {
 		// every file.
 		"overrides_block": {
 			Bucket: testBucket,
-			Overrides: []v1alpha1.Override{
+			Overrides: []backendsv1alpha1.Override{
 				overrideJSON("assume_role", `{"session_name": "runner", "role_arn": "qcs::cam::uin/1:roleName/r", "session_duration": 3600}`),
 				overrideJSON("assume_role.policy", `"{}"`),
 			},
 		},
-		"escaping": {Bucket: testBucket, Prefix: escapingString, Key: "a${b}%{c}.tfstate", AssumeRole: role(v1alpha1.AssumeRole{Policy: escapingString})},
+		"escaping": {Bucket: testBucket, Prefix: escapingString, Key: "a${b}%{c}.tfstate", AssumeRole: role(backendsv1alpha1.AssumeRole{Policy: escapingString})},
 		"everything": {
 			Bucket:               testBucket,
 			Region:               testRegion,
@@ -164,13 +164,13 @@ func cosCases() map[string]v1alpha1.CosBackendSpec {
 			Accelerate:           ptr.To(false),
 			Endpoint:             "https://cos-internal.ap-guangzhou.tencentcos.cn",
 			Domain:               "internal.tencentcloudapi.com",
-			CredentialsSecretRef: &v1alpha1.LocalSecretRef{Name: "cos-credentials"},
-			AssumeRole: role(v1alpha1.AssumeRole{
+			CredentialsSecretRef: &backendsv1alpha1.LocalSecretRef{Name: "cos-credentials"},
+			AssumeRole: role(backendsv1alpha1.AssumeRole{
 				SessionDuration: ptr.To[int32](900),
 				Policy:          `{"version":"2.0"}`,
 				ExternalID:      "ext-123",
 			}),
-			Overrides: []v1alpha1.Override{overrideJSON("future_attribute", `"x"`)},
+			Overrides: []backendsv1alpha1.Override{overrideJSON("future_attribute", `"x"`)},
 		},
 	}
 }

@@ -3,7 +3,7 @@ package render
 import (
 	"fmt"
 
-	"github.com/infrastate/backend-operator/api/v1alpha1"
+	backendsv1alpha1 "github.com/infrastate/backend-operator/api/v1alpha1"
 	"github.com/infrastate/backend-operator/internal/cos"
 )
 
@@ -33,7 +33,7 @@ var cosBlockTypes = map[string]bool{"assume_role": true}
 // when assume_role lacks role_arn or session_name, with
 // [ErrInvalidOverride] for a bad override (see the package's limits), and
 // with [ErrRenderTooLarge] when the files do not fit in a ConfigMap.
-func CosFiles(spec v1alpha1.CosBackendSpec, region string) (Files, error) {
+func CosFiles(spec backendsv1alpha1.CosBackendSpec, region string) (Files, error) {
 	b, err := cosBody(spec, region)
 	if err != nil {
 		return Files{}, fmt.Errorf("rendering the cos backend: %w", err)
@@ -49,7 +49,7 @@ func CosFiles(spec v1alpha1.CosBackendSpec, region string) (Files, error) {
 }
 
 // cosBody returns the typed attributes and blocks of spec.
-func cosBody(spec v1alpha1.CosBackendSpec, region string) (*body, error) {
+func cosBody(spec backendsv1alpha1.CosBackendSpec, region string) (*body, error) {
 	switch {
 	case spec.Bucket == "":
 		return nil, fmt.Errorf("%w: bucket", ErrMissingRequired)
@@ -87,7 +87,7 @@ func cosBody(spec v1alpha1.CosBackendSpec, region string) (*body, error) {
 }
 
 // assumeRoleBody returns the content of the assume_role block.
-func assumeRoleBody(ar v1alpha1.AssumeRole) (*body, error) {
+func assumeRoleBody(ar backendsv1alpha1.AssumeRole) (*body, error) {
 	switch {
 	case ar.RoleArn == "":
 		return nil, fmt.Errorf("%w: assume_role.role_arn", ErrMissingRequired)

@@ -6,7 +6,7 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/infrastate/backend-operator/api/v1alpha1"
+	backendsv1alpha1 "github.com/infrastate/backend-operator/api/v1alpha1"
 	"github.com/infrastate/backend-operator/internal/testtools"
 )
 
@@ -69,12 +69,12 @@ func jsonShortObject(n int) string {
 
 // fillOverrides returns overrides at path(0), path(1), ... each holding
 // value, as many as the limits on their number and total size allow.
-func fillOverrides(path func(i int) string, value string) []v1alpha1.Override {
+func fillOverrides(path func(i int) string, value string) []backendsv1alpha1.Override {
 	size, err := checkOverrideValue([]byte(value))
 	if err != nil {
 		panic(fmt.Sprintf("a maximal value is not within the limits: %v", err))
 	}
-	var out []v1alpha1.Override
+	var out []backendsv1alpha1.Override
 	for total := 0; len(out) < maxOverrides && total+size <= MaxOverrideValuesBytes; total += size {
 		out = append(out, overrideJSON(path(len(out)), value))
 	}
@@ -88,15 +88,15 @@ var escapingValue = `"` + strings.Repeat("${", 2047) + `"`
 
 // maximalSpecs are specs at the override limits, one per way of
 // amplifying.
-func maximalSpecs() map[string]v1alpha1.HttpBackendSpec {
+func maximalSpecs() map[string]backendsv1alpha1.HttpBackendSpec {
 	flat := func(i int) string { return fmt.Sprintf("x%02d", i) }
 	shared := func(i int) string { return deepPath("b", fmt.Sprintf("x%02d", i)) }
 	distinct := func(i int) string { return deepPath(fmt.Sprintf("b%02d", i), "x") }
 	bigNumber := "9.99999999999999999999999999e31" // written in 32 digits
-	spec := func(overrides []v1alpha1.Override) v1alpha1.HttpBackendSpec {
-		return v1alpha1.HttpBackendSpec{Address: testAddress, Overrides: overrides}
+	spec := func(overrides []backendsv1alpha1.Override) backendsv1alpha1.HttpBackendSpec {
+		return backendsv1alpha1.HttpBackendSpec{Address: testAddress, Overrides: overrides}
 	}
-	return map[string]v1alpha1.HttpBackendSpec{
+	return map[string]backendsv1alpha1.HttpBackendSpec{
 		"escaping strings":      spec(fillOverrides(flat, escapingValue)),
 		"control characters":    spec(fillOverrides(flat, `"`+strings.Repeat(`\u0001`, 682)+`"`)),
 		"lists of strings":      spec(fillOverrides(flat, jsonList(64, escapingValue[:63]+`"`))),
@@ -111,8 +111,8 @@ func maximalSpecs() map[string]v1alpha1.HttpBackendSpec {
 }
 
 // smallSpec is a typical spec: a few short overrides.
-func smallSpec() v1alpha1.HttpBackendSpec {
-	return v1alpha1.HttpBackendSpec{Address: testAddress, Overrides: []v1alpha1.Override{
+func smallSpec() backendsv1alpha1.HttpBackendSpec {
+	return backendsv1alpha1.HttpBackendSpec{Address: testAddress, Overrides: []backendsv1alpha1.Override{
 		overrideJSON("future_string", `"value"`),
 		overrideJSON("future_list", `["a", 1]`),
 		overrideJSON("future_block.inner", `{"k": true}`),
@@ -120,7 +120,7 @@ func smallSpec() v1alpha1.HttpBackendSpec {
 }
 
 // specSize is the size of spec as JSON, as a tenant writes it.
-func specSize(t testing.TB, spec v1alpha1.HttpBackendSpec) int {
+func specSize(t testing.TB, spec backendsv1alpha1.HttpBackendSpec) int {
 	t.Helper()
 	raw, err := json.Marshal(spec)
 	if err != nil {
@@ -132,7 +132,7 @@ func specSize(t testing.TB, spec v1alpha1.HttpBackendSpec) int {
 // renderUnchecked renders spec as HTTPFiles does, but without refusing
 // files too large for a ConfigMap, so that the size of any rendering can
 // be measured.
-func renderUnchecked(spec v1alpha1.HttpBackendSpec) (Files, error) {
+func renderUnchecked(spec backendsv1alpha1.HttpBackendSpec) (Files, error) {
 	b, err := httpBody(spec)
 	if err != nil {
 		return Files{}, err
@@ -185,7 +185,7 @@ func TestRenderCostIsLinear(t *testing.T) {
 // allocated per byte of spec: the two ratios stay within a constant
 // factor whatever the size.
 func BenchmarkRenderOverrides(b *testing.B) {
-	cases := map[string]v1alpha1.HttpBackendSpec{
+	cases := map[string]backendsv1alpha1.HttpBackendSpec{
 		"small":   smallSpec(),
 		"maximal": maximalSpecs()["objects with padding"],
 	}

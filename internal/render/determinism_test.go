@@ -8,7 +8,7 @@ import (
 
 	"github.com/google/go-cmp/cmp"
 
-	"github.com/infrastate/backend-operator/api/v1alpha1"
+	backendsv1alpha1 "github.com/infrastate/backend-operator/api/v1alpha1"
 )
 
 // TestDeterministic renders every case many times: the bytes and objects
@@ -33,7 +33,7 @@ func TestDeterministic(t *testing.T) {
 	}
 	obj.WriteString("}")
 	render["many keys"] = func() (Files, error) {
-		return HTTPFiles(v1alpha1.HttpBackendSpec{Address: testAddress, Overrides: []v1alpha1.Override{overrideJSON("x", obj.String())}})
+		return HTTPFiles(backendsv1alpha1.HttpBackendSpec{Address: testAddress, Overrides: []backendsv1alpha1.Override{overrideJSON("x", obj.String())}})
 	}
 
 	for name, fn := range render {

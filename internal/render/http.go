@@ -4,7 +4,7 @@ import (
 	"fmt"
 	"time"
 
-	"github.com/infrastate/backend-operator/api/v1alpha1"
+	backendsv1alpha1 "github.com/infrastate/backend-operator/api/v1alpha1"
 	"github.com/infrastate/backend-operator/internal/stateclient"
 )
 
@@ -23,7 +23,7 @@ import (
 // It fails with [ErrMissingRequired] when the address is empty, with
 // [ErrInvalidOverride] for a bad override (see the package's limits), and
 // with [ErrRenderTooLarge] when the files do not fit in a ConfigMap.
-func HTTPFiles(spec v1alpha1.HttpBackendSpec) (Files, error) {
+func HTTPFiles(spec backendsv1alpha1.HttpBackendSpec) (Files, error) {
 	b, err := httpBody(spec)
 	if err != nil {
 		return Files{}, fmt.Errorf("rendering the http backend: %w", err)
@@ -39,7 +39,7 @@ func HTTPFiles(spec v1alpha1.HttpBackendSpec) (Files, error) {
 }
 
 // httpBody returns the typed attributes of spec.
-func httpBody(spec v1alpha1.HttpBackendSpec) (*body, error) {
+func httpBody(spec backendsv1alpha1.HttpBackendSpec) (*body, error) {
 	if spec.Address == "" {
 		return nil, fmt.Errorf("%w: address", ErrMissingRequired)
 	}

@@ -4,7 +4,7 @@ import (
 	"fmt"
 	"strings"
 
-	"github.com/infrastate/backend-operator/api/v1alpha1"
+	backendsv1alpha1 "github.com/infrastate/backend-operator/api/v1alpha1"
 )
 
 // Limits on spec.overrides values. An override value is arbitrary JSON
@@ -67,7 +67,7 @@ const (
 // bounds, so checking costs time linear in those bounds whatever the spec
 // holds. Errors wrap [ErrInvalidOverride] and name the path, never the
 // value.
-func checkOverrides(overrides []v1alpha1.Override) error {
+func checkOverrides(overrides []backendsv1alpha1.Override) error {
 	if len(overrides) > maxOverrides {
 		return fmt.Errorf("%w: %d overrides, more than %d", ErrInvalidOverride, len(overrides), maxOverrides)
 	}

@@ -6,7 +6,7 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/infrastate/backend-operator/api/v1alpha1"
+	backendsv1alpha1 "github.com/infrastate/backend-operator/api/v1alpha1"
 	"github.com/infrastate/backend-operator/internal/testtools"
 )
 
@@ -51,8 +51,8 @@ func nestedLists(depth int) string {
 }
 
 // numberedOverrides returns n overrides x00, x01, ... each with value.
-func numberedOverrides(n int, value string) []v1alpha1.Override {
-	out := make([]v1alpha1.Override, n)
+func numberedOverrides(n int, value string) []backendsv1alpha1.Override {
+	out := make([]backendsv1alpha1.Override, n)
 	for i := range out {
 		out[i] = overrideJSON(fmt.Sprintf("x%02d", i), value)
 	}
@@ -68,52 +68,52 @@ func TestOverrideLimits(t *testing.T) {
 		t.Fatalf("the path %q has %d bytes, want 128", path128, len(path128))
 	}
 	cases := map[string]struct {
-		overrides []v1alpha1.Override
+		overrides []backendsv1alpha1.Override
 		wantMsg   string // empty: the spec renders
 	}{
 		// Accepted, at the limits.
-		"scalars": {overrides: []v1alpha1.Override{
+		"scalars": {overrides: []backendsv1alpha1.Override{
 			overrideJSON("s", `"s"`), overrideJSON("n", `-1.5`), overrideJSON("b", `true`), overrideJSON("z", `null`),
 		}},
-		"list of scalars":                 {overrides: []v1alpha1.Override{overrideJSON("x", `["s", -1.5, true, null]`)}},
-		"object of scalars":               {overrides: []v1alpha1.Override{overrideJSON("x", `{"s": "s", "n": 1, "b": false, "z": null}`)}},
-		"empty list and object":           {overrides: []v1alpha1.Override{overrideJSON("x", `[]`), overrideJSON("y", `{}`)}},
-		"string of 4096 bytes":            {overrides: []v1alpha1.Override{overrideJSON("x", jsonString(4096))}},
-		"string of 4096 bytes as escapes": {overrides: []v1alpha1.Override{overrideJSON("x", `"`+strings.Repeat(`\u00fc`, 2048)+`"`)}},
-		"list member of 4096 bytes":       {overrides: []v1alpha1.Override{overrideJSON("x", "["+jsonString(4096)+"]")}},
-		"list of 64 members":              {overrides: []v1alpha1.Override{overrideJSON("x", jsonList(64, "0"))}},
-		"object of 64 members":            {overrides: []v1alpha1.Override{overrideJSON("x", jsonObject(64, 0, "0"))}},
-		"key of 128 bytes":                {overrides: []v1alpha1.Override{overrideJSON("x", jsonObject(1, 128, "0"))}},
-		"number of 32 bytes":              {overrides: []v1alpha1.Override{overrideJSON("x", "12345678901234567890123456789012")}},
-		"largest magnitude":               {overrides: []v1alpha1.Override{overrideJSON("x", "-9.99999999999999999999999999e31")}},
-		"smallest magnitude":              {overrides: []v1alpha1.Override{overrideJSON("x", "1e-32"), overrideJSON("y", "-0.00001e-27")}},
-		"zero with any exponent":          {overrides: []v1alpha1.Override{overrideJSON("x", "0e999999999"), overrideJSON("y", "-0.000e-99999999")}},
-		"exponent with leading zeros":     {overrides: []v1alpha1.Override{overrideJSON("x", "1e+0000000000000000000000000031")}},
-		"fraction and exponent cancel":    {overrides: []v1alpha1.Override{overrideJSON("x", "0.0000000000000000000001e53")}},
+		"list of scalars":                 {overrides: []backendsv1alpha1.Override{overrideJSON("x", `["s", -1.5, true, null]`)}},
+		"object of scalars":               {overrides: []backendsv1alpha1.Override{overrideJSON("x", `{"s": "s", "n": 1, "b": false, "z": null}`)}},
+		"empty list and object":           {overrides: []backendsv1alpha1.Override{overrideJSON("x", `[]`), overrideJSON("y", `{}`)}},
+		"string of 4096 bytes":            {overrides: []backendsv1alpha1.Override{overrideJSON("x", jsonString(4096))}},
+		"string of 4096 bytes as escapes": {overrides: []backendsv1alpha1.Override{overrideJSON("x", `"`+strings.Repeat(`\u00fc`, 2048)+`"`)}},
+		"list member of 4096 bytes":       {overrides: []backendsv1alpha1.Override{overrideJSON("x", "["+jsonString(4096)+"]")}},
+		"list of 64 members":              {overrides: []backendsv1alpha1.Override{overrideJSON("x", jsonList(64, "0"))}},
+		"object of 64 members":            {overrides: []backendsv1alpha1.Override{overrideJSON("x", jsonObject(64, 0, "0"))}},
+		"key of 128 bytes":                {overrides: []backendsv1alpha1.Override{overrideJSON("x", jsonObject(1, 128, "0"))}},
+		"number of 32 bytes":              {overrides: []backendsv1alpha1.Override{overrideJSON("x", "12345678901234567890123456789012")}},
+		"largest magnitude":               {overrides: []backendsv1alpha1.Override{overrideJSON("x", "-9.99999999999999999999999999e31")}},
+		"smallest magnitude":              {overrides: []backendsv1alpha1.Override{overrideJSON("x", "1e-32"), overrideJSON("y", "-0.00001e-27")}},
+		"zero with any exponent":          {overrides: []backendsv1alpha1.Override{overrideJSON("x", "0e999999999"), overrideJSON("y", "-0.000e-99999999")}},
+		"exponent with leading zeros":     {overrides: []backendsv1alpha1.Override{overrideJSON("x", "1e+0000000000000000000000000031")}},
+		"fraction and exponent cancel":    {overrides: []backendsv1alpha1.Override{overrideJSON("x", "0.0000000000000000000001e53")}},
 		"values of 32 KiB in total":       {overrides: append(numberedOverrides(8, jsonString(4094)), overrideJSON("last", jsonString(16)))},
 		"32 overrides":                    {overrides: numberedOverrides(32, "1")},
-		"path of 128 bytes":               {overrides: []v1alpha1.Override{overrideJSON(path128, "1")}},
+		"path of 128 bytes":               {overrides: []backendsv1alpha1.Override{overrideJSON(path128, "1")}},
 
 		// Refused.
-		"list in a list":          {overrides: []v1alpha1.Override{overrideJSON("x", `[1, [2]]`)}, wantMsg: `path "x": a list or object value may hold only strings, numbers, bools and null`},
-		"empty list in a list":    {overrides: []v1alpha1.Override{overrideJSON("x", `[[]]`)}, wantMsg: "may hold only strings"},
-		"object in a list":        {overrides: []v1alpha1.Override{overrideJSON("x", `[{"k": "`+secretMarker+`"}]`)}, wantMsg: "may hold only strings"},
-		"list in an object":       {overrides: []v1alpha1.Override{overrideJSON("x", `{"`+secretMarker+`": [1]}`)}, wantMsg: "may hold only strings"},
-		"object in an object":     {overrides: []v1alpha1.Override{overrideJSON("x", `{"a": {}}`)}, wantMsg: "may hold only strings"},
-		"string of 4097 bytes":    {overrides: []v1alpha1.Override{overrideJSON("x", jsonString(4097))}, wantMsg: `path "x": a string is longer than 4096 bytes`},
-		"4097 bytes as escapes":   {overrides: []v1alpha1.Override{overrideJSON("x", `"`+strings.Repeat(`\u00fc`, 2048)+`x"`)}, wantMsg: "a string is longer than 4096 bytes"},
-		"list member too long":    {overrides: []v1alpha1.Override{overrideJSON("x", "[1, "+jsonString(4097)+"]")}, wantMsg: "a string is longer than 4096 bytes"},
-		"object member too long":  {overrides: []v1alpha1.Override{overrideJSON("x", `{"a": `+jsonString(4097)+"}")}, wantMsg: "a string is longer than 4096 bytes"},
-		"list of 65 members":      {overrides: []v1alpha1.Override{overrideJSON("x", jsonList(65, "0"))}, wantMsg: `path "x": a list or object has more than 64 members`},
-		"object of 65 members":    {overrides: []v1alpha1.Override{overrideJSON("x", jsonObject(65, 0, "0"))}, wantMsg: "more than 64 members"},
-		"key of 129 bytes":        {overrides: []v1alpha1.Override{overrideJSON("x", jsonObject(1, 129, "0"))}, wantMsg: `path "x": an object key is longer than 128 bytes`},
-		"number of 33 bytes":      {overrides: []v1alpha1.Override{overrideJSON("x", "123456789012345678901234567890123")}, wantMsg: `path "x": a number literal is longer than 32 bytes`},
-		"number of 1e32":          {overrides: []v1alpha1.Override{overrideJSON("x", "1e32")}, wantMsg: `path "x": a number must be 0 or have a magnitude between 1e-32 and 1e32`},
-		"number of -1e32":         {overrides: []v1alpha1.Override{overrideJSON("x", "-0.1e33")}, wantMsg: "magnitude between"},
-		"number below 1e-32":      {overrides: []v1alpha1.Override{overrideJSON("x", "9.9e-33")}, wantMsg: "magnitude between"},
-		"huge exponent in a list": {overrides: []v1alpha1.Override{overrideJSON("x", "[1, 1e999999999]")}, wantMsg: "magnitude between"},
-		"tiny exponent":           {overrides: []v1alpha1.Override{overrideJSON("x", "1e-99999999")}, wantMsg: "magnitude between"},
-		"exponent of 30 digits":   {overrides: []v1alpha1.Override{overrideJSON("x", "1e999999999999999999999999999999")}, wantMsg: "magnitude between"},
+		"list in a list":          {overrides: []backendsv1alpha1.Override{overrideJSON("x", `[1, [2]]`)}, wantMsg: `path "x": a list or object value may hold only strings, numbers, bools and null`},
+		"empty list in a list":    {overrides: []backendsv1alpha1.Override{overrideJSON("x", `[[]]`)}, wantMsg: "may hold only strings"},
+		"object in a list":        {overrides: []backendsv1alpha1.Override{overrideJSON("x", `[{"k": "`+secretMarker+`"}]`)}, wantMsg: "may hold only strings"},
+		"list in an object":       {overrides: []backendsv1alpha1.Override{overrideJSON("x", `{"`+secretMarker+`": [1]}`)}, wantMsg: "may hold only strings"},
+		"object in an object":     {overrides: []backendsv1alpha1.Override{overrideJSON("x", `{"a": {}}`)}, wantMsg: "may hold only strings"},
+		"string of 4097 bytes":    {overrides: []backendsv1alpha1.Override{overrideJSON("x", jsonString(4097))}, wantMsg: `path "x": a string is longer than 4096 bytes`},
+		"4097 bytes as escapes":   {overrides: []backendsv1alpha1.Override{overrideJSON("x", `"`+strings.Repeat(`\u00fc`, 2048)+`x"`)}, wantMsg: "a string is longer than 4096 bytes"},
+		"list member too long":    {overrides: []backendsv1alpha1.Override{overrideJSON("x", "[1, "+jsonString(4097)+"]")}, wantMsg: "a string is longer than 4096 bytes"},
+		"object member too long":  {overrides: []backendsv1alpha1.Override{overrideJSON("x", `{"a": `+jsonString(4097)+"}")}, wantMsg: "a string is longer than 4096 bytes"},
+		"list of 65 members":      {overrides: []backendsv1alpha1.Override{overrideJSON("x", jsonList(65, "0"))}, wantMsg: `path "x": a list or object has more than 64 members`},
+		"object of 65 members":    {overrides: []backendsv1alpha1.Override{overrideJSON("x", jsonObject(65, 0, "0"))}, wantMsg: "more than 64 members"},
+		"key of 129 bytes":        {overrides: []backendsv1alpha1.Override{overrideJSON("x", jsonObject(1, 129, "0"))}, wantMsg: `path "x": an object key is longer than 128 bytes`},
+		"number of 33 bytes":      {overrides: []backendsv1alpha1.Override{overrideJSON("x", "123456789012345678901234567890123")}, wantMsg: `path "x": a number literal is longer than 32 bytes`},
+		"number of 1e32":          {overrides: []backendsv1alpha1.Override{overrideJSON("x", "1e32")}, wantMsg: `path "x": a number must be 0 or have a magnitude between 1e-32 and 1e32`},
+		"number of -1e32":         {overrides: []backendsv1alpha1.Override{overrideJSON("x", "-0.1e33")}, wantMsg: "magnitude between"},
+		"number below 1e-32":      {overrides: []backendsv1alpha1.Override{overrideJSON("x", "9.9e-33")}, wantMsg: "magnitude between"},
+		"huge exponent in a list": {overrides: []backendsv1alpha1.Override{overrideJSON("x", "[1, 1e999999999]")}, wantMsg: "magnitude between"},
+		"tiny exponent":           {overrides: []backendsv1alpha1.Override{overrideJSON("x", "1e-99999999")}, wantMsg: "magnitude between"},
+		"exponent of 30 digits":   {overrides: []backendsv1alpha1.Override{overrideJSON("x", "1e999999999999999999999999999999")}, wantMsg: "magnitude between"},
 		"values over 32 KiB": {
 			overrides: append(numberedOverrides(8, jsonString(4094)), overrideJSON("last", jsonString(17))),
 			wantMsg:   `path "last": the override values total more than 32768 bytes`,
@@ -122,17 +122,17 @@ func TestOverrideLimits(t *testing.T) {
 			overrides: append(numberedOverrides(8, jsonString(4094)), overrideJSON("last", "[1, 2, true]")),
 			wantMsg:   `path "last": the override values total more than 32768 bytes`,
 		},
-		"path of 4 segments": {overrides: []v1alpha1.Override{overrideJSON("a.b.c.d", "1")}, wantMsg: `path "a.b.c.d" has more than 3 segments`},
+		"path of 4 segments": {overrides: []backendsv1alpha1.Override{overrideJSON("a.b.c.d", "1")}, wantMsg: `path "a.b.c.d" has more than 3 segments`},
 		"33 overrides":       {overrides: numberedOverrides(33, "1"), wantMsg: "33 overrides, more than 32"},
-		"path of 129 bytes":  {overrides: []v1alpha1.Override{overrideJSON(path128+"z", "1")}, wantMsg: "the path of override 0 is longer than 128 bytes"},
+		"path of 129 bytes":  {overrides: []backendsv1alpha1.Override{overrideJSON(path128+"z", "1")}, wantMsg: "the path of override 0 is longer than 128 bytes"},
 		"a later override too deep": {
-			overrides: []v1alpha1.Override{overrideJSON("a", `1`), overrideJSON("b", `[[1]]`)},
+			overrides: []backendsv1alpha1.Override{overrideJSON("a", `1`), overrideJSON("b", `[[1]]`)},
 			wantMsg:   `path "b": a list or object value may hold only`,
 		},
 	}
 	for name, tc := range cases {
 		t.Run(name, func(t *testing.T) {
-			_, err := HTTPFiles(v1alpha1.HttpBackendSpec{Address: testAddress, Overrides: tc.overrides})
+			_, err := HTTPFiles(backendsv1alpha1.HttpBackendSpec{Address: testAddress, Overrides: tc.overrides})
 			if tc.wantMsg == "" {
 				if err != nil {
 					t.Fatalf("HTTPFiles: %v", err)
@@ -184,7 +184,7 @@ func TestHostileOverridesAreRefusedCheaply(t *testing.T) {
 	}
 	for name, tc := range cases {
 		t.Run(name, func(t *testing.T) {
-			spec := v1alpha1.HttpBackendSpec{Address: testAddress, Overrides: []v1alpha1.Override{overrideJSON("future", tc.value)}}
+			spec := backendsv1alpha1.HttpBackendSpec{Address: testAddress, Overrides: []backendsv1alpha1.Override{overrideJSON("future", tc.value)}}
 			var err error
 			alloc := testtools.AllocatedBy(func() { _, err = HTTPFiles(spec) })
 			if !errors.Is(err, ErrInvalidOverride) {
@@ -227,7 +227,7 @@ func TestOverrideNumbersRenderBounded(t *testing.T) {
 			if len(tc.want) > maxNumberText {
 				t.Fatalf("the expected text %q is longer than %d", tc.want, maxNumberText)
 			}
-			spec := v1alpha1.HttpBackendSpec{Address: testAddress, Overrides: []v1alpha1.Override{overrideJSON("n", tc.literal)}}
+			spec := backendsv1alpha1.HttpBackendSpec{Address: testAddress, Overrides: []backendsv1alpha1.Override{overrideJSON("n", tc.literal)}}
 			// Every file reads back as the number that went in.
 			f := checkHTTPRoundTrip(t, spec)
 			for name, content := range map[string]string{

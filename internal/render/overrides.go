@@ -9,7 +9,7 @@ import (
 	"github.com/zclconf/go-cty/cty"
 	ctyjson "github.com/zclconf/go-cty/cty/json"
 
-	"github.com/infrastate/backend-operator/api/v1alpha1"
+	backendsv1alpha1 "github.com/infrastate/backend-operator/api/v1alpha1"
 )
 
 // overridePath is the syntax of an override path, as admission checks it: a
@@ -43,7 +43,7 @@ var credentialAttributes = map[string]bool{
 // dotted paths would (see setBlock). Every override is checked against the
 // limits ([checkOverrides]) before any is decoded. Errors name the path
 // but never the value, which may be secret.
-func applyOverrides(b *body, overrides []v1alpha1.Override) error {
+func applyOverrides(b *body, overrides []backendsv1alpha1.Override) error {
 	if err := checkOverrides(overrides); err != nil {
 		return err
 	}
@@ -56,7 +56,7 @@ func applyOverrides(b *body, overrides []v1alpha1.Override) error {
 }
 
 // applyOverride sets one override, already checked by checkOverrides.
-func applyOverride(b *body, o v1alpha1.Override) error {
+func applyOverride(b *body, o backendsv1alpha1.Override) error {
 	names := strings.Split(o.Path, ".")
 	v, err := overrideValue(o.Value.Raw)
 	if err != nil {

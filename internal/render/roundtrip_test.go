@@ -8,7 +8,7 @@ import (
 	hcljson "github.com/hashicorp/hcl/v2/json"
 	"github.com/zclconf/go-cty/cty"
 
-	"github.com/infrastate/backend-operator/api/v1alpha1"
+	backendsv1alpha1 "github.com/infrastate/backend-operator/api/v1alpha1"
 )
 
 // The round-trip tests decode the rendered files with the HCL library the
@@ -198,7 +198,7 @@ func TestEscapedStringsReadBack(t *testing.T) {
 
 // checkHTTPRoundTrip renders spec with HTTPFiles, checks that every file
 // reads back as the body the spec renders from, and returns the files.
-func checkHTTPRoundTrip(t *testing.T, spec v1alpha1.HttpBackendSpec) Files {
+func checkHTTPRoundTrip(t *testing.T, spec backendsv1alpha1.HttpBackendSpec) Files {
 	t.Helper()
 	f, err := HTTPFiles(spec)
 	if err != nil {

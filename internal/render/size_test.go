@@ -7,7 +7,7 @@ import (
 
 	"github.com/google/go-cmp/cmp"
 
-	"github.com/infrastate/backend-operator/api/v1alpha1"
+	backendsv1alpha1 "github.com/infrastate/backend-operator/api/v1alpha1"
 )
 
 // keysSize is the bytes the three file names take in ConfigMap data.
@@ -74,23 +74,23 @@ func TestRenderTooLarge(t *testing.T) {
 	}{
 		"http fits": {
 			render: func() (Files, error) {
-				return HTTPFiles(v1alpha1.HttpBackendSpec{Address: testAddress, Username: long(MaxConfigMapDataBytes / 4)})
+				return HTTPFiles(backendsv1alpha1.HttpBackendSpec{Address: testAddress, Username: long(MaxConfigMapDataBytes / 4)})
 			},
 		},
 		"http too large": {
 			render: func() (Files, error) {
-				return HTTPFiles(v1alpha1.HttpBackendSpec{Address: testAddress, Username: long(MaxConfigMapDataBytes / 2)})
+				return HTTPFiles(backendsv1alpha1.HttpBackendSpec{Address: testAddress, Username: long(MaxConfigMapDataBytes / 2)})
 			},
 			wantErr: true,
 		},
 		"cos fits": {
 			render: func() (Files, error) {
-				return CosFiles(v1alpha1.CosBackendSpec{Bucket: testBucket, Prefix: long(MaxConfigMapDataBytes / 4)}, testRegion)
+				return CosFiles(backendsv1alpha1.CosBackendSpec{Bucket: testBucket, Prefix: long(MaxConfigMapDataBytes / 4)}, testRegion)
 			},
 		},
 		"cos too large": {
 			render: func() (Files, error) {
-				return CosFiles(v1alpha1.CosBackendSpec{Bucket: testBucket, Prefix: long(MaxConfigMapDataBytes / 2)}, testRegion)
+				return CosFiles(backendsv1alpha1.CosBackendSpec{Bucket: testBucket, Prefix: long(MaxConfigMapDataBytes / 2)}, testRegion)
 			},
 			wantErr: true,
 		},

@@ -8,7 +8,7 @@ import (
 
 	"k8s.io/utils/ptr"
 
-	"github.com/infrastate/backend-operator/api/v1alpha1"
+	backendsv1alpha1 "github.com/infrastate/backend-operator/api/v1alpha1"
 	"github.com/infrastate/backend-operator/internal/testtools"
 )
 
@@ -36,34 +36,34 @@ var configErrors = []string{
 func TestTerraformCos(t *testing.T) {
 	bin := testtools.Terraform(t) // fail early
 	version := terraformVersion(t, bin)
-	role := &v1alpha1.AssumeRole{
+	role := &backendsv1alpha1.AssumeRole{
 		RoleArn:         "qcs::cam::uin/100000000001:roleName/tfstate",
 		SessionName:     "backend-operator",
 		SessionDuration: ptr.To[int32](3600),
 		Policy:          `{"version":"2.0","statement":[{"effect":"allow","action":["cos:*"],"resource":["*"]}]}`,
 	}
 	cases := map[string]struct {
-		spec     v1alpha1.CosBackendSpec
+		spec     backendsv1alpha1.CosBackendSpec
 		wantHost string // CONNECT host, when terraform accepts the configuration
 		// unknownTo157 is an attribute Terraform v1.5.7 refuses.
 		unknownTo157 string
 	}{
 		"minimal": {
-			spec:     v1alpha1.CosBackendSpec{Bucket: testBucket},
+			spec:     backendsv1alpha1.CosBackendSpec{Bucket: testBucket},
 			wantHost: testBucket + ".cos." + testRegion + ".myqcloud.com:443",
 		},
 		"storage fields": {
-			spec: v1alpha1.CosBackendSpec{
+			spec: backendsv1alpha1.CosBackendSpec{
 				Bucket: testBucket, Prefix: "teams/app", Key: "app.tfstate", Encrypt: ptr.To(false), ACL: "public-read",
 			},
 			wantHost: testBucket + ".cos." + testRegion + ".myqcloud.com:443",
 		},
 		"accelerate": {
-			spec:     v1alpha1.CosBackendSpec{Bucket: testBucket, Accelerate: ptr.To(true), Encrypt: ptr.To(true)},
+			spec:     backendsv1alpha1.CosBackendSpec{Bucket: testBucket, Accelerate: ptr.To(true), Encrypt: ptr.To(true)},
 			wantHost: testBucket + ".cos.accelerate.myqcloud.com:443",
 		},
 		"assume_role": {
-			spec:     v1alpha1.CosBackendSpec{Bucket: testBucket, Prefix: "p", AssumeRole: role},
+			spec:     backendsv1alpha1.CosBackendSpec{Bucket: testBucket, Prefix: "p", AssumeRole: role},
 			wantHost: "sts.tencentcloudapi.com:443",
 		},
 		"escaping": {
@@ -71,15 +71,15 @@ func TestTerraformCos(t *testing.T) {
 			wantHost: "sts.tencentcloudapi.com:443",
 		},
 		"endpoint": {
-			spec:         v1alpha1.CosBackendSpec{Bucket: testBucket, Endpoint: "https://cos-internal.ap-guangzhou.tencentcos.cn"},
+			spec:         backendsv1alpha1.CosBackendSpec{Bucket: testBucket, Endpoint: "https://cos-internal.ap-guangzhou.tencentcos.cn"},
 			unknownTo157: "endpoint",
 		},
 		"domain": {
-			spec:         v1alpha1.CosBackendSpec{Bucket: testBucket, Domain: "internal.tencentcloudapi.com"},
+			spec:         backendsv1alpha1.CosBackendSpec{Bucket: testBucket, Domain: "internal.tencentcloudapi.com"},
 			unknownTo157: "domain",
 		},
 		"assume_role external_id": {
-			spec:         v1alpha1.CosBackendSpec{Bucket: testBucket, AssumeRole: &v1alpha1.AssumeRole{RoleArn: "r", SessionName: "s-1", ExternalID: "e"}},
+			spec:         backendsv1alpha1.CosBackendSpec{Bucket: testBucket, AssumeRole: &backendsv1alpha1.AssumeRole{RoleArn: "r", SessionName: "s-1", ExternalID: "e"}},
 			unknownTo157: "external_id",
 		},
 	}

@@ -17,7 +17,7 @@ import (
 
 	"k8s.io/utils/ptr"
 
-	"github.com/infrastate/backend-operator/api/v1alpha1"
+	backendsv1alpha1 "github.com/infrastate/backend-operator/api/v1alpha1"
 )
 
 // The terraform tests of this package must send traffic to loopback
@@ -206,7 +206,7 @@ func TestNewWorkdirConfinesTerraform(t *testing.T) {
 	for _, address := range []string{"https://state.example.com/state/app", "http://state.example.com:8080/state/app"} {
 		t.Run(address, func(t *testing.T) {
 			t.Parallel()
-			files, err := HTTPFiles(v1alpha1.HttpBackendSpec{Address: address, RetryMax: ptr.To[int32](0)})
+			files, err := HTTPFiles(backendsv1alpha1.HttpBackendSpec{Address: address, RetryMax: ptr.To[int32](0)})
 			if err != nil {
 				t.Fatal(err)
 			}

@@ -10,7 +10,7 @@ import (
 
 	"k8s.io/utils/ptr"
 
-	"github.com/infrastate/backend-operator/api/v1alpha1"
+	backendsv1alpha1 "github.com/infrastate/backend-operator/api/v1alpha1"
 	"github.com/infrastate/backend-operator/internal/stateserver"
 	"github.com/infrastate/backend-operator/internal/testtools"
 )
@@ -39,65 +39,65 @@ const (
 // or refused depending on the file it mounts.
 func TestTerraformOverrideVerdicts(t *testing.T) {
 	testtools.Terraform(t) // fail early
-	role := &v1alpha1.AssumeRole{RoleArn: "qcs::cam::uin/100000000001:roleName/tfstate", SessionName: "backend-operator"}
+	role := &backendsv1alpha1.AssumeRole{RoleArn: "qcs::cam::uin/100000000001:roleName/tfstate", SessionName: "backend-operator"}
 	o := overrideJSON
 	cases := map[string]struct {
 		http      bool // an HttpBackend; otherwise a CosBackend
 		typedRole bool // the CosBackend sets spec.assumeRole
-		overrides []v1alpha1.Override
+		overrides []backendsv1alpha1.Override
 		want      verdict
 	}{
 		// Top-level paths of the cos backend.
-		"cos string attribute":          {overrides: []v1alpha1.Override{o("acl", `"public-read"`)}, want: accepted},
-		"cos string unknown":            {overrides: []v1alpha1.Override{o("future", `"x"`)}, want: refusedByTerraform},
-		"cos number at a string":        {overrides: []v1alpha1.Override{o("acl", `1`)}, want: refusedByTerraform},
-		"cos bool attribute":            {overrides: []v1alpha1.Override{o("encrypt", `true`)}, want: accepted},
-		"cos bool at a number":          {typedRole: true, overrides: []v1alpha1.Override{o("assume_role.session_duration", `true`)}, want: refusedByTerraform},
-		"cos null attribute":            {overrides: []v1alpha1.Override{o("acl", `null`)}, want: accepted},
-		"cos list at a string":          {overrides: []v1alpha1.Override{o("acl", `["private"]`)}, want: refusedByTerraform},
-		"cos object at a string":        {overrides: []v1alpha1.Override{o("acl", `{"a": "b"}`)}, want: refusedByTerraform},
-		"cos object unknown":            {overrides: []v1alpha1.Override{o("future", `{"a": "b"}`)}, want: refusedByTerraform},
-		"cos string at the block":       {overrides: []v1alpha1.Override{o("assume_role", `"x"`)}, want: refusedByRenderer},
-		"cos number at the block":       {overrides: []v1alpha1.Override{o("assume_role", `1`)}, want: refusedByRenderer},
-		"cos bool at the block":         {overrides: []v1alpha1.Override{o("assume_role", `true`)}, want: refusedByRenderer},
-		"cos null at the block":         {overrides: []v1alpha1.Override{o("assume_role", `null`)}, want: refusedByRenderer},
-		"cos null over the typed block": {typedRole: true, overrides: []v1alpha1.Override{o("assume_role", `null`)}, want: refusedByRenderer},
-		"cos empty list at the block":   {overrides: []v1alpha1.Override{o("assume_role", `[]`)}, want: refusedByRenderer},
-		"cos list at the block":         {overrides: []v1alpha1.Override{o("assume_role", `["x"]`)}, want: refusedByRenderer},
-		"cos object at the block": {overrides: []v1alpha1.Override{o("assume_role",
+		"cos string attribute":          {overrides: []backendsv1alpha1.Override{o("acl", `"public-read"`)}, want: accepted},
+		"cos string unknown":            {overrides: []backendsv1alpha1.Override{o("future", `"x"`)}, want: refusedByTerraform},
+		"cos number at a string":        {overrides: []backendsv1alpha1.Override{o("acl", `1`)}, want: refusedByTerraform},
+		"cos bool attribute":            {overrides: []backendsv1alpha1.Override{o("encrypt", `true`)}, want: accepted},
+		"cos bool at a number":          {typedRole: true, overrides: []backendsv1alpha1.Override{o("assume_role.session_duration", `true`)}, want: refusedByTerraform},
+		"cos null attribute":            {overrides: []backendsv1alpha1.Override{o("acl", `null`)}, want: accepted},
+		"cos list at a string":          {overrides: []backendsv1alpha1.Override{o("acl", `["private"]`)}, want: refusedByTerraform},
+		"cos object at a string":        {overrides: []backendsv1alpha1.Override{o("acl", `{"a": "b"}`)}, want: refusedByTerraform},
+		"cos object unknown":            {overrides: []backendsv1alpha1.Override{o("future", `{"a": "b"}`)}, want: refusedByTerraform},
+		"cos string at the block":       {overrides: []backendsv1alpha1.Override{o("assume_role", `"x"`)}, want: refusedByRenderer},
+		"cos number at the block":       {overrides: []backendsv1alpha1.Override{o("assume_role", `1`)}, want: refusedByRenderer},
+		"cos bool at the block":         {overrides: []backendsv1alpha1.Override{o("assume_role", `true`)}, want: refusedByRenderer},
+		"cos null at the block":         {overrides: []backendsv1alpha1.Override{o("assume_role", `null`)}, want: refusedByRenderer},
+		"cos null over the typed block": {typedRole: true, overrides: []backendsv1alpha1.Override{o("assume_role", `null`)}, want: refusedByRenderer},
+		"cos empty list at the block":   {overrides: []backendsv1alpha1.Override{o("assume_role", `[]`)}, want: refusedByRenderer},
+		"cos list at the block":         {overrides: []backendsv1alpha1.Override{o("assume_role", `["x"]`)}, want: refusedByRenderer},
+		"cos object at the block": {overrides: []backendsv1alpha1.Override{o("assume_role",
 			`{"role_arn": "qcs::cam::uin/1:roleName/r", "session_name": "s", "session_duration": 3600, "policy": "{}"}`)}, want: accepted},
-		"cos object merged into the typed block": {typedRole: true, overrides: []v1alpha1.Override{o("assume_role", `{"policy": "{}", "session_duration": 900}`)}, want: accepted},
-		"cos empty object at the block":          {overrides: []v1alpha1.Override{o("assume_role", `{}`)}, want: refusedByTerraform},
-		"cos object with an unknown attribute": {overrides: []v1alpha1.Override{o("assume_role",
+		"cos object merged into the typed block": {typedRole: true, overrides: []backendsv1alpha1.Override{o("assume_role", `{"policy": "{}", "session_duration": 900}`)}, want: accepted},
+		"cos empty object at the block":          {overrides: []backendsv1alpha1.Override{o("assume_role", `{}`)}, want: refusedByTerraform},
+		"cos object with an unknown attribute": {overrides: []backendsv1alpha1.Override{o("assume_role",
 			`{"role_arn": "r", "session_name": "s", "future": "x"}`)}, want: refusedByTerraform},
-		"cos object with a key that is no name": {overrides: []v1alpha1.Override{o("assume_role", `{"role arn": "r", "session_name": "s"}`)}, want: refusedByRenderer},
-		"cos object with a credential key":      {overrides: []v1alpha1.Override{o("assume_role", `{"role_arn": "r", "session_name": "s", "secret_key": "k"}`)}, want: refusedByRenderer},
+		"cos object with a key that is no name": {overrides: []backendsv1alpha1.Override{o("assume_role", `{"role arn": "r", "session_name": "s"}`)}, want: refusedByRenderer},
+		"cos object with a credential key":      {overrides: []backendsv1alpha1.Override{o("assume_role", `{"role_arn": "r", "session_name": "s", "secret_key": "k"}`)}, want: refusedByRenderer},
 
 		// Dotted paths of the cos backend.
-		"cos dotted string":             {typedRole: true, overrides: []v1alpha1.Override{o("assume_role.policy", `"{}"`)}, want: accepted},
-		"cos dotted number":             {typedRole: true, overrides: []v1alpha1.Override{o("assume_role.session_duration", `3600`)}, want: accepted},
-		"cos dotted string at a number": {typedRole: true, overrides: []v1alpha1.Override{o("assume_role.session_duration", `"3600"`)}, want: accepted},
-		"cos dotted null":               {typedRole: true, overrides: []v1alpha1.Override{o("assume_role.policy", `null`)}, want: accepted},
-		"cos dotted list":               {typedRole: true, overrides: []v1alpha1.Override{o("assume_role.policy", `["x"]`)}, want: refusedByTerraform},
-		"cos dotted object":             {typedRole: true, overrides: []v1alpha1.Override{o("assume_role.policy", `{"a": 1}`)}, want: refusedByTerraform},
-		"cos dotted paths create the block": {overrides: []v1alpha1.Override{
+		"cos dotted string":             {typedRole: true, overrides: []backendsv1alpha1.Override{o("assume_role.policy", `"{}"`)}, want: accepted},
+		"cos dotted number":             {typedRole: true, overrides: []backendsv1alpha1.Override{o("assume_role.session_duration", `3600`)}, want: accepted},
+		"cos dotted string at a number": {typedRole: true, overrides: []backendsv1alpha1.Override{o("assume_role.session_duration", `"3600"`)}, want: accepted},
+		"cos dotted null":               {typedRole: true, overrides: []backendsv1alpha1.Override{o("assume_role.policy", `null`)}, want: accepted},
+		"cos dotted list":               {typedRole: true, overrides: []backendsv1alpha1.Override{o("assume_role.policy", `["x"]`)}, want: refusedByTerraform},
+		"cos dotted object":             {typedRole: true, overrides: []backendsv1alpha1.Override{o("assume_role.policy", `{"a": 1}`)}, want: refusedByTerraform},
+		"cos dotted paths create the block": {overrides: []backendsv1alpha1.Override{
 			o("assume_role.role_arn", `"r"`), o("assume_role.session_name", `"s"`)}, want: accepted},
-		"cos dotted unknown attribute":    {typedRole: true, overrides: []v1alpha1.Override{o("assume_role.future", `"x"`)}, want: refusedByTerraform},
-		"cos dotted unknown block":        {overrides: []v1alpha1.Override{o("future_block.inner", `"x"`)}, want: refusedByTerraform},
-		"cos three names":                 {typedRole: true, overrides: []v1alpha1.Override{o("assume_role.inner.x", `"x"`)}, want: refusedByTerraform},
-		"cos dotted through an attribute": {overrides: []v1alpha1.Override{o("bucket.x", `"x"`)}, want: refusedByRenderer},
+		"cos dotted unknown attribute":    {typedRole: true, overrides: []backendsv1alpha1.Override{o("assume_role.future", `"x"`)}, want: refusedByTerraform},
+		"cos dotted unknown block":        {overrides: []backendsv1alpha1.Override{o("future_block.inner", `"x"`)}, want: refusedByTerraform},
+		"cos three names":                 {typedRole: true, overrides: []backendsv1alpha1.Override{o("assume_role.inner.x", `"x"`)}, want: refusedByTerraform},
+		"cos dotted through an attribute": {overrides: []backendsv1alpha1.Override{o("bucket.x", `"x"`)}, want: refusedByRenderer},
 
 		// The http backend has no blocks.
-		"http number attribute":            {http: true, overrides: []v1alpha1.Override{o("retry_max", `1`)}, want: accepted},
-		"http string attribute":            {http: true, overrides: []v1alpha1.Override{o("update_method", `"PUT"`)}, want: accepted},
-		"http string at a number":          {http: true, overrides: []v1alpha1.Override{o("retry_max", `"1"`)}, want: accepted},
-		"http bool at a number":            {http: true, overrides: []v1alpha1.Override{o("retry_max", `true`)}, want: refusedByTerraform},
-		"http null attribute":              {http: true, overrides: []v1alpha1.Override{o("update_method", `null`)}, want: accepted},
-		"http list at a string":            {http: true, overrides: []v1alpha1.Override{o("update_method", `["PUT"]`)}, want: refusedByTerraform},
-		"http object at a string":          {http: true, overrides: []v1alpha1.Override{o("update_method", `{"a": "PUT"}`)}, want: refusedByTerraform},
-		"http object unknown":              {http: true, overrides: []v1alpha1.Override{o("future", `{"a": "b"}`)}, want: refusedByTerraform},
-		"http dotted unknown block":        {http: true, overrides: []v1alpha1.Override{o("future.inner", `1`)}, want: refusedByTerraform},
-		"http dotted through an attribute": {http: true, overrides: []v1alpha1.Override{o("address.x", `1`)}, want: refusedByRenderer},
+		"http number attribute":            {http: true, overrides: []backendsv1alpha1.Override{o("retry_max", `1`)}, want: accepted},
+		"http string attribute":            {http: true, overrides: []backendsv1alpha1.Override{o("update_method", `"PUT"`)}, want: accepted},
+		"http string at a number":          {http: true, overrides: []backendsv1alpha1.Override{o("retry_max", `"1"`)}, want: accepted},
+		"http bool at a number":            {http: true, overrides: []backendsv1alpha1.Override{o("retry_max", `true`)}, want: refusedByTerraform},
+		"http null attribute":              {http: true, overrides: []backendsv1alpha1.Override{o("update_method", `null`)}, want: accepted},
+		"http list at a string":            {http: true, overrides: []backendsv1alpha1.Override{o("update_method", `["PUT"]`)}, want: refusedByTerraform},
+		"http object at a string":          {http: true, overrides: []backendsv1alpha1.Override{o("update_method", `{"a": "PUT"}`)}, want: refusedByTerraform},
+		"http object unknown":              {http: true, overrides: []backendsv1alpha1.Override{o("future", `{"a": "b"}`)}, want: refusedByTerraform},
+		"http dotted unknown block":        {http: true, overrides: []backendsv1alpha1.Override{o("future.inner", `1`)}, want: refusedByTerraform},
+		"http dotted through an attribute": {http: true, overrides: []backendsv1alpha1.Override{o("address.x", `1`)}, want: refusedByRenderer},
 	}
 	for name, tc := range cases {
 		t.Run(name, func(t *testing.T) {
@@ -138,11 +138,11 @@ func TestTerraformOverrideVerdicts(t *testing.T) {
 
 // overrideFiles renders a minimal HttpBackend at address, or a CosBackend
 // with role when typedRole, with overrides.
-func overrideFiles(http bool, address string, typedRole bool, role *v1alpha1.AssumeRole, overrides []v1alpha1.Override) (Files, error) {
+func overrideFiles(http bool, address string, typedRole bool, role *backendsv1alpha1.AssumeRole, overrides []backendsv1alpha1.Override) (Files, error) {
 	if http {
-		return HTTPFiles(v1alpha1.HttpBackendSpec{Address: address, RetryMax: ptr.To[int32](0), Overrides: overrides})
+		return HTTPFiles(backendsv1alpha1.HttpBackendSpec{Address: address, RetryMax: ptr.To[int32](0), Overrides: overrides})
 	}
-	spec := v1alpha1.CosBackendSpec{Bucket: testBucket, Overrides: overrides}
+	spec := backendsv1alpha1.CosBackendSpec{Bucket: testBucket, Overrides: overrides}
 	if typedRole {
 		spec.AssumeRole = role
 	}

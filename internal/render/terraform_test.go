@@ -14,7 +14,7 @@ import (
 
 	"k8s.io/utils/ptr"
 
-	"github.com/infrastate/backend-operator/api/v1alpha1"
+	backendsv1alpha1 "github.com/infrastate/backend-operator/api/v1alpha1"
 	"github.com/infrastate/backend-operator/internal/stateserver"
 	"github.com/infrastate/backend-operator/internal/testtools"
 )
@@ -67,27 +67,27 @@ func TestTerraformHTTP(t *testing.T) {
 	cases := map[string]struct {
 		tls     serverTLS
 		user    string // the server requires basic auth with user and password when set
-		spec    func(address string) v1alpha1.HttpBackendSpec
+		spec    func(address string) backendsv1alpha1.HttpBackendSpec
 		secrets HTTPSecrets
 		// wantRequests must all have been received by the server.
 		wantRequests []string
 	}{
 		"minimal": {
-			spec:         func(a string) v1alpha1.HttpBackendSpec { return v1alpha1.HttpBackendSpec{Address: a} },
+			spec:         func(a string) backendsv1alpha1.HttpBackendSpec { return backendsv1alpha1.HttpBackendSpec{Address: a} },
 			wantRequests: []string{"GET " + statePath, "POST " + statePath},
 		},
 		"basic auth": {
 			user: "terraform",
-			spec: func(a string) v1alpha1.HttpBackendSpec {
-				return v1alpha1.HttpBackendSpec{Address: a, Username: "terraform", PasswordSecretRef: &v1alpha1.SecretKeyRef{Name: "pw"}}
+			spec: func(a string) backendsv1alpha1.HttpBackendSpec {
+				return backendsv1alpha1.HttpBackendSpec{Address: a, Username: "terraform", PasswordSecretRef: &backendsv1alpha1.SecretKeyRef{Name: "pw"}}
 			},
 			secrets:      HTTPSecrets{Password: []byte(password)},
 			wantRequests: []string{"POST " + statePath},
 		},
 		"escaping-heavy username and address": {
 			user: escapingString,
-			spec: func(a string) v1alpha1.HttpBackendSpec {
-				return v1alpha1.HttpBackendSpec{Address: a + "?a=${x}&b=$${y}&c=%%7B", Username: escapingString}
+			spec: func(a string) backendsv1alpha1.HttpBackendSpec {
+				return backendsv1alpha1.HttpBackendSpec{Address: a + "?a=${x}&b=$${y}&c=%%7B", Username: escapingString}
 			},
 			secrets:      HTTPSecrets{Password: []byte(password)},
 			wantRequests: []string{"GET " + statePath + "?a=${x}&b=$${y}&c=%%7B"},
@@ -95,8 +95,8 @@ func TestTerraformHTTP(t *testing.T) {
 		"every http field": {
 			tls:  serverOnly,
 			user: "terraform",
-			spec: func(a string) v1alpha1.HttpBackendSpec {
-				return v1alpha1.HttpBackendSpec{
+			spec: func(a string) backendsv1alpha1.HttpBackendSpec {
+				return backendsv1alpha1.HttpBackendSpec{
 					Address:              a,
 					UpdateMethod:         "PUT",
 					LockAddress:          a + "/lock",
@@ -104,12 +104,12 @@ func TestTerraformHTTP(t *testing.T) {
 					UnlockAddress:        a + "/lock",
 					UnlockMethod:         "DELETE",
 					Username:             "terraform",
-					PasswordSecretRef:    &v1alpha1.SecretKeyRef{Name: "pw"},
+					PasswordSecretRef:    &backendsv1alpha1.SecretKeyRef{Name: "pw"},
 					SkipCertVerification: true,
 					RetryMax:             ptr.To[int32](3),
 					RetryWaitMin:         ptr.To[int32](2),
 					RetryWaitMax:         ptr.To[int32](5),
-					Overrides:            []v1alpha1.Override{overrideJSON("retry_max", `4`)},
+					Overrides:            []backendsv1alpha1.Override{overrideJSON("retry_max", `4`)},
 				}
 			},
 			secrets:      HTTPSecrets{Password: []byte(password)},
@@ -117,11 +117,11 @@ func TestTerraformHTTP(t *testing.T) {
 		},
 		"mutual TLS with the default lock methods": {
 			tls: mutualTLS,
-			spec: func(a string) v1alpha1.HttpBackendSpec {
-				return v1alpha1.HttpBackendSpec{
+			spec: func(a string) backendsv1alpha1.HttpBackendSpec {
+				return backendsv1alpha1.HttpBackendSpec{
 					Address: a, LockAddress: a, UnlockAddress: a,
 					UpdateMethod: "POST", LockMethod: "LOCK", UnlockMethod: "UNLOCK", // the API server's defaults
-					TLS: &v1alpha1.HttpBackendTLS{ClientCertificateSecretRef: &v1alpha1.LocalSecretRef{Name: "tls"}},
+					TLS: &backendsv1alpha1.HttpBackendTLS{ClientCertificateSecretRef: &backendsv1alpha1.LocalSecretRef{Name: "tls"}},
 				}
 			},
 			secrets: HTTPSecrets{ClientCertificatePEM: client.certPEM, ClientPrivateKeyPEM: client.keyPEM},
@@ -192,7 +192,7 @@ func TestTerraformHTTP(t *testing.T) {
 
 // checkStoredState GETs the state at spec.Address, as the reference server
 // holds it, and checks that it has the applied output.
-func checkStoredState(t *testing.T, srv *httptest.Server, withClientCert bool, cert tls.Certificate, spec v1alpha1.HttpBackendSpec, password string) {
+func checkStoredState(t *testing.T, srv *httptest.Server, withClientCert bool, cert tls.Certificate, spec backendsv1alpha1.HttpBackendSpec, password string) {
 	t.Helper()
 	c := srv.Client()
 	if withClientCert {
