@@ -142,7 +142,7 @@ func parseNamespaces(value string) ([]string, error) {
 		seen       = map[string]bool{}
 		errs       []error
 	)
-	for _, ns := range strings.Split(value, ",") {
+	for ns := range strings.SplitSeq(value, ",") {
 		ns = strings.TrimSpace(ns)
 		if ns == "" || seen[ns] {
 			continue

@@ -64,6 +64,7 @@ type directClient struct {
 }
 
 func newDirectClient(t *testing.T, base string, tlsConfig *tls.Config) *directClient {
+	t.Helper()
 	transport := &http.Transport{TLSClientConfig: tlsConfig}
 	t.Cleanup(transport.CloseIdleConnections)
 	return &directClient{t: t, base: base, client: &http.Client{Transport: transport, Timeout: 30 * time.Second}}

@@ -36,7 +36,7 @@ func TestMain(m *testing.M) {
 func serverBinary(t *testing.T) string {
 	t.Helper()
 	binary.once.Do(func() {
-		binary.dir, binary.err = os.MkdirTemp("", "stateserver-test-")
+		binary.dir, binary.err = os.MkdirTemp("", "stateserver-test-") //nolint:usetesting // shared by every test of the binary and removed by TestMain; t.TempDir would go with the first test
 		if binary.err != nil {
 			return
 		}
@@ -47,7 +47,7 @@ func serverBinary(t *testing.T) string {
 			return
 		}
 		path := filepath.Join(binary.dir, "stateserver")
-		out, err := exec.Command(goBin, "build", "-o", path, ".").CombinedOutput()
+		out, err := exec.CommandContext(t.Context(), goBin, "build", "-o", path, ".").CombinedOutput()
 		if err != nil {
 			binary.err = errors.New("go build: " + err.Error() + "\n" + string(out))
 			return
@@ -78,7 +78,12 @@ func (p *serverProcess) kill(t *testing.T) {
 		t.Fatalf("killing stateserver: %v", err)
 	}
 	select {
-	case <-p.exited:
+	case err := <-p.exited:
+		// A killed process exits with an *exec.ExitError; anything else
+		// means it was gone before the kill.
+		if _, ok := errors.AsType[*exec.ExitError](err); !ok {
+			t.Fatalf("stateserver exited with %v, want killed by SIGKILL", err)
+		}
 	case <-time.After(30 * time.Second):
 		t.Fatal("stateserver still running 30s after SIGKILL")
 	}
@@ -90,7 +95,7 @@ func (p *serverProcess) kill(t *testing.T) {
 // that it shuts down cleanly (unless the test killed it).
 func startServerProcess(t *testing.T, args []string, env ...string) *serverProcess {
 	t.Helper()
-	cmd := exec.Command(serverBinary(t), args...)
+	cmd := exec.Command(serverBinary(t), args...) //nolint:noctx // the cleanup stops it with SIGTERM and checks the shutdown; a context would kill it first
 	cmd.Env = append([]string{"PATH=" + os.Getenv("PATH")}, env...)
 	stderr, err := cmd.StderrPipe()
 	if err != nil {

@@ -168,7 +168,7 @@ func run(ctx context.Context, args []string, getenv func(string) string, stderr 
 		return fmt.Errorf("listening: %w", err)
 	}
 	if cfg.username == "" && cfg.clientCA == "" && !isLoopback(ln.Addr()) {
-		fmt.Fprintf(stderr, "WARNING: anyone who can reach %s can read and overwrite every state: "+
+		_, _ = fmt.Fprintf(stderr, "WARNING: anyone who can reach %s can read and overwrite every state: "+
 			"no client is authenticated (set --username with $%s, or --client-ca), "+
 			"and the address is not a loopback one\n", ln.Addr(), passwordEnv)
 	}

@@ -208,6 +208,7 @@ func setTLS(c *directClient, cfg *tls.Config) {
 // exerciseTerraform runs the locking scenario through terraform in w, with c
 // holding and checking locks directly on statePath.
 func exerciseTerraform(t *testing.T, w *testtools.Workdir, c *directClient, statePath string) {
+	t.Helper()
 	var first pulledState
 	ok := t.Run("init, apply and state pull", func(t *testing.T) {
 		w.MustRun(t, "init", "-input=false", "-no-color")

@@ -126,6 +126,7 @@ func TestStalledReaderIsDropped(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
+	defer resp.Body.Close()
 	if resp.StatusCode != http.StatusOK {
 		t.Fatalf("status %d, want 200", resp.StatusCode)
 	}
@@ -145,7 +146,8 @@ func TestStalledReaderIsDropped(t *testing.T) {
 
 func dial(t *testing.T, addr string) net.Conn {
 	t.Helper()
-	conn, err := net.DialTimeout("tcp", addr, 10*time.Second)
+	d := net.Dialer{Timeout: 10 * time.Second}
+	conn, err := d.DialContext(t.Context(), "tcp", addr)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -206,7 +208,11 @@ func TestStalledHTTP2BodyIsReset(t *testing.T) {
 		t.Fatalf("the stalled HTTP/2 upload is still open after %v", closeWait)
 	}
 
-	resp, err := client.Get(base + "/state/x")
+	req, err = http.NewRequestWithContext(t.Context(), http.MethodGet, base+"/state/x", http.NoBody)
+	if err != nil {
+		t.Fatal(err)
+	}
+	resp, err := client.Do(req)
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -55,7 +55,7 @@ func run(args []string) error {
 	srv := costest.NewServer(nil)
 	defer srv.Close()
 	srv.AddCredentials(*secretID, secretKey)
-	for _, b := range strings.Split(*buckets, ",") {
+	for b := range strings.SplitSeq(*buckets, ",") {
 		if b = strings.TrimSpace(b); b != "" {
 			srv.CreateBucket(b)
 		}

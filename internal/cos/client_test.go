@@ -11,6 +11,7 @@ import (
 	"time"
 
 	"github.com/google/go-cmp/cmp"
+	"github.com/google/go-cmp/cmp/cmpopts"
 
 	"github.com/infrastate/backend-operator/internal/cos"
 	"github.com/infrastate/backend-operator/internal/cos/costest"
@@ -40,9 +41,9 @@ func baseConfig() cos.Config {
 
 // newClient returns a client for cfg pointed at srv the way the envtest
 // suites do it: through WithBaseURL.
-func newClient(t *testing.T, srv *costest.Server, cfg cos.Config, opts ...cos.Option) *cos.Client {
+func newClient(t *testing.T, srv *costest.Server, cfg cos.Config) *cos.Client {
 	t.Helper()
-	c, err := cos.New(cfg, append([]cos.Option{cos.WithBaseURL(srv.URL(cfg.Bucket))}, opts...)...)
+	c, err := cos.New(cfg, cos.WithBaseURL(srv.URL(cfg.Bucket)))
 	if err != nil {
 		t.Fatalf("New: %v", err)
 	}
@@ -82,7 +83,7 @@ func matching(err error) []error {
 }
 
 func errorsDiff(want []error, err error) string {
-	return cmp.Diff(want, matching(err), cmp.Comparer(func(a, b error) bool { return a == b }))
+	return cmp.Diff(want, matching(err), cmpopts.EquateErrors())
 }
 
 func TestCheckBucket(t *testing.T) {
@@ -246,7 +247,7 @@ func TestWithHTTPClientLeavesTheCallersClient(t *testing.T) {
 func hangingServer(t *testing.T) *url.URL {
 	t.Helper()
 	done := make(chan struct{})
-	s := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+	s := httptest.NewServer(http.HandlerFunc(func(_ http.ResponseWriter, r *http.Request) {
 		select {
 		case <-r.Context().Done():
 		case <-done:

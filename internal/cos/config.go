@@ -40,7 +40,7 @@ var endpointPattern = regexp.MustCompile(`^(http(s)?)://cos-internal\.([^.]+)\.t
 
 // bucketPattern is the <name>-<appid> shape the SDK requires of a bucket in
 // a COS host name; requests to other names fail inside the SDK.
-var bucketPattern = regexp.MustCompile(`^[a-z0-9-]+-[0-9]+$`)
+var bucketPattern = regexp.MustCompile(`^[a-z0-9-]+-\d+$`)
 
 // Config is what the operator knows of a CosBackend: where the state is
 // and the credentials to read it.
@@ -225,7 +225,7 @@ func validateWorkspace(workspace string) error {
 // hasSegment reports whether any '/'-separated segment of p is one of
 // names.
 func hasSegment(p string, names ...string) bool {
-	for _, seg := range strings.Split(p, "/") {
+	for seg := range strings.SplitSeq(p, "/") {
 		if slices.Contains(names, seg) {
 			return true
 		}

@@ -123,7 +123,7 @@ func (c *Client) classify(op, key string, resp *sdk.Response, err error) error {
 		return re
 	}
 	where := fmt.Sprintf("%s in bucket %q", op, c.bucket)
-	last, attempts := lastError(err)
+	attempts, last := lastError(err)
 	if attempts > 1 {
 		where += fmt.Sprintf(" (%d attempts)", attempts)
 	}
@@ -151,11 +151,10 @@ func transportError(where string, err error) error {
 }
 
 // lastError unwraps the SDK's *RetryError, which holds one error per
-// attempt and no Unwrap method, into the last error and the attempt count.
-func lastError(err error) (error, int) {
-	var re *sdk.RetryError
-	if errors.As(err, &re) && len(re.Errs) > 0 {
-		return re.Errs[len(re.Errs)-1], len(re.Errs)
+// attempt and no Unwrap method, into the attempt count and the last error.
+func lastError(err error) (int, error) {
+	if re, ok := errors.AsType[*sdk.RetryError](err); ok && len(re.Errs) > 0 {
+		return len(re.Errs), re.Errs[len(re.Errs)-1]
 	}
-	return err, 1
+	return 1, err
 }

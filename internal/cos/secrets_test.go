@@ -101,6 +101,7 @@ type leakScenario func(t *testing.T, h *leakHarness) *cos.Client
 // a lock in the default workspace before setup changes things.
 func onCostest(setup func(srv *costest.Server, cfg *cos.Config)) leakScenario {
 	return func(t *testing.T, h *leakHarness) *cos.Client {
+		t.Helper()
 		srv := costest.NewServer(t)
 		srv.AddTemporaryCredentials(leakID, leakKey, leakToken)
 		srv.PutState(bucket, "env/terraform.tfstate", []byte(state))
@@ -123,6 +124,7 @@ func onCostest(setup func(srv *costest.Server, cfg *cos.Config)) leakScenario {
 // onHostile is a scenario on a loopback server answering with serve.
 func onHostile(serve func(w http.ResponseWriter, r *http.Request, sig, token string), opts ...cos.Option) leakScenario {
 	return func(t *testing.T, h *leakHarness) *cos.Client {
+		t.Helper()
 		c, err := cos.New(leakConfig(), append([]cos.Option{cos.WithBaseURL(h.hostile(t, serve))}, opts...)...)
 		if err != nil {
 			t.Fatal(err)
@@ -156,7 +158,7 @@ func echoingObjects(w http.ResponseWriter, r *http.Request, sig, token string) {
 
 // redirectingWith answers 302 to location, repeated in the body.
 func redirectingWith(location func(sig, token string) string) func(http.ResponseWriter, *http.Request, string, string) {
-	return func(w http.ResponseWriter, r *http.Request, sig, token string) {
+	return func(w http.ResponseWriter, _ *http.Request, sig, token string) {
 		loc := location(sig, token)
 		w.Header().Set("Location", loc)
 		w.Header().Set("Content-Type", "application/xml")

@@ -250,7 +250,7 @@ func TestStreamState(t *testing.T) {
 // flushing every byte, so that only the stream can tell its size.
 func chunkedState(t *testing.T, data []byte) *url.URL {
 	t.Helper()
-	s := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+	s := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, _ *http.Request) {
 		w.Header().Set("X-Cos-Meta-Md5", md5hex(data))
 		w.WriteHeader(http.StatusOK)
 		for _, b := range data {
@@ -396,7 +396,8 @@ func TestStreamStateAllocatesFarLessThanTheState(t *testing.T) {
 	srv.PutState(bucket, "env/terraform.tfstate", data)
 	c := newClient(t, srv, baseConfig())
 	want := md5.Sum(data)
-	data = nil // the test's own copy plays no part from here on
+	// data is dead from here on: the test's own copy plays no part in what
+	// is measured.
 
 	h := md5.New()
 	var n int64

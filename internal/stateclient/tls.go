@@ -25,7 +25,7 @@ func configureTLS(base *tls.Config, cfg Config) (*tls.Config, error) {
 		tc = &tls.Config{MinVersion: tls.VersionTLS12}
 	}
 	if cfg.SkipCertVerification {
-		tc.InsecureSkipVerify = true //nolint:gosec // explicitly requested, as Terraform's skip_cert_verification
+		tc.InsecureSkipVerify = true // explicitly requested, as Terraform's skip_cert_verification
 	}
 	if len(cfg.ClientCACertificatePEM) > 0 {
 		pool := x509.NewCertPool()

@@ -1,11 +1,12 @@
 package costest
 
 import (
-	"crypto/md5" //nolint:gosec // Content-MD5 is MD5 by definition
+	"crypto/md5" // Content-MD5 is MD5 by definition
 	"encoding/base64"
 	"fmt"
 	"hash/crc64"
 	"io"
+	"maps"
 	"net"
 	"net/http"
 	"regexp"
@@ -75,9 +76,7 @@ func (s *Server) handler(bucket string) http.Handler {
 
 func (rsp response) write(w http.ResponseWriter, r *http.Request, id string) {
 	h := w.Header()
-	for k, vs := range rsp.header {
-		h[k] = vs
-	}
+	maps.Copy(h, rsp.header)
 	h.Set("x-cos-request-id", id)
 	h.Set("Server", "tencent-cos")
 	body := rsp.body
@@ -180,7 +179,7 @@ func (s *Server) putObject(r *http.Request, bucket, key string, body []byte) res
 		return errResp(errTooLarge)
 	}
 	if want := r.Header.Get("Content-MD5"); want != "" {
-		sum := md5.Sum(body) //nolint:gosec // see import
+		sum := md5.Sum(body)
 		if base64.StdEncoding.EncodeToString(sum[:]) != want {
 			return errResp(errBadDigest)
 		}

@@ -22,7 +22,7 @@ func TestURLGivesEachBucketItsListener(t *testing.T) {
 	srv.PutState(bucket, "a", []byte("in states"))
 	srv.PutState("other-1250000000", "b", []byte("in other"))
 
-	if srv.URL(bucket).String() != srv.URL(bucket).String() {
+	if first, second := srv.URL(bucket), srv.URL(bucket); first.String() != second.String() {
 		t.Error("URL(bucket) changes between calls")
 	}
 	if srv.URL(bucket).Host == srv.URL("other-1250000000").Host {
@@ -148,7 +148,14 @@ func TestFaults(t *testing.T) {
 		u := srv.URL(bucket)
 		srv.Close()
 		srv.Close() // idempotent
-		_, err := http.Get(u.String())
+		req, err := http.NewRequestWithContext(t.Context(), http.MethodGet, u.String(), http.NoBody)
+		if err != nil {
+			t.Fatal(err)
+		}
+		resp, err := http.DefaultClient.Do(req)
+		if err == nil {
+			_ = resp.Body.Close()
+		}
 		if !errors.Is(err, syscall.ECONNREFUSED) {
 			t.Errorf("GET after Close = %v, want connection refused", err)
 		}
@@ -158,14 +165,19 @@ func TestFaults(t *testing.T) {
 // TestErrorDocument reads an error answer without the SDK.
 func TestErrorDocument(t *testing.T) {
 	srv := newServer(t)
-	resp, err := http.Get(srv.URL(bucket).String() + "/terraform.tfstate")
+	req, err := http.NewRequestWithContext(t.Context(), http.MethodGet, srv.URL(bucket).String()+"/terraform.tfstate", http.NoBody)
+	if err != nil {
+		t.Fatal(err)
+	}
+	resp, err := http.DefaultClient.Do(req)
 	if err != nil {
 		t.Fatal(err)
 	}
 	defer func() { _ = resp.Body.Close() }()
 	body, _ := io.ReadAll(resp.Body)
 	var doc struct {
-		Code, Message, Resource, RequestId string //nolint:revive // COS's element name
+		Code, Message, Resource string
+		RequestID               string `xml:"RequestId"`
 	}
 	if err := xml.Unmarshal(body, &doc); err != nil {
 		t.Fatalf("error body %q: %v", body, err)
@@ -173,8 +185,8 @@ func TestErrorDocument(t *testing.T) {
 	if resp.StatusCode != http.StatusForbidden || doc.Code != "AccessDenied" || doc.Message == "" {
 		t.Errorf("answer = %d %+v, want 403 AccessDenied with a message", resp.StatusCode, doc)
 	}
-	if id := resp.Header.Get("X-Cos-Request-Id"); id == "" || id != doc.RequestId {
-		t.Errorf("x-cos-request-id %q, RequestId %q: want the same, non-empty", id, doc.RequestId)
+	if id := resp.Header.Get("X-Cos-Request-Id"); id == "" || id != doc.RequestID {
+		t.Errorf("x-cos-request-id %q, RequestId %q: want the same, non-empty", id, doc.RequestID)
 	}
 	if ct := resp.Header.Get("Content-Type"); ct != "application/xml" {
 		t.Errorf("Content-Type = %q", ct)

@@ -2,8 +2,9 @@ package costest
 
 import (
 	"context"
-	"crypto/md5" //nolint:gosec // x-cos-meta-md5 and ETag are MD5 by definition
+	"crypto/md5" // x-cos-meta-md5 and ETag are MD5 by definition
 	"encoding/hex"
+	"maps"
 	"net"
 	"net/http"
 	"net/http/httptest"
@@ -68,7 +69,7 @@ type Request struct {
 // NewServer starts a server. When tb is not nil the server is closed in
 // tb's cleanup; otherwise call Close. It starts with no buckets and no
 // credentials.
-func NewServer(tb testing.TB) *Server {
+func NewServer(tb testing.TB) *Server { //nolint:thelper // tb is optional (nil in hack/cosdouble) and only closes the server
 	s := &Server{
 		perBucket: map[string]*httptest.Server{},
 		creds:     map[string]credential{},
@@ -198,12 +199,12 @@ func (s *Server) PutObject(bucket, key string, data []byte, meta map[string]stri
 // PutState stores data as Terraform's cos backend writes a state or lock
 // object: with x-cos-meta-md5 set to the hex MD5 of data.
 func (s *Server) PutState(bucket, key string, data []byte) {
-	sum := md5.Sum(data) //nolint:gosec // see import
+	sum := md5.Sum(data)
 	s.PutObject(bucket, key, data, map[string]string{"md5": hex.EncodeToString(sum[:])})
 }
 
 func (s *Server) storeLocked(bucket, key string, o *object) {
-	sum := md5.Sum(o.data) //nolint:gosec // see import
+	sum := md5.Sum(o.data)
 	o.etag = `"` + hex.EncodeToString(sum[:]) + `"`
 	o.modified = s.now().UTC()
 	s.bucketLocked(bucket)[key] = o
@@ -226,9 +227,7 @@ func (s *Server) Object(bucket, key string) (data []byte, meta map[string]string
 		return nil, nil, false
 	}
 	meta = make(map[string]string, len(o.meta))
-	for k, v := range o.meta {
-		meta[k] = v
-	}
+	maps.Copy(meta, o.meta)
 	return append([]byte(nil), o.data...), meta, true
 }
 

@@ -2,6 +2,7 @@ package costest
 
 import (
 	"fmt"
+	"maps"
 	"net/http"
 	"net/http/httptest"
 	"strings"
@@ -18,10 +19,8 @@ var signedAt = time.Date(2026, 1, 2, 3, 4, 5, 0, time.UTC)
 // it with the SDK's own signer at signedAt, valid for an hour.
 func signedRequest(t *testing.T, method, target string, header http.Header, id, key, token string) *http.Request {
 	t.Helper()
-	r := httptest.NewRequest(method, target, nil)
-	for k, vs := range header {
-		r.Header[k] = vs
-	}
+	r := httptest.NewRequestWithContext(t.Context(), method, target, http.NoBody)
+	maps.Copy(r.Header, header)
 	sdk.AddAuthorizationHeader(id, key, token, r, &sdk.AuthTime{
 		SignStartTime: signedAt, SignEndTime: signedAt.Add(time.Hour),
 		KeyStartTime: signedAt, KeyEndTime: signedAt.Add(time.Hour),
@@ -73,8 +72,8 @@ func TestAuthenticateSDKSignatures(t *testing.T) {
 			r.Header.Set("Authorization", h[:len(h)-1]+map[bool]string{true: "1", false: "0"}[last == '0'])
 		}, want: errBadSignature},
 		"signature dropped": {id: "AKIDperm", key: "perm-secret", tamper: func(r *http.Request) {
-			h := r.Header.Get("Authorization")
-			r.Header.Set("Authorization", h[:strings.Index(h, "&q-signature=")])
+			h, _, _ := strings.Cut(r.Header.Get("Authorization"), "&q-signature=")
+			r.Header.Set("Authorization", h)
 		}, want: errAccessDenied},
 		"algorithm changed": {id: "AKIDperm", key: "perm-secret", tamper: editAuth("q-sign-algorithm=sha1", "q-sign-algorithm=sha256"), want: errAccessDenied},
 		"key time widened":  {id: "AKIDperm", key: "perm-secret", tamper: editAuth(keyTime(time.Hour), keyTime(24*time.Hour)), want: errBadSignature},
