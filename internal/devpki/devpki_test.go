@@ -51,7 +51,7 @@ func TestMutualTLS(t *testing.T) {
 		}
 		defer conn.Close()
 		tc := conn.(*tls.Conn)
-		if err := tc.Handshake(); err != nil {
+		if err := tc.HandshakeContext(t.Context()); err != nil {
 			accepted <- "handshake: " + err.Error()
 			return
 		}
@@ -60,11 +60,12 @@ func TestMutualTLS(t *testing.T) {
 	}()
 
 	_, port, _ := net.SplitHostPort(ln.Addr().String())
-	conn, err := tls.Dial("tcp", net.JoinHostPort("localhost", port), &tls.Config{
+	dialer := &tls.Dialer{Config: &tls.Config{
 		RootCAs:      roots,
 		Certificates: []tls.Certificate{clientPair},
 		MinVersion:   tls.VersionTLS12,
-	})
+	}}
+	conn, err := dialer.DialContext(t.Context(), "tcp", net.JoinHostPort("localhost", port))
 	if err != nil {
 		t.Fatalf("dialing with the client certificate: %v", err)
 	}

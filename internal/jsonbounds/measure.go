@@ -65,7 +65,8 @@ func Measure(raw []byte, b Bounds) (int, error) {
 			return nil
 		}
 		inner := &open[len(open)-1]
-		if inner.members++; inner.members > b.MaxMembers {
+		inner.members++
+		if inner.members > b.MaxMembers {
 			return ErrTooManyMembers
 		}
 		wantKey = inner.object
@@ -136,8 +137,7 @@ type frame struct {
 // syntaxError reports err, from a JSON decoder, by offset only: its
 // message may quote part of the value.
 func syntaxError(err error) error {
-	var syntaxErr *json.SyntaxError
-	if errors.As(err, &syntaxErr) {
+	if syntaxErr, ok := errors.AsType[*json.SyntaxError](err); ok {
 		return fmt.Errorf("%w: syntax error at byte %d", ErrNotJSON, syntaxErr.Offset)
 	}
 	return ErrNotJSON

@@ -155,8 +155,7 @@ func TestDialerDialContext(t *testing.T) {
 				t.Errorf("errors.Is(%v, ErrAddressDenied) = %v, want %v", err, got, tc.wantDenied)
 			}
 			if tc.wantDenied {
-				var de *DeniedError
-				if !errors.As(err, &de) {
+				if _, ok := errors.AsType[*DeniedError](err); !ok {
 					t.Errorf("error %v is not a *DeniedError", err)
 				}
 				if strings.ContainsRune(err.Error(), '"') {
@@ -189,11 +188,12 @@ func TestDialerDialContext(t *testing.T) {
 // a loopback listener, by name, and checks the bytes arrive.
 func TestDialerRealLoopback(t *testing.T) {
 	t.Parallel()
-	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	var lc net.ListenConfig
+	ln, err := lc.Listen(t.Context(), "tcp", "127.0.0.1:0")
 	if err != nil {
 		t.Fatal(err)
 	}
-	t.Cleanup(func() { ln.Close() })
+	t.Cleanup(func() { _ = ln.Close() })
 	got := make(chan string, 1)
 	go func() {
 		c, err := ln.Accept()

@@ -121,8 +121,7 @@ func TestKeysAreConfigMapKeys(t *testing.T) {
 	for name, selectors := range cases {
 		t.Run(name, func(t *testing.T) {
 			_, err := Select(st, nil, selectors)
-			var keyErr *KeyError
-			if !errors.As(err, &keyErr) {
+			if _, ok := errors.AsType[*KeyError](err); !ok {
 				t.Fatalf("Select() error = %v, want a KeyError", err)
 			}
 		})

@@ -17,23 +17,23 @@ func Error(err error, text string) error {
 		Temporary() bool
 	}
 	if errors.As(err, &ne) {
-		return &rewrittenNet{rewritten{err: err, text: text}, ne}
+		return &rewrittenNetError{rewrittenError{err: err, text: text}, ne}
 	}
-	return &rewritten{err: err, text: text}
+	return &rewrittenError{err: err, text: text}
 }
 
-// rewritten is an error with another message.
-type rewritten struct {
+// rewrittenError is an error with another message.
+type rewrittenError struct {
 	err  error
 	text string
 }
 
-func (e *rewritten) Error() string { return e.text }
-func (e *rewritten) Unwrap() error { return e.err }
+func (e *rewrittenError) Error() string { return e.text }
+func (e *rewrittenError) Unwrap() error { return e.err }
 
-// rewrittenNet is a rewritten network error.
-type rewrittenNet struct {
-	rewritten
+// rewrittenNetError is a rewrittenError of a network error.
+type rewrittenNetError struct {
+	rewrittenError
 	net interface {
 		Timeout() bool
 		Temporary() bool
@@ -41,10 +41,10 @@ type rewrittenNet struct {
 }
 
 // Timeout reports whether the original error is a timeout.
-func (e *rewrittenNet) Timeout() bool { return e.net.Timeout() }
+func (e *rewrittenNetError) Timeout() bool { return e.net.Timeout() }
 
 // Temporary reports whether the original error is temporary.
-func (e *rewrittenNet) Temporary() bool { return e.net.Temporary() }
+func (e *rewrittenNetError) Temporary() bool { return e.net.Temporary() }
 
 // Rewrite returns err when clean leaves its message as it is, and
 // otherwise an error with the cleaned message that is still err (see

@@ -37,7 +37,7 @@ func TestError(t *testing.T) {
 			if isNet := errors.As(got, &ne); isNet != tc.wantNet {
 				t.Fatalf("errors.As(net.Error) = %t, want %t", isNet, tc.wantNet)
 			}
-			if _, direct := got.(net.Error); direct != tc.wantNet {
+			if _, direct := got.(net.Error); direct != tc.wantNet { //nolint:errorlint // the rewritten error itself, not its chain, must be a net.Error
 				t.Errorf("the rewritten error is a net.Error: %t, want %t", direct, tc.wantNet)
 			}
 			if tc.wantNet && ne.Timeout() != tc.wantTimeout {
@@ -88,7 +88,7 @@ func TestRewrite(t *testing.T) {
 		t.Errorf("Rewrite(nil) = %v", got)
 	}
 	kept := errors.New("kept")
-	if got := Rewrite(kept, clean); got != kept {
+	if got := Rewrite(kept, clean); got != kept { //nolint:errorlint // the very same value must come back, not a wrapper
 		t.Errorf("Rewrite() of a clean error = %v, want the error itself", got)
 	}
 	got := Rewrite(base, clean)
