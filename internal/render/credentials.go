@@ -17,12 +17,12 @@ const (
 	EnvHTTPClientCACertificatePEM = "TF_HTTP_CLIENT_CA_CERTIFICATE_PEM"
 
 	// EnvCosSecretID is the Tencent Cloud secret id.
-	EnvCosSecretID = "TENCENTCLOUD_SECRET_ID"
+	EnvCosSecretID = "TENCENTCLOUD_SECRET_ID" //nolint:gosec // the variable's name, not a credential
 	// EnvCosSecretKey is the Tencent Cloud secret key.
-	EnvCosSecretKey = "TENCENTCLOUD_SECRET_KEY"
+	EnvCosSecretKey = "TENCENTCLOUD_SECRET_KEY" //nolint:gosec // the variable's name, not a credential
 	// EnvCosSecurityToken is the token of temporary Tencent Cloud
 	// credentials.
-	EnvCosSecurityToken = "TENCENTCLOUD_SECURITY_TOKEN"
+	EnvCosSecurityToken = "TENCENTCLOUD_SECURITY_TOKEN" //nolint:gosec // the variable's name, not a credential
 )
 
 // HTTPSecrets is the secret material of an http backend, resolved from its

@@ -11,7 +11,7 @@ import (
 	"github.com/google/go-cmp/cmp"
 )
 
-// update rewrites the golden files: go test ./internal/render -update
+// update rewrites the golden files: go test ./internal/render -update.
 var update = flag.Bool("update", false, "rewrite the golden files in testdata/ from the current output")
 
 // goldenFiles lists the rendered files with their golden file names.

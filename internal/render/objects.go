@@ -8,7 +8,6 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/types"
-	"k8s.io/utils/ptr"
 )
 
 // Labels of the rendered objects.
@@ -24,7 +23,7 @@ const (
 
 const (
 	configMapSuffix         = "-backend"
-	credentialsSecretSuffix = "-backend-credentials"
+	credentialsSecretSuffix = "-backend-credentials" //nolint:gosec // a name suffix, not a credential
 
 	// maxLabelValue is the longest label value Kubernetes accepts.
 	maxLabelValue = 63
@@ -130,8 +129,8 @@ func OwnedObjectMeta(owner Owner, name string, labels map[string]string) metav1.
 			Kind:               owner.Kind,
 			Name:               owner.Name,
 			UID:                owner.UID,
-			Controller:         ptr.To(true),
-			BlockOwnerDeletion: ptr.To(true),
+			Controller:         new(true),
+			BlockOwnerDeletion: new(true),
 		}},
 	}
 }

@@ -8,7 +8,6 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/util/validation"
-	"k8s.io/utils/ptr"
 )
 
 var testOwner = Owner{
@@ -33,8 +32,8 @@ func wantMeta(name string) metav1.ObjectMeta {
 			Kind:               "HttpBackend",
 			Name:               "app",
 			UID:                "6f1c2a9e-0000-4000-8000-000000000001",
-			Controller:         ptr.To(true),
-			BlockOwnerDeletion: ptr.To(true),
+			Controller:         new(true),
+			BlockOwnerDeletion: new(true),
 		}},
 	}
 }

@@ -34,8 +34,8 @@ var configErrors = []string{
 // assume_role as rendered. Attributes Terraform v1.5.7 does not know must be
 // refused by name with that version.
 func TestTerraformCos(t *testing.T) {
-	bin := testtools.Terraform(t) // fail early
-	version := terraformVersion(t, bin)
+	testtools.Terraform(t) // fail early
+	version := terraformVersion(t)
 	role := &backendsv1alpha1.AssumeRole{
 		RoleArn:         "qcs::cam::uin/100000000001:roleName/tfstate",
 		SessionName:     "backend-operator",
@@ -54,12 +54,12 @@ func TestTerraformCos(t *testing.T) {
 		},
 		"storage fields": {
 			spec: backendsv1alpha1.CosBackendSpec{
-				Bucket: testBucket, Prefix: "teams/app", Key: "app.tfstate", Encrypt: ptr.To(false), ACL: "public-read",
+				Bucket: testBucket, Prefix: "teams/app", Key: "app.tfstate", Encrypt: new(false), ACL: "public-read",
 			},
 			wantHost: testBucket + ".cos." + testRegion + ".myqcloud.com:443",
 		},
 		"accelerate": {
-			spec:     backendsv1alpha1.CosBackendSpec{Bucket: testBucket, Accelerate: ptr.To(true), Encrypt: ptr.To(true)},
+			spec:     backendsv1alpha1.CosBackendSpec{Bucket: testBucket, Accelerate: new(true), Encrypt: new(true)},
 			wantHost: testBucket + ".cos.accelerate.myqcloud.com:443",
 		},
 		"assume_role": {
@@ -121,9 +121,9 @@ func TestTerraformCos(t *testing.T) {
 	}
 }
 
-// terraformVersion returns the version of the terraform binary, such as
-// 1.5.7.
-func terraformVersion(t *testing.T, bin string) string {
+// terraformVersion returns the version of the terraform binary the tests
+// run, such as 1.5.7.
+func terraformVersion(t *testing.T) string {
 	t.Helper()
 	w := newWorkdir(t, nil, nil)
 	var v struct {

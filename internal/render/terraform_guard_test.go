@@ -107,12 +107,12 @@ func TestRefusingProxyNeverForwards(t *testing.T) {
 	client := &http.Client{Timeout: 10 * time.Second, Transport: &http.Transport{Proxy: http.ProxyURL(u)}}
 
 	// https: the client asks for a tunnel, which the proxy refuses.
-	if resp, err := client.Get("https://" + target + "/state"); err == nil {
+	if resp, err := client.Do(getRequest(t, "https://"+target+"/state")); err == nil {
 		resp.Body.Close()
 		t.Errorf("a request through the CONNECT tunnel got an answer (%d), want the tunnel refused", resp.StatusCode)
 	}
 	// http: the client sends the request to the proxy, which answers it.
-	resp, err := client.Get("http://" + target + "/state")
+	resp, err := client.Do(getRequest(t, "http://"+target+"/state"))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -225,6 +225,16 @@ func TestNewWorkdirConfinesTerraform(t *testing.T) {
 			}
 		})
 	}
+}
+
+// getRequest returns a GET request for target, bound to the test's context.
+func getRequest(t *testing.T, target string) *http.Request {
+	t.Helper()
+	req, err := http.NewRequestWithContext(t.Context(), http.MethodGet, target, http.NoBody)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return req
 }
 
 // isLoopback reports whether host is a loopback IP address.

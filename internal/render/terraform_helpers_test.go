@@ -64,12 +64,11 @@ type workdir struct {
 }
 
 // newWorkdir writes files into a new temporary directory, and starts the
-// refusing proxy of its commands. env (the credentials Secret) and
-// extraEnv are added to the clean environment of testtools.TerraformEnv,
-// as envFrom would; they must not set proxy variables, which come only
-// from proxyEnv. Every terraform command of this package's tests runs in
+// refusing proxy of its commands. env (the credentials Secret) is added to
+// the clean environment of testtools.TerraformEnv, as envFrom would; it
+// must not set proxy variables, which come only from proxyEnv. Every terraform command of this package's tests runs in
 // such a workdir (TestTerraformRunsAreGuarded).
-func newWorkdir(t *testing.T, files map[string][]byte, env map[string][]byte, extraEnv ...string) *workdir {
+func newWorkdir(t *testing.T, files, env map[string][]byte) *workdir {
 	t.Helper()
 	bin := testtools.Terraform(t)
 	dir := t.TempDir()
@@ -82,7 +81,6 @@ func newWorkdir(t *testing.T, files map[string][]byte, env map[string][]byte, ex
 	for _, k := range slices.Sorted(maps.Keys(env)) {
 		vars = append(vars, k+"="+string(env[k]))
 	}
-	vars = append(vars, extraEnv...)
 	for _, kv := range vars {
 		if isProxyVariable(kv) {
 			t.Fatalf("the environment of a terraform command sets %s: only proxyEnv may", strings.SplitN(kv, "=", 2)[0])

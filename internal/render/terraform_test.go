@@ -198,7 +198,7 @@ func checkStoredState(t *testing.T, srv *httptest.Server, withClientCert bool, c
 	if withClientCert {
 		c.Transport.(*http.Transport).TLSClientConfig.Certificates = []tls.Certificate{cert}
 	}
-	req, err := http.NewRequestWithContext(t.Context(), http.MethodGet, spec.Address, nil)
+	req, err := http.NewRequestWithContext(t.Context(), http.MethodGet, spec.Address, http.NoBody)
 	if err != nil {
 		t.Fatal(err)
 	}
