@@ -4,7 +4,7 @@ import (
 	"bufio"
 	"bytes"
 	"context"
-	"crypto/md5" //nolint:gosec // protocol checksum
+	"crypto/md5" // protocol checksum
 	"encoding/base64"
 	"encoding/json"
 	"fmt"
@@ -37,11 +37,22 @@ var reference struct {
 	stop io.Closer
 }
 
+// benchRequest returns a request bound to the benchmark's context, as
+// hc.Get and hc.Post would build it.
+func benchRequest(b *testing.B, method, target string, body io.Reader) *http.Request {
+	b.Helper()
+	req, err := http.NewRequestWithContext(b.Context(), method, target, body)
+	if err != nil {
+		b.Fatal(err)
+	}
+	return req
+}
+
 // referenceURL starts the child server once per test binary run.
 func referenceURL(b *testing.B) string {
 	b.Helper()
 	reference.once.Do(func() {
-		cmd := exec.Command(os.Args[0], "-test.run=^$")
+		cmd := exec.Command(os.Args[0], "-test.run=^$") //nolint:noctx // serves every benchmark of the binary; stopReference stops it by closing its stdin
 		cmd.Env = append(os.Environ(), serverModeEnv+"=1")
 		cmd.Stderr = os.Stderr
 		stdin, err := cmd.StdinPipe()
@@ -176,7 +187,7 @@ func BenchmarkStreamState(b *testing.B) {
 			b.SetBytes(int64(s.size))
 			b.ReportAllocs()
 			for b.Loop() {
-				resp, err := hc.Get(url)
+				resp, err := hc.Do(benchRequest(b, http.MethodGet, url, http.NoBody))
 				if err != nil {
 					b.Fatal(err)
 				}
@@ -211,7 +222,9 @@ func BenchmarkUpdate(b *testing.B) {
 			b.SetBytes(int64(s.size))
 			b.ReportAllocs()
 			for b.Loop() {
-				resp, err := hc.Post(url, "application/json", bytes.NewReader(data))
+				req := benchRequest(b, http.MethodPost, url, bytes.NewReader(data))
+				req.Header.Set("Content-Type", "application/json")
+				resp, err := hc.Do(req)
 				if err != nil {
 					b.Fatal(err)
 				}
@@ -229,11 +242,8 @@ func BenchmarkUpdate(b *testing.B) {
 			b.SetBytes(int64(s.size))
 			b.ReportAllocs()
 			for b.Loop() {
-				req, err := http.NewRequest(http.MethodPost, url, bytes.NewReader(data))
-				if err != nil {
-					b.Fatal(err)
-				}
-				sum := md5.Sum(data) //nolint:gosec // protocol checksum
+				req := benchRequest(b, http.MethodPost, url, bytes.NewReader(data))
+				sum := md5.Sum(data)
 				req.Header.Set("Content-Type", "application/json")
 				req.Header.Set("Content-MD5", base64.StdEncoding.EncodeToString(sum[:]))
 				resp, err := hc.Do(req)
@@ -275,7 +285,7 @@ func BenchmarkFetchSummary(b *testing.B) {
 			b.SetBytes(int64(s.size))
 			b.ReportAllocs()
 			for b.Loop() {
-				resp, err := hc.Get(url)
+				resp, err := hc.Do(benchRequest(b, http.MethodGet, url, http.NoBody))
 				if err != nil {
 					b.Fatal(err)
 				}

@@ -17,7 +17,7 @@ const (
 	DefaultLockMethod    = "LOCK"
 	DefaultUnlockMethod  = "UNLOCK"
 	DefaultRetryMax      = 2
-	DefaultRetryWaitMin  = 1 * time.Second
+	DefaultRetryWaitMin  = 1 * time.Second //nolint:revive // Min is minimum (Terraform's retry_wait_min), not minutes
 	DefaultRetryWaitMax  = 30 * time.Second
 	DefaultMaxStateBytes = 64 << 20
 )
@@ -130,8 +130,7 @@ func parseAddress(field, raw string) (endpoint, error) {
 		if strings.ContainsAny(raw, "@?#") {
 			return endpoint{}, fmt.Errorf("%w: %s is not a valid URL", ErrInvalidConfig, field)
 		}
-		var ue *url.Error
-		if errors.As(err, &ue) {
+		if ue, ok := errors.AsType[*url.Error](err); ok {
 			err = ue.Err
 		}
 		return endpoint{}, fmt.Errorf("%w: %s %q is not a valid URL: %w", ErrInvalidConfig, field, raw, err)
@@ -156,7 +155,7 @@ func checkMethod(field, m string) error {
 	if m == "" {
 		return fmt.Errorf("%w: %s is empty", ErrInvalidConfig, field)
 	}
-	for i := 0; i < len(m); i++ {
+	for i := range len(m) {
 		c := m[i]
 		if c >= 'a' && c <= 'z' || c >= 'A' && c <= 'Z' || c >= '0' && c <= '9' || strings.IndexByte("!#$%&'*+-.^_`|~", c) >= 0 {
 			continue

@@ -75,10 +75,14 @@ func echoHandler(w http.ResponseWriter, r *http.Request) {
 		if r.Method != "LOCK" {
 			status = http.StatusConflict
 		}
-		holder, _ := json.Marshal(LockInfo{
+		holder, err := json.Marshal(LockInfo{
 			ID: "holder-" + r.URL.Query().Get("token"), Operation: r.Header.Get("Authorization"),
 			Info: echo, Who: echo, Version: pass + " " + r.URL.RawQuery, Path: r.URL.String(),
 		})
+		if err != nil {
+			http.Error(w, err.Error(), http.StatusInternalServerError)
+			return
+		}
 		w.WriteHeader(status)
 		_, _ = w.Write(holder)
 	}

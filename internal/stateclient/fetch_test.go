@@ -1,7 +1,7 @@
 package stateclient
 
 import (
-	"crypto/md5" //nolint:gosec // protocol checksum
+	"crypto/md5" // protocol checksum
 	"errors"
 	"io"
 	"net/http"
@@ -18,7 +18,7 @@ import (
 const smallState = `{"version":4,"terraform_version":"1.5.7","serial":3,"lineage":"lin","outputs":{"b":{"value":"x","type":"string","sensitive":true},"a":{"value":[1],"type":["list","number"]}},"resources":[]}`
 
 func md5Of(s string) []byte {
-	sum := md5.Sum([]byte(s)) //nolint:gosec // protocol checksum
+	sum := md5.Sum([]byte(s))
 	return sum[:]
 }
 
@@ -27,7 +27,7 @@ func chunked(state string) http.HandlerFunc {
 	return func(w http.ResponseWriter, _ *http.Request) {
 		body := state
 		w.WriteHeader(http.StatusOK)
-		for len(body) > 0 {
+		for body != "" {
 			n := min(len(body), 100)
 			_, _ = w.Write([]byte(body[:n]))
 			w.(http.Flusher).Flush()

@@ -51,8 +51,7 @@ func (l retryLogger) value(v any) any {
 	case *url.URL:
 		return printableURL(v)
 	case error:
-		var ue *url.Error
-		if errors.As(v, &ue) { // the URL is logged under its own key
+		if ue, ok := errors.AsType[*url.Error](v); ok { // the URL is logged under its own key
 			return ue.Op + ": " + l.secrets.cleanCause(ue.Err).Error()
 		}
 		return l.secrets.cleanCause(v).Error()

@@ -1,6 +1,7 @@
 package stateclient
 
 import (
+	"context"
 	"fmt"
 	"io"
 	"net"
@@ -29,7 +30,8 @@ func TestMain(m *testing.M) {
 // serveReference serves a memory-backed reference server on a loopback
 // port, prints its URL on stdout and exits when stdin is closed.
 func serveReference() {
-	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	var lc net.ListenConfig
+	ln, err := lc.Listen(context.Background(), "tcp", "127.0.0.1:0")
 	if err != nil {
 		fmt.Fprintln(os.Stderr, err)
 		os.Exit(1)

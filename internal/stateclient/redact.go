@@ -173,7 +173,7 @@ func newSecrets(cfg Config) secrets {
 // strings and JSON strings.
 func variants(v string) []string {
 	quoted := strconv.Quote(v)
-	js, _ := json.Marshal(v) // cannot fail on a string
+	js, _ := json.Marshal(v) //nolint:errchkjson // cannot fail on a string
 	return []string{v, url.QueryEscape(v), url.PathEscape(v), quoted[1 : len(quoted)-1], string(js[1 : len(js)-1])}
 }
 
@@ -235,8 +235,7 @@ func (s secrets) cleanCause(err error) error {
 // never the URL net/http last tried, which may be a redirect's Location,
 // and never a query) and has a clean cause.
 func (s secrets) cleanTransportError(err error, target string) error {
-	var ue *url.Error
-	if errors.As(err, &ue) {
+	if ue, ok := errors.AsType[*url.Error](err); ok {
 		return &url.Error{Op: ue.Op, URL: target, Err: s.cleanCause(ue.Err)}
 	}
 	return s.cleanCause(err)

@@ -94,7 +94,8 @@ func fieldIf(ok bool, f func() string) string {
 // rawServer serves one fixed raw HTTP answer on every connection.
 func rawServer(t *testing.T, answer string) string {
 	t.Helper()
-	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	var lc net.ListenConfig
+	ln, err := lc.Listen(t.Context(), "tcp", "127.0.0.1:0")
 	if err != nil {
 		t.Fatal(err)
 	}

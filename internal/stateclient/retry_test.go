@@ -12,16 +12,17 @@ import (
 // at max, and exactly RetryMax+1 attempts.
 func TestRetryWaits(t *testing.T) {
 	t.Parallel()
+	const ms = time.Millisecond
 	cases := map[string]struct {
 		retryMax int
 		min, max time.Duration
 		want     []time.Duration // waits between attempts
 	}{
-		"no retry":     {retryMax: 0, min: 20 * time.Millisecond, max: 100 * time.Millisecond},
-		"doubling":     {retryMax: 3, min: 20 * time.Millisecond, max: 200 * time.Millisecond, want: []time.Duration{20, 40, 80}},
-		"capped":       {retryMax: 4, min: 20 * time.Millisecond, max: 50 * time.Millisecond, want: []time.Duration{20, 40, 50, 50}},
+		"no retry":     {retryMax: 0, min: 20 * ms, max: 100 * ms},
+		"doubling":     {retryMax: 3, min: 20 * ms, max: 200 * ms, want: []time.Duration{20 * ms, 40 * ms, 80 * ms}},
+		"capped":       {retryMax: 4, min: 20 * ms, max: 50 * ms, want: []time.Duration{20 * ms, 40 * ms, 50 * ms, 50 * ms}},
 		"zero waits":   {retryMax: 2, want: []time.Duration{0, 0}},
-		"min over max": {retryMax: 2, min: 60 * time.Millisecond, max: 30 * time.Millisecond, want: []time.Duration{30, 30}},
+		"min over max": {retryMax: 2, min: 60 * ms, max: 30 * ms, want: []time.Duration{30 * ms, 30 * ms}},
 	}
 	for name, tc := range cases {
 		t.Run(name, func(t *testing.T) {
@@ -38,8 +39,7 @@ func TestRetryWaits(t *testing.T) {
 			if len(reqs) != tc.retryMax+1 {
 				t.Fatalf("server saw %d attempts, want %d", len(reqs), tc.retryMax+1)
 			}
-			for i, ms := range tc.want {
-				wait := ms * time.Millisecond
+			for i, wait := range tc.want {
 				gap := reqs[i+1].At.Sub(reqs[i].At)
 				// A timer never fires early; the upper bound allows for a busy machine.
 				if gap < wait || gap > wait+time.Second {
@@ -117,7 +117,7 @@ func TestRetryAfter(t *testing.T) {
 // context ends, whether waiting between attempts or for an answer.
 func TestContextCancellation(t *testing.T) {
 	t.Parallel()
-	slow := func(w http.ResponseWriter, r *http.Request) {
+	slow := func(_ http.ResponseWriter, r *http.Request) {
 		select {
 		case <-r.Context().Done():
 		case <-time.After(20 * time.Second):
