@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"maps"
 	"runtime"
 	"strings"
 	"testing"
@@ -222,9 +223,7 @@ func TestReadOutputsSelects(t *testing.T) {
 		t.Fatal(err)
 	}
 	got := map[string]Output{}
-	for name, o := range st.Outputs {
-		got[name] = o
-	}
+	maps.Copy(got, st.Outputs)
 	wantOutputs := map[string]Output{
 		"names":  {Value: []byte(`["a","b"]`), Type: []byte(`["list","string"]`)},
 		"secret": {Value: []byte(`"hunter2"`), Type: []byte(`"string"`), Sensitive: true},

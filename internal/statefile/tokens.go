@@ -10,7 +10,7 @@ import (
 
 // literal reads true, false or null.
 func (s *scanner) literal(k *sink, word string) error {
-	for i := 0; i < len(word); i++ {
+	for i := range len(word) {
 		c, err := s.readByte()
 		if err != nil {
 			return err
@@ -149,7 +149,7 @@ func (s *scanner) str(k *sink) error {
 		switch e {
 		case '"', '\\', '/', 'b', 'f', 'n', 'r', 't':
 		case 'u':
-			for j := 0; j < 4; j++ {
+			for range 4 {
 				h, err := s.readByte()
 				if err != nil {
 					return err

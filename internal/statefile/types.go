@@ -42,7 +42,7 @@ func Kind(typeJSON json.RawMessage) (TypeKind, error) {
 	}
 	k, err := kindOf(v, 0)
 	if err != nil {
-		return "", fmt.Errorf("%w: %s", ErrInvalidType, err)
+		return "", fmt.Errorf("%w: %w", ErrInvalidType, err)
 	}
 	return k, nil
 }

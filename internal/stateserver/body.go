@@ -69,8 +69,7 @@ func startBody(w http.ResponseWriter, r *http.Request, limit int64) (wantMD5 []b
 // bodyFailed answers a failure to read the body: 413 past the limit, else
 // 400.
 func bodyFailed(w http.ResponseWriter, err error) {
-	var tooLarge *http.MaxBytesError
-	if errors.As(err, &tooLarge) {
+	if _, ok := errors.AsType[*http.MaxBytesError](err); ok {
 		http.Error(w, "request body too large", http.StatusRequestEntityTooLarge)
 		return
 	}

@@ -2,7 +2,9 @@ package stateserver
 
 import (
 	"bytes"
+	"context"
 	"io"
+	"maps"
 	"net/http"
 	"net/http/httptest"
 	"os"
@@ -18,11 +20,9 @@ import (
 
 // serveDirect runs one request through srv without a network and returns
 // the status.
-func serveDirect(srv *Server, method, target string, body io.Reader, header http.Header) int {
-	req := httptest.NewRequest(method, target, body)
-	for k, vs := range header {
-		req.Header[k] = vs
-	}
+func serveDirect(ctx context.Context, srv *Server, method, target string, body io.Reader, header http.Header) int {
+	req := httptest.NewRequestWithContext(ctx, method, target, body)
+	maps.Copy(req.Header, header)
 	w := &countingWriter{header: http.Header{}}
 	srv.ServeHTTP(w, req)
 	if w.status == 0 {
@@ -73,6 +73,7 @@ func TestBodiesAreNotHeldTwice(t *testing.T) {
 		},
 		"dir": {
 			store: func(t *testing.T) Store {
+				t.Helper()
 				d, err := NewDirStore(t.TempDir())
 				if err != nil {
 					t.Fatal(err)
@@ -87,7 +88,7 @@ func TestBodiesAreNotHeldTwice(t *testing.T) {
 			srv := New(tc.store(t))
 			var status int
 			uploaded := testtools.AllocatedBy(func() {
-				status = serveDirect(srv, http.MethodPost, "/state/big", bytes.NewReader(body), header)
+				status = serveDirect(t.Context(), srv, http.MethodPost, "/state/big", bytes.NewReader(body), header)
 			})
 			if status != http.StatusOK {
 				t.Fatalf("POST: status %d", status)
@@ -95,7 +96,7 @@ func TestBodiesAreNotHeldTwice(t *testing.T) {
 			var w countingWriter
 			downloaded := testtools.AllocatedBy(func() {
 				w = countingWriter{header: http.Header{}}
-				srv.ServeHTTP(&w, httptest.NewRequest(http.MethodGet, "/state/big", nil))
+				srv.ServeHTTP(&w, httptest.NewRequestWithContext(t.Context(), http.MethodGet, "/state/big", http.NoBody))
 			})
 			if w.status != http.StatusOK || w.n != size {
 				t.Fatalf("GET: status %d, %d bytes; want 200, %d", w.status, w.n, size)
@@ -150,11 +151,11 @@ func TestStateBodyLimit(t *testing.T) {
 				t.Fatal(err)
 			}
 			srv := New(store)
-			if status := serveDirect(srv, http.MethodPost, "/state/x", strings.NewReader("old"), nil); status != http.StatusOK {
+			if status := serveDirect(t.Context(), srv, http.MethodPost, "/state/x", strings.NewReader("old"), nil); status != http.StatusOK {
 				t.Fatalf("POST the old state: %d", status)
 			}
 			body := &zeros{max: maxStateBytes + 1}
-			req := httptest.NewRequest(http.MethodPost, "/state/x", body)
+			req := httptest.NewRequestWithContext(t.Context(), http.MethodPost, "/state/x", body)
 			if tc.declared {
 				req.ContentLength = body.max
 			}
@@ -202,7 +203,7 @@ func TestPerNameTablesDoNotGrow(t *testing.T) {
 				wg.Go(func() {
 					for i := worker; i < names; i += 4 {
 						path := "/state/n-" + strconv.Itoa(i)
-						if got := serveDirect(srv, http.MethodGet, path, nil, nil); got != http.StatusNotFound {
+						if got := serveDirect(t.Context(), srv, http.MethodGet, path, http.NoBody, nil); got != http.StatusNotFound {
 							t.Errorf("GET %s: %d", path, got)
 						}
 						if i%50 != 0 {
@@ -219,7 +220,7 @@ func TestPerNameTablesDoNotGrow(t *testing.T) {
 							{http.MethodDelete, "?ID=" + id, ""},
 							{MethodUnlock, "", string(lockInfo(id))},
 						} {
-							if got := serveDirect(srv, r.method, path+r.query, strings.NewReader(r.body), nil); got != http.StatusOK {
+							if got := serveDirect(t.Context(), srv, r.method, path+r.query, strings.NewReader(r.body), nil); got != http.StatusOK {
 								t.Errorf("%s %s: %d", r.method, path, got)
 							}
 						}

@@ -31,7 +31,7 @@ var renameFile = os.Rename
 // readFile returns the content of file in the store's directory, nil when it
 // does not exist, and an empty non-nil slice when it exists and is empty.
 func (d *DirStore) readFile(file string) ([]byte, error) {
-	b, err := os.ReadFile(filepath.Join(d.dir, file))
+	b, err := os.ReadFile(filepath.Join(d.dir, file)) //nolint:gosec // file is an encoded name (no separator, no leading dot) and a suffix, so it stays in d.dir
 	if errors.Is(err, fs.ErrNotExist) {
 		return nil, nil
 	}
@@ -54,13 +54,16 @@ func (d *DirStore) writeOrRemove(file string, data []byte) error {
 	if err != nil {
 		return err
 	}
-	defer doc.Close() // removes the temporary file unless it was installed
+	// Close removes the temporary file unless it was installed. Once it is
+	// installed, closing only releases a descriptor of a synced file: no
+	// error then makes the write fail.
+	defer func() { _ = doc.Close() }()
 	return d.install(file, doc)
 }
 
 // remove removes file, durably; a missing file is no error.
 func (d *DirStore) remove(file string) error {
-	err := os.Remove(filepath.Join(d.dir, file))
+	err := os.Remove(filepath.Join(d.dir, file)) //nolint:gosec // file is an encoded name (no separator, no leading dot) and a suffix, so it stays in d.dir
 	if errors.Is(err, fs.ErrNotExist) {
 		return nil
 	}
@@ -72,12 +75,12 @@ func (d *DirStore) remove(file string) error {
 
 // syncDir makes a rename or removal in dir durable.
 func syncDir(dir string) error {
-	f, err := os.Open(dir)
+	f, err := os.Open(dir) //nolint:gosec // the store's own directory, which the operator chose
 	if err != nil {
 		return fmt.Errorf("open directory: %w", err)
 	}
-	defer f.Close()
-	if err := f.Sync(); err != nil {
+	syncErr := f.Sync()
+	if err := errors.Join(syncErr, f.Close()); err != nil {
 		return fmt.Errorf("sync directory: %w", err)
 	}
 	return nil
@@ -98,7 +101,7 @@ func encodeName(name string) (string, error) {
 	}
 	const hex = "0123456789ABCDEF"
 	var b strings.Builder
-	for i := 0; i < len(name); i++ {
+	for i := range len(name) {
 		c := name[i]
 		switch {
 		case 'a' <= c && c <= 'z', 'A' <= c && c <= 'Z', '0' <= c && c <= '9', c == '-', c == '_':

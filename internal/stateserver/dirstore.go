@@ -144,7 +144,7 @@ func (d *DirStore) open(base string) (Record, error) {
 	if err != nil {
 		return Record{}, err
 	}
-	f, err := os.Open(filepath.Join(d.dir, base+stateSuffix))
+	f, err := os.Open(filepath.Join(d.dir, base+stateSuffix)) //nolint:gosec // base is an encoded name (no separator, no leading dot), so it stays in d.dir
 	if errors.Is(err, fs.ErrNotExist) {
 		return Record{Lock: lock}, nil
 	}
@@ -199,7 +199,7 @@ func (f *fileDocument) Close() error {
 	err := f.file.Close()
 	if f.staged {
 		f.staged = false
-		if rerr := os.Remove(f.file.Name()); rerr != nil && !errors.Is(rerr, fs.ErrNotExist) {
+		if rerr := os.Remove(f.file.Name()); rerr != nil && !errors.Is(rerr, fs.ErrNotExist) { //nolint:gosec // the temporary file this store created
 			err = errors.Join(err, rerr)
 		}
 	}

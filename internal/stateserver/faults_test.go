@@ -163,7 +163,7 @@ func TestFaultDelay(t *testing.T) {
 	srv.InjectFault(Fault{Delay: time.Hour, Times: 1})
 	ctx, cancel := context.WithTimeout(t.Context(), 100*time.Millisecond)
 	defer cancel()
-	req, err := http.NewRequestWithContext(ctx, http.MethodGet, ts.URL+"/state/x", nil)
+	req, err := http.NewRequestWithContext(ctx, http.MethodGet, ts.URL+"/state/x", http.NoBody)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -184,7 +184,7 @@ func TestFaultDrop(t *testing.T) {
 	client := &http.Client{Transport: &http.Transport{DisableKeepAlives: true}}
 
 	post := func() error {
-		req, err := http.NewRequestWithContext(t.Context(), http.MethodPost, ts.URL+"/state/x", nil)
+		req, err := http.NewRequestWithContext(t.Context(), http.MethodPost, ts.URL+"/state/x", http.NoBody)
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -202,7 +202,7 @@ func TestFaultDrop(t *testing.T) {
 	if err := post(); err != nil {
 		t.Errorf("third POST: %v, want success once the fault is used up", err)
 	}
-	req, err := http.NewRequestWithContext(t.Context(), http.MethodGet, ts.URL+"/state/x", nil)
+	req, err := http.NewRequestWithContext(t.Context(), http.MethodGet, ts.URL+"/state/x", http.NoBody)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -302,7 +302,7 @@ func TestRequestCountingStart(t *testing.T) {
 				if i == tc.injectAfter {
 					srv.InjectFault(Fault{Path: "/never", Status: http.StatusTeapot})
 				}
-				serveDirect(srv, http.MethodGet, "/state/n"+strconv.Itoa(i), nil, nil)
+				serveDirect(t.Context(), srv, http.MethodGet, "/state/n"+strconv.Itoa(i), http.NoBody, nil)
 			}
 			if got := srv.Requests("", ""); got != tc.want {
 				t.Errorf("Requests = %d, want %d", got, tc.want)

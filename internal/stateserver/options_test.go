@@ -65,7 +65,7 @@ func TestBasicAuth(t *testing.T) {
 		t.Run(name, func(t *testing.T) {
 			t.Parallel()
 			ts := startServer(t, New(NewMemoryStore(), tc.opts...))
-			req, err := http.NewRequestWithContext(t.Context(), http.MethodGet, ts.URL+"/state/x", nil)
+			req, err := http.NewRequestWithContext(t.Context(), http.MethodGet, ts.URL+"/state/x", http.NoBody)
 			if err != nil {
 				t.Fatal(err)
 			}
@@ -169,7 +169,7 @@ func TestForceUnlockLogsHolder(t *testing.T) {
 		Level, Msg, Path, HolderID, HolderWho string
 	}
 	var got []entry
-	for _, line := range strings.Split(strings.TrimSpace(logs.String()), "\n") {
+	for line := range strings.SplitSeq(strings.TrimSpace(logs.String()), "\n") {
 		var raw map[string]any
 		if err := json.Unmarshal([]byte(line), &raw); err != nil {
 			t.Fatalf("log line %q: %v", line, err)

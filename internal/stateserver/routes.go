@@ -9,9 +9,9 @@ import (
 )
 
 const (
-	// MethodLock and MethodUnlock are the default lock and unlock methods
-	// of Terraform's http backend.
-	MethodLock   = "LOCK"
+	// MethodLock is the default lock method of Terraform's http backend.
+	MethodLock = "LOCK"
+	// MethodUnlock is the default unlock method of Terraform's http backend.
 	MethodUnlock = "UNLOCK"
 
 	// statePrefix starts every path the server serves.

@@ -1,6 +1,7 @@
 package stateserver
 
 import (
+	"bytes"
 	"errors"
 	"fmt"
 	"io"
@@ -19,6 +20,7 @@ func stores() map[string]func(t *testing.T) Store {
 	return map[string]func(t *testing.T) Store{
 		"memory": func(*testing.T) Store { return NewMemoryStore() },
 		"dir": func(t *testing.T) Store {
+			t.Helper()
 			s, err := NewDirStore(t.TempDir())
 			if err != nil {
 				t.Fatal(err)
@@ -51,6 +53,7 @@ func TestStoreContract(t *testing.T) {
 		},
 		"state and lock are stored": {
 			change: func(t *testing.T, s Store, _ func(*testing.T) Store) func(*Record) error {
+				t.Helper()
 				doc := stage(t, s, []byte("s"))
 				return func(r *Record) error { r.State, r.Lock = doc, lockInfo("a"); return nil }
 			},
@@ -58,6 +61,7 @@ func TestStoreContract(t *testing.T) {
 		},
 		"an empty state stays distinct from no state": {
 			change: func(t *testing.T, s Store, _ func(*testing.T) Store) func(*Record) error {
+				t.Helper()
 				doc := stage(t, s, []byte{})
 				return func(r *Record) error { r.State = doc; return nil }
 			},
@@ -66,8 +70,9 @@ func TestStoreContract(t *testing.T) {
 		"fn is given the current state and lock": {
 			seed: stored{State: []byte("current"), Lock: lockInfo("a")},
 			change: func(t *testing.T, _ Store, _ func(*testing.T) Store) func(*Record) error {
+				t.Helper()
 				return func(r *Record) error {
-					if got := string(readDocument(t, r.State)); got != "current" || string(r.Lock) != string(lockInfo("a")) {
+					if got := string(readDocument(t, r.State)); got != "current" || !bytes.Equal(r.Lock, lockInfo("a")) {
 						return fmt.Errorf("fn was given state %q and lock %q", got, r.Lock)
 					}
 					return nil
@@ -78,6 +83,7 @@ func TestStoreContract(t *testing.T) {
 		"replacing the state keeps the lock": {
 			seed: stored{State: []byte("old"), Lock: lockInfo("a")},
 			change: func(t *testing.T, s Store, _ func(*testing.T) Store) func(*Record) error {
+				t.Helper()
 				doc := stage(t, s, []byte("new"))
 				return func(r *Record) error { r.State = doc; return nil }
 			},
@@ -100,6 +106,7 @@ func TestStoreContract(t *testing.T) {
 		"an error writes nothing": {
 			seed: stored{State: []byte("s")},
 			change: func(t *testing.T, s Store, _ func(*testing.T) Store) func(*Record) error {
+				t.Helper()
 				doc := stage(t, s, []byte("changed"))
 				return func(r *Record) error { r.State, r.Lock = doc, lockInfo("a"); return errRefused }
 			},
@@ -109,6 +116,7 @@ func TestStoreContract(t *testing.T) {
 		"a document staged by another store is refused": {
 			seed: stored{State: []byte("s")},
 			change: func(t *testing.T, _ Store, newStore func(*testing.T) Store) func(*Record) error {
+				t.Helper()
 				doc := stage(t, newStore(t), []byte("foreign"))
 				return func(r *Record) error { r.State, r.Lock = doc, lockInfo("a"); return nil }
 			},

@@ -1,7 +1,6 @@
 package testtools
 
 import (
-	"bufio"
 	"fmt"
 	"os"
 	"strconv"
@@ -13,21 +12,19 @@ import (
 func PeakResidentBytes(t T, pid int) int64 {
 	t.Helper()
 	path := fmt.Sprintf("/proc/%d/status", pid)
-	f, err := os.Open(path)
+	status, err := os.ReadFile(path)
 	if err != nil {
 		t.Fatalf("reading the peak resident memory: %v", err)
 		return 0
 	}
-	defer f.Close()
-	s := bufio.NewScanner(f)
-	for s.Scan() {
-		rest, ok := strings.CutPrefix(s.Text(), "VmHWM:")
+	for line := range strings.Lines(string(status)) {
+		rest, ok := strings.CutPrefix(line, "VmHWM:")
 		if !ok {
 			continue
 		}
 		kb, err := strconv.ParseInt(strings.TrimSpace(strings.TrimSuffix(strings.TrimSpace(rest), "kB")), 10, 64)
 		if err != nil {
-			t.Fatalf("parsing %q of %s: %v", s.Text(), path, err)
+			t.Fatalf("parsing %q of %s: %v", strings.TrimSpace(line), path, err)
 			return 0
 		}
 		return kb << 10

@@ -70,7 +70,7 @@ const addressRefusal = "refused by the address policy"
 // did not go through the proxy.
 func expectLoopbackOnly(m *managerProcess) {
 	var refused []string
-	for _, line := range strings.Split(m.logs(), "\n") {
+	for line := range strings.SplitSeq(m.logs(), "\n") {
 		if strings.Contains(line, addressRefusal) {
 			refused = append(refused, line)
 		}

@@ -69,10 +69,9 @@ func (k *kubectl) must(ctx context.Context, namespace string, args ...string) st
 }
 
 // apply runs kubectl apply -f - with manifest and expects success.
-func (k *kubectl) apply(ctx context.Context, namespace, manifest string) string {
+func (k *kubectl) apply(ctx context.Context, namespace, manifest string) {
 	r := k.run(ctx, namespace, manifest, "apply", "-f", "-")
 	ExpectWithOffset(1, r.err).NotTo(HaveOccurred(), "kubectl apply:\n%s\n%s", r.stderr, manifest)
-	return r.stdout
 }
 
 // getJSON reads one object with kubectl get -o json into out.

@@ -2,6 +2,7 @@ package e2e
 
 import (
 	"bytes"
+	"context"
 	"crypto/tls"
 	"crypto/x509"
 	"encoding/json"
@@ -38,7 +39,7 @@ var _ = Describe("A state lock", func() {
 			ID: uuid.NewString(), Operation: "OperationTypeApply", Who: "ci-runner@build-42",
 			Version: "1.5.7", Created: time.Now().UTC().Format(time.RFC3339Nano),
 		}
-		Expect(sendLock(backend.address, "LOCK", holder)).To(Equal(http.StatusOK))
+		Expect(sendLock(ctx, backend.address, "LOCK", holder)).To(Equal(http.StatusOK))
 
 		By("Terraform meets the same holder")
 		out, err := tf.run(ctx, "apply", "-auto-approve", "-input=false", "-lock-timeout=1s")
@@ -88,7 +89,7 @@ type lockInfo struct {
 
 // sendLock sends a LOCK or UNLOCK request with info to the suite's state
 // server, with its credentials, and returns the status code.
-func sendLock(address, method string, info lockInfo) int {
+func sendLock(ctx context.Context, address, method string, info lockInfo) int {
 	body, err := json.Marshal(info)
 	Expect(err).NotTo(HaveOccurred())
 	roots := x509.NewCertPool()
@@ -99,7 +100,7 @@ func sendLock(address, method string, info lockInfo) int {
 		TLSClientConfig: &tls.Config{RootCAs: roots, Certificates: []tls.Certificate{cert}, MinVersion: tls.VersionTLS12},
 	}}
 	defer hc.CloseIdleConnections()
-	req, err := http.NewRequest(method, address, bytes.NewReader(body))
+	req, err := http.NewRequestWithContext(ctx, method, address, bytes.NewReader(body))
 	Expect(err).NotTo(HaveOccurred())
 	req.Header.Set("Content-Type", "application/json")
 	req.SetBasicAuth(stateUser, statePassword)

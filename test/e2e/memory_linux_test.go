@@ -41,7 +41,6 @@ var _ = Describe("A state of 1.7 million outputs", func() {
 		sc, err := stateclient.New(stateclient.DefaultConfig(server.stateURL("huge")))
 		Expect(err).NotTo(HaveOccurred())
 		Expect(sc.Update(ctx, state)).To(Succeed())
-		state = nil
 
 		By("running the manager as shipped: GOMEMLIMIT=256MiB")
 		mgr := startManagerWithEnv(kc.kubeconfig, ns, []string{"GOMEMLIMIT=256MiB"})

@@ -33,7 +33,7 @@ type process struct {
 // startProcess starts path with args and exactly env (plus PATH).
 func startProcess(name, path string, args, env []string) *process {
 	p := &process{name: name, exited: make(chan struct{})}
-	p.cmd = exec.Command(path, args...)
+	p.cmd = exec.Command(path, args...) //nolint:noctx // stop() ends it with SIGTERM and checks the exit; a context would kill it first
 	p.cmd.Env = append([]string{"PATH=" + os.Getenv("PATH")}, env...)
 	setParentDeathSignal(p.cmd)
 	pr, pw := io.Pipe()
@@ -50,7 +50,7 @@ func startProcess(name, path string, args, env []string) *process {
 			p.output.Write(s.Bytes())
 			p.output.WriteByte('\n')
 			p.mu.Unlock()
-			fmt.Fprintf(GinkgoWriter, "[%s] %s\n", name, s.Bytes())
+			_, _ = fmt.Fprintf(GinkgoWriter, "[%s] %s\n", name, s.Bytes())
 		}
 		_, _ = io.Copy(io.Discard, pr)
 	}()

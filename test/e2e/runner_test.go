@@ -119,8 +119,8 @@ func (r *runner) init(ctx context.Context) {
 // apply runs terraform apply. A backend with probe.lockCheck takes the
 // lock for a moment on every probe, so the apply waits for a lock rather
 // than failing at once, as a runner should.
-func (r *runner) apply(ctx context.Context, extraArgs ...string) string {
-	return r.must(ctx, append([]string{"apply", "-auto-approve", "-input=false", "-lock-timeout=30s"}, extraArgs...)...)
+func (r *runner) apply(ctx context.Context, extraArgs ...string) {
+	r.must(ctx, append([]string{"apply", "-auto-approve", "-input=false", "-lock-timeout=30s"}, extraArgs...)...)
 }
 
 // output is one entry of terraform output -json.
