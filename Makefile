@@ -1,7 +1,7 @@
 # backend-operator Makefile. Every tool comes from the Go module proxy:
-# controller-gen is a go.mod tool, and the envtest control plane, kubectl and
-# terraform are built from Go modules by hack/ scripts into a cache outside
-# the repository.
+# controller-gen is a go.mod tool, and the envtest control plane, kubectl,
+# terraform and golangci-lint are built from Go modules by hack/ scripts into
+# a cache outside the repository.
 
 IMG ?= ghcr.io/infrastate/backend-operator:latest
 CONTAINER_TOOL ?= docker
@@ -13,6 +13,18 @@ GO_TEST_FLAGS ?= -race -count=1 -timeout 30m
 
 # Paths controller-gen writes. make test fails when they are stale.
 GENERATED_PATHS := api config/crd/bases config/rbac/role.yaml
+
+# ENVTEST_SUITES names every top-level test that starts a kube-apiserver and
+# etcd (through internal/testenv). make unit skips exactly these, so a test
+# that needs a control plane must be in this list, and a name in it must be
+# defined exactly once in the tree (make unit checks both):
+# - make unit points KUBEBUILDER_ASSETS at a path that cannot exist, so an
+#   envtest suite missing from the list fails to start instead of running;
+# - a stale or duplicated name fails the check, so the skip can hide nothing.
+ENVTEST_SUITES := TestControllers TestE2E TestValidation
+NO_CONTROL_PLANE := /dev/null/make-unit-starts-no-control-plane
+empty :=
+space := $(empty) $(empty)
 
 .PHONY: all
 all: build
@@ -49,14 +61,32 @@ verify-generated: ## Fail when make manifests generate would change tracked file
 verify-fmt: ## Fail when a Go file is not gofmt-formatted.
 	@out="$$(gofmt -l $$(git ls-files '*.go'))"; if [ -n "$$out" ]; then echo "not gofmt-formatted:"; echo "$$out"; exit 1; fi
 
+.PHONY: lint
+lint: ## Run golangci-lint (.golangci.yml) on every package.
+	@linter="$$(hack/install-tools.sh golangci-lint)" && "$$linter" run $(LINT_FLAGS) ./...
+
 .PHONY: test-tools
-test-tools: ## Build (once, cached outside the repository) the control plane, terraform and kubectl the tests drive.
+test-tools: ## Build (once, cached outside the repository) the control plane, terraform, kubectl and golangci-lint.
 	@hack/setup-envtest.sh >/dev/null
 	@hack/install-tools.sh terraform >/dev/null
 	@hack/install-tools.sh kubectl >/dev/null
+	@hack/install-tools.sh golangci-lint >/dev/null
+
+.PHONY: unit
+unit: ## Run every test that needs no control plane: all but the envtest suites in ENVTEST_SUITES.
+	@for suite in $(ENVTEST_SUITES); do \
+	  n=$$(grep -rlE --include='*_test.go' "^func $$suite\(" . | wc -l); \
+	  if [ "$$n" -ne 1 ]; then echo "ENVTEST_SUITES: $$suite is defined in $$n test files, want 1" >&2; exit 1; fi; \
+	done
+	@hack/install-tools.sh terraform >/dev/null
+	@hack/install-tools.sh kubectl >/dev/null
+	KUBEBUILDER_ASSETS=$(NO_CONTROL_PLANE) \
+	TERRAFORM="$$(hack/install-tools.sh terraform)" \
+	KUBECTL="$$(hack/install-tools.sh kubectl)" \
+	$(GO) test $(GO_TEST_FLAGS) -skip '^($(subst $(space),|,$(strip $(ENVTEST_SUITES))))$$' ./...
 
 .PHONY: test
-test: verify-generated verify-fmt vet test-tools ## Run every test against a real kube-apiserver, etcd, terraform and kubectl.
+test: verify-generated verify-fmt vet lint test-tools ## Run the linter and every test against a real kube-apiserver, etcd, terraform and kubectl.
 	KUBEBUILDER_ASSETS="$$(hack/setup-envtest.sh)" \
 	TERRAFORM="$$(hack/install-tools.sh terraform)" \
 	KUBECTL="$$(hack/install-tools.sh kubectl)" \
