@@ -2,10 +2,16 @@ package render
 
 import (
 	"fmt"
+	"time"
 
 	backendsv1alpha1 "github.com/infrastate/backend-operator/api/v1alpha1"
 	"github.com/infrastate/backend-operator/internal/cos"
 )
+
+// defaultSessionDurationSeconds is Terraform's assume_role.session_duration
+// in whole seconds, as the API and Terraform count it; a constant
+// conversion, so the compiler checks that it fits in an int32.
+const defaultSessionDurationSeconds = int32(cos.DefaultSessionDuration / time.Second)
 
 // cosBlockTypes are the nested blocks of Terraform's cos backend. Its
 // legacy SDK schema declares assume_role as a set of at most one resource,
@@ -97,7 +103,7 @@ func assumeRoleBody(ar backendsv1alpha1.AssumeRole) (*body, error) {
 	b := &body{}
 	b.addString("role_arn", ar.RoleArn)
 	b.addString("session_name", ar.SessionName)
-	addIntUnlessDefault(b, "session_duration", ar.SessionDuration, seconds(cos.DefaultSessionDuration))
+	addIntUnlessDefault(b, "session_duration", ar.SessionDuration, defaultSessionDurationSeconds)
 	if ar.Policy != "" {
 		b.addString("policy", ar.Policy)
 	}

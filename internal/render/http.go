@@ -61,8 +61,8 @@ func httpBody(spec backendsv1alpha1.HttpBackendSpec) (*body, error) {
 		b.addBool("skip_cert_verification", true)
 	}
 	addIntUnlessDefault(b, "retry_max", spec.RetryMax, stateclient.DefaultRetryMax)
-	addIntUnlessDefault(b, "retry_wait_min", spec.RetryWaitMin, seconds(stateclient.DefaultRetryWaitMin))
-	addIntUnlessDefault(b, "retry_wait_max", spec.RetryWaitMax, seconds(stateclient.DefaultRetryWaitMax))
+	addIntUnlessDefault(b, "retry_wait_min", spec.RetryWaitMin, defaultRetryWaitMinSeconds)
+	addIntUnlessDefault(b, "retry_wait_max", spec.RetryWaitMax, defaultRetryWaitMaxSeconds)
 	return b, nil
 }
 
@@ -82,6 +82,10 @@ func addIntUnlessDefault(b *body, name string, v *int32, def int32) {
 	}
 }
 
-// seconds is d in whole seconds, as the API and Terraform count retry
-// waits and session durations.
-func seconds(d time.Duration) int32 { return int32(d / time.Second) }
+// Terraform's retry waits in whole seconds, as the API and Terraform count
+// them. They are constant conversions, so the compiler checks that each fits
+// in an int32.
+const (
+	defaultRetryWaitMinSeconds = int32(stateclient.DefaultRetryWaitMin / time.Second)
+	defaultRetryWaitMaxSeconds = int32(stateclient.DefaultRetryWaitMax / time.Second)
+)
