@@ -13,7 +13,7 @@ import (
 	apiextensionsv1 "k8s.io/apiextensions-apiserver/pkg/apis/apiextensions/v1"
 	"sigs.k8s.io/yaml"
 
-	"github.com/infrastate/backend-operator/api/v1alpha1"
+	backendsv1alpha1 "github.com/infrastate/backend-operator/api/v1alpha1"
 	"github.com/infrastate/backend-operator/internal/cos"
 	"github.com/infrastate/backend-operator/internal/stateclient"
 )
@@ -45,7 +45,7 @@ func seconds(d time.Duration) int64 { return int64(d / time.Second) }
 // changed without its constant, a marker added without a row, or a row
 // whose marker went away all fail.
 func TestCRDDefaults(t *testing.T) {
-	unobserved := map[string]any{"observedGeneration": v1alpha1.UnobservedGeneration}
+	unobserved := map[string]any{"observedGeneration": backendsv1alpha1.UnobservedGeneration}
 	want := map[field]any{
 		// Terraform's http backend defaults.
 		{httpBackendCRD, ".spec.updateMethod"}: stateclient.DefaultUpdateMethod,
@@ -57,9 +57,9 @@ func TestCRDDefaults(t *testing.T) {
 		// Terraform's cos backend defaults.
 		{cosBackendCRD, ".spec.assumeRole.sessionDuration"}: seconds(cos.DefaultSessionDuration),
 		// The API's own.
-		{httpBackendCRD, ".spec.tls.caCertificate.key"}: v1alpha1.DefaultCAKey,
-		{remoteStateCRD, ".spec.workspace"}:             v1alpha1.DefaultWorkspace,
-		{remoteStateCRD, ".spec.outputs[*].type"}:       v1alpha1.DefaultOutputType,
+		{httpBackendCRD, ".spec.tls.caCertificate.key"}: backendsv1alpha1.DefaultCAKey,
+		{remoteStateCRD, ".spec.workspace"}:             backendsv1alpha1.DefaultWorkspace,
+		{remoteStateCRD, ".spec.outputs[*].type"}:       backendsv1alpha1.DefaultOutputType,
 		{httpBackendCRD, ".status"}:                     unobserved,
 		{cosBackendCRD, ".status"}:                      unobserved,
 		{remoteStateCRD, ".status"}:                     unobserved,
@@ -121,7 +121,7 @@ func TestProbeIntervalBounds(t *testing.T) {
 				return
 			}
 			seen[f] = true
-			want := []time.Duration{v1alpha1.MinProbeInterval, v1alpha1.MaxProbeInterval}
+			want := []time.Duration{backendsv1alpha1.MinProbeInterval, backendsv1alpha1.MaxProbeInterval}
 			if zero {
 				want = append(want, 0)
 			}

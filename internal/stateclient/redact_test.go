@@ -53,12 +53,10 @@ func TestAddressQueryNeverPrinted(t *testing.T) {
 		if want := srv.URL + path; c.String() != "stateclient.Client{"+want+"}" {
 			t.Errorf("Client.String() = %s, want the URL %s", c.String(), want)
 		}
-		_, err := fetchAll(ctx, c)
-		errs = append(errs, err)
-		errs = append(errs, c.Update(ctx, []byte("{}")))
-		_, err = c.Lock(ctx, NewLockInfo("OperationTypeApply", "me"))
-		errs = append(errs, err)
-		errs = append(errs, c.ForceUnlock(ctx, "x"))
+		_, fetchErr := fetchAll(ctx, c)
+		updateErr := c.Update(ctx, []byte("{}"))
+		_, lockErr := c.Lock(ctx, NewLockInfo("OperationTypeApply", "me"))
+		errs = append(errs, fetchErr, updateErr, lockErr, c.ForceUnlock(ctx, "x"))
 	}
 	for _, err := range errs {
 		if err == nil {

@@ -140,7 +140,7 @@ var _ = Describe("Defaults", func() {
 		Expect(k8sClient.Get(ctx, client.ObjectKeyFromObject(rs), got)).To(Succeed())
 		Expect(got.Spec.Workspace).To(Equal("default"))
 		Expect(got.Spec.Outputs).To(ConsistOf(HaveField("Type", "any")))
-		Expect(got.Spec.Interval).To(BeNil())
+		Expect(got.Spec.Interval).To(BeNil()) //nolint:staticcheck // SA1019: checks that the deprecated spec.interval gets no default
 		Expect(got.Spec.Probe).To(HaveValue(HaveField("Interval", BeNil())))
 		Expect(got.Status.ObservedGeneration).To(BeEquivalentTo(-1))
 	}, SpecTimeout(time.Minute))
