@@ -132,7 +132,7 @@ func (r *reconciler) advanceProbe(ctx context.Context, t probeTask, apply func(*
 		if err != nil {
 			return step, err
 		}
-		r.submitProbe(t, run)
+		r.submitProbe(t, run) //nolint:contextcheck // the probe outlives this reconcile and runs under the manager's context; see prober
 		step.pending = true
 	}
 	return step, nil

@@ -17,6 +17,11 @@ import (
 // with the fewest running probes, so a namespace with many queued probes
 // cannot delay another's.
 //
+// Probes run under the manager's context, which Start stores in base, and
+// not under the context of the reconcile that submitted them: a probe
+// outlives that reconcile, and ends when it is superseded or forgotten, or
+// the manager stops.
+//
 // A probe works on copies of what it needs and returns a result; its
 // notify function re-enqueues the object, whose next reconcile takes the
 // result with poll and writes it to status. The reconciler stays the only
@@ -27,7 +32,7 @@ type prober struct {
 
 	mu      sync.Mutex
 	idle    *sync.Cond               // signalled whenever a probe ends
-	base    context.Context          // cancelled when the manager stops
+	base    context.Context          //nolint:containedctx // the manager's context, which probes run under; see prober
 	closed  bool                     // the manager stopped: nothing starts any more
 	running map[*probeJob]struct{}   // running probes
 	active  map[string]int           // running probes per namespace
@@ -85,7 +90,7 @@ func newProber(limit, perNamespace int, clk clock.PassiveClock) *prober {
 func (p *prober) Start(ctx context.Context) error {
 	p.mu.Lock()
 	p.base = ctx
-	p.dispatchLocked()
+	p.dispatchLocked() //nolint:contextcheck // probes run under base, which is ctx; see prober
 	p.mu.Unlock()
 
 	<-ctx.Done()
@@ -240,7 +245,9 @@ func (p *prober) removeFromRingLocked(ns string) {
 	delete(p.queues, ns)
 }
 
-// startLocked runs job in a goroutine of its own.
+// startLocked runs job in a goroutine of its own, with a context derived
+// from the manager's (base), not from the reconcile that submitted it: a
+// probe outlives that reconcile by design.
 func (p *prober) startLocked(job *probeJob) {
 	ctx, cancel := context.WithCancel(p.base)
 	job.cancel = cancel
@@ -249,7 +256,7 @@ func (p *prober) startLocked(job *probeJob) {
 	go func() {
 		value := runRecovered(ctx, job.run)
 		cancel()
-		p.finish(job, value)
+		p.finish(job, value) //nolint:contextcheck // the next probes run under the manager's context, not this one's; see prober
 	}()
 }
 
@@ -258,7 +265,8 @@ func (p *prober) startLocked(job *probeJob) {
 func (p *prober) finish(job *probeJob, value any) {
 	p.mu.Lock()
 	delete(p.running, job)
-	if p.active[job.key.Namespace]--; p.active[job.key.Namespace] == 0 {
+	p.active[job.key.Namespace]--
+	if p.active[job.key.Namespace] == 0 {
 		delete(p.active, job.key.Namespace)
 	}
 	current := p.jobs[job.key] == job
