@@ -28,8 +28,8 @@ type stateClient interface {
 // stateClientFactory builds a state client from a backend's settings.
 type stateClientFactory func(cfg stateclient.Config, log logr.Logger) (stateClient, error)
 
-// cosClientFactory builds a COS client from a backend's settings, in place
-// of the default one, which connects through the address policy (to the
+// cosClientFactory builds a COS client from a backend's settings. The
+// options' one connects through the address policy (to the
 // WithCosServiceURL server when one is set).
 type cosClientFactory func(cfg cos.Config) (*cos.Client, error)
 
@@ -75,11 +75,6 @@ func withStateClientFactory(f stateClientFactory) Option {
 	return func(o *options) { o.stateClients = f }
 }
 
-// withCosClientFactory replaces how COS clients are built.
-func withCosClientFactory(f cosClientFactory) Option {
-	return func(o *options) { o.cosClients = f }
-}
-
 // WithMaxConcurrentReconciles sets how many objects of a kind are
 // reconciled at once.
 func WithMaxConcurrentReconciles(n int) Option {
@@ -100,7 +95,7 @@ func WithReferencePolicy(p ReferencePolicy) Option { return func(o *options) { o
 // WithAddressPolicy sets the addresses the default state and COS clients
 // may connect to; the default is netguard.DefaultPolicy (link-local and
 // cloud metadata addresses denied). Clients from withStateClientFactory
-// and withCosClientFactory are not affected.
+// are not affected.
 func WithAddressPolicy(p netguard.Policy) Option { return func(o *options) { o.addressPolicy = p } }
 
 // withDial sets how the default state and COS clients connect once the
@@ -156,14 +151,12 @@ func newOptions(opts []Option) options {
 			return stateclient.New(cfg, stateclient.WithLogger(log), stateclient.WithDialContext(logRefusals(log, dial)))
 		}
 	}
-	if o.cosClients == nil {
-		o.cosClients = func(cfg cos.Config) (*cos.Client, error) {
-			cosOpts := []cos.Option{cos.WithDialContext(logRefusals(ctrl.Log.WithName("cos").WithValues("bucket", cfg.Bucket), dial))}
-			if o.cosServiceURL != nil {
-				cosOpts = append(cosOpts, cos.WithServiceURL(o.cosServiceURL))
-			}
-			return cos.New(cfg, cosOpts...)
+	o.cosClients = func(cfg cos.Config) (*cos.Client, error) {
+		cosOpts := []cos.Option{cos.WithDialContext(logRefusals(ctrl.Log.WithName("cos").WithValues("bucket", cfg.Bucket), dial))}
+		if o.cosServiceURL != nil {
+			cosOpts = append(cosOpts, cos.WithServiceURL(o.cosServiceURL))
 		}
+		return cos.New(cfg, cosOpts...)
 	}
 	return o
 }
