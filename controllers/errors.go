@@ -25,9 +25,5 @@ func stall(reason, format string, args ...any) error {
 
 // asStall returns the stallError in err's chain, if any.
 func asStall(err error) (*stallError, bool) {
-	var se *stallError
-	if errors.As(err, &se) {
-		return se, true
-	}
-	return nil, false
+	return errors.AsType[*stallError](err)
 }

@@ -53,7 +53,7 @@ func finishReconcile[T statusObject](ctx context.Context, c client.Client, recor
 	emitTransitions(recorder, obj, before)
 	if out.stall != nil {
 		ctrl.LoggerFrom(ctx).Info("Stalled until the spec or a referenced object changes", "reason", out.stall.reason)
-		return nil
+		return nil //nolint:nilerr // a stall is recorded as Stalled=True and waits for a change; returning it would requeue
 	}
 	return err
 }

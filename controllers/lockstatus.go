@@ -67,8 +67,7 @@ func lockStatus(r lockReading, forceUnlockID string) lockVerdict {
 			message: fmt.Sprintf("The state is not locked. Released lock %s held by %s, as forceUnlock.lockID asked.", r.holder.ID, r.holder.Who)}}
 	case r.releaseErr != nil:
 		obs := probeFailure(r.releaseErr)
-		var refused *forceUnlockRefusedError
-		if errors.As(r.releaseErr, &refused) {
+		if _, refused := errors.AsType[*forceUnlockRefusedError](r.releaseErr); refused {
 			obs.reason = backendsv1alpha1.ForceUnlockRefusedReason
 		}
 		obs.status = metav1.ConditionTrue
@@ -123,8 +122,7 @@ func (e *forceUnlockRefusedError) Error() string {
 // authentication failure, or a conflict naming another holder is not a
 // refusal of the body's form. named is the lock ID the UNLOCK named.
 func refusedStatus(err error, named string) int {
-	var lockErr *stateclient.LockError
-	if errors.As(err, &lockErr) {
+	if lockErr, ok := errors.AsType[*stateclient.LockError](err); ok {
 		// A conflict that still names the lock we asked to release: the
 		// server did not take the body as that lock's.
 		if lockErr.Info != nil && lockErr.Info.ID == named {

@@ -12,7 +12,6 @@ import (
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/types"
-	"k8s.io/utils/ptr"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/controller/controllerutil"
 
@@ -329,7 +328,7 @@ func (w ownedWriter) deleteIfOwned(ctx context.Context, kind string, key types.N
 	if ref := metav1.GetControllerOf(obj); ref == nil || ref.UID != owner {
 		return nil
 	}
-	if err := w.client.Delete(ctx, obj, client.Preconditions{UID: ptr.To(obj.GetUID())}); err != nil {
+	if err := w.client.Delete(ctx, obj, client.Preconditions{UID: new(obj.GetUID())}); err != nil {
 		return client.IgnoreNotFound(err)
 	}
 	return nil

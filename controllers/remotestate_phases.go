@@ -167,9 +167,9 @@ func readOutputs(ctx context.Context, stream stateStreamer, defaults map[string]
 func (r *remoteStateReconciler) publish(ctx context.Context, remote *backendsv1alpha1.RemoteState, read remoteRead) (observation, error) {
 	switch {
 	case read.err != nil:
-		return readFailure(read.err), nil
+		return readFailure(read.err), nil //nolint:nilerr // a failed read is reported in OutputsReady, not retried as an error
 	case read.contentErr != nil:
-		return contentFailure(read.contentErr), nil
+		return contentFailure(read.contentErr), nil //nolint:nilerr // a state that does not parse is reported in OutputsReady, not retried as an error
 	case !read.found:
 		return observation{status: metav1.ConditionFalse, reason: backendsv1alpha1.StateNotFoundReason,
 			message: fmt.Sprintf("%s %s holds no state for workspace %s", remote.Spec.BackendRef.Kind,

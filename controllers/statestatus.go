@@ -28,7 +28,7 @@ func stateStatus(summary statefile.Summary, size int64) *backendsv1alpha1.StateS
 		Lineage:          clip(summary.Lineage, 128),
 		TerraformVersion: clip(summary.TerraformVersion, 64),
 		SizeBytes:        size,
-		OutputCount:      int32(min(summary.OutputCount, math.MaxInt32)),
+		OutputCount:      int32(min(max(summary.OutputCount, 0), math.MaxInt32)),
 	}
 }
 

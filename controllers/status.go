@@ -116,7 +116,7 @@ var notCheckedReasons = []string{backendsv1alpha1.ProbeDisabledReason, backendsv
 
 // gateCounts reports whether c gates Ready: it is present and checked.
 func gateCounts(c *metav1.Condition) bool {
-	return c != nil && !(c.Status == metav1.ConditionUnknown && slices.Contains(notCheckedReasons, c.Reason))
+	return c != nil && (c.Status != metav1.ConditionUnknown || !slices.Contains(notCheckedReasons, c.Reason))
 }
 
 // awaitingGate reports whether a gate has not been observed for
