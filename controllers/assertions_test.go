@@ -26,12 +26,11 @@ func expectCondition(g Gomega, conds []metav1.Condition, condType string, status
 
 // expectConditionSaying is expectCondition with a message that contains
 // every one of parts.
-func expectConditionSaying(g Gomega, conds []metav1.Condition, condType string, status metav1.ConditionStatus, reason string, parts ...string) *metav1.Condition {
+func expectConditionSaying(g Gomega, conds []metav1.Condition, condType string, status metav1.ConditionStatus, reason string, parts ...string) {
 	c := expectCondition(g, conds, condType, status, reason)
 	for _, part := range parts {
 		g.Expect(c.Message).To(ContainSubstring(part))
 	}
-	return c
 }
 
 // expectKstatusInvariants checks what kstatus-aware tools rely on: Ready is

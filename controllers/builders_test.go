@@ -67,8 +67,8 @@ func (b *httpBackendBuilder) tls() *backendsv1alpha1.HttpBackendTLS {
 	return b.obj.Spec.TLS
 }
 
-func (b *httpBackendBuilder) retries(max, waitMin, waitMax int32) *httpBackendBuilder {
-	b.obj.Spec.RetryMax, b.obj.Spec.RetryWaitMin, b.obj.Spec.RetryWaitMax = &max, &waitMin, &waitMax
+func (b *httpBackendBuilder) retries(retryMax, waitMin, waitMax int32) *httpBackendBuilder {
+	b.obj.Spec.RetryMax, b.obj.Spec.RetryWaitMin, b.obj.Spec.RetryWaitMax = &retryMax, &waitMin, &waitMax
 	return b
 }
 

@@ -8,7 +8,6 @@ import (
 	. "github.com/onsi/gomega"
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
-	"k8s.io/utils/ptr"
 
 	backendsv1alpha1 "github.com/infrastate/backend-operator/api/v1alpha1"
 )
@@ -55,7 +54,7 @@ var _ = Describe("CosBackend controller", func() {
 		cosServer.PutState(bucket, "platform/terraform.tfstate", v4State(3, `"vpc_id":{"value":"vpc-1","type":"string"}`))
 		cosServer.PutState(bucket, "platform/terraform.tfstate.tflock", []byte(lockJSON))
 		backend := makeCosBackend("network", ns, bucket)
-		backend.Spec.Encrypt = ptr.To(true)
+		backend.Spec.Encrypt = new(true)
 		create(ctx, backend)
 
 		eventually(ctx, backend, func(g Gomega) {

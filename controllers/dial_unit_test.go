@@ -13,7 +13,8 @@ import (
 )
 
 func TestLogRefusals(t *testing.T) {
-	l, err := net.Listen("tcp", "127.0.0.1:0")
+	var lc net.ListenConfig
+	l, err := lc.Listen(t.Context(), "tcp", "127.0.0.1:0")
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -27,7 +28,7 @@ func TestLogRefusals(t *testing.T) {
 			c.Close()
 		}
 	}()
-	closed, err := net.Listen("tcp", "127.0.0.1:0")
+	closed, err := lc.Listen(t.Context(), "tcp", "127.0.0.1:0")
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -46,7 +47,7 @@ func TestLogRefusals(t *testing.T) {
 	for name, tc := range cases {
 		t.Run(name, func(t *testing.T) {
 			var lines []string
-			log := funcr.New(func(prefix, args string) { lines = append(lines, args) }, funcr.Options{})
+			log := funcr.New(func(_, args string) { lines = append(lines, args) }, funcr.Options{})
 			dial := logRefusals(log, (&netguard.Dialer{Policy: netguard.Policy{Denied: tc.denied}}).DialContext)
 			conn, err := dial(context.Background(), "tcp", tc.address)
 			if conn != nil {

@@ -33,8 +33,7 @@ import (
 // answers 500; /redirect answers 302 to another host; anything else answers
 // 200 with a body that is not a state.
 func echoServer() string {
-	var srv *httptest.Server
-	srv = httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		body, _ := io.ReadAll(r.Body)
 		user, pass, _ := r.BasicAuth()
 		echo := fmt.Sprintf("%s %s user=%s password=%s headers=%v body=%s", r.Method, r.URL.String(), user, pass, r.Header, body)
@@ -64,7 +63,7 @@ func printerColumns(ctx context.Context, resource, namespace string) string {
 	httpClient, err := rest.HTTPClientFor(cfg)
 	Expect(err).NotTo(HaveOccurred())
 	req, err := http.NewRequestWithContext(ctx, http.MethodGet,
-		strings.TrimSuffix(cfg.Host, "/")+"/apis/backends.infrastate.io/v1alpha1/namespaces/"+namespace+"/"+resource, nil)
+		strings.TrimSuffix(cfg.Host, "/")+"/apis/backends.infrastate.io/v1alpha1/namespaces/"+namespace+"/"+resource, http.NoBody)
 	Expect(err).NotTo(HaveOccurred())
 	req.Header.Set("Accept", "application/json;as=Table;v=v1;g=meta.k8s.io")
 	resp, err := httpClient.Do(req)

@@ -2,6 +2,7 @@ package controllers
 
 import (
 	"bufio"
+	"bytes"
 	"context"
 	"errors"
 	"fmt"
@@ -149,14 +150,13 @@ func toUnstructured(t *testing.T, obj runtime.Object) *unstructured.Unstructured
 func argoHealthCheck(t *testing.T) func(*unstructured.Unstructured) string {
 	t.Helper()
 	const key = "resource.customizations.health.backends.infrastate.io_HttpBackend:"
-	f, err := os.Open(filepath.Join(testenv.RepoRoot(), "docs", "gitops.md"))
+	doc, err := os.ReadFile(filepath.Join(testenv.RepoRoot(), "docs", "gitops.md"))
 	if err != nil {
 		t.Fatal(err)
 	}
-	defer f.Close()
 	var script strings.Builder
 	indent, in := "", false
-	for lines := bufio.NewScanner(f); lines.Scan(); {
+	for lines := bufio.NewScanner(bytes.NewReader(doc)); lines.Scan(); {
 		line := lines.Text()
 		switch {
 		case !in && strings.Contains(line, key):
@@ -171,33 +171,33 @@ func argoHealthCheck(t *testing.T) func(*unstructured.Unstructured) string {
 		t.Fatalf("docs/gitops.md has no %s", key)
 	}
 	return func(u *unstructured.Unstructured) string {
-		L := lua.NewState()
-		defer L.Close()
-		L.SetGlobal("obj", luaValue(L, u.Object))
-		if err := L.DoString(script.String()); err != nil {
+		state := lua.NewState()
+		defer state.Close()
+		state.SetGlobal("obj", luaValue(state, u.Object))
+		if err := state.DoString(script.String()); err != nil {
 			t.Fatalf("the health check of docs/gitops.md fails: %v", err)
 		}
-		res, ok := L.Get(-1).(*lua.LTable)
+		res, ok := state.Get(-1).(*lua.LTable)
 		if !ok {
-			t.Fatalf("the health check of docs/gitops.md returned %v", L.Get(-1))
+			t.Fatalf("the health check of docs/gitops.md returned %v", state.Get(-1))
 		}
 		return res.RawGetString("status").String()
 	}
 }
 
 // luaValue converts a JSON-like value into Lua, as Argo CD does.
-func luaValue(L *lua.LState, v any) lua.LValue {
+func luaValue(state *lua.LState, v any) lua.LValue {
 	switch v := v.(type) {
 	case map[string]any:
-		t := L.NewTable()
+		t := state.NewTable()
 		for k, e := range v {
-			t.RawSetString(k, luaValue(L, e))
+			t.RawSetString(k, luaValue(state, e))
 		}
 		return t
 	case []any:
-		t := L.NewTable()
+		t := state.NewTable()
 		for _, e := range v {
-			t.Append(luaValue(L, e))
+			t.Append(luaValue(state, e))
 		}
 		return t
 	case string:

@@ -2,6 +2,7 @@ package controllers
 
 import (
 	"context"
+	"errors"
 	"net/http"
 	"net/http/httptest"
 	"time"
@@ -39,7 +40,7 @@ func lockHolder(ctx context.Context, address string, basicAuth bool) string {
 	}
 	var lockErr *stateclient.LockError
 	Expect(err).To(BeAssignableToTypeOf(lockErr))
-	lockErr = err.(*stateclient.LockError)
+	lockErr, _ = errors.AsType[*stateclient.LockError](err) // it is one: asserted above
 	Expect(lockErr.Info).NotTo(BeNil())
 	return lockErr.Info.ID
 }

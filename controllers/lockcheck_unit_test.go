@@ -50,11 +50,11 @@ func TestLockCheckReleasesItsLockWhenCancelled(t *testing.T) {
 	ctx, cancel := context.WithCancel(context.Background())
 	var released bool
 	sc := &fakeStateClient{
-		lock: func(ctx context.Context, info stateclient.LockInfo) (string, error) {
+		lock: func(_ context.Context, info stateclient.LockInfo) (string, error) {
 			cancel() // the probe is superseded while the lock is held
 			return info.ID, nil
 		},
-		unlock: func(ctx context.Context, id string) error {
+		unlock: func(ctx context.Context, _ string) error {
 			if err := ctx.Err(); err != nil {
 				return err
 			}
@@ -257,7 +257,7 @@ func TestUnreadableHolderIsNeverQuoted(t *testing.T) {
 		"a value of the wrong type": `{"ID":["` + echoed + `"]}`,
 	} {
 		t.Run(name, func(t *testing.T) {
-			srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+			srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, _ *http.Request) {
 				w.WriteHeader(http.StatusLocked)
 				_, _ = io.WriteString(w, body)
 			}))

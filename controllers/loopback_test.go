@@ -62,7 +62,8 @@ func (g *loopbackOnly) attempts() []string {
 }
 
 func TestLoopbackOnly(t *testing.T) {
-	l, err := net.Listen("tcp", "127.0.0.1:0")
+	var lc net.ListenConfig
+	l, err := lc.Listen(t.Context(), "tcp", "127.0.0.1:0")
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -262,8 +262,9 @@ func TestApplyConfigMap(t *testing.T) {
 	}
 }
 
-// checkOwnedError checks a stall reason (empty: no stall) and, when is is
-// set, that err matches it; with neither, err must be nil.
+// checkOwnedError checks a stall reason (empty: no stall) and, when the
+// predicate is not nil, that err satisfies it; with neither, err must be
+// nil.
 func checkOwnedError(t *testing.T, err error, reason string, is func(error) bool) {
 	t.Helper()
 	se, stalled := asStall(err)

@@ -21,15 +21,15 @@ func TestProbeInterval(t *testing.T) {
 		"0s":           {probe: &backendsv1alpha1.ProbeSpec{Interval: d(0)}, want: 0},
 		"set":          {probe: &backendsv1alpha1.ProbeSpec{Interval: d(30 * time.Second)}, want: 30 * time.Second},
 		"deprecated RemoteState interval": {
-			probe: (&backendsv1alpha1.RemoteStateSpec{Interval: d(time.Hour)}).EffectiveProbe(),
+			probe: (&backendsv1alpha1.RemoteStateSpec{Interval: d(time.Hour)}).EffectiveProbe(), //nolint:staticcheck // SA1019: tests the deprecated alias
 			want:  time.Hour,
 		},
 		"deprecated RemoteState interval beside a probe without one": {
-			probe: (&backendsv1alpha1.RemoteStateSpec{Interval: d(time.Hour), Probe: &backendsv1alpha1.ProbeSpec{}}).EffectiveProbe(),
+			probe: (&backendsv1alpha1.RemoteStateSpec{Interval: d(time.Hour), Probe: &backendsv1alpha1.ProbeSpec{}}).EffectiveProbe(), //nolint:staticcheck // SA1019: tests the deprecated alias
 			want:  time.Hour,
 		},
 		"RemoteState probe.interval wins over the deprecated one": {
-			probe: (&backendsv1alpha1.RemoteStateSpec{Interval: d(time.Hour), Probe: &backendsv1alpha1.ProbeSpec{Interval: d(0)}}).EffectiveProbe(),
+			probe: (&backendsv1alpha1.RemoteStateSpec{Interval: d(time.Hour), Probe: &backendsv1alpha1.ProbeSpec{Interval: d(0)}}).EffectiveProbe(), //nolint:staticcheck // SA1019: tests the deprecated alias
 			want:  0,
 		},
 		"RemoteState without either": {

@@ -33,6 +33,7 @@ type probeHarness struct {
 }
 
 func newProbeHarness(t *testing.T, limit, perNamespace int) *probeHarness {
+	t.Helper()
 	h := &probeHarness{
 		t:        t,
 		p:        newProber(limit, perNamespace, clocktesting.NewFakePassiveClock(time.Unix(1000, 0))),
@@ -254,8 +255,7 @@ func TestProberStopsWithTheManager(t *testing.T) {
 func TestPanickingProbeIsContained(t *testing.T) {
 	backend := &backendsv1alpha1.HttpBackend{ObjectMeta: metav1.ObjectMeta{Name: "b", Namespace: "ns", Generation: 1}}
 	r := newReconciler(nil, nil, nil, []Option{withClock(clocktesting.NewFakePassiveClock(time.Unix(1000, 0)))})
-	ctx, cancel := context.WithCancel(context.Background())
-	defer cancel()
+	ctx := t.Context()
 	go func() { _ = r.probes.Start(ctx) }()
 
 	task := probeTask{kind: httpBackendKind, obj: backend, inputs: "v1", interval: time.Minute, condition: backendsv1alpha1.StateReachableCondition}

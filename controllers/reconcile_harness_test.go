@@ -85,7 +85,7 @@ func newKindObject(kind string) statusObject {
 // reconciler per kind.
 type reconcileEnv struct {
 	t      *testing.T
-	ctx    context.Context
+	ctx    context.Context //nolint:containedctx // the case's context, which every step uses and t.Cleanup cancels
 	client client.Client
 	clock  *clocktesting.FakeClock
 	state  *scriptedStateClient
@@ -356,7 +356,7 @@ type scriptedStateClient struct {
 	script  stateScript
 	calls   []string
 	configs []stateclient.Config
-	// counts counts the calls of each method.
+	// counts is the number of calls of each method.
 	counts map[string]int
 }
 
@@ -574,6 +574,7 @@ func runReconcileCases(t *testing.T, cases map[string]reconcileCase) {
 
 // runReconcileCase runs the steps of tc in order.
 func runReconcileCase(t *testing.T, tc reconcileCase) {
+	t.Helper()
 	e := newReconcileEnv(t, tc.objects, tc.script, tc.intercept)
 	for i, step := range tc.steps {
 		name := step.name
@@ -599,11 +600,11 @@ func runReconcileCase(t *testing.T, tc reconcileCase) {
 				t.Errorf("%s: conditions (-want +got):\n%s", name, diff)
 			}
 		}
-		events := e.events.recorded()
-		if diff := cmp.Diff(step.wantEvents, events[e.seenEvents:], eventOptions); diff != "" {
+		recorded := e.events.recorded()
+		if diff := cmp.Diff(step.wantEvents, recorded[e.seenEvents:], eventOptions); diff != "" {
 			t.Errorf("%s: events (-want +got):\n%s", name, diff)
 		}
-		e.seenEvents = len(events)
+		e.seenEvents = len(recorded)
 		calls := e.state.recordedCalls()
 		if diff := cmp.Diff(step.wantCalls, calls[e.seenCalls:], cmpopts.EquateEmpty()); diff != "" {
 			t.Errorf("%s: state client calls (-want +got):\n%s", name, diff)

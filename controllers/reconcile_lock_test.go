@@ -21,12 +21,12 @@ var (
 		ID: "5f0c1d2e-3a4b-4c5d-8e6f-7a8b9c0d1e2f", Operation: "OperationTypeApply", Who: "alice@ci-runner-7",
 		Version: "1.9.8", Path: "team-a/web", Created: time.Date(2029, time.December, 31, 23, 0, 0, 0, time.UTC),
 	}
-	// heldByRun is the answer of a server whose lock runHolder holds.
-	heldByRun = &stateclient.LockError{StatusCode: 423, Info: runHolder}
-	// lockServerError and lockNetworkError are failed LOCKs: the lock
-	// cannot be read.
-	lockServerError  = &stateclient.StatusError{Method: "LOCK", URL: harnessAddress, StatusCode: 500}
-	lockNetworkError = &net.OpError{Op: "dial", Net: "tcp", Err: syscall.ECONNREFUSED}
+	// errHeldByRun is the answer of a server whose lock runHolder holds.
+	errHeldByRun = &stateclient.LockError{StatusCode: 423, Info: runHolder}
+	// errLockServer and errLockNetwork are failed LOCKs: the lock cannot
+	// be read.
+	errLockServer  = &stateclient.StatusError{Method: "LOCK", URL: harnessAddress, StatusCode: 500}
+	errLockNetwork = &net.OpError{Op: "dial", Net: "tcp", Err: syscall.ECONNREFUSED}
 )
 
 // webLockID is the ID of the lock the lock check of backend "web" takes.
@@ -84,7 +84,7 @@ func TestReconcileLockCheck(t *testing.T) {
 		"a lock held by another": {
 			objects: []client.Object{backend(), passwordSecret()},
 			target:  webBackend,
-			script:  stateScript{lock: []error{heldByRun}},
+			script:  stateScript{lock: []error{errHeldByRun}},
 			steps: []reconcileStep{{
 				do:             reconcileUntilProbed,
 				wantConditions: locked(metav1.ConditionTrue, "LockHeld"),
@@ -103,7 +103,7 @@ func TestReconcileLockCheck(t *testing.T) {
 		"a LOCK answered with 500 keeps the last holder": {
 			objects: []client.Object{backend(), passwordSecret()},
 			target:  webBackend,
-			script:  stateScript{lock: []error{heldByRun, lockServerError}},
+			script:  stateScript{lock: []error{errHeldByRun, errLockServer}},
 			steps: []reconcileStep{{
 				do:         reconcileUntilProbed,
 				wantEvents: []recordedEvent{succeeded, lockHeldEvent},
@@ -119,7 +119,7 @@ func TestReconcileLockCheck(t *testing.T) {
 		"a LOCK that cannot reach the server keeps the last holder": {
 			objects: []client.Object{backend(), passwordSecret()},
 			target:  webBackend,
-			script:  stateScript{lock: []error{heldByRun, lockNetworkError}},
+			script:  stateScript{lock: []error{errHeldByRun, errLockNetwork}},
 			steps: []reconcileStep{{
 				do:         reconcileUntilProbed,
 				wantEvents: []recordedEvent{succeeded, lockHeldEvent},
@@ -135,7 +135,7 @@ func TestReconcileLockCheck(t *testing.T) {
 		"a held lock that is then free": {
 			objects: []client.Object{backend(), passwordSecret()},
 			target:  webBackend,
-			script:  stateScript{lock: []error{heldByRun, nil}},
+			script:  stateScript{lock: []error{errHeldByRun, nil}},
 			steps: []reconcileStep{{
 				do:         reconcileUntilProbed,
 				wantEvents: []recordedEvent{succeeded, lockHeldEvent},
@@ -152,7 +152,7 @@ func TestReconcileLockCheck(t *testing.T) {
 		"a held lock, then a failed read, then a free lock": {
 			objects: []client.Object{backend(), passwordSecret()},
 			target:  webBackend,
-			script:  stateScript{lock: []error{heldByRun, lockServerError, nil}},
+			script:  stateScript{lock: []error{errHeldByRun, errLockServer, nil}},
 			steps: []reconcileStep{{
 				do:         reconcileUntilProbed,
 				wantEvents: []recordedEvent{succeeded, lockHeldEvent},
@@ -175,7 +175,7 @@ func TestReconcileLockCheck(t *testing.T) {
 		"a held lock, then a failed read, then the same holder": {
 			objects: []client.Object{backend(), passwordSecret()},
 			target:  webBackend,
-			script:  stateScript{lock: []error{heldByRun, lockServerError, heldByRun}},
+			script:  stateScript{lock: []error{errHeldByRun, errLockServer, errHeldByRun}},
 			steps: []reconcileStep{{
 				do:         reconcileUntilProbed,
 				wantEvents: []recordedEvent{succeeded, lockHeldEvent},
@@ -218,6 +218,7 @@ func TestReconcileForceUnlock(t *testing.T) {
 	released := &backendsv1alpha1.ForceUnlockStatus{LockID: runHolder.ID, Time: metav1.NewTime(harnessEpoch)}
 	both := func(checks ...func(*testing.T, *reconcileEnv)) func(*testing.T, *reconcileEnv) {
 		return func(t *testing.T, e *reconcileEnv) {
+			t.Helper()
 			for _, c := range checks {
 				c(t, e)
 			}
@@ -230,7 +231,7 @@ func TestReconcileForceUnlock(t *testing.T) {
 		"naming the holder's ID releases its lock": {
 			objects: []client.Object{backend(runHolder.ID), passwordSecret()},
 			target:  webBackend,
-			script:  stateScript{lock: []error{heldByRun, nil}},
+			script:  stateScript{lock: []error{errHeldByRun, nil}},
 			steps: []reconcileStep{{
 				do:             reconcileUntilProbed,
 				wantConditions: locked(metav1.ConditionFalse, "ForceUnlocked"),
@@ -249,7 +250,7 @@ func TestReconcileForceUnlock(t *testing.T) {
 		"naming another ID releases nothing": {
 			objects: []client.Object{backend("00000000-0000-4000-8000-000000000000"), passwordSecret()},
 			target:  webBackend,
-			script:  stateScript{lock: []error{heldByRun}},
+			script:  stateScript{lock: []error{errHeldByRun}},
 			steps: []reconcileStep{{
 				do:             reconcileUntilProbed,
 				wantConditions: locked(metav1.ConditionTrue, "ForceUnlockSkipped"),
@@ -261,7 +262,7 @@ func TestReconcileForceUnlock(t *testing.T) {
 		"a server refusing the ID body gets the empty-body UNLOCK": {
 			objects: []client.Object{backend(runHolder.ID), passwordSecret()},
 			target:  webBackend,
-			script:  stateScript{lock: []error{heldByRun}, forceUnlock: []error{refused}},
+			script:  stateScript{lock: []error{errHeldByRun}, forceUnlock: []error{refused}},
 			steps: []reconcileStep{{
 				do:             reconcileUntilProbed,
 				wantConditions: locked(metav1.ConditionFalse, "ForceUnlocked"),
@@ -273,7 +274,7 @@ func TestReconcileForceUnlock(t *testing.T) {
 		"a server refusing both UNLOCKs": {
 			objects: []client.Object{backend(runHolder.ID), passwordSecret()},
 			target:  webBackend,
-			script:  stateScript{lock: []error{heldByRun}, forceUnlock: []error{refused}, forceUnlockEmptyBody: []error{refused}},
+			script:  stateScript{lock: []error{errHeldByRun}, forceUnlock: []error{refused}, forceUnlockEmptyBody: []error{refused}},
 			steps: []reconcileStep{{
 				do:             reconcileUntilProbed,
 				wantConditions: locked(metav1.ConditionTrue, "ForceUnlockRefused"),
@@ -285,7 +286,7 @@ func TestReconcileForceUnlock(t *testing.T) {
 		"an UNLOCK answered by another holder is not sent again with the empty body": {
 			objects: []client.Object{backend(runHolder.ID), passwordSecret()},
 			target:  webBackend,
-			script: stateScript{lock: []error{heldByRun}, forceUnlock: []error{
+			script: stateScript{lock: []error{errHeldByRun}, forceUnlock: []error{
 				&stateclient.LockError{StatusCode: 409, Info: &stateclient.LockInfo{ID: "another-holder", Who: "bob@laptop"}},
 			}},
 			steps: []reconcileStep{{

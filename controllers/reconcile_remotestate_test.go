@@ -9,7 +9,6 @@ import (
 	"github.com/google/go-cmp/cmp"
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
-	"k8s.io/utils/ptr"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	backendsv1alpha1 "github.com/infrastate/backend-operator/api/v1alpha1"
@@ -48,7 +47,7 @@ func expectPublished(t *testing.T, e *reconcileEnv) {
 	}
 	for _, obj := range []client.Object{cm, secret} {
 		want := []metav1.OwnerReference{{APIVersion: backendsv1alpha1.GroupVersion.String(), Kind: remoteStateKind,
-			Name: networkState.name, UID: "uid-network", Controller: ptr.To(true), BlockOwnerDeletion: ptr.To(true)}}
+			Name: networkState.name, UID: "uid-network", Controller: new(true), BlockOwnerDeletion: new(true)}}
 		if diff := cmp.Diff(want, obj.GetOwnerReferences()); diff != "" {
 			t.Errorf("owner references of %s (-want +got):\n%s", obj.GetName(), diff)
 		}
@@ -165,7 +164,7 @@ func TestReconcileRemoteState(t *testing.T) {
 				do:         reconcileUntilProbed,
 				wantEvents: []recordedEvent{ready},
 				wantCalls:  []string{"StreamState"},
-				check:      func(t *testing.T, e *reconcileEnv) { kept = e.configMap(networkOutputs) },
+				check:      func(_ *testing.T, e *reconcileEnv) { kept = e.configMap(networkOutputs) },
 			}, {
 				before:         nextRead,
 				do:             reconcileUntilProbed,

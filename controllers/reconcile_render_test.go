@@ -7,7 +7,6 @@ import (
 	"github.com/google/go-cmp/cmp"
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
-	"k8s.io/utils/ptr"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	backendsv1alpha1 "github.com/infrastate/backend-operator/api/v1alpha1"
@@ -75,7 +74,7 @@ func expectRendered(t *testing.T, e *reconcileEnv, configMapName string) {
 	}
 	for _, obj := range []client.Object{cm, secret} {
 		want := []metav1.OwnerReference{{APIVersion: backendsv1alpha1.GroupVersion.String(), Kind: httpBackendKind,
-			Name: backend.Name, UID: backend.UID, Controller: ptr.To(true), BlockOwnerDeletion: ptr.To(true)}}
+			Name: backend.Name, UID: backend.UID, Controller: new(true), BlockOwnerDeletion: new(true)}}
 		if diff := cmp.Diff(want, obj.GetOwnerReferences()); diff != "" {
 			t.Errorf("owner references of %s (-want +got):\n%s", obj.GetName(), diff)
 		}
@@ -205,7 +204,7 @@ func TestReconcileHttpBackendStalls(t *testing.T) {
 		cm     *corev1.ConfigMap
 		secret *corev1.Secret
 	}
-	keepRendered := func(t *testing.T, e *reconcileEnv) {
+	keepRendered := func(_ *testing.T, e *reconcileEnv) {
 		rendered.cm, rendered.secret = e.configMap(webConfigMap), e.secret(webSecret)
 	}
 	expectUntouched := func(t *testing.T, e *reconcileEnv) {

@@ -62,7 +62,7 @@ func expectNoSecretsIn(ctx context.Context, namespace string, secrets []string) 
 		add(b.Status)
 	}
 
-	Expect(len(configMaps.Items)).To(BeNumerically(">", 0), "the scan must see the rendered ConfigMaps")
+	Expect(configMaps.Items).NotTo(BeEmpty(), "the scan must see the rendered ConfigMaps")
 	for _, doc := range documents {
 		for _, secret := range secrets {
 			Expect(doc).NotTo(ContainSubstring(secret))

@@ -69,14 +69,14 @@ var _ = Describe("Every stall", func() {
 			})
 		},
 		Entry("SecretNotFound: the Secret is created", stallCase{
-			objects: func(ctx context.Context, ns string) []client.Object {
+			objects: func(_ context.Context, ns string) []client.Object {
 				return []client.Object{makeStateBackend("app", ns).build()}
 			},
 			reason: "SecretNotFound",
 			heal:   func(ctx context.Context, ns string) { create(ctx, suitePassword(ns)) },
 		}),
 		Entry("SecretKeyMissing: the key is added", stallCase{
-			objects: func(ctx context.Context, ns string) []client.Object {
+			objects: func(_ context.Context, ns string) []client.Object {
 				return []client.Object{makeSecret("state-password", ns, map[string]string{"other": "x"}), makeStateBackend("app", ns).build()}
 			},
 			reason: "SecretKeyMissing",
@@ -85,14 +85,14 @@ var _ = Describe("Every stall", func() {
 			},
 		}),
 		Entry("ConfigMapNotFound: the CA ConfigMap is created", stallCase{
-			objects: func(ctx context.Context, ns string) []client.Object {
+			objects: func(_ context.Context, ns string) []client.Object {
 				return []client.Object{suiteClientCert(ns), makeTLSStateBackend("app", ns).build()}
 			},
 			reason: "ConfigMapNotFound",
 			heal:   func(ctx context.Context, ns string) { create(ctx, suiteCAConfigMap(ns)) },
 		}),
 		Entry("ConfigMapKeyMissing: the CA key is added", stallCase{
-			objects: func(ctx context.Context, ns string) []client.Object {
+			objects: func(_ context.Context, ns string) []client.Object {
 				return []client.Object{suiteClientCert(ns), makeConfigMap("state-ca", ns, map[string]string{"other": "x"}), makeTLSStateBackend("app", ns).build()}
 			},
 			reason: "ConfigMapKeyMissing",
@@ -101,7 +101,7 @@ var _ = Describe("Every stall", func() {
 			},
 		}),
 		Entry("InvalidCertificate: the client certificate is replaced", stallCase{
-			objects: func(ctx context.Context, ns string) []client.Object {
+			objects: func(_ context.Context, ns string) []client.Object {
 				return []client.Object{
 					makeTLSSecret("client-cert", ns, []byte("not a certificate"), suiteCerts.clientKeyPEM),
 					suiteCAConfigMap(ns),
@@ -114,14 +114,14 @@ var _ = Describe("Every stall", func() {
 			},
 		}),
 		Entry("NameConflict on the ConfigMap: the foreign ConfigMap is deleted", stallCase{
-			objects: func(ctx context.Context, ns string) []client.Object {
+			objects: func(_ context.Context, ns string) []client.Object {
 				return []client.Object{suitePassword(ns), foreignConfigMap(ns, "app-backend"), makeStateBackend("app", ns).build()}
 			},
 			reason: "NameConflict",
 			heal:   func(ctx context.Context, ns string) { remove(ctx, foreignConfigMap(ns, "app-backend")) },
 		}),
 		Entry("NameConflict on the credentials Secret of a CosBackend: the foreign Secret is deleted", stallCase{
-			objects: func(ctx context.Context, ns string) []client.Object {
+			objects: func(_ context.Context, ns string) []client.Object {
 				cosServer.CreateBucket(cosBucket(ns))
 				return []client.Object{
 					cosCredentials(ns),

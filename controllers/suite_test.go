@@ -217,7 +217,9 @@ func startManagerLogging(ctx context.Context, namespaces []string, log logr.Logg
 	opts = append([]Option{WithCosServiceURL(cosServer.ServiceURL()), withResolver(guard), withDial(guard.DialContext)}, opts...)
 	Expect(SetupAll(ctx, mgr, opts...)).To(Succeed())
 
-	mgrCtx, cancel := context.WithCancel(context.Background())
+	// The manager runs until stop, not until ctx ends: stop cancels it and
+	// waits for it to return.
+	mgrCtx, cancel := context.WithCancel(context.WithoutCancel(ctx))
 	done := make(chan struct{})
 	go func() {
 		defer GinkgoRecover()
@@ -247,7 +249,7 @@ func newSpec() (context.Context, string) {
 // every spec by eachSpec or eachSpecWithManager.
 type specEnv struct {
 	// ctx is bounded by specTimeout and cancelled when the spec ends.
-	ctx context.Context
+	ctx context.Context //nolint:containedctx // filled before each spec by a BeforeEach, the Ginkgo form of a per-spec context
 	// ns is the spec's own namespace.
 	ns string
 	// writes counts the writes, and records the reads, of the spec's

@@ -19,8 +19,9 @@ import (
 )
 
 // hungServer accepts TCP connections on loopback and never answers them.
-func hungServer() string {
-	ln, err := net.Listen("tcp", "127.0.0.1:0")
+func hungServer(ctx context.Context) string {
+	var lc net.ListenConfig
+	ln, err := lc.Listen(ctx, "tcp", "127.0.0.1:0")
 	Expect(err).NotTo(HaveOccurred())
 	var (
 		mu    sync.Mutex
@@ -66,7 +67,7 @@ var _ = Describe("Tenant isolation", func() {
 		startManagerFor(ctx, []string{hostile, victim}, WithMaxConcurrentReconciles(4))
 
 		By("a tenant whose three servers never answer and whose fourth asks to wait an hour")
-		hung, limited := hungServer(), rateLimitingServer()
+		hung, limited := hungServer(ctx), rateLimitingServer()
 		for i, address := range []string{hung, hung, hung, limited} {
 			b := makeHttpBackend("slow-"+string(rune('a'+i)), hostile, address+"/state/x")
 			if address == hung {
