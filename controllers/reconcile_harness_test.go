@@ -263,10 +263,7 @@ func (e *reconcileEnv) httpBackend(name string) *backendsv1alpha1.HttpBackend {
 func (e *reconcileEnv) configMap(name string) *corev1.ConfigMap {
 	e.t.Helper()
 	cm := &corev1.ConfigMap{}
-	if err := e.client.Get(e.ctx, types.NamespacedName{Namespace: harnessNamespace, Name: name}, cm); err != nil {
-		if client.IgnoreNotFound(err) != nil {
-			e.t.Fatalf("reading ConfigMap %s: %v", name, err)
-		}
+	if !e.getIfExists(name, cm) {
 		return nil
 	}
 	return cm
@@ -275,13 +272,23 @@ func (e *reconcileEnv) configMap(name string) *corev1.ConfigMap {
 func (e *reconcileEnv) secret(name string) *corev1.Secret {
 	e.t.Helper()
 	s := &corev1.Secret{}
-	if err := e.client.Get(e.ctx, types.NamespacedName{Namespace: harnessNamespace, Name: name}, s); err != nil {
-		if client.IgnoreNotFound(err) != nil {
-			e.t.Fatalf("reading Secret %s: %v", name, err)
-		}
+	if !e.getIfExists(name, s) {
 		return nil
 	}
 	return s
+}
+
+// getIfExists reads the object name of the harness namespace into obj and
+// reports whether it exists.
+func (e *reconcileEnv) getIfExists(name string, obj client.Object) bool {
+	e.t.Helper()
+	if err := e.client.Get(e.ctx, types.NamespacedName{Namespace: harnessNamespace, Name: name}, obj); err != nil {
+		if client.IgnoreNotFound(err) != nil {
+			e.t.Fatalf("reading %T %s: %v", obj, name, err)
+		}
+		return false
+	}
+	return true
 }
 
 // create stores obj, as a user would.

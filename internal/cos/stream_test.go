@@ -40,16 +40,9 @@ var sameError = cmp.Comparer(func(a, b error) bool {
 // there is none. The package itself has no such call, so that no caller
 // holds a whole state.
 func readState(ctx context.Context, c *cos.Client, workspace string) ([]byte, error) {
-	var data []byte
-	found, _, err := c.StreamState(ctx, workspace, func(r io.Reader) error {
-		var err error
-		data, err = io.ReadAll(r)
-		return err
+	return testtools.ReadStream(func(read func(io.Reader) error) (bool, int64, error) {
+		return c.StreamState(ctx, workspace, read)
 	})
-	if err != nil || !found {
-		return nil, err
-	}
-	return data, nil
 }
 
 // readAll is a read function that reads to the end, as a parser that

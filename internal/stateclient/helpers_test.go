@@ -14,6 +14,7 @@ import (
 	"time"
 
 	"github.com/infrastate/backend-operator/internal/devpki"
+	"github.com/infrastate/backend-operator/internal/testtools"
 )
 
 // request is what the test server saw of one request.
@@ -195,14 +196,7 @@ func discardLogger() *log.Logger { return log.New(io.Discard, "", 0) }
 // state. The client itself has no such call, so that no caller holds a
 // whole state.
 func fetchAll(ctx context.Context, c *Client) ([]byte, error) {
-	var data []byte
-	found, _, err := c.StreamState(ctx, func(r io.Reader) error {
-		var err error
-		data, err = io.ReadAll(r)
-		return err
+	return testtools.ReadStream(func(read func(io.Reader) error) (bool, int64, error) {
+		return c.StreamState(ctx, read)
 	})
-	if err != nil || !found {
-		return nil, err
-	}
-	return data, nil
 }
