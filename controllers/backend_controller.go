@@ -70,7 +70,7 @@ func (r *backendReconciler) reconcileSpec(_ context.Context, s *backendScope) er
 // backend references (a problem is a stallError naming the object and
 // key, never a value) and fills scope.resolved.
 func (r *backendReconciler) reconcileReferences(ctx context.Context, s *backendScope) error {
-	resolved, err := r.kind.resolve(ctx, r.kindEnv(ctx, s.obj.GetNamespace()), s.obj)
+	resolved, err := r.kind.resolve(ctx, r.envFor(ctx, s.obj.GetNamespace()), s.obj)
 	if err != nil {
 		return err
 	}
@@ -123,8 +123,8 @@ func (r *backendReconciler) reconcileProbe(ctx context.Context, s *backendScope)
 	return err
 }
 
-// kindEnv is the environment a kind resolves an object of namespace with.
-func (r *reconciler) kindEnv(ctx context.Context, namespace string) kindEnv {
+// envFor is the environment a kind resolves an object of namespace with.
+func (r *reconciler) envFor(ctx context.Context, namespace string) kindEnv {
 	return kindEnv{refs: r.references(namespace), opts: &r.opts, log: ctrl.LoggerFrom(ctx)}
 }
 

@@ -46,7 +46,7 @@ func (r *remoteStateReconciler) reconcileBackend(ctx context.Context, s *remoteS
 	if err := r.getBackend(ctx, types.NamespacedName{Namespace: s.remote.Namespace, Name: ref.Name}, backend, ref.Kind); err != nil {
 		return err
 	}
-	resolved, err := kind.resolve(ctx, r.kindEnv(ctx, backend.GetNamespace()), backend)
+	resolved, err := kind.resolve(ctx, r.envFor(ctx, backend.GetNamespace()), backend)
 	if err != nil {
 		return backendNotReady(ref, err)
 	}
