@@ -120,7 +120,7 @@ func gateCounts(c *metav1.Condition) bool {
 }
 
 // awaitingGate reports whether a gate has not been observed for
-// generation yet, or has been turned off by this generation.
+// generation yet: it is absent, or an earlier generation set it.
 func awaitingGate(conds []metav1.Condition, generation int64, gates []string) bool {
 	for _, gate := range gates {
 		if c := meta.FindStatusCondition(conds, gate); c == nil || c.ObservedGeneration != generation {
