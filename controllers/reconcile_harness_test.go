@@ -4,8 +4,11 @@ package controllers
 // reconcilers run against controller-runtime's fake client, carrying the
 // production field indexes, with a fake clock, a scripted state client and
 // an event recorder that keeps what it is given. No API server, no network:
-// a case runs in milliseconds. The envtest suite (TestControllers) checks
-// the same behaviour against a real API server and real state servers.
+// a case runs in milliseconds. A case that asks for one also gets a COS
+// protocol server on loopback (costest), which the CosBackend reconciler
+// reaches through the address policy, as in the envtest suite. The envtest
+// suite (TestControllers) checks the same behaviour against a real API
+// server and real state servers.
 
 import (
 	"bytes"
@@ -35,6 +38,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/reconcile"
 
 	backendsv1alpha1 "github.com/infrastate/backend-operator/api/v1alpha1"
+	"github.com/infrastate/backend-operator/internal/cos/costest"
 	"github.com/infrastate/backend-operator/internal/stateclient"
 	"github.com/infrastate/backend-operator/internal/testenv"
 )
@@ -90,6 +94,13 @@ type reconcileEnv struct {
 	clock  *clocktesting.FakeClock
 	state  *scriptedStateClient
 	events *recordingRecorder
+	// cos is the case's COS server, accepting the suite's credentials; nil
+	// when the case asked for none (see startCos).
+	cos *costest.Server
+	// guard refuses, and records, lookups and dials of anything but
+	// loopback by the reconcilers' COS clients (the state clients are
+	// scripted).
+	guard *loopbackOnly
 
 	reconcilers map[string]*runningReconciler
 	// seenCalls and seenEvents count what earlier steps already compared.
@@ -134,6 +145,7 @@ func newReconcileEnv(t *testing.T, objects []client.Object, script stateScript, 
 		clock:       clocktesting.NewFakeClock(harnessEpoch),
 		state:       &scriptedStateClient{script: script},
 		events:      &recordingRecorder{},
+		guard:       &loopbackOnly{},
 		reconcilers: map[string]*runningReconciler{},
 	}
 	t.Cleanup(func() {
@@ -141,8 +153,21 @@ func newReconcileEnv(t *testing.T, objects []client.Object, script stateScript, 
 			r.stop()
 		}
 		cancel()
+		if got := e.guard.attempts(); len(got) > 0 {
+			t.Errorf("the reconcilers tried to reach names or addresses other than loopback: %q", got)
+		}
 	})
 	return e
+}
+
+// startCos starts the case's COS server, accepting the suite's
+// credentials (cosSecretID, cosSecretKey), and lets prepare fill it before
+// any reconciler starts. The server is closed when the case ends.
+func (e *reconcileEnv) startCos(prepare func(s *costest.Server)) {
+	e.t.Helper()
+	e.cos = costest.NewServer(e.t)
+	e.cos.AddCredentials(cosSecretID, cosSecretKey)
+	prepare(e.cos)
 }
 
 // reconciler returns the running reconciler of kind, starting one the
@@ -151,12 +176,21 @@ func (e *reconcileEnv) reconciler(kind string) *runningReconciler {
 	if r, ok := e.reconcilers[kind]; ok {
 		return r
 	}
-	r, base := newKindReconciler(kind, e.client, e.events,
+	opts := []Option{
 		withClock(e.clock),
 		withStateClientFactory(func(cfg stateclient.Config, _ logr.Logger) (stateClient, error) {
 			e.state.built(cfg)
 			return e.state, nil
-		}))
+		}),
+		// The COS clients are built as in production, through the address
+		// policy, with a resolver and a final dial that allow loopback
+		// only, as in the envtest suite.
+		withResolver(e.guard), withDial(e.guard.DialContext),
+	}
+	if e.cos != nil {
+		opts = append(opts, WithCosServiceURL(e.cos.ServiceURL()))
+	}
+	r, base := newKindReconciler(kind, e.client, e.events, opts...)
 	ctx, cancel := context.WithCancel(e.ctx)
 	done := make(chan struct{})
 	go func() {
@@ -488,8 +522,11 @@ type reconcileCase struct {
 	script  stateScript
 	// intercept, when set, replaces calls of the fake client.
 	intercept *interceptor.Funcs
-	target    objectRef
-	steps     []reconcileStep
+	// cos, when set, starts a COS server for the case and prepares it
+	// (buckets, states, locks); see reconcileEnv.startCos.
+	cos    func(s *costest.Server)
+	target objectRef
+	steps  []reconcileStep
 }
 
 // reconcileStep changes the world, reconciles, and compares what follows
@@ -583,6 +620,9 @@ func runReconcileCases(t *testing.T, cases map[string]reconcileCase) {
 func runReconcileCase(t *testing.T, tc reconcileCase) {
 	t.Helper()
 	e := newReconcileEnv(t, tc.objects, tc.script, tc.intercept)
+	if tc.cos != nil {
+		e.startCos(tc.cos)
+	}
 	for i, step := range tc.steps {
 		name := step.name
 		if name == "" {
