@@ -2,7 +2,6 @@ package controllers
 
 import (
 	"context"
-	"strconv"
 	"strings"
 	"time"
 
@@ -111,8 +110,7 @@ func (r *backendReconciler) reconcileProbe(ctx context.Context, s *backendScope)
 		return nil
 	}
 
-	inputs := fingerprint(append([][]byte{[]byte(obj.GetUID()), []byte(strconv.FormatInt(obj.GetGeneration(), 10))},
-		s.resolved.inputs()...)...)
+	inputs := fingerprint(append(identity(obj), s.resolved.inputs()...)...)
 	task := probeTask{kind: r.kind.name(), obj: obj, inputs: inputs, interval: interval, condition: plan.condition}
 	apply := func(res *probeResult) error {
 		plan.apply(res.value, res.finished)

@@ -124,8 +124,7 @@ func (c *cosResolved) probe(interval time.Duration) probePlan {
 	plan := probePlan{condition: backendsv1alpha1.BucketReadyCondition}
 	switch {
 	case interval == 0:
-		plan.off = &observation{status: metav1.ConditionUnknown, reason: backendsv1alpha1.ProbeDisabledReason,
-			message: "Probing is disabled: probe.interval is 0s"}
+		plan.off = probeDisabled()
 		return plan
 	case assumeRoleOnly(backend):
 		plan.off = &observation{status: metav1.ConditionUnknown, reason: backendsv1alpha1.AssumeRoleNotSupportedReason,

@@ -6,7 +6,6 @@ import (
 	"time"
 
 	corev1 "k8s.io/api/core/v1"
-	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	backendsv1alpha1 "github.com/infrastate/backend-operator/api/v1alpha1"
@@ -120,8 +119,7 @@ func (h *httpResolved) probe(interval time.Duration) probePlan {
 	plan := probePlan{condition: backendsv1alpha1.StateReachableCondition}
 	lockWork := (backend.Spec.Probe != nil && backend.Spec.Probe.LockCheck) || backend.Spec.ForceUnlock != nil
 	if interval == 0 {
-		plan.off = &observation{status: metav1.ConditionUnknown, reason: backendsv1alpha1.ProbeDisabledReason,
-			message: "Probing is disabled: probe.interval is 0s"}
+		plan.off = probeDisabled()
 		if !lockWork {
 			return plan
 		}

@@ -3,6 +3,7 @@ package controllers
 import (
 	"context"
 	"fmt"
+	"strconv"
 	"time"
 
 	"k8s.io/apimachinery/pkg/api/meta"
@@ -34,6 +35,19 @@ func probeInterval(p *backendsv1alpha1.ProbeSpec, def time.Duration) time.Durati
 		return def
 	}
 	return p.Interval.Duration
+}
+
+// probeDisabled is the observation of a probe condition while
+// probe.interval is 0s.
+func probeDisabled() *observation {
+	return &observation{status: metav1.ConditionUnknown, reason: backendsv1alpha1.ProbeDisabledReason,
+		message: "Probing is disabled: probe.interval is 0s"}
+}
+
+// identity is the part of a probe fingerprint that names obj and its
+// generation: a new generation makes a probe due at once.
+func identity(obj client.Object) [][]byte {
+	return [][]byte{[]byte(obj.GetUID()), []byte(strconv.FormatInt(obj.GetGeneration(), 10))}
 }
 
 // probeTask describes the probe of one object for probeStep.

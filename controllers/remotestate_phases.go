@@ -6,7 +6,6 @@ import (
 	"errors"
 	"fmt"
 	"io"
-	"strconv"
 
 	apiextensionsv1 "k8s.io/apiextensions-apiserver/pkg/apis/apiextensions/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
@@ -58,11 +57,8 @@ func (r *remoteStateReconciler) reconcileBackend(ctx context.Context, s *remoteS
 		}
 		return stream, nil
 	}
-	identity := [][]byte{
-		[]byte(s.remote.UID), []byte(strconv.FormatInt(s.remote.Generation, 10)),
-		[]byte(backend.GetUID()), []byte(strconv.FormatInt(backend.GetGeneration(), 10)),
-	}
-	s.inputs = fingerprint(append(identity, resolved.inputs()...)...)
+	parts := append(identity(s.remote), identity(backend)...)
+	s.inputs = fingerprint(append(parts, resolved.inputs()...)...)
 	return nil
 }
 
