@@ -28,6 +28,7 @@ type options struct {
 	metricsAddr                     string
 	secureMetrics                   bool
 	probeAddr                       string
+	pprofAddr                       string
 	leaderElect                     bool
 	watchNamespaces                 []string
 	maxConcurrentReconciles         int
@@ -59,6 +60,9 @@ func parseOptions(fs *flag.FlagSet, args []string, getenv func(string) string) (
 		"Serve metrics over HTTPS with authentication and authorization. false serves plain HTTP.")
 	fs.StringVar(&o.probeAddr, "health-probe-bind-address", ":8081",
 		"Address the health and readiness probes bind to.")
+	fs.StringVar(&o.pprofAddr, "pprof-bind-address", "0",
+		"Address the Go profiling endpoints (/debug/pprof/) bind to, for example 127.0.0.1:6060. 0 disables them. "+
+			"Unauthenticated: bind it to loopback only.")
 	fs.BoolVar(&o.leaderElect, "leader-elect", false,
 		"Enable leader election, so that only one replica reconciles at a time.")
 	fs.StringVar(&namespaces, "watch-namespaces", "",
@@ -169,6 +173,7 @@ func managerOptions(o options) ctrl.Options {
 		Scheme:                 scheme,
 		Metrics:                metrics,
 		HealthProbeBindAddress: o.probeAddr,
+		PprofBindAddress:       o.pprofAddr,
 		LeaderElection:         o.leaderElect,
 		LeaderElectionID:       leaderElectionID,
 		// The manager exits right after it stops reconciling, so releasing

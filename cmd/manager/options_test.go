@@ -24,7 +24,7 @@ func TestParseOptions(t *testing.T) {
 	// defaults returns the options of no flags, changed by edit.
 	defaults := func(edit func(*options)) options {
 		o := options{
-			metricsAddr: "0", secureMetrics: true, probeAddr: ":8081", maxConcurrentReconciles: 4,
+			metricsAddr: "0", secureMetrics: true, probeAddr: ":8081", pprofAddr: "0", maxConcurrentReconciles: 4,
 			maxConcurrentProbes: 16, maxConcurrentProbesPerNamespace: 4, defaultProbeInterval: 5 * time.Minute,
 			referencePolicy: controllers.ReferencePolicyNamespace,
 			addressPolicy:   netguard.Policy{Denied: netguard.DefaultDenied()},
@@ -58,10 +58,10 @@ func TestParseOptions(t *testing.T) {
 				"--leader-elect", "--watch-namespaces= team-a,team-b,,team-a ", "--max-concurrent-reconciles=8",
 				"--max-concurrent-probes=32", "--max-concurrent-probes-per-namespace=2", "--secret-reference-policy=labeled",
 				"--allowed-address-cidrs=10.0.0.0/8, 192.168.1.7", "--denied-address-cidrs=10.96.0.0/12",
-				"--default-probe-interval=90s",
+				"--default-probe-interval=90s", "--pprof-bind-address=127.0.0.1:6060",
 			},
 			want: options{
-				metricsAddr: ":8443", probeAddr: ":9000", leaderElect: true,
+				metricsAddr: ":8443", probeAddr: ":9000", pprofAddr: "127.0.0.1:6060", leaderElect: true,
 				watchNamespaces: []string{"team-a", "team-b"}, maxConcurrentReconciles: 8,
 				maxConcurrentProbes: 32, maxConcurrentProbesPerNamespace: 2, defaultProbeInterval: 90 * time.Second,
 				referencePolicy: controllers.ReferencePolicyLabeled,
@@ -161,7 +161,7 @@ func TestManagerOptions(t *testing.T) {
 		wantFilter     bool
 	}{
 		"all namespaces, secure metrics": {
-			in:         options{metricsAddr: ":8443", secureMetrics: true, probeAddr: ":8081", leaderElect: true},
+			in:         options{metricsAddr: ":8443", secureMetrics: true, probeAddr: ":8081", pprofAddr: "127.0.0.1:6060", leaderElect: true},
 			wantFilter: true,
 		},
 		"some namespaces, plain metrics": {
@@ -177,6 +177,9 @@ func TestManagerOptions(t *testing.T) {
 			}
 			if (got.Metrics.FilterProvider != nil) != tc.wantFilter {
 				t.Errorf("metrics filter set = %v, want %v", got.Metrics.FilterProvider != nil, tc.wantFilter)
+			}
+			if got.PprofBindAddress != tc.in.pprofAddr {
+				t.Errorf("pprof address = %q, want %q", got.PprofBindAddress, tc.in.pprofAddr)
 			}
 			if got.LeaderElection != tc.in.leaderElect || got.LeaderElectionID != leaderElectionID {
 				t.Errorf("leader election = %v %q, want %v %q", got.LeaderElection, got.LeaderElectionID, tc.in.leaderElect, leaderElectionID)
