@@ -128,7 +128,8 @@ func (r *reconciler) envFor(ctx context.Context, namespace string) kindEnv {
 
 // setupWithManager registers the reconciler with mgr; the field indexes
 // come from SetupAll. It reconciles on spec changes of the backend, on
-// changes to the objects it renders, on changes to the Secrets and
+// changes to the objects it renders (not their creation: see
+// skipCreation), on changes to the Secrets and
 // ConfigMaps that a backend references or renders through referencesIndex
 // (a foreign object that took a rendered name among them), and when one
 // of its probes ends. Rendered and referenced objects are watched for
@@ -136,13 +137,13 @@ func (r *reconciler) envFor(ctx context.Context, namespace string) kindEnv {
 func (r *backendReconciler) setupWithManager(mgr ctrl.Manager) error {
 	b, err := r.setup(mgr, ctrl.NewControllerManagedBy(mgr).
 		For(r.kind.newObject(), builder.WithPredicates(predicate.GenerationChangedPredicate{})).
-		Owns(&corev1.ConfigMap{}, builder.OnlyMetadata).
-		Owns(&corev1.Secret{}, builder.OnlyMetadata))
+		Owns(&corev1.ConfigMap{}, builder.OnlyMetadata, builder.WithPredicates(skipCreation)).
+		Owns(&corev1.Secret{}, builder.OnlyMetadata, builder.WithPredicates(skipCreation)))
 	if err != nil {
 		return err
 	}
 	referrers := func(reference func(string) string) handler.EventHandler {
-		return handler.EnqueueRequestsFromMapFunc(enqueueReferrers(mgr.GetClient(), r.kind.newList, reference))
+		return referrersOf(r.kind.name(), enqueueReferrers(mgr.GetClient(), r.kind.newList, reference))
 	}
 	return b.
 		Watches(&corev1.Secret{}, referrers(secretReference), builder.OnlyMetadata).

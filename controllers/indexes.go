@@ -48,8 +48,9 @@ func remoteStateReferences(obj client.Object) []string {
 func enqueueReferrers(c client.Reader, newList func() client.ObjectList, reference func(string) string) func(context.Context, client.Object) []reconcile.Request {
 	return func(ctx context.Context, obj client.Object) []reconcile.Request {
 		list := newList()
+		// Only the names are read: the cache's objects need no copy.
 		if err := c.List(ctx, list, client.InNamespace(obj.GetNamespace()),
-			client.MatchingFields{referencesIndex: reference(obj.GetName())}); err != nil {
+			client.MatchingFields{referencesIndex: reference(obj.GetName())}, client.UnsafeDisableDeepCopy); err != nil {
 			return nil
 		}
 		var requests []reconcile.Request

@@ -8,7 +8,9 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/types"
+	"k8s.io/client-go/util/workqueue"
 	"sigs.k8s.io/controller-runtime/pkg/client"
+	ctrlevent "sigs.k8s.io/controller-runtime/pkg/event"
 	"sigs.k8s.io/controller-runtime/pkg/handler"
 	"sigs.k8s.io/controller-runtime/pkg/reconcile"
 
@@ -84,6 +86,91 @@ func TestReconcileWatchesFindReferrers(t *testing.T) {
 			less := func(a, b reconcile.Request) bool { return a.String() < b.String() }
 			if diff := cmp.Diff(tc.want, got, cmpopts.SortSlices(less), cmpopts.EquateEmpty()); diff != "" {
 				t.Errorf("requests (-want +got):\n%s", diff)
+			}
+		})
+	}
+}
+
+// TestReconcileWatchesSkipOwnCreation checks that the creation of an
+// object an object writes does not reconcile its writer again (the
+// reconcile that created it knows it), while its changes and deletion do,
+// and its creation still reconciles any other object that references it.
+func TestReconcileWatchesSkipOwnCreation(t *testing.T) {
+	objects := []client.Object{
+		newWebBackend(),
+		stored(makeHttpBackend("reader", harnessNamespace, harnessAddress).basicAuth("runner", webSecret, "password").build()),
+		newNetworkState(),
+	}
+	c := newReconcileEnv(t, objects, stateScript{}, nil).client
+	httpBackends := func() client.ObjectList { return &backendsv1alpha1.HttpBackendList{} }
+	written := func(name, kind, owner string) client.Object {
+		obj := &metav1.PartialObjectMetadata{ObjectMeta: metav1.ObjectMeta{Namespace: harnessNamespace, Name: name}}
+		if owner != "" {
+			obj.OwnerReferences = []metav1.OwnerReference{{
+				APIVersion: backendsv1alpha1.GroupVersion.String(), Kind: kind, Name: owner, Controller: new(true),
+			}}
+		}
+		return obj
+	}
+	backends := referrersOf(httpBackendKind, enqueueReferrers(c, httpBackends, secretReference))
+	remoteStates := referrersOf(remoteStateKind, readersOfReferenced(c, secretReference))
+
+	type send func(h handler.EventHandler, q workqueue.TypedRateLimitingInterface[reconcile.Request])
+	create := func(obj client.Object) send {
+		return func(h handler.EventHandler, q workqueue.TypedRateLimitingInterface[reconcile.Request]) {
+			h.Create(t.Context(), ctrlevent.CreateEvent{Object: obj}, q)
+		}
+	}
+	update := func(obj client.Object) send {
+		return func(h handler.EventHandler, q workqueue.TypedRateLimitingInterface[reconcile.Request]) {
+			h.Update(t.Context(), ctrlevent.UpdateEvent{ObjectOld: obj, ObjectNew: obj}, q)
+		}
+	}
+	deleted := func(obj client.Object) send {
+		return func(h handler.EventHandler, q workqueue.TypedRateLimitingInterface[reconcile.Request]) {
+			h.Delete(t.Context(), ctrlevent.DeleteEvent{Object: obj}, q)
+		}
+	}
+	cases := map[string]struct {
+		handler handler.EventHandler
+		event   send
+		want    []string
+	}{
+		"creating its rendered Secret does not reconcile the backend, but reconciles one reading it": {
+			handler: backends, event: create(written(webSecret, httpBackendKind, webBackend.name)), want: []string{"reader"},
+		},
+		"changing its rendered Secret reconciles the backend": {
+			handler: backends, event: update(written(webSecret, httpBackendKind, webBackend.name)), want: []string{"reader", "web"},
+		},
+		"deleting its rendered Secret reconciles the backend": {
+			handler: backends, event: deleted(written(webSecret, httpBackendKind, webBackend.name)), want: []string{"reader", "web"},
+		},
+		"a foreign object created under a rendered name reconciles the backend": {
+			handler: backends, event: create(written(webSecret, "", "")), want: []string{"reader", "web"},
+		},
+		"an object of another kind of the same name is not its writer": {
+			handler: backends, event: create(written(webSecret, remoteStateKind, webBackend.name)), want: []string{"reader", "web"},
+		},
+		"creating its published Secret does not reconcile the RemoteState": {
+			handler: remoteStates, event: create(written(networkOutputs, remoteStateKind, "network")),
+		},
+		"changing its published Secret reconciles the RemoteState": {
+			handler: remoteStates, event: update(written(networkOutputs, remoteStateKind, "network")), want: []string{"network"},
+		},
+	}
+	for name, tc := range cases {
+		t.Run(name, func(t *testing.T) {
+			q := workqueue.NewTypedRateLimitingQueue(workqueue.DefaultTypedControllerRateLimiter[reconcile.Request]())
+			defer q.ShutDown()
+			tc.event(tc.handler, q)
+			var got []string
+			for q.Len() > 0 {
+				req, _ := q.Get()
+				got = append(got, req.Name)
+				q.Done(req)
+			}
+			if diff := cmp.Diff(tc.want, got, cmpopts.SortSlices(func(a, b string) bool { return a < b }), cmpopts.EquateEmpty()); diff != "" {
+				t.Errorf("reconciled (-want +got):\n%s", diff)
 			}
 		})
 	}

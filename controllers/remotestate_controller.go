@@ -84,7 +84,9 @@ var remoteStateGates = []string{backendsv1alpha1.OutputsReadyCondition}
 // come from SetupAll. The backends of every kind are watched for spec
 // changes, Secrets and ConfigMaps for metadata only (those the backends
 // reference, and those the RemoteStates publish to, which a foreign object
-// may hold), and the object is reconciled again when its read ends.
+// may hold), and the object is reconciled again when its read ends. The
+// creation of what it publishes does not reconcile it again (see
+// skipCreation).
 func (r *remoteStateReconciler) setupWithManager(mgr ctrl.Manager) error {
 	c := mgr.GetClient()
 	b, err := r.setup(mgr, ctrl.NewControllerManagedBy(mgr).
@@ -93,15 +95,15 @@ func (r *remoteStateReconciler) setupWithManager(mgr ctrl.Manager) error {
 		return err
 	}
 	b = b.
-		Owns(&corev1.ConfigMap{}, builder.OnlyMetadata).
-		Owns(&corev1.Secret{}, builder.OnlyMetadata)
+		Owns(&corev1.ConfigMap{}, builder.OnlyMetadata, builder.WithPredicates(skipCreation)).
+		Owns(&corev1.Secret{}, builder.OnlyMetadata, builder.WithPredicates(skipCreation))
 	for _, kind := range backendKinds {
 		b = b.Watches(kind.newObject(), handler.EnqueueRequestsFromMapFunc(readersOfBackend(c, kind.name())),
 			builder.WithPredicates(predicate.GenerationChangedPredicate{}))
 	}
 	return b.
-		Watches(&corev1.Secret{}, handler.EnqueueRequestsFromMapFunc(readersOfReferenced(c, secretReference)), builder.OnlyMetadata).
-		Watches(&corev1.ConfigMap{}, handler.EnqueueRequestsFromMapFunc(readersOfReferenced(c, configMapReference)), builder.OnlyMetadata).
+		Watches(&corev1.Secret{}, referrersOf(remoteStateKind, readersOfReferenced(c, secretReference)), builder.OnlyMetadata).
+		Watches(&corev1.ConfigMap{}, referrersOf(remoteStateKind, readersOfReferenced(c, configMapReference)), builder.OnlyMetadata).
 		WithOptions(controller.Options{MaxConcurrentReconciles: r.opts.maxConcurrentReconciles}).
 		Named("remotestate").
 		Complete(r)
@@ -134,7 +136,7 @@ func readersOfReferenced(c client.Reader, reference func(string) string) handler
 // backend "<Kind>/<name>".
 func remoteStatesReading(ctx context.Context, c client.Reader, namespace, backend string) []reconcile.Request {
 	list := &backendsv1alpha1.RemoteStateList{}
-	if err := c.List(ctx, list, client.InNamespace(namespace), client.MatchingFields{backendRefIndex: backend}); err != nil {
+	if err := c.List(ctx, list, client.InNamespace(namespace), client.MatchingFields{backendRefIndex: backend}, client.UnsafeDisableDeepCopy); err != nil {
 		return nil
 	}
 	requests := make([]reconcile.Request, 0, len(list.Items))

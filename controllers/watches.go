@@ -1,0 +1,74 @@
+package controllers
+
+import (
+	"context"
+
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/runtime/schema"
+	"k8s.io/client-go/util/workqueue"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+	ctrlevent "sigs.k8s.io/controller-runtime/pkg/event"
+	"sigs.k8s.io/controller-runtime/pkg/handler"
+	"sigs.k8s.io/controller-runtime/pkg/predicate"
+	"sigs.k8s.io/controller-runtime/pkg/reconcile"
+
+	backendsv1alpha1 "github.com/infrastate/backend-operator/api/v1alpha1"
+)
+
+// The creation of an object the operator writes is its own doing: the
+// reconcile that created it holds everything it would learn from the
+// event. Reconciling the owner again for it would render and patch status
+// twice per object (the second patch meeting a cache that has not seen
+// the first one yet: a conflict), so the watches of written objects skip
+// their creation and keep their changes and deletions, which someone else
+// may have made.
+
+// skipCreation is the predicate of the watches of owned objects
+// (builder.Owns): every event but a creation.
+var skipCreation = predicate.Funcs{CreateFunc: func(ctrlevent.CreateEvent) bool { return false }}
+
+// referrersOf enqueues, for every event of a Secret or ConfigMap, the
+// objects of kind that find maps it to, except, for its creation, the one
+// object of kind that controls it (see skipCreation). Another object that
+// references it is still reconciled: the creation may clear its stall.
+func referrersOf(kind string, find handler.MapFunc) handler.EventHandler {
+	enqueue := func(ctx context.Context, obj client.Object, created bool, q workqueue.TypedRateLimitingInterface[reconcile.Request]) {
+		var writer string
+		if created {
+			writer = controllerOfKind(obj, kind)
+		}
+		for _, req := range find(ctx, obj) {
+			if writer != "" && req.Namespace == obj.GetNamespace() && req.Name == writer {
+				continue
+			}
+			q.Add(req)
+		}
+	}
+	return handler.Funcs{
+		CreateFunc: func(ctx context.Context, e ctrlevent.CreateEvent, q workqueue.TypedRateLimitingInterface[reconcile.Request]) {
+			enqueue(ctx, e.Object, true, q)
+		},
+		UpdateFunc: func(ctx context.Context, e ctrlevent.UpdateEvent, q workqueue.TypedRateLimitingInterface[reconcile.Request]) {
+			enqueue(ctx, e.ObjectNew, false, q)
+		},
+		DeleteFunc: func(ctx context.Context, e ctrlevent.DeleteEvent, q workqueue.TypedRateLimitingInterface[reconcile.Request]) {
+			enqueue(ctx, e.Object, false, q)
+		},
+		GenericFunc: func(ctx context.Context, e ctrlevent.GenericEvent, q workqueue.TypedRateLimitingInterface[reconcile.Request]) {
+			enqueue(ctx, e.Object, false, q)
+		},
+	}
+}
+
+// controllerOfKind is the name of obj's controller when it is an object of
+// kind of this API, "" otherwise.
+func controllerOfKind(obj metav1.Object, kind string) string {
+	ref := metav1.GetControllerOf(obj)
+	if ref == nil || ref.Kind != kind {
+		return ""
+	}
+	if gv, err := schema.ParseGroupVersion(ref.APIVersion); err != nil || gv.Group != backendsv1alpha1.GroupVersion.Group {
+		return ""
+	}
+	return ref.Name
+}
