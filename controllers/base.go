@@ -26,6 +26,11 @@ type reconciler struct {
 	metadata client.Reader
 	events   events.EventRecorder
 	opts     options
+	// contents are the contents of the referenced Secrets and ConfigMaps
+	// read so far, shared by the reconcilers SetupAll sets up.
+	contents *referencedContents
+	// written are the versions of the objects the reconciler wrote.
+	written  *writtenVersions
 	schedule *probeSchedule
 	// probes runs the probes of this kind, and of the others when the
 	// reconcilers are set up together (SetupAll).
@@ -47,12 +52,18 @@ func newReconciler(c client.Client, apiReader client.Reader, recorder events.Eve
 	if probes == nil {
 		probes = newProber(o.maxConcurrentProbes, o.maxConcurrentProbesPerNamespace, o.clock)
 	}
+	contents := o.contents
+	if contents == nil {
+		contents = newReferencedContents()
+	}
 	return reconciler{
 		client:    c,
 		apiReader: apiReader,
 		metadata:  c,
 		events:    recorder,
 		opts:      o,
+		contents:  contents,
+		written:   newWrittenVersions(),
 		schedule:  newProbeSchedule(),
 		probes:    probes,
 		wake:      make(chan ctrlevent.GenericEvent, wakeBuffer),
@@ -74,7 +85,7 @@ func (r *reconciler) setup(mgr ctrl.Manager, b *builder.Builder) (*builder.Build
 
 // ownedWriter writes the objects the reconciler renders or publishes.
 func (r *reconciler) ownedWriter() ownedWriter {
-	return ownedWriter{client: r.client, reader: r.apiReader, metadata: r.metadata}
+	return ownedWriter{client: r.client, reader: r.apiReader, metadata: r.metadata, versions: r.written}
 }
 
 // phasesFunc runs a kind's phases on obj and returns how they ended and
@@ -91,6 +102,7 @@ func (r *reconciler) reconcile(ctx context.Context, req ctrl.Request, obj status
 	if err := r.client.Get(ctx, req.NamespacedName, obj); err != nil {
 		if apierrors.IsNotFound(err) {
 			r.schedule.forget(req.NamespacedName)
+			r.written.forget(writerKey{kind: kind, NamespacedName: req.NamespacedName})
 			r.probes.forget(probeKey{kind: kind, NamespacedName: req.NamespacedName})
 			forgetMetrics(kind, req.Namespace, req.Name)
 		}

@@ -35,9 +35,10 @@ func ClientOptions() client.Options {
 
 // cacheTransform trims what the manager's informers keep: managed fields of
 // every object, and the annotations of objects watched for metadata only
-// (Secrets and ConfigMaps). A Secret created with `kubectl apply` carries
-// its data in the last-applied-configuration annotation, which must not end
-// up in the operator's memory.
+// (Secrets and ConfigMaps) but the operator's content hash. A Secret
+// created with `kubectl apply` carries its data in the
+// last-applied-configuration annotation, which must not end up in the
+// operator's memory.
 func cacheTransform() toolscache.TransformFunc {
 	strip := cache.TransformStripManagedFields()
 	return func(in any) (any, error) {
@@ -46,8 +47,19 @@ func cacheTransform() toolscache.TransformFunc {
 			return nil, fmt.Errorf("stripping managed fields: %w", err)
 		}
 		if m, ok := out.(*metav1.PartialObjectMetadata); ok {
-			m.Annotations = nil
+			m.Annotations = keptAnnotations(m.Annotations)
 		}
 		return out, nil
 	}
+}
+
+// keptAnnotations is what cacheTransform keeps of the annotations of a
+// Secret or ConfigMap: the content hash of an object the operator wrote
+// (see ownedWriter), which holds no secret, and nothing else.
+func keptAnnotations(in map[string]string) map[string]string {
+	hash, ok := in[contentHashAnnotation]
+	if !ok {
+		return nil
+	}
+	return map[string]string{contentHashAnnotation: hash}
 }

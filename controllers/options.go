@@ -51,6 +51,9 @@ type options struct {
 	// prober is shared by the reconcilers SetupAll sets up; nil makes each
 	// reconciler run its own.
 	prober *prober
+	// contents are shared by the reconcilers SetupAll sets up; nil makes
+	// each reconciler keep its own.
+	contents *referencedContents
 }
 
 // Defaults of WithMaxConcurrentProbes.
@@ -118,6 +121,9 @@ func WithCosServiceURL(u *url.URL) Option { return func(o *options) { o.cosServi
 
 // withProber shares p between reconcilers.
 func withProber(p *prober) Option { return func(o *options) { o.prober = p } }
+
+// withContents makes the reconcilers share the referenced contents c.
+func withContents(c *referencedContents) Option { return func(o *options) { o.contents = c } }
 
 // WithCosDefaultRegion sets the region of CosBackends that set none.
 func WithCosDefaultRegion(region string) Option {

@@ -35,6 +35,9 @@ type ownedWriter struct {
 	// metadata reads the metadata of watched objects from the manager's
 	// cache (see reconciler).
 	metadata client.Reader
+	// versions are the versions of the objects as the operator last
+	// wrote or checked them.
+	versions *writtenVersions
 }
 
 // fieldOwner is the field manager of every write of the operator.
@@ -83,28 +86,50 @@ type objectContent struct {
 	copyData func()
 }
 
-// apply is the shared create-or-patch of applyConfigMap and applySecret:
-// controllerutil.CreateOrPatch through ownedClient, which reads from the
-// API server, writes as fieldOwner and patches with an optimistic lock.
-// CreateOrPatch skips the patch when the mutation changed nothing; the
-// mutation itself refuses a foreign or externally modified object and
-// leaves an object whose data and labels are already right as it is.
+// apply is the shared create-or-patch of applyConfigMap and applySecret.
+//
+// The watched metadata decides first, without reading the content: an
+// object someone else controls is refused; one whose version is the one
+// the operator last wrote or checked (see writtenVersions), with the
+// content-hash and labels desired, needs nothing; one absent and never
+// written is created straight away. Otherwise (the object changed since,
+// or the operator has not checked it since it started, or the cache has
+// not caught up with a write) it is read from the API server:
+// controllerutil.CreateOrPatch through ownedClient, which writes as
+// fieldOwner and patches with an optimistic lock. CreateOrPatch skips the
+// patch when the mutation changed nothing; the mutation itself refuses a
+// foreign or externally modified object and leaves an object whose data
+// and labels are already right as it is.
 func (w ownedWriter) apply(ctx context.Context, kind string, desired, current client.Object, content objectContent) (bool, error) {
 	key := client.ObjectKeyFromObject(desired)
 	owner := metav1.GetControllerOf(desired)
-	// The watched metadata tells first whether the object is someone
-	// else's: then it is refused without its content being read. Only an
-	// object of the owner, or one the cache does not hold yet, is read.
+	writer := writerKey{kind: owner.Kind, NamespacedName: types.NamespacedName{Namespace: key.Namespace, Name: owner.Name}}
+	written := writtenKey{kind: kind, name: key.Name}
+	want := desired.GetAnnotations()[contentHashAnnotation]
+	c := ownedClient{Client: client.WithFieldOwner(w.client, string(fieldOwner)), reader: w.reader, kind: kind}
+
 	meta := &metav1.PartialObjectMetadata{TypeMeta: metav1.TypeMeta{APIVersion: "v1", Kind: kind}}
-	switch err := w.metadata.Get(ctx, key, meta); {
+	err := w.metadata.Get(ctx, key, meta)
+	switch {
 	case err == nil && !controlledBy(meta, owner):
 		return false, nameConflict(kind, key, owner)
+	case err == nil && meta.GetResourceVersion() == w.versions.get(writer, written) &&
+		meta.GetAnnotations()[contentHashAnnotation] == want && labelsInclude(meta.GetLabels(), desired.GetLabels()):
+		return false, nil // as the operator left it, and as desired
+	case apierrors.IsNotFound(err) && w.versions.get(writer, written) == "":
+		created, err := w.create(ctx, c, desired)
+		if err == nil {
+			w.versions.set(writer, written, created)
+			return true, nil
+		}
+		if !apierrors.IsAlreadyExists(err) {
+			return false, err
+		}
+		// The cache had not seen it yet: read it in full below.
 	case err != nil && !apierrors.IsNotFound(err):
 		return false, fmt.Errorf("reading the metadata of %s %s: %w", kind, key, err)
 	}
 
-	want := desired.GetAnnotations()[contentHashAnnotation]
-	c := ownedClient{Client: client.WithFieldOwner(w.client, string(fieldOwner)), reader: w.reader, kind: kind}
 	result, err := controllerutil.CreateOrPatch(ctx, c, current, func() error {
 		if current.GetResourceVersion() == "" { // not found: created as desired
 			content.create()
@@ -133,9 +158,26 @@ func (w ownedWriter) apply(ctx context.Context, kind string, desired, current cl
 		return nil
 	})
 	if err != nil {
+		w.versions.set(writer, written, "")
 		return false, err // stalls of the mutation, or errors ownedClient wrapped
 	}
+	// An object adopted without the annotation keeps lacking it: the
+	// metadata check never trusts it, and it is read each time.
+	w.versions.set(writer, written, current.GetResourceVersion())
 	return result != controllerutil.OperationResultNone, nil
+}
+
+// create creates a copy of desired through c and returns its
+// resourceVersion.
+func (w ownedWriter) create(ctx context.Context, c ownedClient, desired client.Object) (string, error) {
+	obj, ok := desired.DeepCopyObject().(client.Object)
+	if !ok {
+		return "", fmt.Errorf("cannot copy %T", desired)
+	}
+	if err := c.Create(ctx, obj); err != nil {
+		return "", err
+	}
+	return obj.GetResourceVersion(), nil
 }
 
 // ownedClient is the client apply hands to controllerutil.CreateOrPatch.
@@ -312,6 +354,8 @@ func (w ownedWriter) deletePrevious(ctx context.Context, owner render.Owner, pre
 		if err := w.deleteIfOwned(ctx, stale.kind, key, owner.UID); err != nil {
 			return fmt.Errorf("deleting the previous %s %s: %w", stale.kind, key, err)
 		}
+		writer := writerKey{kind: owner.Kind, NamespacedName: types.NamespacedName{Namespace: owner.Namespace, Name: owner.Name}}
+		w.versions.set(writer, writtenKey{kind: stale.kind, name: stale.name}, "")
 	}
 	return nil
 }

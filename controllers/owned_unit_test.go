@@ -11,6 +11,7 @@ import (
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/runtime/schema"
+	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/apimachinery/pkg/util/validation/field"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/client/fake"
@@ -23,6 +24,13 @@ import (
 
 // ownedTestOwner controls the objects of the ownedWriter tests.
 var ownedTestOwner = render.Owner{APIVersion: "backends.infrastate.io/v1alpha1", Kind: "HttpBackend", Name: "app", Namespace: "ns", UID: "owner-uid"}
+
+// ownedTestWriter is ownedTestOwner as writtenVersions knows it.
+var ownedTestWriter = writerKey{kind: "HttpBackend", NamespacedName: types.NamespacedName{Namespace: "ns", Name: "app"}}
+
+// recordStored, as the version a writer checked last, stands for the
+// version of the object stored.
+const recordStored = "stored"
 
 // ownedTestLabels are the labels the operator renders.
 var ownedTestLabels = map[string]string{render.ManagedByLabel: render.ManagedByValue}
@@ -105,6 +113,7 @@ func newOwnedHarness(t *testing.T, objs ...client.Object) *ownedHarness {
 		client:   interceptor.NewClient(h.store, writes),
 		reader:   interceptor.NewClient(h.store, reader),
 		metadata: interceptor.NewClient(h.store, metadata),
+		versions: newWrittenVersions(),
 	}
 	return h
 }
@@ -133,6 +142,7 @@ func TestApplyConfigMap(t *testing.T) {
 	cases := map[string]struct {
 		existing       *corev1.ConfigMap
 		hideFromCache  bool
+		recorded       string // the version the writer checked last: recordStored for the existing one's
 		createErr      error
 		patchErr       error
 		wantWrote      bool
@@ -143,13 +153,47 @@ func TestApplyConfigMap(t *testing.T) {
 		wantData       map[string]string // stored afterwards
 		wantAnnotation string            // stored afterwards
 	}{
-		"absent: created": {
-			wantWrote: true, wantVerbs: []string{"create"}, wantReads: 1,
+		"absent: created without a read": {
+			wantWrote: true, wantVerbs: []string{"create"},
 			wantData: desired, wantAnnotation: configMapHash(desired, nil),
 		},
 		"as desired: no write": {
 			existing:  ownedConfigMap(&ownedTestOwner, desired, configMapHash(desired, nil), ownedTestLabels),
 			wantReads: 1, wantData: desired, wantAnnotation: configMapHash(desired, nil),
+		},
+		"as desired, and the version the operator checked last: neither read nor written": {
+			existing: ownedConfigMap(&ownedTestOwner, desired, configMapHash(desired, nil), ownedTestLabels),
+			recorded: recordStored,
+			wantData: desired, wantAnnotation: configMapHash(desired, nil),
+		},
+		"as desired, but another version than the one the operator checked last: read": {
+			existing:  ownedConfigMap(&ownedTestOwner, desired, configMapHash(desired, nil), ownedTestLabels),
+			recorded:  "1",
+			wantReads: 1, wantData: desired, wantAnnotation: configMapHash(desired, nil),
+		},
+		"changed by another writer under the annotation the operator wrote: read and ExternallyModified": {
+			existing:   ownedConfigMap(&ownedTestOwner, map[string]string{"ca.crt": "theirs"}, configMapHash(desired, nil), ownedTestLabels),
+			recorded:   "1",
+			wantReason: backendsv1alpha1.ExternallyModifiedReason, wantReads: 1,
+			wantData: map[string]string{"ca.crt": "theirs"}, wantAnnotation: configMapHash(desired, nil),
+		},
+		"the version checked last, but a label missing: read and patched": {
+			existing:  ownedConfigMap(&ownedTestOwner, desired, configMapHash(desired, nil), nil),
+			recorded:  recordStored,
+			wantWrote: true, wantVerbs: []string{"patch"}, wantReads: 1,
+			wantData: desired, wantAnnotation: configMapHash(desired, nil),
+		},
+		"written once but deleted since: read, and created again": {
+			recorded:  "1",
+			wantWrote: true, wantVerbs: []string{"create"}, wantReads: 1,
+			wantData: desired, wantAnnotation: configMapHash(desired, nil),
+		},
+		"absent from the cache, but created by someone since: read, and NameConflict": {
+			existing:      ownedConfigMap(nil, old, "", nil),
+			hideFromCache: true,
+			wantVerbs:     []string{"create"},
+			wantReason:    backendsv1alpha1.NameConflictReason, wantReads: 1,
+			wantData: old,
 		},
 		"as desired but the annotation removed: no write": {
 			existing:  ownedConfigMap(&ownedTestOwner, desired, "", ownedTestLabels),
@@ -180,16 +224,10 @@ func TestApplyConfigMap(t *testing.T) {
 			wantReason: backendsv1alpha1.NameConflictReason,
 			wantData:   old,
 		},
-		"foreign, not in the cache yet: NameConflict after the full read": {
-			existing:      ownedConfigMap(nil, old, "", nil),
-			hideFromCache: true,
-			wantReason:    backendsv1alpha1.NameConflictReason, wantReads: 1,
-			wantData: old,
-		},
 		"create refused as too large: WriteRejected": {
 			createErr:  apierrors.NewRequestEntityTooLargeError("limit is 3145728"),
 			wantVerbs:  []string{"create"},
-			wantReason: backendsv1alpha1.WriteRejectedReason, wantReads: 1,
+			wantReason: backendsv1alpha1.WriteRejectedReason,
 		},
 		"patch refused as invalid: WriteRejected": {
 			existing:   ownedConfigMap(&ownedTestOwner, old, configMapHash(old, nil), ownedTestLabels),
@@ -218,6 +256,16 @@ func TestApplyConfigMap(t *testing.T) {
 				h.metaFilter = func(client.ObjectKey) bool { return true }
 			}
 			want := &corev1.ConfigMap{ObjectMeta: render.OwnedObjectMeta(ownedTestOwner, "app-backend", ownedTestLabels), Data: desired}
+			if recorded := tc.recorded; recorded != "" {
+				if recorded == recordStored {
+					stored := &corev1.ConfigMap{}
+					if err := h.store.Get(context.Background(), client.ObjectKeyFromObject(want), stored); err != nil {
+						t.Fatal(err)
+					}
+					recorded = stored.ResourceVersion
+				}
+				h.writer.versions.set(ownedTestWriter, writtenKey{kind: "ConfigMap", name: "app-backend"}, recorded)
+			}
 
 			wrote, err := h.writer.applyConfigMap(context.Background(), want)
 			checkOwnedError(t, err, tc.wantReason, tc.wantErr)

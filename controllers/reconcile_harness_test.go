@@ -59,16 +59,16 @@ var harnessEpoch = time.Date(2030, time.January, 1, 12, 0, 0, 0, time.UTC)
 // newKindReconciler builds the reconciler of kind with opts, returning it
 // and the base it embeds. It is the only place the tests name the
 // reconcilers' constructors.
-func newKindReconciler(kind string, c client.Client, recorder events.EventRecorder, opts ...Option) (reconcile.Reconciler, *reconciler) {
+func newKindReconciler(kind string, c client.Client, apiReader client.Reader, recorder events.EventRecorder, opts ...Option) (reconcile.Reconciler, *reconciler) {
 	if kind == remoteStateKind {
-		r := newRemoteStateReconciler(c, c, recorder, opts...)
+		r := newRemoteStateReconciler(c, apiReader, recorder, opts...)
 		return r, &r.reconciler
 	}
 	backendKind, ok := lookupBackendKind(kind)
 	if !ok {
 		panic("no reconciler of kind " + kind)
 	}
-	r := newBackendReconciler(backendKind, c, c, recorder, opts...)
+	r := newBackendReconciler(backendKind, c, apiReader, recorder, opts...)
 	return r, &r.reconciler
 }
 
@@ -101,6 +101,10 @@ type reconcileEnv struct {
 	// loopback by the reconcilers' COS clients (the state clients are
 	// scripted).
 	guard *loopbackOnly
+
+	// traffic records the reconcilers' reads through their API reader and
+	// their writes.
+	traffic trafficRecorder
 
 	reconcilers map[string]*runningReconciler
 	// seenCalls and seenEvents count what earlier steps already compared.
@@ -190,7 +194,8 @@ func (e *reconcileEnv) reconciler(kind string) *runningReconciler {
 	if e.cos != nil {
 		opts = append(opts, WithCosServiceURL(e.cos.ServiceURL()))
 	}
-	r, base := newKindReconciler(kind, e.client, e.events, opts...)
+	r, base := newKindReconciler(kind, recordingClient{Client: e.client, traffic: &e.traffic},
+		recordingReader{Client: e.client, traffic: &e.traffic}, e.events, opts...)
 	ctx, cancel := context.WithCancel(e.ctx)
 	done := make(chan struct{})
 	go func() {
@@ -546,6 +551,9 @@ type reconcileStep struct {
 	wantConditions []metav1.Condition
 	wantEvents     []recordedEvent
 	wantCalls      []string
+	// wantTraffic is what the step's reconciles asked of the API server;
+	// nil checks nothing.
+	wantTraffic *apiTraffic
 	// check makes further assertions.
 	check func(t *testing.T, e *reconcileEnv)
 }
@@ -657,6 +665,12 @@ func runReconcileCase(t *testing.T, tc reconcileCase) {
 			t.Errorf("%s: state client calls (-want +got):\n%s", name, diff)
 		}
 		e.seenCalls = len(calls)
+		traffic := e.traffic.take()
+		if step.wantTraffic != nil {
+			if diff := cmp.Diff(*step.wantTraffic, traffic, cmp.AllowUnexported(apiTraffic{}), cmpopts.EquateEmpty()); diff != "" {
+				t.Errorf("%s: API reads and writes (-want +got):\n%s", name, diff)
+			}
+		}
 		if step.check != nil {
 			step.check(t, e)
 		}

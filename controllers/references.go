@@ -34,7 +34,9 @@ const (
 type referenceReader struct {
 	reader client.Reader
 	// metadata reads metadata without annotations (see reconciler).
-	metadata  client.Reader
+	metadata client.Reader
+	// contents are the contents already read, by version.
+	contents  *referencedContents
 	namespace string
 	policy    ReferencePolicy
 }
@@ -42,7 +44,7 @@ type referenceReader struct {
 // references returns the reader of the references of an object in
 // namespace.
 func (r *reconciler) references(namespace string) referenceReader {
-	return referenceReader{reader: r.apiReader, metadata: r.metadata, namespace: namespace, policy: r.opts.referencePolicy}
+	return referenceReader{reader: r.apiReader, metadata: r.metadata, contents: r.contents, namespace: namespace, policy: r.opts.referencePolicy}
 }
 
 // secret fetches a Secret of the object's namespace; a missing Secret is a
@@ -92,15 +94,42 @@ func (r referenceReader) configMapKey(ctx context.Context, name, key, field stri
 		"ConfigMap %s/%s referenced by %s has no key %q", r.namespace, name, field, key)
 }
 
-// get reads the Secret or ConfigMap name into obj. Under the labeled
-// policy it lists by name and by the allow-reference label, so that the
-// API server itself filters: an unlabelled object's content never reaches
-// the operator. When nothing matches, the metadata the manager already
-// watches tells a missing object from one without the label; it is read
-// from the cache, whose transform dropped the annotations, because the API
-// server would send them, and kubectl apply keeps a copy of a Secret's
-// data in one.
+// get reads the Secret or ConfigMap name into obj. The content is read
+// from the API server once per version: while the metadata the manager
+// watches shows the version read last (and, under the labeled policy,
+// the label), the content kept in memory is used (see
+// referencedContents).
 func (r referenceReader) get(ctx context.Context, obj client.Object, list client.ObjectList, kind, name, field string) error {
+	key := contentKey{kind: kind, NamespacedName: types.NamespacedName{Namespace: r.namespace, Name: name}}
+	meta := &metav1.PartialObjectMetadata{TypeMeta: metav1.TypeMeta{APIVersion: "v1", Kind: kind}}
+	if err := r.metadata.Get(ctx, key.NamespacedName, meta); err == nil && r.allowed(meta) &&
+		r.contents.get(key, meta.GetResourceVersion(), obj) {
+		return nil
+	}
+	err := r.read(ctx, obj, list, kind, name, field)
+	if err != nil {
+		r.contents.forget(key)
+		return err
+	}
+	r.contents.put(key, obj)
+	return nil
+}
+
+// allowed reports whether the policy lets a backend read the object whose
+// metadata is meta.
+func (r referenceReader) allowed(meta metav1.Object) bool {
+	return r.policy != ReferencePolicyLabeled || meta.GetLabels()[backendsv1alpha1.AllowReferenceLabel] == "true"
+}
+
+// read reads the Secret or ConfigMap name into obj from the API server.
+// Under the labeled policy it lists by name and by the allow-reference
+// label, so that the API server itself filters: an unlabelled object's
+// content never reaches the operator. When nothing matches, the metadata
+// the manager already watches tells a missing object from one without
+// the label; it is read from the cache, whose transform dropped the
+// annotations, because the API server would send them, and kubectl apply
+// keeps a copy of a Secret's data in one.
+func (r referenceReader) read(ctx context.Context, obj client.Object, list client.ObjectList, kind, name, field string) error {
 	key := types.NamespacedName{Namespace: r.namespace, Name: name}
 	if r.policy != ReferencePolicyLabeled {
 		err := r.reader.Get(ctx, key, obj)

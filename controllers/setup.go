@@ -28,7 +28,17 @@ func SetupAll(ctx context.Context, mgr ctrl.Manager, opts ...Option) error {
 	if err := mgr.Add(probes); err != nil {
 		return fmt.Errorf("adding the prober: %w", err)
 	}
-	opts = append(slices.Clip(opts), withProber(probes)) // never into the caller's array
+	// One memory of referenced contents: a Secret read for a backend is
+	// not read again for the RemoteStates reading it.
+	contents := newReferencedContents()
+	lists := []func() client.ObjectList{func() client.ObjectList { return &backendsv1alpha1.RemoteStateList{} }}
+	for _, kind := range backendKinds {
+		lists = append(lists, kind.newList)
+	}
+	if err := mgr.Add(contentSweeper{contents: contents, cache: mgr.GetCache(), lists: lists}); err != nil {
+		return fmt.Errorf("adding the sweeper of referenced contents: %w", err)
+	}
+	opts = append(slices.Clip(opts), withProber(probes), withContents(contents)) // never into the caller's array
 
 	recorder := mgr.GetEventRecorder("backend-operator")
 	c, reader := mgr.GetClient(), mgr.GetAPIReader()

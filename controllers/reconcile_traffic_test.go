@@ -1,0 +1,92 @@
+package controllers
+
+import (
+	"testing"
+	"time"
+
+	"sigs.k8s.io/controller-runtime/pkg/client"
+)
+
+// TestReconcileAPITraffic checks what a backend costs the API server: its
+// first reconcile reads its Secret once and writes what it must; a
+// periodic probe of an unchanged backend, or a watch event that changes
+// nothing, reads and writes nothing; a rotated Secret is read once and
+// re-rendered; a restart reads each object once to check it, and writes
+// nothing.
+func TestReconcileAPITraffic(t *testing.T) {
+	const every = time.Minute
+	backend := newWebBackend(func(b *httpBackendBuilder) { b.probeInterval(every) })
+	newBackend := apiTraffic{
+		reads: []string{"get Secret state-password"},
+		writes: []string{
+			"create Secret " + webSecret, "create ConfigMap " + webConfigMap,
+			"patch HttpBackend web status", "patch HttpBackend web status",
+		},
+	}
+	runReconcileCases(t, map[string]reconcileCase{
+		"a backend at rest": {
+			objects: []client.Object{backend, passwordSecret()},
+			target:  webBackend,
+			steps: []reconcileStep{{
+				name:        "created",
+				do:          reconcileUntilProbed,
+				wantEvents:  []recordedEvent{succeeded},
+				wantCalls:   []string{"FetchSummary"},
+				wantTraffic: &newBackend,
+			}, {
+				name:        "a watch event that changes nothing",
+				wantTraffic: &apiTraffic{},
+			}, {
+				name:        "its periodic probes",
+				before:      func(e *reconcileEnv) { e.clock.Step(every * 11 / 10) },
+				do:          reconcileUntilProbed,
+				wantCalls:   []string{"FetchSummary"},
+				wantTraffic: &apiTraffic{},
+			}, {
+				before:      func(e *reconcileEnv) { e.clock.Step(every * 11 / 10) },
+				do:          reconcileUntilProbed,
+				wantCalls:   []string{"FetchSummary"},
+				wantTraffic: &apiTraffic{},
+			}},
+		},
+		"a rotated password": {
+			objects: []client.Object{backend, passwordSecret()},
+			target:  webBackend,
+			steps: []reconcileStep{{
+				do:          reconcileUntilProbed,
+				wantEvents:  []recordedEvent{succeeded},
+				wantCalls:   []string{"FetchSummary"},
+				wantTraffic: &newBackend,
+			}, {
+				before: func(e *reconcileEnv) {
+					s := passwordSecret()
+					e.update(s, func() { s.Data["password"] = []byte("rotated-Pa55word") })
+				},
+				do:        reconcileUntilProbed,
+				wantCalls: []string{"FetchSummary"},
+				wantTraffic: &apiTraffic{
+					reads:  []string{"get Secret state-password", "get Secret " + webSecret},
+					writes: []string{"patch Secret " + webSecret},
+				},
+			}},
+		},
+		"a restart": {
+			objects: []client.Object{backend, passwordSecret()},
+			target:  webBackend,
+			steps: []reconcileStep{{
+				do:          reconcileUntilProbed,
+				wantEvents:  []recordedEvent{succeeded},
+				wantCalls:   []string{"FetchSummary"},
+				wantTraffic: &newBackend,
+			}, {
+				do: restartAndReconcile,
+				wantTraffic: &apiTraffic{reads: []string{
+					"get Secret state-password", "get Secret " + webSecret, "get ConfigMap " + webConfigMap,
+				}},
+			}, {
+				name:        "after the restart",
+				wantTraffic: &apiTraffic{},
+			}},
+		},
+	})
+}

@@ -1,0 +1,72 @@
+package controllers
+
+import (
+	"sync"
+
+	"k8s.io/apimachinery/pkg/types"
+)
+
+// writtenVersions remembers, for each object the operator writes, the
+// resourceVersion it last wrote or read in full and found as it should be.
+// While the watched metadata still shows that version, nobody changed the
+// object since: ownedWriter then trusts the content-hash annotation the
+// metadata carries and reads nothing from the API server. Another version
+// means someone (perhaps the operator itself, in a write the cache has not
+// caught up with) wrote it since, and it is read in full again.
+//
+// The versions are kept per owner, and an owner's are forgotten with it.
+// They are lost on a restart, which therefore reads every written object
+// once.
+type writtenVersions struct {
+	mu      sync.Mutex
+	byOwner map[writerKey]map[writtenKey]string
+}
+
+// writerKey names the object of this API that writes objects.
+type writerKey struct {
+	kind string
+	types.NamespacedName
+}
+
+// writtenKey names an object it writes: its kind (ConfigMap or Secret) and
+// name, in the writer's namespace.
+type writtenKey struct {
+	kind, name string
+}
+
+func newWrittenVersions() *writtenVersions {
+	return &writtenVersions{byOwner: map[writerKey]map[writtenKey]string{}}
+}
+
+// get returns the version recorded for obj of writer, "" when none is.
+func (v *writtenVersions) get(writer writerKey, obj writtenKey) string {
+	v.mu.Lock()
+	defer v.mu.Unlock()
+	return v.byOwner[writer][obj]
+}
+
+// set records version for obj of writer; an empty version forgets it.
+func (v *writtenVersions) set(writer writerKey, obj writtenKey, version string) {
+	v.mu.Lock()
+	defer v.mu.Unlock()
+	objects := v.byOwner[writer]
+	if version == "" {
+		delete(objects, obj)
+		if len(objects) == 0 {
+			delete(v.byOwner, writer)
+		}
+		return
+	}
+	if objects == nil {
+		objects = map[writtenKey]string{}
+		v.byOwner[writer] = objects
+	}
+	objects[obj] = version
+}
+
+// forget drops every version recorded for writer, which is gone.
+func (v *writtenVersions) forget(writer writerKey) {
+	v.mu.Lock()
+	defer v.mu.Unlock()
+	delete(v.byOwner, writer)
+}
