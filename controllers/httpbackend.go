@@ -3,6 +3,7 @@ package controllers
 import (
 	"context"
 	"fmt"
+	"io"
 	"time"
 
 	corev1 "k8s.io/api/core/v1"
@@ -99,7 +100,10 @@ func (h *httpResolved) openState(string) (stateStreamer, error) {
 	if err != nil {
 		return nil, err
 	}
-	return sc.StreamState, nil
+	return func(ctx context.Context, read func(io.Reader) error) (bool, int64, error) {
+		defer sc.CloseIdleConnections()
+		return sc.StreamState(ctx, read)
+	}, nil
 }
 
 // stateClient builds the backend's state client.
@@ -139,7 +143,12 @@ func (h *httpResolved) probe(interval time.Duration) probePlan {
 			return nil, stall(backendsv1alpha1.InvalidSpecReason, "Cannot build a state client: %v", err)
 		}
 		log := h.env.log
-		return func(ctx context.Context) any { return runHTTPProbe(ctx, sc, run, log) }, nil
+		return func(ctx context.Context) any {
+			// The next probe is an interval away: no connection waits
+			// idle for it, in the manager or in the server.
+			defer sc.CloseIdleConnections()
+			return runHTTPProbe(ctx, sc, run, log)
+		}, nil
 	}
 	plan.apply = func(value any, finished time.Time) { applyHTTPProbe(backend, value.(httpProbeResult), finished) }
 	return plan

@@ -69,6 +69,7 @@ func TestLockCheckReleasesItsLockWhenCancelled(t *testing.T) {
 }
 
 func (f *fakeStateClient) ForceUnlockEmptyBody(context.Context) error { return nil }
+func (f *fakeStateClient) CloseIdleConnections()                      {}
 
 // unlockRecorder serves a reference state server over real TCP and
 // records the body of every UNLOCK it is sent.

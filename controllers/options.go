@@ -23,6 +23,9 @@ type stateClient interface {
 	Unlock(ctx context.Context, id string) error
 	ForceUnlock(ctx context.Context, id string) error
 	ForceUnlockEmptyBody(ctx context.Context) error
+	// CloseIdleConnections closes the connections kept for a next
+	// request; every probe and state read calls it when it is done.
+	CloseIdleConnections()
 }
 
 // stateClientFactory builds a state client from a backend's settings.

@@ -404,6 +404,9 @@ type scriptedStateClient struct {
 	configs []stateclient.Config
 	// counts is the number of calls of each method.
 	counts map[string]int
+	// idleClosed counts the calls of CloseIdleConnections, which calls
+	// does not record.
+	idleClosed int
 }
 
 var _ stateClient = (*scriptedStateClient)(nil)
@@ -441,6 +444,20 @@ func nth[T any](answers []T, n int) T {
 		return zero
 	}
 	return answers[min(n, len(answers)-1)]
+}
+
+// CloseIdleConnections counts its calls.
+func (s *scriptedStateClient) CloseIdleConnections() {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	s.idleClosed++
+}
+
+// closedIdle returns the number of CloseIdleConnections calls so far.
+func (s *scriptedStateClient) closedIdle() int {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.idleClosed
 }
 
 // recordedCalls returns the calls made so far.

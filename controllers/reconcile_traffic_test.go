@@ -47,6 +47,11 @@ func TestReconcileAPITraffic(t *testing.T) {
 				do:          reconcileUntilProbed,
 				wantCalls:   []string{"FetchSummary"},
 				wantTraffic: &apiTraffic{},
+				check: func(t *testing.T, e *reconcileEnv) {
+					if n := e.state.closedIdle(); n != 3 {
+						t.Errorf("3 probes closed their idle connections %d times, want 3", n)
+					}
+				},
 			}},
 		},
 		"a rotated password": {

@@ -111,6 +111,14 @@ func New(cfg Config, opts ...Option) (*Client, error) {
 	return c, nil
 }
 
+// CloseIdleConnections closes the connections the client keeps open for
+// its next request. A caller that sends requests only now and then (a
+// periodic probe) calls it when it is done, so that no connection, and no
+// goroutine on either side, waits idle until the next one.
+func (c *Client) CloseIdleConnections() {
+	c.rc.HTTPClient.CloseIdleConnections()
+}
+
 // String describes the client without secrets, so that printing a Client
 // (even with %+v) cannot leak the password or a query.
 func (c *Client) String() string {
