@@ -5,7 +5,6 @@ import (
 	"strings"
 	"time"
 
-	corev1 "k8s.io/api/core/v1"
 	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/builder"
 	"sigs.k8s.io/controller-runtime/pkg/client"
@@ -127,18 +126,16 @@ func (r *reconciler) envFor(ctx context.Context, namespace string) kindEnv {
 }
 
 // setupWithManager registers the reconciler with mgr; the field indexes
-// come from SetupAll. It reconciles on spec changes of the backend, on
-// changes to the objects it renders (not their creation: see
-// skipCreation), on changes to the Secrets and
-// ConfigMaps that a backend references or renders through referencesIndex
-// (a foreign object that took a rendered name among them), and when one
-// of its probes ends. Rendered and referenced objects are watched for
-// metadata only: the manager never holds their contents.
+// and the related watches come from SetupAll. It reconciles on spec
+// changes of the backend, on changes to the Secrets and ConfigMaps that a
+// backend references or renders, through referencesIndex (a foreign
+// object that took a rendered name among them; not the creation of its
+// own rendered objects: see referrersOf), and when one of its probes
+// ends. Rendered and referenced objects are watched for metadata only
+// (see relatedObjects): the manager never holds their contents.
 func (r *backendReconciler) setupWithManager(mgr ctrl.Manager) error {
 	b, err := r.setup(mgr, ctrl.NewControllerManagedBy(mgr).
-		For(r.kind.newObject(), builder.WithPredicates(predicate.GenerationChangedPredicate{})).
-		Owns(&corev1.ConfigMap{}, builder.OnlyMetadata, builder.WithPredicates(skipCreation)).
-		Owns(&corev1.Secret{}, builder.OnlyMetadata, builder.WithPredicates(skipCreation)))
+		For(r.kind.newObject(), builder.WithPredicates(predicate.GenerationChangedPredicate{})))
 	if err != nil {
 		return err
 	}
@@ -146,8 +143,8 @@ func (r *backendReconciler) setupWithManager(mgr ctrl.Manager) error {
 		return referrersOf(r.kind.name(), enqueueReferrers(mgr.GetClient(), r.kind.newList, reference))
 	}
 	return b.
-		Watches(&corev1.Secret{}, referrers(secretReference), builder.OnlyMetadata).
-		Watches(&corev1.ConfigMap{}, referrers(configMapReference), builder.OnlyMetadata).
+		WatchesRawSource(r.opts.related.source("Secret", referrers(secretReference))).
+		WatchesRawSource(r.opts.related.source("ConfigMap", referrers(configMapReference))).
 		WithOptions(controller.Options{MaxConcurrentReconciles: r.opts.maxConcurrentReconciles}).
 		Named(strings.ToLower(r.kind.name())).
 		Complete(r)

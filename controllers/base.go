@@ -2,6 +2,7 @@ package controllers
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"time"
 
@@ -19,10 +20,11 @@ import (
 type reconciler struct {
 	client    client.Client
 	apiReader client.Reader
-	// metadata reads the metadata of watched Secrets and ConfigMaps from
-	// the manager's cache, whose transform drops their annotations
-	// (kubectl's last-applied-configuration copy of a Secret's data among
-	// them): the manager's cache once set up, the client before.
+	// metadata reads the metadata of the Secrets and ConfigMaps related
+	// to the objects of this API, as relatedWatches hold them (without
+	// annotations but the content hash: kubectl's
+	// last-applied-configuration copy of a Secret's data is never kept):
+	// relatedReader once set up, the client before (tests).
 	metadata client.Reader
 	events   events.EventRecorder
 	opts     options
@@ -71,10 +73,13 @@ func newReconciler(c client.Client, apiReader client.Reader, recorder events.Eve
 }
 
 // setup prepares the reconciler to run with mgr: it reads metadata from
-// mgr's cache, runs its prober (unless SetupAll shares one it added), and
+// the related watches SetupAll runs, runs its prober (unless SetupAll shares one it added), and
 // returns b watching the ends of its probes.
 func (r *reconciler) setup(mgr ctrl.Manager, b *builder.Builder) (*builder.Builder, error) {
-	r.metadata = mgr.GetCache()
+	if r.opts.related == nil {
+		return nil, errors.New("the reconcilers are set up by SetupAll, which watches the Secrets and ConfigMaps they read")
+	}
+	r.metadata = relatedReader{watches: r.opts.related}
 	if r.opts.prober == nil {
 		if err := mgr.Add(r.probes); err != nil {
 			return nil, fmt.Errorf("adding the prober: %w", err)

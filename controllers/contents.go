@@ -7,7 +7,6 @@ import (
 
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/types"
-	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 )
 
@@ -140,21 +139,9 @@ func (s contentSweeper) Start(ctx context.Context) error {
 }
 
 // referenced reports whether an object of one of the kinds references
-// key; an error reading the cache counts as referenced.
+// key.
 func (s contentSweeper) referenced(ctx context.Context, key contentKey) bool {
-	for _, newList := range s.lists {
-		list := newList()
-		err := s.cache.List(ctx, list, client.InNamespace(key.Namespace), client.MatchingFields{referencesIndex: key.reference()},
-			client.Limit(1), client.UnsafeDisableDeepCopy)
-		if err != nil {
-			ctrl.LoggerFrom(ctx).Error(err, "Cannot tell whether an object still references a Secret or ConfigMap", "kind", key.kind, "object", key.NamespacedName)
-			return true
-		}
-		if n, _ := countItems(list); n > 0 {
-			return true
-		}
-	}
-	return false
+	return namedByAny(ctx, s.cache, s.lists, key.Namespace, key.reference())
 }
 
 // countItems is the number of items of a typed list.

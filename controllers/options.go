@@ -57,6 +57,12 @@ type options struct {
 	// contents are shared by the reconcilers SetupAll sets up; nil makes
 	// each reconciler keep its own.
 	contents *referencedContents
+	// related are the watches of related Secrets and ConfigMaps SetupAll
+	// runs.
+	related *relatedWatches
+	// watchNamespaces are the namespaces the manager watches; empty is
+	// all.
+	watchNamespaces []string
 }
 
 // Defaults of WithMaxConcurrentProbes.
@@ -124,6 +130,17 @@ func WithCosServiceURL(u *url.URL) Option { return func(o *options) { o.cosServi
 
 // withProber shares p between reconcilers.
 func withProber(p *prober) Option { return func(o *options) { o.prober = p } }
+
+// withRelated makes the reconcilers watch and read the related Secrets
+// and ConfigMaps through w.
+func withRelated(w *relatedWatches) Option { return func(o *options) { o.related = w } }
+
+// WithWatchNamespaces says which namespaces the manager watches (all when
+// empty), as its cache does (see CacheOptions): the Secrets and
+// ConfigMaps are watched there only.
+func WithWatchNamespaces(namespaces []string) Option {
+	return func(o *options) { o.watchNamespaces = namespaces }
+}
 
 // withContents makes the reconcilers share the referenced contents c.
 func withContents(c *referencedContents) Option { return func(o *options) { o.contents = c } }

@@ -125,8 +125,19 @@ func (w ownedWriter) apply(ctx context.Context, kind string, desired, current cl
 		if !apierrors.IsAlreadyExists(err) {
 			return false, err
 		}
-		// The cache had not seen it yet: read it in full below.
-	case err != nil && !apierrors.IsNotFound(err):
+		fallthrough // someone else's, perhaps: read its metadata first
+	case apierrors.IsNotFound(err):
+		// The watch does not hold it (yet): its metadata, read from the
+		// API server, tells first whether it is someone else's, whose
+		// content is then never read.
+		meta, found, err := metadataFromAPI(ctx, w.reader, w.metadata, kind, key)
+		if err != nil {
+			return false, err
+		}
+		if found && !controlledBy(meta, owner) {
+			return false, nameConflict(kind, key, owner)
+		}
+	case err != nil:
 		return false, fmt.Errorf("reading the metadata of %s %s: %w", kind, key, err)
 	}
 

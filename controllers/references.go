@@ -112,6 +112,10 @@ func (r referenceReader) get(ctx context.Context, obj client.Object, list client
 		return err
 	}
 	r.contents.put(key, obj)
+	if related, ok := r.metadata.(relatedReader); ok {
+		// Named by an object now: the watch holds it from here on.
+		related.remember(kind, obj)
+	}
 	return nil
 }
 
@@ -160,17 +164,60 @@ func (r referenceReader) read(ctx context.Context, obj client.Object, list clien
 	if found {
 		return nil
 	}
-	meta := &metav1.PartialObjectMetadata{TypeMeta: metav1.TypeMeta{APIVersion: "v1", Kind: kind}}
-	err = r.metadata.Get(ctx, key, meta)
-	switch {
-	case apierrors.IsNotFound(err):
-		return r.notFound(kind, name, field)
+	switch exists, err := r.exists(ctx, kind, key); {
 	case err != nil:
 		return fmt.Errorf("reading the metadata of %s %s: %w", kind, key, err)
+	case !exists:
+		return r.notFound(kind, name, field)
 	}
 	return stall(backendsv1alpha1.ReferenceNotAllowedReason,
 		"%s %s/%s referenced by %s is not labelled %s=true, which the manager's --secret-reference-policy=labeled requires: add the label to allow this reference",
 		kind, r.namespace, name, field, backendsv1alpha1.AllowReferenceLabel)
+}
+
+// exists reports whether the Secret or ConfigMap key exists, from the
+// metadata the watch holds, or, when it does not hold it (an object that
+// no object of this API named when it last changed), from a list of
+// metadata by name: the API server then sends its annotations, which are
+// dropped at once.
+func (r referenceReader) exists(ctx context.Context, kind string, key types.NamespacedName) (bool, error) {
+	meta := &metav1.PartialObjectMetadata{TypeMeta: metav1.TypeMeta{APIVersion: "v1", Kind: kind}}
+	err := r.metadata.Get(ctx, key, meta)
+	switch {
+	case err == nil:
+		return true, nil
+	case !apierrors.IsNotFound(err):
+		return false, err
+	}
+	if _, ok := r.metadata.(relatedReader); !ok {
+		return false, nil // the metadata reader holds every object
+	}
+	_, found, err := metadataFromAPI(ctx, r.reader, r.metadata, kind, key)
+	return found, err
+}
+
+// metadataFromAPI reads the metadata of the Secret or ConfigMap key from
+// the API server, as a list by name (never a read of the object itself,
+// which a reference policy may forbid), drops its annotations but the
+// content hash, and has a relatedReader metadata hold it. found is false
+// when it does not exist.
+func metadataFromAPI(ctx context.Context, reader, metadata client.Reader, kind string, key types.NamespacedName) (meta *metav1.PartialObjectMetadata, found bool, err error) {
+	list := &metav1.PartialObjectMetadataList{}
+	list.SetGroupVersionKind(corev1.SchemeGroupVersion.WithKind(kind + "List"))
+	if err := reader.List(ctx, list, client.InNamespace(key.Namespace), client.MatchingFields{"metadata.name": key.Name}); err != nil {
+		return nil, false, fmt.Errorf("listing the metadata of %s %s: %w", kind, key, err)
+	}
+	for i := range list.Items {
+		if list.Items[i].Name != key.Name {
+			continue
+		}
+		meta = trimMetadata(kind, &list.Items[i])
+		if related, ok := metadata.(relatedReader); ok {
+			related.remember(kind, meta)
+		}
+		return meta, true, nil
+	}
+	return nil, false, nil
 }
 
 // notFound is the stall of a missing reference.

@@ -4,7 +4,6 @@ import (
 	"context"
 	"time"
 
-	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/client-go/tools/events"
 	ctrl "sigs.k8s.io/controller-runtime"
@@ -86,7 +85,7 @@ var remoteStateGates = []string{backendsv1alpha1.OutputsReadyCondition}
 // reference, and those the RemoteStates publish to, which a foreign object
 // may hold), and the object is reconciled again when its read ends. The
 // creation of what it publishes does not reconcile it again (see
-// skipCreation).
+// referrersOf).
 func (r *remoteStateReconciler) setupWithManager(mgr ctrl.Manager) error {
 	c := mgr.GetClient()
 	b, err := r.setup(mgr, ctrl.NewControllerManagedBy(mgr).
@@ -94,16 +93,13 @@ func (r *remoteStateReconciler) setupWithManager(mgr ctrl.Manager) error {
 	if err != nil {
 		return err
 	}
-	b = b.
-		Owns(&corev1.ConfigMap{}, builder.OnlyMetadata, builder.WithPredicates(skipCreation)).
-		Owns(&corev1.Secret{}, builder.OnlyMetadata, builder.WithPredicates(skipCreation))
 	for _, kind := range backendKinds {
 		b = b.Watches(kind.newObject(), handler.EnqueueRequestsFromMapFunc(readersOfBackend(c, kind.name())),
 			builder.WithPredicates(predicate.GenerationChangedPredicate{}))
 	}
 	return b.
-		Watches(&corev1.Secret{}, referrersOf(remoteStateKind, readersOfReferenced(c, secretReference)), builder.OnlyMetadata).
-		Watches(&corev1.ConfigMap{}, referrersOf(remoteStateKind, readersOfReferenced(c, configMapReference)), builder.OnlyMetadata).
+		WatchesRawSource(r.opts.related.source("Secret", referrersOf(remoteStateKind, readersOfReferenced(c, secretReference)))).
+		WatchesRawSource(r.opts.related.source("ConfigMap", referrersOf(remoteStateKind, readersOfReferenced(c, configMapReference)))).
 		WithOptions(controller.Options{MaxConcurrentReconciles: r.opts.maxConcurrentReconciles}).
 		Named("remotestate").
 		Complete(r)

@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"slices"
 
+	"k8s.io/client-go/metadata"
 	"k8s.io/client-go/tools/events"
 	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/client"
@@ -28,17 +29,28 @@ func SetupAll(ctx context.Context, mgr ctrl.Manager, opts ...Option) error {
 	if err := mgr.Add(probes); err != nil {
 		return fmt.Errorf("adding the prober: %w", err)
 	}
-	// One memory of referenced contents: a Secret read for a backend is
-	// not read again for the RemoteStates reading it.
-	contents := newReferencedContents()
+	// The kinds whose referencesIndex names Secrets and ConfigMaps.
 	lists := []func() client.ObjectList{func() client.ObjectList { return &backendsv1alpha1.RemoteStateList{} }}
 	for _, kind := range backendKinds {
 		lists = append(lists, kind.newList)
 	}
+	// One watch of the Secrets and ConfigMaps related to the objects of
+	// every kind, holding only those.
+	mc, err := metadata.NewForConfigAndClient(mgr.GetConfig(), mgr.GetHTTPClient())
+	if err != nil {
+		return fmt.Errorf("building a metadata client: %w", err)
+	}
+	related := newRelatedWatches(mgr.GetCache(), mc, o.watchNamespaces, lists)
+	if err := mgr.Add(related); err != nil {
+		return fmt.Errorf("adding the watches of Secrets and ConfigMaps: %w", err)
+	}
+	// One memory of referenced contents: a Secret read for a backend is
+	// not read again for the RemoteStates reading it.
+	contents := newReferencedContents()
 	if err := mgr.Add(contentSweeper{contents: contents, cache: mgr.GetCache(), lists: lists}); err != nil {
 		return fmt.Errorf("adding the sweeper of referenced contents: %w", err)
 	}
-	opts = append(slices.Clip(opts), withProber(probes), withContents(contents)) // never into the caller's array
+	opts = append(slices.Clip(opts), withProber(probes), withContents(contents), withRelated(related)) // never into the caller's array
 
 	recorder := mgr.GetEventRecorder("backend-operator")
 	c, reader := mgr.GetClient(), mgr.GetAPIReader()

@@ -214,7 +214,7 @@ func startManagerLogging(ctx context.Context, namespaces []string, log logr.Logg
 	DeferCleanup(func() {
 		Expect(guard.attempts()).To(BeEmpty(), "the manager tried to reach names or addresses other than loopback")
 	})
-	opts = append([]Option{WithCosServiceURL(cosServer.ServiceURL()), withResolver(guard), withDial(guard.DialContext)}, opts...)
+	opts = append([]Option{WithWatchNamespaces(namespaces), WithCosServiceURL(cosServer.ServiceURL()), withResolver(guard), withDial(guard.DialContext)}, opts...)
 	Expect(SetupAll(ctx, mgr, opts...)).To(Succeed())
 
 	// The manager runs until stop, not until ctx ends: stop cancels it and

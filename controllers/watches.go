@@ -9,28 +9,20 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	ctrlevent "sigs.k8s.io/controller-runtime/pkg/event"
 	"sigs.k8s.io/controller-runtime/pkg/handler"
-	"sigs.k8s.io/controller-runtime/pkg/predicate"
 	"sigs.k8s.io/controller-runtime/pkg/reconcile"
 
 	backendsv1alpha1 "github.com/infrastate/backend-operator/api/v1alpha1"
 )
 
-// The creation of an object the operator writes is its own doing: the
-// reconcile that created it holds everything it would learn from the
-// event. Reconciling the owner again for it would render and patch status
-// twice per object (the second patch meeting a cache that has not seen
-// the first one yet: a conflict), so the watches of written objects skip
-// their creation and keep their changes and deletions, which someone else
-// may have made.
-
-// skipCreation is the predicate of the watches of owned objects
-// (builder.Owns): every event but a creation.
-var skipCreation = predicate.Funcs{CreateFunc: func(ctrlevent.CreateEvent) bool { return false }}
-
 // referrersOf enqueues, for every event of a Secret or ConfigMap, the
 // objects of kind that find maps it to, except, for its creation, the one
-// object of kind that controls it (see skipCreation). Another object that
-// references it is still reconciled: the creation may clear its stall.
+// object of kind that controls it. That creation is its own doing: the
+// reconcile that created it holds everything it would learn from the
+// event, and reconciling it again would render and patch status twice per
+// object (the second patch meeting a cache that has not seen the first
+// one yet: a conflict). Its changes and deletion, which someone else may
+// have made, reconcile it; and another object that references it is
+// reconciled on its creation too, which may clear its stall.
 func referrersOf(kind string, find handler.MapFunc) handler.EventHandler {
 	enqueue := func(ctx context.Context, obj client.Object, created bool, q workqueue.TypedRateLimitingInterface[reconcile.Request]) {
 		var writer string

@@ -79,6 +79,7 @@ func run() error {
 // setupControllers registers every reconciler with the manager.
 func setupControllers(ctx context.Context, mgr ctrl.Manager, opts options) error {
 	return controllers.SetupAll(ctx, mgr,
+		controllers.WithWatchNamespaces(opts.watchNamespaces),
 		controllers.WithMaxConcurrentReconciles(opts.maxConcurrentReconciles),
 		controllers.WithMaxConcurrentProbes(opts.maxConcurrentProbes, opts.maxConcurrentProbesPerNamespace),
 		controllers.WithCosDefaultRegion(opts.cosDefaultRegion),

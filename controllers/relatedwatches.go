@@ -1,0 +1,195 @@
+package controllers
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"time"
+
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/runtime/schema"
+	"k8s.io/client-go/metadata"
+	"k8s.io/client-go/util/workqueue"
+	"sigs.k8s.io/controller-runtime/pkg/cache"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+	ctrlevent "sigs.k8s.io/controller-runtime/pkg/event"
+	"sigs.k8s.io/controller-runtime/pkg/handler"
+	"sigs.k8s.io/controller-runtime/pkg/reconcile"
+
+	backendsv1alpha1 "github.com/infrastate/backend-operator/api/v1alpha1"
+)
+
+// relatedWatches are the watches of the Secrets and the ConfigMaps related
+// to the objects of this API (see relatedObjects), run by the manager.
+type relatedWatches struct {
+	secrets, configMaps *relatedObjects
+	// cache is the manager's cache of the objects of this API, whose
+	// referencesIndex says which Secrets and ConfigMaps are related.
+	cache cache.Cache
+	// lists are the list types of every kind with a referencesIndex.
+	lists  []func() client.ObjectList
+	client metadata.Interface
+}
+
+// relatedSweepInterval is how often the watches drop the objects no
+// object of this API names or writes any longer.
+const relatedSweepInterval = 5 * time.Minute
+
+// newRelatedWatches returns the watches of the Secrets and ConfigMaps of
+// namespaces (all when empty) related to the objects in c of the kinds of
+// lists.
+func newRelatedWatches(c cache.Cache, mc metadata.Interface, namespaces []string, lists []func() client.ObjectList) *relatedWatches {
+	w := &relatedWatches{cache: c, lists: lists, client: mc}
+	w.secrets = newRelatedObjects("Secret", namespaces, w.related(secretReference))
+	w.configMaps = newRelatedObjects("ConfigMap", namespaces, w.related(configMapReference))
+	return w
+}
+
+// related returns the predicate of a kind whose referencesIndex values
+// reference makes: an object is related when an object of this API
+// controls it or names it.
+func (w *relatedWatches) related(reference func(string) string) func(context.Context, *metav1.PartialObjectMetadata) bool {
+	return func(ctx context.Context, obj *metav1.PartialObjectMetadata) bool {
+		if ref := metav1.GetControllerOf(obj); ref != nil {
+			if gv, err := schema.ParseGroupVersion(ref.APIVersion); err == nil && gv.Group == backendsv1alpha1.GroupVersion.Group {
+				return true
+			}
+		}
+		return namedByAny(ctx, w.cache, w.lists, obj.Namespace, reference(obj.Name))
+	}
+}
+
+// namedByAny reports whether an object of one of the kinds of lists in
+// namespace has reference in its referencesIndex; an error reading the
+// cache counts as named, so that nothing is dropped by mistake.
+func namedByAny(ctx context.Context, c client.Reader, lists []func() client.ObjectList, namespace, reference string) bool {
+	for _, newList := range lists {
+		list := newList()
+		err := c.List(ctx, list, client.InNamespace(namespace), client.MatchingFields{referencesIndex: reference},
+			client.Limit(1), client.UnsafeDisableDeepCopy)
+		if err != nil {
+			return true
+		}
+		if n, _ := countItems(list); n > 0 {
+			return true
+		}
+	}
+	return false
+}
+
+// Start waits until the manager's cache holds the objects of this API
+// (which decide what is related), starts both watches, and sweeps them
+// until ctx ends.
+func (w *relatedWatches) Start(ctx context.Context) error {
+	for _, newList := range w.lists {
+		list := newList()
+		// Listing starts the kind's informer when nothing did yet.
+		if err := w.cache.List(ctx, list, client.Limit(1)); err != nil {
+			return fmt.Errorf("starting the informer of %T: %w", list, err)
+		}
+	}
+	if !w.cache.WaitForCacheSync(ctx) {
+		return errors.New("the manager's cache did not sync")
+	}
+	w.secrets.start(ctx, w.client)
+	w.configMaps.start(ctx, w.client)
+
+	ticker := time.NewTicker(relatedSweepInterval)
+	defer ticker.Stop()
+	for {
+		select {
+		case <-ctx.Done():
+			return nil
+		case <-ticker.C:
+			w.secrets.sweep(ctx)
+			w.configMaps.sweep(ctx)
+		}
+	}
+}
+
+// of returns the watch of kind.
+func (w *relatedWatches) of(kind string) (*relatedObjects, bool) {
+	switch kind {
+	case "Secret":
+		return w.secrets, true
+	case "ConfigMap":
+		return w.configMaps, true
+	}
+	return nil, false
+}
+
+// relatedReader reads the metadata that relatedWatches hold, as a
+// client.Reader: Get of a *metav1.PartialObjectMetadata of kind Secret or
+// ConfigMap. An object not held is NotFound.
+type relatedReader struct{ watches *relatedWatches }
+
+var _ client.Reader = relatedReader{}
+
+// Get copies the metadata held for key into obj.
+func (r relatedReader) Get(_ context.Context, key client.ObjectKey, obj client.Object, _ ...client.GetOption) error {
+	meta, ok := obj.(*metav1.PartialObjectMetadata)
+	if !ok {
+		return fmt.Errorf("related objects hold metadata only, not %T", obj)
+	}
+	w, ok := r.watches.of(meta.Kind)
+	if !ok {
+		return fmt.Errorf("no related objects of kind %q", meta.Kind)
+	}
+	held, ok := w.get(key)
+	if !ok {
+		return apierrors.NewNotFound(w.resource.GroupResource(), key.Name)
+	}
+	*meta = *held
+	return nil
+}
+
+// List is not supported: callers get one object by name.
+func (r relatedReader) List(context.Context, client.ObjectList, ...client.ListOption) error {
+	return errors.New("related objects are read one by name")
+}
+
+// remember holds the metadata of obj (a Secret or ConfigMap) read from the
+// API server for an object that names it (see relatedObjects.remember).
+func (r relatedReader) remember(kind string, obj metav1.Object) {
+	if w, ok := r.watches.of(kind); ok {
+		w.remember(obj)
+	}
+}
+
+// relatedSource is the source of a controller's events of the related
+// Secrets or ConfigMaps: it hands every event of the watch to h.
+type relatedSource struct {
+	watch *relatedObjects
+	h     handler.EventHandler
+}
+
+// source returns the controller source of kind's events for h.
+func (w *relatedWatches) source(kind string, h handler.EventHandler) relatedSource {
+	objects, ok := w.of(kind)
+	if !ok {
+		panic("no related objects of kind " + kind)
+	}
+	return relatedSource{watch: objects, h: h}
+}
+
+// Start registers the handler with the watch.
+func (s relatedSource) Start(_ context.Context, q workqueue.TypedRateLimitingInterface[reconcile.Request]) error {
+	s.watch.addHandler(func(ctx context.Context, event relatedEvent, obj *metav1.PartialObjectMetadata) {
+		switch event {
+		case relatedCreated:
+			s.h.Create(ctx, ctrlevent.CreateEvent{Object: obj}, q)
+		case relatedUpdated:
+			s.h.Update(ctx, ctrlevent.UpdateEvent{ObjectOld: obj, ObjectNew: obj}, q)
+		case relatedDeleted:
+			s.h.Delete(ctx, ctrlevent.DeleteEvent{Object: obj}, q)
+		}
+	})
+	return nil
+}
+
+// WaitForSync waits for the watch's first lists, so that the controller's
+// workers start with the related objects held.
+func (s relatedSource) WaitForSync(ctx context.Context) error {
+	return s.watch.waitForSync(ctx)
+}
