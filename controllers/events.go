@@ -31,8 +31,8 @@ func viewOf(obj statusObject) statusView {
 }
 
 // transitionEvents returns the events for the status changes between
-// before and after: Ready becoming True or not True (but not while work is
-// merely in progress), a lock appearing, changing holder or going away,
+// before and after: Ready becoming True after it was False, or not True
+// (but not while work is merely in progress), a lock appearing, changing holder or going away,
 // and the operator releasing one (Locked's reason becoming ForceUnlocked,
 // whatever Locked was before: a release is audited even on a backend's
 // first probe). A lock whose last check failed (Locked Unknown) is still
@@ -44,7 +44,13 @@ func transitionEvents(before, after statusView) []event {
 	if ready, changed := changedCondition(before.conditions, after.conditions, backendsv1alpha1.ReadyCondition); changed {
 		switch {
 		case ready.Status == metav1.ConditionTrue:
-			events = append(events, event{corev1.EventTypeNormal, ready.Reason, "Reconcile", ready.Message})
+			// Worth an event when it ends a failure. An object becoming
+			// Ready the first time, or after a change, is what its
+			// condition already says: an event for each would be one
+			// more write per object than the work itself needs.
+			if was := meta.FindStatusCondition(before.conditions, backendsv1alpha1.ReadyCondition); was != nil && was.Status == metav1.ConditionFalse {
+				events = append(events, event{corev1.EventTypeNormal, ready.Reason, "Reconcile", ready.Message})
+			}
 		case ready.Reason == backendsv1alpha1.ProgressingReason:
 			// Work in progress (a probe under way) is not worth a warning.
 		default:

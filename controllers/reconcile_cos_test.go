@@ -239,7 +239,6 @@ func TestReconcileCosBackend(t *testing.T) {
 				do:             reconcileUntilProbed,
 				wantRequeue:    within,
 				wantConditions: bucketReady(wantCond("Locked", metav1.ConditionFalse, "NotLocked")),
-				wantEvents:     []recordedEvent{netSucceeded},
 				check: allChecks(expectCosRendered, expectSigned, expectNetLock(nil), func(t *testing.T, e *reconcileEnv) {
 					t.Helper()
 					if diff := cmp.Diff(&backendsv1alpha1.StateSummary{Present: false}, e.cosBackend(netBackend.name).Status.State); diff != "" {
@@ -285,7 +284,6 @@ func TestReconcileCosBackend(t *testing.T) {
 			steps: []reconcileStep{{
 				wantRequeue:    noRequeue,
 				wantConditions: probeOff("ProbeDisabled"),
-				wantEvents:     []recordedEvent{netSucceeded},
 				check:          allChecks(expectCosRendered, expectNoCosRequests),
 			}},
 		},
@@ -298,7 +296,6 @@ func TestReconcileCosBackend(t *testing.T) {
 			target: netBackend,
 			steps: []reconcileStep{{
 				wantConditions: probeOff("AssumeRoleNotSupported"),
-				wantEvents:     []recordedEvent{netSucceeded},
 				check:          expectNoCosRequests,
 			}},
 		},
@@ -309,7 +306,7 @@ func TestReconcileCosBackend(t *testing.T) {
 			steps: []reconcileStep{{
 				do:             reconcileUntilProbed,
 				wantConditions: bucketReady(wantCond("Locked", metav1.ConditionTrue, "LockHeld")),
-				wantEvents:     []recordedEvent{netSucceeded, netLockHeld},
+				wantEvents:     []recordedEvent{netLockHeld},
 				check: allChecks(expectNetLock(holder), expectLockObject(true), func(t *testing.T, e *reconcileEnv) {
 					t.Helper()
 					if s := e.cosBackend(netBackend.name).Status.State; s == nil || !s.Present || s.Serial != 3 {
@@ -325,7 +322,7 @@ func TestReconcileCosBackend(t *testing.T) {
 			steps: []reconcileStep{{
 				do:             reconcileUntilProbed,
 				wantConditions: bucketReady(wantCond("Locked", metav1.ConditionFalse, "ForceUnlocked")),
-				wantEvents:     []recordedEvent{netSucceeded, netUnlockedEvt},
+				wantEvents:     []recordedEvent{netUnlockedEvt},
 				check: allChecks(expectNetLock(nil), expectLockObject(false), expectNetLastForceUnlock(
 					&backendsv1alpha1.ForceUnlockStatus{LockID: netLockID, Time: metav1.NewTime(harnessEpoch)})),
 			}},
@@ -338,7 +335,7 @@ func TestReconcileCosBackend(t *testing.T) {
 			steps: []reconcileStep{{
 				do:             reconcileUntilProbed,
 				wantConditions: bucketReady(wantCond("Locked", metav1.ConditionTrue, "ForceUnlockSkipped")),
-				wantEvents:     []recordedEvent{netSucceeded, netLockHeld},
+				wantEvents:     []recordedEvent{netLockHeld},
 				check:          allChecks(expectNetLock(holder), expectLockObject(true), expectNetLastForceUnlock(nil)),
 			}},
 		},

@@ -76,7 +76,6 @@ func TestReconcileLockCheck(t *testing.T) {
 			steps: []reconcileStep{{
 				do:             reconcileUntilProbed,
 				wantConditions: locked(metav1.ConditionFalse, "NotLocked"),
-				wantEvents:     []recordedEvent{succeeded},
 				wantCalls:      freeCalls,
 				check:          expectLock(nil),
 			}},
@@ -88,7 +87,7 @@ func TestReconcileLockCheck(t *testing.T) {
 			steps: []reconcileStep{{
 				do:             reconcileUntilProbed,
 				wantConditions: locked(metav1.ConditionTrue, "LockHeld"),
-				wantEvents:     []recordedEvent{succeeded, lockHeldEvent},
+				wantEvents:     []recordedEvent{lockHeldEvent},
 				wantCalls:      heldCalls,
 				check:          expectLock(runHolder),
 			}, {
@@ -106,7 +105,7 @@ func TestReconcileLockCheck(t *testing.T) {
 			script:  stateScript{lock: []error{errHeldByRun, errLockServer}},
 			steps: []reconcileStep{{
 				do:         reconcileUntilProbed,
-				wantEvents: []recordedEvent{succeeded, lockHeldEvent},
+				wantEvents: []recordedEvent{lockHeldEvent},
 				wantCalls:  heldCalls,
 			}, {
 				before:         nextProbe,
@@ -122,7 +121,7 @@ func TestReconcileLockCheck(t *testing.T) {
 			script:  stateScript{lock: []error{errHeldByRun, errLockNetwork}},
 			steps: []reconcileStep{{
 				do:         reconcileUntilProbed,
-				wantEvents: []recordedEvent{succeeded, lockHeldEvent},
+				wantEvents: []recordedEvent{lockHeldEvent},
 				wantCalls:  heldCalls,
 			}, {
 				before:         nextProbe,
@@ -138,7 +137,7 @@ func TestReconcileLockCheck(t *testing.T) {
 			script:  stateScript{lock: []error{errHeldByRun, nil}},
 			steps: []reconcileStep{{
 				do:         reconcileUntilProbed,
-				wantEvents: []recordedEvent{succeeded, lockHeldEvent},
+				wantEvents: []recordedEvent{lockHeldEvent},
 				wantCalls:  heldCalls,
 			}, {
 				before:         nextProbe,
@@ -155,7 +154,7 @@ func TestReconcileLockCheck(t *testing.T) {
 			script:  stateScript{lock: []error{errHeldByRun, errLockServer, nil}},
 			steps: []reconcileStep{{
 				do:         reconcileUntilProbed,
-				wantEvents: []recordedEvent{succeeded, lockHeldEvent},
+				wantEvents: []recordedEvent{lockHeldEvent},
 				wantCalls:  heldCalls,
 			}, {
 				before:         nextProbe,
@@ -178,7 +177,7 @@ func TestReconcileLockCheck(t *testing.T) {
 			script:  stateScript{lock: []error{errHeldByRun, errLockServer, errHeldByRun}},
 			steps: []reconcileStep{{
 				do:         reconcileUntilProbed,
-				wantEvents: []recordedEvent{succeeded, lockHeldEvent},
+				wantEvents: []recordedEvent{lockHeldEvent},
 				wantCalls:  heldCalls,
 			}, {
 				before:         nextProbe,
@@ -235,7 +234,7 @@ func TestReconcileForceUnlock(t *testing.T) {
 			steps: []reconcileStep{{
 				do:             reconcileUntilProbed,
 				wantConditions: locked(metav1.ConditionFalse, "ForceUnlocked"),
-				wantEvents:     []recordedEvent{succeeded, forceUnlockedEvt},
+				wantEvents:     []recordedEvent{forceUnlockedEvt},
 				wantCalls:      append(lockCalls, "ForceUnlock "+runHolder.ID),
 				check:          both(expectLock(nil), expectLastForceUnlock(released)),
 			}, {
@@ -254,7 +253,7 @@ func TestReconcileForceUnlock(t *testing.T) {
 			steps: []reconcileStep{{
 				do:             reconcileUntilProbed,
 				wantConditions: locked(metav1.ConditionTrue, "ForceUnlockSkipped"),
-				wantEvents:     []recordedEvent{succeeded, lockHeldEvent},
+				wantEvents:     []recordedEvent{lockHeldEvent},
 				wantCalls:      lockCalls,
 				check:          both(expectLock(runHolder), expectLastForceUnlock(nil)),
 			}},
@@ -266,7 +265,7 @@ func TestReconcileForceUnlock(t *testing.T) {
 			steps: []reconcileStep{{
 				do:             reconcileUntilProbed,
 				wantConditions: locked(metav1.ConditionFalse, "ForceUnlocked"),
-				wantEvents:     []recordedEvent{succeeded, forceUnlockedEvt},
+				wantEvents:     []recordedEvent{forceUnlockedEvt},
 				wantCalls:      append(lockCalls, "ForceUnlock "+runHolder.ID, "ForceUnlockEmptyBody"),
 				check:          both(expectLock(nil), expectLastForceUnlock(released)),
 			}},
@@ -278,7 +277,7 @@ func TestReconcileForceUnlock(t *testing.T) {
 			steps: []reconcileStep{{
 				do:             reconcileUntilProbed,
 				wantConditions: locked(metav1.ConditionTrue, "ForceUnlockRefused"),
-				wantEvents:     []recordedEvent{succeeded, lockHeldEvent},
+				wantEvents:     []recordedEvent{lockHeldEvent},
 				wantCalls:      append(lockCalls, "ForceUnlock "+runHolder.ID, "ForceUnlockEmptyBody"),
 				check:          both(expectLock(runHolder), expectLastForceUnlock(nil)),
 			}},
@@ -292,7 +291,7 @@ func TestReconcileForceUnlock(t *testing.T) {
 			steps: []reconcileStep{{
 				do:             reconcileUntilProbed,
 				wantConditions: locked(metav1.ConditionTrue, "ServerError"),
-				wantEvents:     []recordedEvent{succeeded, lockHeldEvent},
+				wantEvents:     []recordedEvent{lockHeldEvent},
 				wantCalls:      append(lockCalls, "ForceUnlock "+runHolder.ID),
 				check:          both(expectLock(runHolder), expectLastForceUnlock(nil)),
 			}},

@@ -79,7 +79,6 @@ func TestReconcileRemoteState(t *testing.T) {
 	event := func(eventType, reason string) recordedEvent {
 		return recordedEvent{Object: networkState.name, Type: eventType, Reason: reason, Action: "Reconcile"}
 	}
-	ready := event(corev1.EventTypeNormal, "Succeeded")
 	nextRead := func(e *reconcileEnv) { e.clock.Step(DefaultProbeInterval * 11 / 10) }
 	// kept holds the published ConfigMap of a step, for a later one.
 	var kept *corev1.ConfigMap
@@ -104,7 +103,6 @@ func TestReconcileRemoteState(t *testing.T) {
 				do:             awaitProbeAndReconcile,
 				wantRequeue:    requeueWithin(DefaultProbeInterval, DefaultProbeInterval*11/10),
 				wantConditions: published,
-				wantEvents:     []recordedEvent{ready},
 				check: func(t *testing.T, e *reconcileEnv) {
 					expectPublished(t, e)
 					rs := e.object(networkState).(*backendsv1alpha1.RemoteState)
@@ -161,10 +159,9 @@ func TestReconcileRemoteState(t *testing.T) {
 			}},
 			target: networkState,
 			steps: []reconcileStep{{
-				do:         reconcileUntilProbed,
-				wantEvents: []recordedEvent{ready},
-				wantCalls:  []string{"StreamState"},
-				check:      func(_ *testing.T, e *reconcileEnv) { kept = e.configMap(networkOutputs) },
+				do:        reconcileUntilProbed,
+				wantCalls: []string{"StreamState"},
+				check:     func(_ *testing.T, e *reconcileEnv) { kept = e.configMap(networkOutputs) },
 			}, {
 				before:         nextRead,
 				do:             reconcileUntilProbed,
@@ -187,9 +184,8 @@ func TestReconcileRemoteState(t *testing.T) {
 			script:  stateScript{stream: []streamAnswer{{state: state}}},
 			target:  networkState,
 			steps: []reconcileStep{{
-				do:         reconcileUntilProbed,
-				wantEvents: []recordedEvent{ready},
-				wantCalls:  []string{"StreamState"},
+				do:        reconcileUntilProbed,
+				wantCalls: []string{"StreamState"},
 			}, {
 				before: func(e *reconcileEnv) {
 					e.updateSpec(webBackend, func(obj client.Object) {
@@ -218,7 +214,6 @@ func TestReconcileRemoteState(t *testing.T) {
 				before:         func(e *reconcileEnv) { e.create(newWebBackend()) },
 				do:             reconcileUntilProbed,
 				wantConditions: published,
-				wantEvents:     []recordedEvent{ready},
 				wantCalls:      []string{"StreamState"},
 				check:          expectPublished,
 			}},

@@ -180,9 +180,17 @@ func TestTransitionEvents(t *testing.T) {
 			before: []metav1.Condition{cond("Ready", T, "Succeeded", "a"), cond("Locked", F, "NotLocked", "")},
 			after:  []metav1.Condition{cond("Ready", T, "Succeeded", "a"), cond("Locked", F, "NotLocked", "")},
 		},
-		"becomes ready": {
+		"becomes ready the first time: no event": {
 			after: []metav1.Condition{cond("Ready", T, "Succeeded", "Rendered")},
-			want:  []event{{"Normal", "Succeeded", "Reconcile", "Rendered"}},
+		},
+		"becomes ready after a change: no event": {
+			before: []metav1.Condition{cond("Ready", U, "Progressing", "Reconciling")},
+			after:  []metav1.Condition{cond("Ready", T, "Succeeded", "Rendered")},
+		},
+		"becomes ready after a failure": {
+			before: []metav1.Condition{cond("Ready", F, "Unauthorized", "401")},
+			after:  []metav1.Condition{cond("Ready", T, "Succeeded", "Rendered")},
+			want:   []event{{"Normal", "Succeeded", "Reconcile", "Rendered"}},
 		},
 		"stops being ready": {
 			before: []metav1.Condition{cond("Ready", T, "Succeeded", "a")},
