@@ -63,6 +63,9 @@ type options struct {
 	// watchNamespaces are the namespaces the manager watches; empty is
 	// all.
 	watchNamespaces []string
+	// probeGrace is how long a reconcile waits for the first probe of a
+	// generation it submitted (see reconciler.probeGrace); 0 waits not.
+	probeGrace time.Duration
 }
 
 // Defaults of WithMaxConcurrentProbes.
@@ -141,6 +144,15 @@ func withRelated(w *relatedWatches) Option { return func(o *options) { o.related
 func WithWatchNamespaces(namespaces []string) Option {
 	return func(o *options) { o.watchNamespaces = namespaces }
 }
+
+// defaultProbeGrace is SetupAll's probe grace: a probe over a network is
+// done well within it, a hanging one holds a worker no longer.
+const defaultProbeGrace = 100 * time.Millisecond
+
+// withProbeGrace sets how long a reconcile waits for the first probe of a
+// generation it submitted; the Reconcile tests leave it at 0, to drive
+// each step.
+func withProbeGrace(d time.Duration) Option { return func(o *options) { o.probeGrace = d } }
 
 // withContents makes the reconcilers share the referenced contents c.
 func withContents(c *referencedContents) Option { return func(o *options) { o.contents = c } }

@@ -148,8 +148,32 @@ func (r *reconciler) advanceProbe(ctx context.Context, t probeTask, apply func(*
 		}
 		r.submitProbe(t, run) //nolint:contextcheck // the probe outlives this reconcile and runs under the manager's context; see prober
 		step.pending = true
+		if grace := r.probeGrace(t); grace > 0 {
+			key := probeKey{kind: t.kind, NamespacedName: client.ObjectKeyFromObject(t.obj)}
+			if r.probes.await(ctx, key, t.inputs, grace) {
+				return r.advanceProbe(ctx, t, apply, start) // writes the result it finds
+			}
+		}
 	}
 	return step, nil
+}
+
+// probeGrace is how long a reconcile waits for the probe it submitted for
+// t: the manager's probe grace for the first probe of a generation, whose
+// result decides Ready, 0 for the others. A fast probe then ends within
+// the reconcile that submitted it, which writes its result in the same
+// status patch: a new backend costs one status write and one reconcile
+// instead of two. A slow one is left to run, as any probe; the wait is
+// bounded, and only a spec change (or a new object) costs one.
+func (r *reconciler) probeGrace(t probeTask) time.Duration {
+	obj, ok := t.obj.(statusObject)
+	if !ok || r.opts.probeGrace <= 0 {
+		return 0
+	}
+	if cond := meta.FindStatusCondition(*obj.StatusConditions(), t.condition); cond != nil && cond.ObservedGeneration == obj.GetGeneration() {
+		return 0
+	}
+	return r.opts.probeGrace
 }
 
 // submitProbe hands run to the prober; when it ends, the object is

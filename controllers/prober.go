@@ -58,6 +58,9 @@ type probeJob struct {
 	run    probeFunc
 	notify func(ctx context.Context)
 	cancel context.CancelFunc // set while it runs
+	// finished, set while a reconcile awaits the probe (see await), is
+	// closed when it ends, instead of notify being called.
+	finished chan struct{}
 }
 
 // probeResult is a finished probe: what it returned, the inputs it was
@@ -149,6 +152,41 @@ func (p *prober) submit(key probeKey, inputs string, run probeFunc, notify func(
 	}
 	p.queues[ns] = append(p.queues[ns], job)
 	p.dispatchLocked()
+}
+
+// await waits up to grace for the probe of key with inputs to end, and
+// reports whether it did: its result can then be polled, and notify is
+// not called, since the caller writes the result itself. It returns false
+// at once when no such probe is queued or running, and after grace (or
+// when ctx ends) otherwise, notify then being called when it ends.
+func (p *prober) await(ctx context.Context, key probeKey, inputs string, grace time.Duration) bool {
+	p.mu.Lock()
+	job, ok := p.jobs[key]
+	if !ok || job.inputs != inputs || job.finished != nil {
+		p.mu.Unlock()
+		return false
+	}
+	finished := make(chan struct{})
+	job.finished = finished
+	p.mu.Unlock()
+
+	timer := time.NewTimer(grace)
+	defer timer.Stop()
+	select {
+	case <-finished:
+		return true
+	case <-timer.C:
+	case <-ctx.Done():
+	}
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	select {
+	case <-finished: // it ended meanwhile, and notify was not called
+		return true
+	default:
+		job.finished = nil
+		return false
+	}
 }
 
 // ack drops the result res of key once its status is written, unless a
@@ -270,16 +308,21 @@ func (p *prober) finish(job *probeJob, value any) {
 		delete(p.active, job.key.Namespace)
 	}
 	current := p.jobs[job.key] == job
+	awaited := false
 	if current {
 		delete(p.jobs, job.key)
 		p.done[job.key] = probeResult{inputs: job.inputs, finished: p.clock.Now(), value: value}
+		if job.finished != nil {
+			awaited = true
+			close(job.finished)
+		}
 	}
 	base := p.base
 	closed := p.closed || base.Err() != nil
 	p.dispatchLocked()
 	p.idle.Broadcast()
 	p.mu.Unlock()
-	if current && !closed {
+	if current && !closed && !awaited {
 		job.notify(base)
 	}
 }

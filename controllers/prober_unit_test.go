@@ -277,3 +277,57 @@ func TestPanickingProbeIsContained(t *testing.T) {
 		t.Errorf("StateReachable = %+v, want Unknown, ProbeFailed, without the panic's text", c)
 	}
 }
+
+// TestProberAwait checks the wait of a reconcile for the probe it
+// submitted: a probe that ends within the grace is handed to the waiter,
+// without the notification that would reconcile the object again; one
+// that does not is left to run and notifies when it ends; and there is
+// nothing to wait for without a probe of those inputs.
+func TestProberAwait(t *testing.T) {
+	const long = 10 * time.Second
+	const short = 20 * time.Millisecond
+	k := key("ns", "obj")
+
+	t.Run("ends within the grace: handed to the waiter, no notification", func(t *testing.T) {
+		h := newProbeHarness(t, 2, 2)
+		h.submit("ns", "obj", "v1")
+		h.waitStarted("ns/obj")
+		h.mu.Lock()
+		release := h.release["ns/obj"]
+		h.mu.Unlock()
+		go func() { release <- "learned" }()
+		if !h.p.await(t.Context(), k, "v1", long) {
+			t.Fatal("await() = false, want the probe to end within the grace")
+		}
+		if res, _ := h.p.poll(k, "v1"); res == nil || res.value != "learned" {
+			t.Errorf("poll() after await = %v, want the result", res)
+		}
+		h.settle()
+		select {
+		case id := <-h.notified:
+			t.Errorf("%s was notified, although its waiter took the result", id)
+		default:
+		}
+	})
+
+	t.Run("outlasts the grace: left to run, and notifies when it ends", func(t *testing.T) {
+		h := newProbeHarness(t, 2, 2)
+		h.submit("ns", "obj", "v1")
+		h.waitStarted("ns/obj")
+		if h.p.await(t.Context(), k, "v1", short) {
+			t.Fatal("await() = true, want false: the probe is still running")
+		}
+		h.finish("ns", "obj", "late") // fails unless notified
+	})
+
+	t.Run("nothing to wait for", func(t *testing.T) {
+		h := newProbeHarness(t, 2, 2)
+		if h.p.await(t.Context(), k, "v1", long) {
+			t.Error("await() without a probe = true")
+		}
+		h.submit("ns", "obj", "v1")
+		if h.p.await(t.Context(), k, "v2", long) {
+			t.Error("await() of other inputs = true")
+		}
+	})
+}

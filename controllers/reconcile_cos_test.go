@@ -68,7 +68,6 @@ var (
 
 // Events of the COS cases.
 var (
-	netSucceeded   = recordedEvent{Object: "net", Type: corev1.EventTypeNormal, Reason: "Succeeded", Action: "Reconcile"}
 	netLockHeld    = recordedEvent{Object: "net", Type: corev1.EventTypeNormal, Reason: "LockHeld", Action: "Probe"}
 	netUnlockedEvt = recordedEvent{Object: "net", Type: corev1.EventTypeNormal, Reason: "ForceUnlocked", Action: "ForceUnlock"}
 )

@@ -105,6 +105,9 @@ type reconcileEnv struct {
 	// traffic records the reconcilers' reads through their API reader and
 	// their writes.
 	traffic trafficRecorder
+	// options are more options of the reconcilers, set before the first
+	// one starts.
+	options []Option
 
 	reconcilers map[string]*runningReconciler
 	// seenCalls and seenEvents count what earlier steps already compared.
@@ -194,6 +197,7 @@ func (e *reconcileEnv) reconciler(kind string) *runningReconciler {
 	if e.cos != nil {
 		opts = append(opts, WithCosServiceURL(e.cos.ServiceURL()))
 	}
+	opts = append(opts, e.options...)
 	r, base := newKindReconciler(kind, recordingClient{Client: e.client, traffic: &e.traffic},
 		recordingReader{Client: e.client, traffic: &e.traffic}, e.events, opts...)
 	ctx, cancel := context.WithCancel(e.ctx)
@@ -546,9 +550,11 @@ type reconcileCase struct {
 	intercept *interceptor.Funcs
 	// cos, when set, starts a COS server for the case and prepares it
 	// (buckets, states, locks); see reconcileEnv.startCos.
-	cos    func(s *costest.Server)
-	target objectRef
-	steps  []reconcileStep
+	cos func(s *costest.Server)
+	// options are more options of the case's reconcilers.
+	options []Option
+	target  objectRef
+	steps   []reconcileStep
 }
 
 // reconcileStep changes the world, reconciles, and compares what follows
@@ -645,6 +651,7 @@ func runReconcileCases(t *testing.T, cases map[string]reconcileCase) {
 func runReconcileCase(t *testing.T, tc reconcileCase) {
 	t.Helper()
 	e := newReconcileEnv(t, tc.objects, tc.script, tc.intercept)
+	e.options = tc.options
 	if tc.cos != nil {
 		e.startCos(tc.cos)
 	}

@@ -53,6 +53,33 @@ func TestReconcileAPITraffic(t *testing.T) {
 				},
 			}},
 		},
+		"a new backend whose first probe ends within the probe grace": {
+			objects: []client.Object{backend, passwordSecret()},
+			options: []Option{withProbeGrace(time.Minute)},
+			target:  webBackend,
+			steps: []reconcileStep{{
+				name:           "one reconcile, one status write",
+				wantConditions: reachable,
+				wantCalls:      []string{"FetchSummary"},
+				wantTraffic: &apiTraffic{
+					reads:  []string{"get Secret state-password"},
+					writes: []string{"create Secret " + webSecret, "create ConfigMap " + webConfigMap, "patch HttpBackend web status"},
+				},
+				check: func(t *testing.T, e *reconcileEnv) {
+					select {
+					case ev := <-e.reconciler(webBackend.kind).base.wake:
+						t.Errorf("the probe asked to reconcile %s again, although its reconcile wrote its result", ev.Object.GetName())
+					default:
+					}
+				},
+			}, {
+				name:        "its periodic probes are not awaited",
+				before:      func(e *reconcileEnv) { e.clock.Step(every * 11 / 10) },
+				do:          reconcileUntilProbed,
+				wantCalls:   []string{"FetchSummary"},
+				wantTraffic: &apiTraffic{},
+			}},
+		},
 		"a rotated password": {
 			objects: []client.Object{backend, passwordSecret()},
 			target:  webBackend,

@@ -3,7 +3,6 @@ package controllers
 import (
 	"context"
 	"fmt"
-	"slices"
 
 	"k8s.io/client-go/metadata"
 	"k8s.io/client-go/tools/events"
@@ -50,7 +49,8 @@ func SetupAll(ctx context.Context, mgr ctrl.Manager, opts ...Option) error {
 	if err := mgr.Add(contentSweeper{contents: contents, cache: mgr.GetCache(), lists: lists}); err != nil {
 		return fmt.Errorf("adding the sweeper of referenced contents: %w", err)
 	}
-	opts = append(slices.Clip(opts), withProber(probes), withContents(contents), withRelated(related)) // never into the caller's array
+	opts = append([]Option{withProbeGrace(defaultProbeGrace)}, opts...) // a new array: never into the caller's
+	opts = append(opts, withProber(probes), withContents(contents), withRelated(related))
 
 	recorder := mgr.GetEventRecorder("backend-operator")
 	c, reader := mgr.GetClient(), mgr.GetAPIReader()
