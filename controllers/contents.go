@@ -1,9 +1,7 @@
 package controllers
 
 import (
-	"context"
 	"sync"
-	"time"
 
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/types"
@@ -19,7 +17,8 @@ import (
 //
 // Only objects read because an object references them enter it (the
 // manager still never caches the Secrets of the cluster), and
-// sweepUnreferenced drops those no object references any longer.
+// sweepUnreferenced drops those no object references any longer (see
+// relatedWatches.Start).
 type referencedContents struct {
 	mu      sync.Mutex
 	entries map[contentKey]client.Object
@@ -109,44 +108,4 @@ func (c *referencedContents) sweepUnreferenced(referenced func(contentKey) bool)
 			c.forget(key)
 		}
 	}
-}
-
-// contentSweepInterval is how often the manager drops the contents of
-// Secrets and ConfigMaps no object references any longer.
-const contentSweepInterval = 5 * time.Minute
-
-// contentSweeper is the manager runnable that sweeps a referencedContents
-// every contentSweepInterval, asking the cache's referencesIndex of every
-// kind in lists whether an object still references each entry.
-type contentSweeper struct {
-	contents *referencedContents
-	cache    client.Reader
-	lists    []func() client.ObjectList
-}
-
-// Start sweeps until ctx ends.
-func (s contentSweeper) Start(ctx context.Context) error {
-	ticker := time.NewTicker(contentSweepInterval)
-	defer ticker.Stop()
-	for {
-		select {
-		case <-ctx.Done():
-			return nil
-		case <-ticker.C:
-			s.contents.sweepUnreferenced(func(key contentKey) bool { return s.referenced(ctx, key) })
-		}
-	}
-}
-
-// referenced reports whether an object of one of the kinds references
-// key.
-func (s contentSweeper) referenced(ctx context.Context, key contentKey) bool {
-	return namedByAny(ctx, s.cache, s.lists, key.Namespace, key.reference())
-}
-
-// countItems is the number of items of a typed list.
-func countItems(list client.ObjectList) (int, error) {
-	n := 0
-	err := forEachObject(list, func(client.Object) { n++ })
-	return n, err
 }

@@ -76,3 +76,10 @@ func forEachObject(list client.ObjectList, fn func(client.Object)) error {
 	}
 	return nil
 }
+
+// countItems is the number of items of a typed list.
+func countItems(list client.ObjectList) (int, error) {
+	n := 0
+	err := forEachObject(list, func(client.Object) { n++ })
+	return n, err
+}

@@ -30,17 +30,21 @@ type relatedWatches struct {
 	// lists are the list types of every kind with a referencesIndex.
 	lists  []func() client.ObjectList
 	client metadata.Interface
+	// contents are the contents of referenced objects, swept with the
+	// watches.
+	contents *referencedContents
 }
 
-// relatedSweepInterval is how often the watches drop the objects no
-// object of this API names or writes any longer.
+// relatedSweepInterval is how often the watches drop the objects, and the
+// contents, that no object of this API names or writes any longer.
 const relatedSweepInterval = 5 * time.Minute
 
 // newRelatedWatches returns the watches of the Secrets and ConfigMaps of
 // namespaces (all when empty) related to the objects in c of the kinds of
-// lists.
-func newRelatedWatches(c cache.Cache, mc metadata.Interface, namespaces []string, lists []func() client.ObjectList) *relatedWatches {
-	w := &relatedWatches{cache: c, lists: lists, client: mc}
+// lists, which also sweep contents.
+func newRelatedWatches(c cache.Cache, mc metadata.Interface, namespaces []string, lists []func() client.ObjectList,
+	contents *referencedContents) *relatedWatches {
+	w := &relatedWatches{cache: c, lists: lists, client: mc, contents: contents}
 	w.secrets = newRelatedObjects("Secret", namespaces, w.related(secretReference))
 	w.configMaps = newRelatedObjects("ConfigMap", namespaces, w.related(configMapReference))
 	return w
@@ -80,7 +84,7 @@ func namedByAny(ctx context.Context, c client.Reader, lists []func() client.Obje
 
 // Start waits until the manager's cache holds the objects of this API
 // (which decide what is related), starts both watches, and sweeps them
-// until ctx ends.
+// and the referenced contents until ctx ends.
 func (w *relatedWatches) Start(ctx context.Context) error {
 	for _, newList := range w.lists {
 		list := newList()
@@ -104,6 +108,9 @@ func (w *relatedWatches) Start(ctx context.Context) error {
 		case <-ticker.C:
 			w.secrets.sweep(ctx)
 			w.configMaps.sweep(ctx)
+			w.contents.sweepUnreferenced(func(key contentKey) bool {
+				return namedByAny(ctx, w.cache, w.lists, key.Namespace, key.reference())
+			})
 		}
 	}
 }

@@ -33,21 +33,18 @@ func SetupAll(ctx context.Context, mgr ctrl.Manager, opts ...Option) error {
 	for _, kind := range backendKinds {
 		lists = append(lists, kind.newList)
 	}
+	// One memory of referenced contents: a Secret read for a backend is
+	// not read again for the RemoteStates reading it.
+	contents := newReferencedContents()
 	// One watch of the Secrets and ConfigMaps related to the objects of
 	// every kind, holding only those.
 	mc, err := metadata.NewForConfigAndClient(mgr.GetConfig(), mgr.GetHTTPClient())
 	if err != nil {
 		return fmt.Errorf("building a metadata client: %w", err)
 	}
-	related := newRelatedWatches(mgr.GetCache(), mc, o.watchNamespaces, lists)
+	related := newRelatedWatches(mgr.GetCache(), mc, o.watchNamespaces, lists, contents)
 	if err := mgr.Add(related); err != nil {
 		return fmt.Errorf("adding the watches of Secrets and ConfigMaps: %w", err)
-	}
-	// One memory of referenced contents: a Secret read for a backend is
-	// not read again for the RemoteStates reading it.
-	contents := newReferencedContents()
-	if err := mgr.Add(contentSweeper{contents: contents, cache: mgr.GetCache(), lists: lists}); err != nil {
-		return fmt.Errorf("adding the sweeper of referenced contents: %w", err)
 	}
 	opts = append([]Option{withProbeGrace(defaultProbeGrace)}, opts...) // a new array: never into the caller's
 	opts = append(opts, withProber(probes), withContents(contents), withRelated(related))
