@@ -1,0 +1,249 @@
+package main
+
+import (
+	"bytes"
+	"context"
+	"errors"
+	"fmt"
+	"log"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strconv"
+	"syscall"
+	"time"
+
+	"k8s.io/apimachinery/pkg/types"
+	"k8s.io/client-go/kubernetes"
+	"k8s.io/client-go/rest"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+	"sigs.k8s.io/controller-runtime/pkg/envtest"
+
+	"github.com/infrastate/backend-operator/internal/testenv"
+)
+
+// harness holds what the scenarios share: the control plane, the clients,
+// the state server, the manager when it runs, and what earlier scenarios
+// left behind.
+type harness struct {
+	opts options
+	// dir holds the binaries, the kubeconfig, the states and the logs.
+	dir string
+	// logDir holds the processes' logs.
+	logDir string
+
+	env *envtest.Environment
+	// admin is the control plane's admin config, unthrottled and not
+	// counted; the floor and the metrics scrapes use it.
+	admin *rest.Config
+	// counter counts the harness's own API requests, made through client
+	// and the tracker.
+	counter *requestCounter
+	client  client.Client
+	// raw reads the API server's /metrics.
+	raw     rest.Interface
+	tracker *readyTracker
+	// stopTracker stops the tracker's informer, before the control plane.
+	stopTracker context.CancelFunc
+
+	kubeconfig           string
+	managerBin, stateBin string
+	ports                managerPorts
+	state                *stateServer
+	// manager is the running manager; nil when it is stopped.
+	manager *managerProcess
+	// starts counts the manager's starts, to name its logs.
+	starts int
+
+	// primary are the backends the manager keeps Ready across scenarios
+	// (burst's, or made by ensureBackends).
+	primary []types.NamespacedName
+	// floorBurst and floorCold are the floor's times, for the ratios.
+	floorBurst, floorCold time.Duration
+	// results are the table's rows so far.
+	results []result
+	// failed is set when a scenario's check failed.
+	failed bool
+	// profiles lists the profiles written, for the hints at the end.
+	profiles []string
+}
+
+// newHarness builds the binaries, starts the control plane, the Ready
+// tracker and the state server. Call close when done.
+func newHarness(ctx context.Context, o options) (*harness, error) {
+	dir, err := os.MkdirTemp("", "backend-operator-scale-")
+	if err != nil {
+		return nil, fmt.Errorf("creating a work directory: %w", err)
+	}
+	h := &harness{opts: o, dir: dir, logDir: o.logDir, counter: newRequestCounter()}
+	if h.logDir == "" {
+		h.logDir = filepath.Join(dir, "logs")
+	}
+	if err := os.MkdirAll(h.logDir, 0o750); err != nil {
+		return h, fmt.Errorf("creating the log directory: %w", err)
+	}
+
+	log.Printf("building the manager and the state server")
+	if err := h.build(ctx); err != nil {
+		return h, err
+	}
+	ports, err := freePorts(ctx, 3)
+	if err != nil {
+		return h, err
+	}
+	h.ports = managerPorts{health: ports[0], metrics: ports[1], pprof: ports[2]}
+
+	log.Printf("starting kube-apiserver and etcd")
+	if h.env, err = testenv.New(); err != nil {
+		return h, err
+	}
+	cfg, err := h.env.Start()
+	if err != nil {
+		h.env = nil
+		return h, fmt.Errorf("starting the control plane: %w", err)
+	}
+	h.admin = unthrottled(cfg)
+	if err := h.writeKubeconfig(); err != nil {
+		return h, err
+	}
+	if h.client, err = client.New(h.counter.wrap(cfg), client.Options{Scheme: testenv.Scheme()}); err != nil {
+		return h, fmt.Errorf("creating the harness's client: %w", err)
+	}
+	cs, err := kubernetes.NewForConfig(h.admin)
+	if err != nil {
+		return h, fmt.Errorf("creating a clientset: %w", err)
+	}
+	h.raw = cs.CoreV1().RESTClient()
+	trackerCtx, stopTracker := context.WithCancel(ctx)
+	h.stopTracker = stopTracker
+	if h.tracker, err = startReadyTracker(trackerCtx, h.counter.wrap(cfg)); err != nil {
+		return h, err
+	}
+
+	log.Printf("starting the state server")
+	if h.state, err = startStateServer(h.stateBin, stateDataDir(dir), filepath.Join(h.logDir, "stateserver.log")); err != nil {
+		return h, err
+	}
+	return h, nil
+}
+
+// build builds cmd/manager and cmd/stateserver into the work directory.
+func (h *harness) build(ctx context.Context) error {
+	goBin, err := exec.LookPath("go")
+	if err != nil {
+		return fmt.Errorf("finding the go command: %w", err)
+	}
+	bin := filepath.Join(h.dir, "bin")
+	cmd := exec.CommandContext(ctx, goBin, "build", "-o", bin+string(filepath.Separator), "./cmd/manager", "./cmd/stateserver")
+	cmd.Dir = testenv.RepoRoot()
+	if out, err := cmd.CombinedOutput(); err != nil {
+		return fmt.Errorf("go build: %w\n%s", err, out)
+	}
+	h.managerBin, h.stateBin = filepath.Join(bin, "manager"), filepath.Join(bin, "stateserver")
+	return nil
+}
+
+// writeKubeconfig writes a kubeconfig of a system:masters user for the
+// manager.
+func (h *harness) writeKubeconfig() error {
+	user, err := h.env.AddUser(envtest.User{Name: "scale-manager", Groups: []string{"system:masters"}}, nil)
+	if err != nil {
+		return fmt.Errorf("adding the manager's user: %w", err)
+	}
+	kc, err := user.KubeConfig()
+	if err != nil {
+		return fmt.Errorf("writing the manager's kubeconfig: %w", err)
+	}
+	h.kubeconfig = filepath.Join(h.dir, "kubeconfig")
+	if err := os.WriteFile(h.kubeconfig, kc, 0o600); err != nil {
+		return fmt.Errorf("writing the manager's kubeconfig: %w", err)
+	}
+	return nil
+}
+
+// close stops everything newHarness started and removes the work
+// directory (the logs stay when -log-dir is set).
+func (h *harness) close() {
+	if h.manager != nil && h.manager.running() {
+		if _, err := h.manager.stop(syscall.SIGTERM); err != nil {
+			log.Printf("stopping the manager: %v", err)
+		}
+	}
+	if h.state != nil && h.state.running() {
+		if _, err := h.state.stop(syscall.SIGTERM); err != nil {
+			log.Printf("stopping the state server: %v", err)
+		}
+	}
+	if h.stopTracker != nil {
+		h.stopTracker() // an open watch would hold up the API server's shutdown
+	}
+	if h.env != nil {
+		if err := h.env.Stop(); err != nil {
+			log.Printf("stopping the control plane: %v", err)
+		}
+	}
+	if err := os.RemoveAll(h.dir); err != nil {
+		log.Printf("removing %s: %v", h.dir, err)
+	}
+}
+
+// startManager starts the manager and waits until its HttpBackend workers
+// run.
+func (h *harness) startManager(ctx context.Context) (*managerProcess, error) {
+	if h.manager != nil {
+		return nil, errors.New("the manager is already running")
+	}
+	h.starts++
+	logPath := filepath.Join(h.logDir, "manager-"+strconv.Itoa(h.starts)+".log")
+	m, err := startManager(h.managerBin, logPath, managerArgs(h.kubeconfig, h.ports, h.opts), h.ports)
+	if err != nil {
+		return nil, err
+	}
+	h.manager = m
+	if err := m.waitWorkers(ctx, 2*time.Minute); err != nil {
+		return nil, err
+	}
+	return m, nil
+}
+
+// stopManager stops the running manager with sig, if one runs, and
+// returns how long it took to exit.
+func (h *harness) stopManager(sig syscall.Signal) (time.Duration, error) {
+	if h.manager == nil {
+		return 0, nil
+	}
+	m := h.manager
+	h.manager = nil
+	return m.stop(sig)
+}
+
+// snapshot is the counters a scenario reads at its start and end.
+type snapshot struct {
+	// api are the API server's request counts.
+	api requestCounts
+	// own are the harness's request counts.
+	own requestCounts
+	// probes is the number of requests the state server served.
+	probes int64
+}
+
+// snap reads the counters.
+func (h *harness) snap(ctx context.Context) (snapshot, error) {
+	own := h.counter.snapshot()
+	probes := h.state.requests.Load()
+	body, err := h.raw.Get().AbsPath("/metrics").DoRaw(ctx)
+	if err != nil {
+		return snapshot{}, fmt.Errorf("reading the API server's metrics: %w", err)
+	}
+	families, err := parseFamilies(bytes.NewReader(body), apiRequestsMetric)
+	if err != nil {
+		return snapshot{}, fmt.Errorf("reading the API server's metrics: %w", err)
+	}
+	return snapshot{api: requestCountsFrom(families), own: own, probes: probes}, nil
+}
+
+// since returns the API requests made by others than the harness between
+// before and after, and the state server's requests.
+func since(before, after snapshot) (requestCounts, int64) {
+	return after.api.minus(before.api).minus(after.own.minus(before.own)), after.probes - before.probes
+}
