@@ -99,6 +99,18 @@ e2e: test-tools ## Run only the end to end suite (test/e2e): the binaries, kubec
 	KUBECTL="$$(hack/install-tools.sh kubectl)" \
 	$(GO) test -count=1 -timeout 15m ./test/e2e/... $(E2E_FLAGS)
 
+##@ Benchmarks
+
+# N is the number of backends of make bench-scale; SCALE_FLAGS are more
+# flags of test/scale (go run ./test/scale -h lists them).
+N ?= 1000
+SCALE_FLAGS ?=
+
+.PHONY: bench-scale
+bench-scale: ## Measure the operator with N backends (default 1000) against a floor controller; SCALE_FLAGS for more flags (docs/performance.md).
+	KUBEBUILDER_ASSETS="$$(hack/setup-envtest.sh)" \
+	$(GO) run ./test/scale -n $(N) $(SCALE_FLAGS)
+
 ##@ Build
 
 .PHONY: build
