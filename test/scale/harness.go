@@ -223,14 +223,14 @@ type snapshot struct {
 	api requestCounts
 	// own are the harness's request counts.
 	own requestCounts
-	// probes is the number of requests the state server served.
-	probes int64
+	// probes counts the requests the state server served.
+	probes probeCounts
 }
 
 // snap reads the counters.
 func (h *harness) snap(ctx context.Context) (snapshot, error) {
 	own := h.counter.snapshot()
-	probes := h.state.requests.Load()
+	probes := h.state.probes()
 	body, err := h.raw.Get().AbsPath("/metrics").DoRaw(ctx)
 	if err != nil {
 		return snapshot{}, fmt.Errorf("reading the API server's metrics: %w", err)
@@ -244,6 +244,6 @@ func (h *harness) snap(ctx context.Context) (snapshot, error) {
 
 // since returns the API requests made by others than the harness between
 // before and after, and the state server's requests.
-func since(before, after snapshot) (requestCounts, int64) {
-	return after.api.minus(before.api).minus(after.own.minus(before.own)), after.probes - before.probes
+func since(before, after snapshot) (requestCounts, probeCounts) {
+	return after.api.minus(before.api).minus(after.own.minus(before.own)), after.probes.minus(before.probes)
 }

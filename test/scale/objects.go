@@ -23,6 +23,17 @@ const (
 	passwordKey = "password"
 )
 
+// Prefixes of the batches' namespaces; the state server's counts are
+// kept by them.
+const (
+	prefixFloorBurst = "floor-b"
+	prefixBurst      = "burst"
+	prefixFloorCold  = "floor-c"
+	prefixCold       = "cold"
+	prefixKill       = "kill"
+	prefixLatency    = "latency"
+)
+
 // batch is a set of backends created together, spread over namespaces
 // of their own.
 type batch struct {

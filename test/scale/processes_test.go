@@ -11,8 +11,9 @@ import (
 	"k8s.io/client-go/rest"
 )
 
-func TestRequestStatus(t *testing.T) {
+func TestParseRequestLine(t *testing.T) {
 	type want struct {
+		Path   string
 		Status int
 		OK     bool
 	}
@@ -21,10 +22,10 @@ func TestRequestStatus(t *testing.T) {
 		want want
 	}{
 		"a request": {
-			line: `time=2026-01-01T00:00:00Z level=INFO msg=request method=GET path=/state/ns-hb-00001 status=404 duration=1.2ms`,
-			want: want{404, true},
+			line: `time=2026-01-01T00:00:00Z level=INFO msg=request method=GET path=/state/kill-0001-hb-00042 status=404 duration=1.2ms`,
+			want: want{"/state/kill-0001-hb-00042", 404, true},
 		},
-		"a request without a status": {line: `level=INFO msg=request method=GET`, want: want{0, true}},
+		"a request without path and status": {line: `level=INFO msg=request method=GET`, want: want{"", 0, true}},
 		"the listening line": {
 			line: `time=2026-01-01T00:00:00Z level=INFO msg="listening on http://127.0.0.1:4000" store=memory`,
 		},
@@ -33,11 +34,37 @@ func TestRequestStatus(t *testing.T) {
 	for name, tc := range cases {
 		t.Run(name, func(t *testing.T) {
 			var got want
-			got.Status, got.OK = requestStatus(tc.line)
+			got.Path, got.Status, got.OK = parseRequestLine(tc.line)
 			if diff := cmp.Diff(tc.want, got); diff != "" {
-				t.Errorf("requestStatus mismatch (-want +got):\n%s", diff)
+				t.Errorf("parseRequestLine mismatch (-want +got):\n%s", diff)
 			}
 		})
+	}
+}
+
+func TestBatchOfStatePath(t *testing.T) {
+	cases := map[string]string{
+		"/state/kill-0001-hb-00042":    "kill",
+		"/state/floor-b-0000-hb-00000": "floor-b",
+		"/state/somewhere-else":        "",
+		"/state/hb-00001":              "",
+		"/lock/kill-0001-hb-00042":     "",
+		"":                             "",
+	}
+	for path, want := range cases {
+		if got := batchOfStatePath(path); got != want {
+			t.Errorf("batchOfStatePath(%q) = %q, want %q", path, got, want)
+		}
+	}
+}
+
+func TestBatchOfStatePathMatchesNewBackend(t *testing.T) {
+	for _, key := range planBatch(prefixFloorCold, 3, 2).backends {
+		b := newBackend(key, "http://127.0.0.1:1")
+		path := strings.TrimPrefix(b.Spec.Address, "http://127.0.0.1:1")
+		if got := batchOfStatePath(path); got != prefixFloorCold {
+			t.Errorf("batchOfStatePath(%q) = %q, want %q", path, got, prefixFloorCold)
+		}
 	}
 }
 
@@ -103,14 +130,20 @@ func TestRequestCounterCountsLikeTheAPIServer(t *testing.T) {
 func TestSince(t *testing.T) {
 	post := requestKey{Verb: "POST", Resource: "configmaps", Code: "201"}
 	get := requestKey{Verb: "GET", Resource: "secrets", Code: "200"}
-	before := snapshot{api: requestCounts{post: 10, get: 100}, own: requestCounts{post: 5}, probes: 7}
-	after := snapshot{api: requestCounts{post: 40, get: 130}, own: requestCounts{post: 25, get: 10}, probes: 19}
+	before := snapshot{api: requestCounts{post: 10, get: 100}, own: requestCounts{post: 5}, probes: probeCounts{"burst": 7}}
+	after := snapshot{
+		api: requestCounts{post: 40, get: 130}, own: requestCounts{post: 25, get: 10},
+		probes: probeCounts{"burst": 19, "kill": 3},
+	}
 	requests, probes := since(before, after)
 	if diff := cmp.Diff(requestCounts{post: 10, get: 20}, requests); diff != "" {
 		t.Errorf("requests mismatch (-want +got):\n%s", diff)
 	}
-	if probes != 12 {
-		t.Errorf("probes = %d, want 12", probes)
+	if diff := cmp.Diff(probeCounts{"burst": 12, "kill": 3}, probes); diff != "" {
+		t.Errorf("probes mismatch (-want +got):\n%s", diff)
+	}
+	if got := probes.total(); got != 15 {
+		t.Errorf("total probes = %d, want 15", got)
 	}
 }
 

@@ -56,7 +56,7 @@ func (h *harness) ensureBackends(ctx context.Context) error {
 		return nil
 	}
 	log.Printf("creating %d backends for the scenarios that need them", h.opts.n)
-	b := planBatch("burst", h.opts.n, h.opts.perNamespace)
+	b := planBatch(prefixBurst, h.opts.n, h.opts.perNamespace)
 	if err := createNamespaces(ctx, h.client, h.opts.workers, b.namespaces); err != nil {
 		return err
 	}
@@ -75,7 +75,7 @@ func (h *harness) floorBurstScenario(ctx context.Context) error {
 	if _, err := h.stopManager(syscall.SIGTERM); err != nil {
 		return err
 	}
-	b := planBatch("floor-b", h.opts.n, h.opts.perNamespace)
+	b := planBatch(prefixFloorBurst, h.opts.n, h.opts.perNamespace)
 	if err := createNamespaces(ctx, h.client, h.opts.workers, b.namespaces); err != nil {
 		return err
 	}
@@ -92,6 +92,7 @@ func (h *harness) floorBurstScenario(ctx context.Context) error {
 	if err != nil {
 		return err
 	}
+	createdIn := time.Since(first)
 	last, err := h.tracker.waitReady(ctx, scenarioFloorBurst, b.backends, h.opts.waitTimeout(len(b.backends)))
 	if err != nil {
 		return err
@@ -105,7 +106,8 @@ func (h *harness) floorBurstScenario(ctx context.Context) error {
 	h.floorBurst = last.Sub(first)
 	h.results = append(h.results, result{
 		scenario: scenarioFloorBurst, backends: len(b.backends), elapsed: h.floorBurst,
-		requests: requests, probes: probes,
+		requests: requests, probes: probes[prefixFloorBurst], allProbes: probes.total(),
+		notes: []string{createdNote(createdIn)},
 	})
 	return h.deleteFloorBatch(ctx, b)
 }
@@ -140,7 +142,7 @@ func (h *harness) burstScenario(ctx context.Context) error {
 		return err
 	}
 	m := h.manager
-	b := planBatch("burst", h.opts.n, h.opts.perNamespace)
+	b := planBatch(prefixBurst, h.opts.n, h.opts.perNamespace)
 	if err := createNamespaces(ctx, h.client, h.opts.workers, b.namespaces); err != nil {
 		return err
 	}
@@ -157,6 +159,7 @@ func (h *harness) burstScenario(ctx context.Context) error {
 	if err != nil {
 		return err
 	}
+	createdIn := time.Since(first)
 	last, err := h.tracker.waitReady(ctx, scenarioBurst, b.backends, h.opts.waitTimeout(len(b.backends)))
 	if err != nil {
 		return err
@@ -173,7 +176,8 @@ func (h *harness) burstScenario(ctx context.Context) error {
 	requests, probes := since(before, after)
 	h.results = append(h.results, result{
 		scenario: scenarioBurst, backends: len(b.backends), elapsed: last.Sub(first), floor: h.floorBurst,
-		requests: requests, probes: probes, usage: usage, notes: h.probeFailures(),
+		requests: requests, probes: probes[prefixBurst], allProbes: probes.total(), usage: usage,
+		notes: append([]string{createdNote(createdIn)}, h.probeFailures()...),
 	})
 	if err := <-profileDone; err != nil {
 		return err
@@ -211,7 +215,8 @@ func (h *harness) atRestScenario(ctx context.Context) error {
 	if err != nil {
 		return err
 	}
-	requests, probes := since(before, after)
+	requests, probeCounts := since(before, after)
+	probes := probeCounts.total()
 	writes, reads := requestTotals(requests)
 	perProbe := "-"
 	if probes > 0 {
@@ -227,6 +232,13 @@ func (h *harness) atRestScenario(ctx context.Context) error {
 		}, h.probeFailures()...),
 	})
 	return nil
+}
+
+// createdNote says when the harness's last create of a burst returned:
+// a time to Ready close to it means the controller kept up with the
+// creates.
+func createdNote(d time.Duration) string {
+	return "last create returned at " + formatSeconds(d)
 }
 
 // probeFailures is a note on the state server's failed requests so far,

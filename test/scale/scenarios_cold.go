@@ -25,7 +25,7 @@ func (h *harness) coldBatch(ctx context.Context, prefix string) (batch, error) {
 
 // floorColdScenario: N fresh backends, then the floor starts.
 func (h *harness) floorColdScenario(ctx context.Context) error {
-	b, err := h.coldBatch(ctx, "floor-c")
+	b, err := h.coldBatch(ctx, prefixFloorCold)
 	if err != nil {
 		return err
 	}
@@ -53,7 +53,7 @@ func (h *harness) floorColdScenario(ctx context.Context) error {
 	h.floorCold = last.Sub(start)
 	h.results = append(h.results, result{
 		scenario: scenarioFloorCold, backends: len(b.backends), elapsed: h.floorCold,
-		requests: requests, probes: probes,
+		requests: requests, probes: probes[prefixFloorCold], allProbes: probes.total(),
 		notes: []string{fmt.Sprintf("%d Ready backends present besides", already)},
 	})
 	return h.deleteFloorBatch(ctx, b)
@@ -61,7 +61,7 @@ func (h *harness) floorColdScenario(ctx context.Context) error {
 
 // coldStartScenario: N fresh backends, then the manager starts.
 func (h *harness) coldStartScenario(ctx context.Context) error {
-	b, err := h.coldBatch(ctx, "cold")
+	b, err := h.coldBatch(ctx, prefixCold)
 	if err != nil {
 		return err
 	}
@@ -89,7 +89,7 @@ func (h *harness) coldStartScenario(ctx context.Context) error {
 	requests, probes := since(before, after)
 	h.results = append(h.results, result{
 		scenario: scenarioColdStart, backends: len(b.backends), elapsed: last.Sub(m.started), floor: h.floorCold,
-		requests: requests, probes: probes, usage: usage,
+		requests: requests, probes: probes[prefixCold], allProbes: probes.total(), usage: usage,
 		notes: append([]string{fmt.Sprintf("%d Ready backends present besides; time from the process's start", already)}, h.probeFailures()...),
 	})
 	return nil

@@ -26,7 +26,7 @@ func (h *harness) killBurstScenario(ctx context.Context) error {
 		return err
 	}
 	m := h.manager
-	b := planBatch("kill", h.opts.killN, h.opts.perNamespace)
+	b := planBatch(prefixKill, h.opts.killN, h.opts.perNamespace)
 	if err := createNamespaces(ctx, h.client, h.opts.workers, b.namespaces); err != nil {
 		return err
 	}
@@ -87,7 +87,7 @@ func (h *harness) killBurstScenario(ctx context.Context) error {
 	requests, probes := since(before, after)
 	h.results = append(h.results, result{
 		scenario: scenarioKillBurst, backends: len(b.backends), elapsed: last.Sub(first),
-		requests: requests, probes: probes, usage: usage,
+		requests: requests, probes: probes[prefixKill], allProbes: probes.total(), usage: usage,
 		notes: append([]string{
 			fmt.Sprintf("SIGKILL at %d/%d Ready; CPU of both processes, RSS of the second", readyAtKill, len(b.backends)),
 			report.String(),
@@ -143,7 +143,7 @@ func (h *harness) applyLatencyScenario(ctx context.Context) error {
 		return err
 	}
 	m := h.manager
-	b := planBatch("latency", h.opts.latencySamples, h.opts.perNamespace)
+	b := planBatch(prefixLatency, h.opts.latencySamples, h.opts.perNamespace)
 	if err := createNamespaces(ctx, h.client, h.opts.workers, b.namespaces); err != nil {
 		return err
 	}
@@ -182,7 +182,7 @@ func (h *harness) applyLatencyScenario(ctx context.Context) error {
 	h.results = append(h.results, result{
 		scenario: scenarioApplyLatency, backends: len(b.backends),
 		timeText: fmt.Sprintf("p50 %s, p95 %s", formatMillis(percentile(samples, 50)), formatMillis(percentile(samples, 95))),
-		requests: requests, probes: probes, usage: usage,
+		requests: requests, probes: probes[prefixLatency], allProbes: probes.total(), usage: usage,
 		notes: append([]string{fmt.Sprintf("one at a time, %d backends present; min %s, max %s",
 			h.tracker.count(), formatMillis(slices.Min(samples)), formatMillis(slices.Max(samples)))}, h.probeFailures()...),
 	})

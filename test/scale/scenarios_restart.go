@@ -61,7 +61,7 @@ func (h *harness) measuredRestart(ctx context.Context) (restartOutcome, error) {
 	}
 	requests, probes := since(before, after)
 	return restartOutcome{
-		backends: backends, resync: done.Sub(m.started), requests: requests, probes: probes,
+		backends: backends, resync: done.Sub(m.started), requests: requests, probes: probes.total(),
 		usage: &managerUsage{peak: mem.peak, rss: mem.rss, cpu: cpu},
 	}, nil
 }

@@ -4,11 +4,13 @@ import (
 	"bufio"
 	"fmt"
 	"io"
+	"maps"
 	"os"
 	"path/filepath"
 	"regexp"
 	"strconv"
 	"strings"
+	"sync"
 	"sync/atomic"
 	"syscall"
 	"time"
@@ -21,9 +23,45 @@ type stateServer struct {
 	*process
 	// url is http://127.0.0.1:PORT, from its "listening on" line.
 	url string
-	// requests counts the requests served; failures those answered
-	// with 401, 403 or 5xx (a wrong password, or a broken server).
-	requests, failures atomic.Int64
+	// failures counts the requests answered with 401, 403 or 5xx (a
+	// wrong password, or a broken server).
+	failures atomic.Int64
+
+	mu sync.Mutex
+	// served counts the requests served by the batch of the backend
+	// whose state they were for (see batchOfStatePath).
+	served probeCounts
+}
+
+// probeCounts counts state server requests by batch prefix ("burst",
+// "kill", ...; "" for paths of no batch).
+type probeCounts map[string]int64
+
+// total sums the counts.
+func (p probeCounts) total() int64 {
+	var n int64
+	for _, v := range p {
+		n += v
+	}
+	return n
+}
+
+// minus returns p minus q, per batch.
+func (p probeCounts) minus(q probeCounts) probeCounts {
+	out := probeCounts{}
+	for k, v := range p {
+		if d := v - q[k]; d != 0 {
+			out[k] = d
+		}
+	}
+	return out
+}
+
+// probes returns a copy of the counts so far.
+func (s *stateServer) probes() probeCounts {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return maps.Clone(s.served)
 }
 
 // listeningOn matches the state server's line naming its address.
@@ -46,7 +84,7 @@ func startStateServer(bin, dataDir, logPath string) (*stateServer, error) {
 		_ = logFile.Close()
 		return nil, err
 	}
-	s := &stateServer{process: p}
+	s := &stateServer{process: p, served: probeCounts{}}
 	found := make(chan string, 1)
 	go func() {
 		defer func() { _ = logFile.Close() }()
@@ -54,8 +92,10 @@ func startStateServer(bin, dataDir, logPath string) (*stateServer, error) {
 		sc.Buffer(make([]byte, 64<<10), 1<<20)
 		for sc.Scan() {
 			line := sc.Text()
-			if status, ok := requestStatus(line); ok {
-				s.requests.Add(1)
+			if path, status, ok := parseRequestLine(line); ok {
+				s.mu.Lock()
+				s.served[batchOfStatePath(path)]++
+				s.mu.Unlock()
 				if status == 401 || status == 403 || status >= 500 {
 					s.failures.Add(1)
 				}
@@ -86,23 +126,42 @@ func startStateServer(bin, dataDir, logPath string) (*stateServer, error) {
 	}
 }
 
-// requestStatus reads the status of a state server request line
-// (`level=INFO msg=request method=GET path=/state/x status=404 ...`);
-// ok is false for other lines.
-func requestStatus(line string) (int, bool) {
+// parseRequestLine reads the path and status of a state server request
+// line (`level=INFO msg=request method=GET path=/state/x status=404 ...`);
+// ok is false for other lines. A missing field reads as empty or 0.
+func parseRequestLine(line string) (path string, status int, ok bool) {
 	if !strings.Contains(line, " msg=request ") {
-		return 0, false
+		return "", 0, false
 	}
-	_, rest, ok := strings.Cut(line, " status=")
+	field := func(name string) string {
+		_, rest, found := strings.Cut(line, " "+name+"=")
+		if !found {
+			return ""
+		}
+		v, _, _ := strings.Cut(rest, " ")
+		return v
+	}
+	status, _ = strconv.Atoi(field("status"))
+	return field("path"), status, true
+}
+
+// batchOfStatePath returns the batch prefix of the backend a state path
+// belongs to: "/state/<prefix>-NNNN-hb-NNNNN" (see newBackend and
+// planBatch) gives prefix, any other path "".
+func batchOfStatePath(path string) string {
+	state, ok := strings.CutPrefix(path, "/state/")
 	if !ok {
-		return 0, true
+		return ""
 	}
-	num, _, _ := strings.Cut(rest, " ")
-	status, err := strconv.Atoi(num)
-	if err != nil {
-		return 0, true
+	i := strings.LastIndex(state, "-hb-")
+	if i < 0 {
+		return ""
 	}
-	return status, true
+	j := strings.LastIndexByte(state[:i], '-')
+	if j < 0 {
+		return ""
+	}
+	return state[:j]
 }
 
 // stateDataDir is the state server's data directory under dir.

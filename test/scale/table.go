@@ -23,9 +23,12 @@ type result struct {
 	floor time.Duration
 	// requests are the API requests of the operator (or of the floor).
 	requests requestCounts
-	// probes is the number of requests the state server saw; -1 when not
-	// measured.
+	// probes is the number of requests the state server saw for the
+	// scenario's backends; -1 when not measured.
 	probes int64
+	// allProbes is the number of requests it saw for all backends; shown
+	// when it differs from probes.
+	allProbes int64
 	// usage is the manager's memory and CPU; nil for the floor's rows.
 	usage *managerUsage
 	// notes are the scenario's own findings.
@@ -72,6 +75,9 @@ func (r result) cells() []string {
 		probes = fmt.Sprint(r.probes)
 		if r.backends > 0 {
 			probes += fmt.Sprintf(" (%.2f)", float64(r.probes)/float64(r.backends))
+		}
+		if r.allProbes > r.probes {
+			probes += fmt.Sprintf(", all %d", r.allProbes)
 		}
 	}
 	peak, rss, cpu := "-", "-", "-"
@@ -146,7 +152,8 @@ const legend = `Legend:
 - operator API requests: the API server's apiserver_request_total over the scenario minus the harness's own requests, on
   httpbackends, cosbackends, remotestates, secrets, configmaps and events, WATCH left out; in parentheses the codes outside 2xx.
   In floor-* rows these are the floor's requests.
-- probes: requests the state server served during the scenario, and per backend timed.
+- probes: requests the state server served during the scenario for the backends the row times, per backend in parentheses;
+  "all" counts those for every backend present (periodic probes of the others) when it differs.
 - peak RSS / RSS: the manager's VmHWM and VmRSS at the end of the scenario (restart-* and memory: after the resync has settled).
   CPU s: the manager's user+system CPU time during the scenario.
 - floor: an in-process controller with the manager's concurrency doing only the writes the operator must do per backend (create

@@ -22,7 +22,7 @@ func TestResultCells(t *testing.T) {
 		"a manager row against the floor": {
 			result: result{
 				scenario: scenarioBurst, backends: 1000, elapsed: 50 * time.Second, floor: 20 * time.Second,
-				requests: requestCounts{}, probes: 1500,
+				requests: requestCounts{}, probes: 1500, allProbes: 1500,
 				usage: &managerUsage{peak: 100 << 20, rss: 80 << 20, cpu: 12500 * time.Millisecond},
 				notes: []string{"a", "b"},
 			},
@@ -31,9 +31,9 @@ func TestResultCells(t *testing.T) {
 		"a short time and a time text": {
 			result: result{
 				scenario: scenarioApplyLatency, backends: 10, elapsed: 1500 * time.Millisecond,
-				timeText: "p50 80ms, p95 120ms", probes: 10,
+				timeText: "p50 80ms, p95 120ms", probes: 10, allProbes: 95,
 			},
-			want: []string{"apply-latency", "10", "p50 80ms, p95 120ms", "6.7", "-", "-", "10 (1.00)", "-", "-", "-", "-"},
+			want: []string{"apply-latency", "10", "p50 80ms, p95 120ms", "6.7", "-", "-", "10 (1.00), all 95", "-", "-", "-", "-"},
 		},
 		"untimed": {
 			result: result{scenario: scenarioAtRest, backends: 1000, probes: 0},
