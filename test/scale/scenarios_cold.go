@@ -8,28 +8,29 @@ import (
 )
 
 // coldBatch creates n fresh backends in namespaces of prefix while
-// neither the manager nor the floor runs.
-func (h *harness) coldBatch(ctx context.Context, prefix string) (batch, error) {
+// neither the manager nor the floor runs. It returns the batch and the
+// number of backends that were there before.
+func (h *harness) coldBatch(ctx context.Context, prefix string) (batch, int, error) {
 	if _, err := h.stopManager(syscall.SIGTERM); err != nil {
-		return batch{}, err
+		return batch{}, 0, err
 	}
+	already := h.tracker.count()
 	b := planBatch(prefix, h.opts.n, h.opts.perNamespace)
 	if err := createNamespaces(ctx, h.client, h.opts.workers, b.namespaces); err != nil {
-		return batch{}, err
+		return batch{}, 0, err
 	}
 	if _, err := createBackends(ctx, h.client, h.opts.workers, b.backends, h.state.url); err != nil {
-		return batch{}, err
+		return batch{}, 0, err
 	}
-	return b, nil
+	return b, already, nil
 }
 
 // floorColdScenario: N fresh backends, then the floor starts.
 func (h *harness) floorColdScenario(ctx context.Context) error {
-	b, err := h.coldBatch(ctx, prefixFloorCold)
+	b, already, err := h.coldBatch(ctx, prefixFloorCold)
 	if err != nil {
 		return err
 	}
-	already := h.tracker.count() - len(b.backends)
 	before, err := h.snap(ctx)
 	if err != nil {
 		return err
@@ -54,18 +55,17 @@ func (h *harness) floorColdScenario(ctx context.Context) error {
 	h.results = append(h.results, result{
 		scenario: scenarioFloorCold, backends: len(b.backends), elapsed: h.floorCold,
 		requests: requests, probes: probes[prefixFloorCold], allProbes: probes.total(),
-		notes: []string{fmt.Sprintf("%d Ready backends present besides", already)},
+		notes: []string{fmt.Sprintf("%d other backends present", already)},
 	})
 	return h.deleteFloorBatch(ctx, b)
 }
 
 // coldStartScenario: N fresh backends, then the manager starts.
 func (h *harness) coldStartScenario(ctx context.Context) error {
-	b, err := h.coldBatch(ctx, prefixCold)
+	b, already, err := h.coldBatch(ctx, prefixCold)
 	if err != nil {
 		return err
 	}
-	already := h.tracker.count() - len(b.backends)
 	before, err := h.snap(ctx)
 	if err != nil {
 		return err
@@ -90,7 +90,7 @@ func (h *harness) coldStartScenario(ctx context.Context) error {
 	h.results = append(h.results, result{
 		scenario: scenarioColdStart, backends: len(b.backends), elapsed: last.Sub(m.started), floor: h.floorCold,
 		requests: requests, probes: probes[prefixCold], allProbes: probes.total(), usage: usage,
-		notes: append([]string{fmt.Sprintf("%d Ready backends present besides; time from the process's start", already)}, h.probeFailures()...),
+		notes: append([]string{fmt.Sprintf("%d other backends present; time from the process's start", already)}, h.probeFailures()...),
 	})
 	return nil
 }
