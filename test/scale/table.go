@@ -151,6 +151,7 @@ const legend = `Legend:
 - objects/s: backends / time. vs floor: time / the floor's time for the same work (burst: floor-burst, cold-start: floor-cold).
 - operator API requests: the API server's apiserver_request_total over the scenario minus the harness's own requests, on
   httpbackends, cosbackends, remotestates, secrets, configmaps and events, WATCH left out; in parentheses the codes outside 2xx.
+  They include the requests for every backend present (the periodic probes of the others), not only the row's.
   In floor-* rows these are the floor's requests.
 - probes: requests the state server served during the scenario for the backends the row times, per backend in parentheses;
   "all" counts those for every backend present (periodic probes of the others) when it differs.
