@@ -247,7 +247,20 @@ type relatedStore struct {
 	replaced bool
 }
 
-var _ toolscache.ReflectorStore = (*relatedStore)(nil)
+var _ toolscache.TransformingStore = (*relatedStore)(nil)
+
+// Transformer trims every object as soon as the reflector decodes it, so
+// that the list a reflector collects before its first Replace (a watch
+// list's temporary store) holds no annotation, managed field or finalizer
+// of the cluster's Secrets either.
+func (s *relatedStore) Transformer() toolscache.TransformFunc {
+	return func(obj any) (any, error) {
+		if m, ok := obj.(metav1.Object); ok {
+			return trimMetadata(s.watch.kind, m), nil
+		}
+		return obj, nil
+	}
+}
 
 // metadataOf trims a PartialObjectMetadata the reflector delivers.
 func (s *relatedStore) metadataOf(obj any) (*metav1.PartialObjectMetadata, error) {

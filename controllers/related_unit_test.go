@@ -153,3 +153,25 @@ func TestRelatedObjects(t *testing.T) {
 		}
 	})
 }
+
+// TestRelatedStoreTransformer checks that the reflector's transformer
+// trims what it decodes, as the store would.
+func TestRelatedStoreTransformer(t *testing.T) {
+	s := &relatedStore{watch: newRelatedObjects("ConfigMap", nil, nil)}
+	in := &metav1.PartialObjectMetadata{ObjectMeta: metav1.ObjectMeta{
+		Namespace: "ns", Name: "cm", ResourceVersion: "3",
+		Annotations:   map[string]string{"kubectl.kubernetes.io/last-applied-configuration": "{}"},
+		ManagedFields: []metav1.ManagedFieldsEntry{{Manager: "kubectl"}},
+	}}
+	got, err := s.Transformer()(in)
+	if err != nil {
+		t.Fatal(err)
+	}
+	want := &metav1.PartialObjectMetadata{
+		TypeMeta:   metav1.TypeMeta{APIVersion: "v1", Kind: "ConfigMap"},
+		ObjectMeta: metav1.ObjectMeta{Namespace: "ns", Name: "cm", ResourceVersion: "3"},
+	}
+	if diff := cmp.Diff(want, got); diff != "" {
+		t.Errorf("transformed (-want +got):\n%s", diff)
+	}
+}
