@@ -145,6 +145,27 @@ func (m *managerProcess) get(ctx context.Context, port int, path string) ([]byte
 	return body, nil
 }
 
+// liveHeap reads the manager's allocated Go heap (go_memstats_alloc_bytes)
+// from its metrics: what RSS holds besides memory freed but not yet
+// returned to the system.
+func (m *managerProcess) liveHeap(ctx context.Context) (int64, error) {
+	body, err := m.get(ctx, m.ports.metrics, "/metrics")
+	if err != nil {
+		return 0, err
+	}
+	families, err := parseFamilies(bytes.NewReader(body), heapMetric)
+	if err != nil {
+		return 0, err
+	}
+	if families[heapMetric] == nil {
+		return 0, fmt.Errorf("the manager's metrics have no %s", heapMetric)
+	}
+	return int64(sumWhere(families, heapMetric, nil)), nil
+}
+
+// heapMetric is the Go heap allocated and not yet freed, in bytes.
+const heapMetric = "go_memstats_alloc_bytes"
+
 // progress reads the HttpBackend controller's reconcile count and queue
 // depth from the manager's metrics.
 func (m *managerProcess) progress(ctx context.Context) (reconcileProgress, error) {

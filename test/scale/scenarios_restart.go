@@ -59,10 +59,14 @@ func (h *harness) measuredRestart(ctx context.Context) (restartOutcome, error) {
 	if err != nil {
 		return restartOutcome{}, err
 	}
+	heap, err := m.liveHeap(ctx)
+	if err != nil {
+		return restartOutcome{}, err
+	}
 	requests, probes := since(before, after)
 	return restartOutcome{
 		backends: backends, resync: done.Sub(m.started), requests: requests, probes: probes.total(),
-		usage: &managerUsage{peak: mem.peak, rss: mem.rss, cpu: cpu},
+		usage: &managerUsage{peak: mem.peak, rss: mem.rss, cpu: cpu, heap: heap},
 	}, nil
 }
 
@@ -89,8 +93,8 @@ func (h *harness) restartScenario(ctx context.Context, sig syscall.Signal) error
 		scenario: name, backends: out.backends, elapsed: out.resync,
 		requests: out.requests, probes: out.probes, usage: out.usage,
 		notes: append([]string{
-			fmt.Sprintf("%s: exited in %s; writes %d (target 0), reads %d; RSS %s after the resync",
-				signal, formatSeconds(took), writes, reads, formatSeconds(h.opts.settle)),
+			fmt.Sprintf("%s: exited in %s; writes %d (target 0), reads %d; RSS %s after the resync, live heap %s MiB",
+				signal, formatSeconds(took), writes, reads, formatSeconds(h.opts.settle), formatMiB(out.usage.heap)),
 		}, h.probeFailures()...),
 	})
 	return nil
@@ -128,10 +132,10 @@ func (h *harness) memoryScenario(ctx context.Context) error {
 	h.results = append(h.results, result{
 		scenario: scenarioMemory, backends: with.backends, elapsed: with.resync,
 		requests: with.requests, probes: with.probes, usage: with.usage,
-		notes: []string{fmt.Sprintf("with %d unrelated Secrets and %d ConfigMaps of 1 KiB (created in %s); without them, same backends: "+
-			"RSS %s MiB, peak %s MiB, resync %s",
-			h.opts.unrelatedSecrets, h.opts.unrelatedConfigMaps, formatSeconds(created),
-			formatMiB(base.usage.rss), formatMiB(base.usage.peak), formatSeconds(base.resync))},
+		notes: []string{fmt.Sprintf("with %d unrelated Secrets and %d ConfigMaps of 1 KiB (created in %s): live heap %s MiB; "+
+			"without them, same backends: RSS %s MiB, peak %s MiB, live heap %s MiB, resync %s",
+			h.opts.unrelatedSecrets, h.opts.unrelatedConfigMaps, formatSeconds(created), formatMiB(with.usage.heap),
+			formatMiB(base.usage.rss), formatMiB(base.usage.peak), formatMiB(base.usage.heap), formatSeconds(base.resync))},
 	})
 	return nil
 }
