@@ -247,3 +247,34 @@ func (h *harness) snap(ctx context.Context) (snapshot, error) {
 func since(before, after snapshot) (requestCounts, probeCounts) {
 	return after.api.minus(before.api).minus(after.own.minus(before.own)), after.probes.minus(before.probes)
 }
+
+// measureStart is what a scenario with a running manager records before
+// it acts: the API server's and the state server's counters, and the
+// manager's CPU time.
+type measureStart struct {
+	before snapshot
+	cpu    time.Duration
+}
+
+// startMeasuring records the counters and m's CPU time.
+func (h *harness) startMeasuring(ctx context.Context, m *managerProcess) (measureStart, error) {
+	before, err := h.snap(ctx)
+	if err != nil {
+		return measureStart{}, err
+	}
+	cpu, err := readCPU(m.pid())
+	if err != nil {
+		return measureStart{}, err
+	}
+	return measureStart{before: before, cpu: cpu}, nil
+}
+
+// newBatch plans a batch of n backends named after prefix and creates its
+// namespaces.
+func (h *harness) newBatch(ctx context.Context, prefix string, n int) (batch, error) {
+	b := planBatch(prefix, n, h.opts.perNamespace)
+	if err := createNamespaces(ctx, h.client, h.opts.workers, b.namespaces); err != nil {
+		return batch{}, err
+	}
+	return b, nil
+}

@@ -142,15 +142,11 @@ func (h *harness) burstScenario(ctx context.Context) error {
 		return err
 	}
 	m := h.manager
-	b := planBatch(prefixBurst, h.opts.n, h.opts.perNamespace)
-	if err := createNamespaces(ctx, h.client, h.opts.workers, b.namespaces); err != nil {
-		return err
-	}
-	before, err := h.snap(ctx)
+	b, err := h.newBatch(ctx, prefixBurst, h.opts.n)
 	if err != nil {
 		return err
 	}
-	cpuBefore, err := readCPU(m.pid())
+	start, err := h.startMeasuring(ctx, m)
 	if err != nil {
 		return err
 	}
@@ -168,12 +164,12 @@ func (h *harness) burstScenario(ctx context.Context) error {
 	if err != nil {
 		return err
 	}
-	usage, err := m.usage(cpuBefore)
+	usage, err := m.usage(start.cpu)
 	if err != nil {
 		return err
 	}
 	h.primary = b.backends
-	requests, probes := since(before, after)
+	requests, probes := since(start.before, after)
 	h.results = append(h.results, result{
 		scenario: scenarioBurst, backends: len(b.backends), elapsed: last.Sub(first), floor: h.floorBurst,
 		requests: requests, probes: probes[prefixBurst], allProbes: probes.total(), usage: usage,
@@ -193,11 +189,7 @@ func (h *harness) atRestScenario(ctx context.Context) error {
 	}
 	m := h.manager
 	window := 3 * h.opts.probeInterval * 11 / 10
-	before, err := h.snap(ctx)
-	if err != nil {
-		return err
-	}
-	cpuBefore, err := readCPU(m.pid())
+	start, err := h.startMeasuring(ctx, m)
 	if err != nil {
 		return err
 	}
@@ -211,11 +203,11 @@ func (h *harness) atRestScenario(ctx context.Context) error {
 	if err != nil {
 		return err
 	}
-	usage, err := m.usage(cpuBefore)
+	usage, err := m.usage(start.cpu)
 	if err != nil {
 		return err
 	}
-	requests, probeCounts := since(before, after)
+	requests, probeCounts := since(start.before, after)
 	probes := probeCounts.total()
 	writes, reads := requestTotals(requests)
 	perProbe := "-"

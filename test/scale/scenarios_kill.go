@@ -26,15 +26,11 @@ func (h *harness) killBurstScenario(ctx context.Context) error {
 		return err
 	}
 	m := h.manager
-	b := planBatch(prefixKill, h.opts.killN, h.opts.perNamespace)
-	if err := createNamespaces(ctx, h.client, h.opts.workers, b.namespaces); err != nil {
-		return err
-	}
-	before, err := h.snap(ctx)
+	b, err := h.newBatch(ctx, prefixKill, h.opts.killN)
 	if err != nil {
 		return err
 	}
-	cpuBefore, err := readCPU(m.pid())
+	start, err := h.startMeasuring(ctx, m)
 	if err != nil {
 		return err
 	}
@@ -76,7 +72,7 @@ func (h *harness) killBurstScenario(ctx context.Context) error {
 	if err != nil {
 		return err
 	}
-	usage.cpu += killedCPU - cpuBefore
+	usage.cpu += killedCPU - start.cpu
 	report, err := h.checkOwnership(ctx)
 	if err != nil {
 		return err
@@ -84,7 +80,7 @@ func (h *harness) killBurstScenario(ctx context.Context) error {
 	if !report.ok() {
 		h.failed = true
 	}
-	requests, probes := since(before, after)
+	requests, probes := since(start.before, after)
 	h.results = append(h.results, result{
 		scenario: scenarioKillBurst, backends: len(b.backends), elapsed: last.Sub(first),
 		requests: requests, probes: probes[prefixKill], allProbes: probes.total(), usage: usage,
@@ -143,15 +139,11 @@ func (h *harness) applyLatencyScenario(ctx context.Context) error {
 		return err
 	}
 	m := h.manager
-	b := planBatch(prefixLatency, h.opts.latencySamples, h.opts.perNamespace)
-	if err := createNamespaces(ctx, h.client, h.opts.workers, b.namespaces); err != nil {
-		return err
-	}
-	before, err := h.snap(ctx)
+	b, err := h.newBatch(ctx, prefixLatency, h.opts.latencySamples)
 	if err != nil {
 		return err
 	}
-	cpuBefore, err := readCPU(m.pid())
+	start, err := h.startMeasuring(ctx, m)
 	if err != nil {
 		return err
 	}
@@ -174,11 +166,11 @@ func (h *harness) applyLatencyScenario(ctx context.Context) error {
 	if err != nil {
 		return err
 	}
-	usage, err := m.usage(cpuBefore)
+	usage, err := m.usage(start.cpu)
 	if err != nil {
 		return err
 	}
-	requests, probes := since(before, after)
+	requests, probes := since(start.before, after)
 	h.results = append(h.results, result{
 		scenario: scenarioApplyLatency, backends: len(b.backends),
 		timeText: fmt.Sprintf("p50 %s, p95 %s", formatMillis(percentile(samples, 50)), formatMillis(percentile(samples, 95))),
