@@ -140,7 +140,7 @@ func (r *backendReconciler) setupWithManager(mgr ctrl.Manager) error {
 		return err
 	}
 	referrers := func(reference func(string) string) handler.EventHandler {
-		return referrersOf(r.kind.name(), enqueueReferrers(mgr.GetClient(), r.kind.newList, reference))
+		return referrersOf(r.kind.name(), writersAndReferrers(mgr.GetClient(), r.kind, reference))
 	}
 	return b.
 		WatchesRawSource(r.opts.related.source("Secret", referrers(secretReference))).

@@ -2,6 +2,8 @@ package controllers
 
 import (
 	"context"
+	"slices"
+	"strings"
 
 	"k8s.io/apimachinery/pkg/api/meta"
 	"k8s.io/apimachinery/pkg/types"
@@ -16,19 +18,74 @@ import (
 // reference or write, as "Secret/<name>" and "ConfigMap/<name>", so that a
 // change to one of them reconciles exactly the objects that read it, and
 // the deletion of a foreign object that took a name an object writes
-// (NameConflict) lets that object write it at once.
+// (NameConflict) lets that object write it at once. The names a backend
+// renders by default, derived from its own name, are not indexed (see
+// renderedReferences and writerOf).
 const referencesIndex = ".spec.references"
 
 func secretReference(name string) string    { return "Secret/" + name }
 func configMapReference(name string) string { return "ConfigMap/" + name }
 
-// renderedReferences are the references of the ConfigMap and the Secret a
-// backend named name renders, configMapName being its spec.configMapName.
+// renderedReferences are the references of the objects a backend named
+// name renders under names of the spec's choosing: its configMapName, when
+// it sets one other than the default. The default names (the ConfigMap's
+// and the credentials Secret's, which has no other) are derived from the
+// backend's name, and writerOf finds the backend from them: an index entry
+// for each of them would cost every backend memory twice over (the cache
+// indexes a value per namespace and cluster-wide).
 func renderedReferences(name, configMapName string) []string {
-	if configMapName == "" {
-		configMapName = render.DefaultConfigMapName(name)
+	if configMapName == "" || configMapName == render.DefaultConfigMapName(name) {
+		return nil
 	}
-	return []string{configMapReference(configMapName), secretReference(render.CredentialsSecretName(name))}
+	return []string{configMapReference(configMapName)}
+}
+
+// writerOf returns the name of the backend that renders the Secret or
+// ConfigMap (reference names its kind) called name under a default name,
+// "" when name is no such name.
+func writerOf(reference func(string) string, name string) string {
+	suffix := render.CredentialsSecretName("")
+	if reference(name) == configMapReference(name) {
+		suffix = render.DefaultConfigMapName("")
+	}
+	backend, ok := strings.CutSuffix(name, suffix)
+	if !ok || backend == "" {
+		return ""
+	}
+	return backend
+}
+
+// enqueueWriters returns a map function that enqueues the backend of kind
+// that renders the event object (a Secret or ConfigMap, reference naming
+// its kind) under a default name, when the cache holds it.
+func enqueueWriters(c client.Reader, kind backendKind, reference func(string) string) func(context.Context, client.Object) []reconcile.Request {
+	return func(ctx context.Context, obj client.Object) []reconcile.Request {
+		name := writerOf(reference, obj.GetName())
+		if name == "" {
+			return nil
+		}
+		key := types.NamespacedName{Namespace: obj.GetNamespace(), Name: name}
+		if err := c.Get(ctx, key, kind.newObject()); err != nil {
+			return nil
+		}
+		return []reconcile.Request{{NamespacedName: key}}
+	}
+}
+
+// writersAndReferrers enqueues, for kind, both the backends that name the
+// event object in referencesIndex and the one that renders it under a
+// default name.
+func writersAndReferrers(c client.Reader, kind backendKind, reference func(string) string) func(context.Context, client.Object) []reconcile.Request {
+	referrers, writers := enqueueReferrers(c, kind.newList, reference), enqueueWriters(c, kind, reference)
+	return func(ctx context.Context, obj client.Object) []reconcile.Request {
+		requests := referrers(ctx, obj)
+		for _, w := range writers(ctx, obj) {
+			if !slices.Contains(requests, w) {
+				requests = append(requests, w)
+			}
+		}
+		return requests
+	}
 }
 
 // remoteStateReferences are the references of the ConfigMap and the Secret

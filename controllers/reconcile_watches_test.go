@@ -25,6 +25,7 @@ func TestReconcileWatchesFindReferrers(t *testing.T) {
 	objects := []client.Object{
 		newWebBackend(func(b *httpBackendBuilder) { b.caFromConfigMap("state-ca") }),
 		stored(makeHttpBackend("other", harnessNamespace, harnessAddress).build()),
+		stored(makeHttpBackend("custom", harnessNamespace, harnessAddress).configMapName("custom-files").build()),
 		newNetworkState(),
 		stored(makeRemoteState("unrelated", harnessNamespace, httpBackendKind, "other")),
 		stored(makeRemoteState("elsewhere", "team-b", httpBackendKind, webBackend.name)),
@@ -56,8 +57,24 @@ func TestReconcileWatchesFindReferrers(t *testing.T) {
 			event:  secret("state-ca"), want: requests("web"),
 		},
 		"a rendered Secret reconciles its backend": {
-			mapper: enqueueReferrers(c, httpBackends, secretReference),
+			mapper: writersAndReferrers(c, httpKind{}, secretReference),
 			event:  secret(webSecret), want: requests("web"),
+		},
+		"a rendered ConfigMap reconciles its backend": {
+			mapper: writersAndReferrers(c, httpKind{}, configMapReference),
+			event:  secret(webConfigMap), want: requests("web"),
+		},
+		"a Secret named as a missing backend's would be reconciles nothing": {
+			mapper: writersAndReferrers(c, httpKind{}, secretReference),
+			event:  secret("gone-backend-credentials"),
+		},
+		"a Secret named as another kind's backend's would be reconciles nothing": {
+			mapper: writersAndReferrers(c, cosKind{}, secretReference),
+			event:  secret(webSecret),
+		},
+		"a ConfigMap under a configMapName reconciles its backend": {
+			mapper: writersAndReferrers(c, httpKind{}, configMapReference),
+			event:  secret("custom-files"), want: requests("custom"),
 		},
 		"a Secret of the same name as a ConfigMap reconciles nothing": {
 			mapper: enqueueReferrers(c, httpBackends, secretReference),
@@ -102,7 +119,6 @@ func TestReconcileWatchesSkipOwnCreation(t *testing.T) {
 		newNetworkState(),
 	}
 	c := newReconcileEnv(t, objects, stateScript{}, nil).client
-	httpBackends := func() client.ObjectList { return &backendsv1alpha1.HttpBackendList{} }
 	written := func(name, kind, owner string) client.Object {
 		obj := &metav1.PartialObjectMetadata{ObjectMeta: metav1.ObjectMeta{Namespace: harnessNamespace, Name: name}}
 		if owner != "" {
@@ -112,7 +128,7 @@ func TestReconcileWatchesSkipOwnCreation(t *testing.T) {
 		}
 		return obj
 	}
-	backends := referrersOf(httpBackendKind, enqueueReferrers(c, httpBackends, secretReference))
+	backends := referrersOf(httpBackendKind, writersAndReferrers(c, httpKind{}, secretReference))
 	remoteStates := referrersOf(remoteStateKind, readersOfReferenced(c, secretReference))
 
 	type send func(h handler.EventHandler, q workqueue.TypedRateLimitingInterface[reconcile.Request])

@@ -3,6 +3,7 @@ package controllers
 import (
 	"context"
 	"fmt"
+	"maps"
 	"sync"
 
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
@@ -41,7 +42,7 @@ type relatedObjects struct {
 	related func(context.Context, *metav1.PartialObjectMetadata) bool
 
 	mu       sync.RWMutex
-	objects  map[types.NamespacedName]*metav1.PartialObjectMetadata
+	objects  map[types.NamespacedName]*heldObject
 	handlers []relatedHandler
 	// listed records the namespaces whose first list is done.
 	listed map[string]bool
@@ -70,7 +71,7 @@ func newRelatedObjects(kind string, namespaces []string, related func(context.Co
 		kind:       kind,
 		resource:   schema.GroupVersionResource{Version: "v1", Resource: resourceOf(kind)},
 		related:    related,
-		objects:    map[types.NamespacedName]*metav1.PartialObjectMetadata{},
+		objects:    map[types.NamespacedName]*heldObject{},
 		listed:     map[string]bool{},
 		synced:     make(chan struct{}),
 		namespaces: namespaces,
@@ -94,7 +95,7 @@ func (w *relatedObjects) addHandler(h relatedHandler) {
 	w.handlers = append(w.handlers, h)
 }
 
-// get returns a copy of the metadata of key, when it is held.
+// get returns the metadata of key, when it is held.
 func (w *relatedObjects) get(key types.NamespacedName) (*metav1.PartialObjectMetadata, bool) {
 	w.mu.RLock()
 	defer w.mu.RUnlock()
@@ -102,34 +103,33 @@ func (w *relatedObjects) get(key types.NamespacedName) (*metav1.PartialObjectMet
 	if !ok {
 		return nil, false
 	}
-	return obj.DeepCopy(), true
+	return obj.metadata(w.kind, key), true
 }
 
 // remember holds the metadata of obj, read from the API server for an
 // object that names it, unless the watch delivered a version already: the
 // watch is never older than what it replaces.
 func (w *relatedObjects) remember(obj metav1.Object) {
-	m := trimMetadata(w.kind, obj)
+	held := holdObject(obj)
 	w.mu.Lock()
 	defer w.mu.Unlock()
-	key := types.NamespacedName{Namespace: m.Namespace, Name: m.Name}
+	key := types.NamespacedName{Namespace: obj.GetNamespace(), Name: obj.GetName()}
 	if _, ok := w.objects[key]; !ok {
-		w.objects[key] = m
+		w.objects[key] = held
 	}
 }
 
 // sweep drops the objects that are no longer related.
 func (w *relatedObjects) sweep(ctx context.Context) {
 	w.mu.RLock()
-	held := make([]*metav1.PartialObjectMetadata, 0, len(w.objects))
-	for _, obj := range w.objects {
-		held = append(held, obj)
+	held := make(map[types.NamespacedName]*heldObject, len(w.objects))
+	for key, obj := range w.objects {
+		held[key] = obj
 	}
 	w.mu.RUnlock()
-	for _, obj := range held {
-		if !w.related(ctx, obj) {
+	for key, obj := range held {
+		if !w.related(ctx, obj.metadata(w.kind, key)) {
 			w.mu.Lock()
-			key := types.NamespacedName{Namespace: obj.Namespace, Name: obj.Name}
 			if w.objects[key] == obj { // not replaced meanwhile
 				delete(w.objects, key)
 			}
@@ -185,7 +185,7 @@ func (w *relatedObjects) fire(ctx context.Context, event relatedEvent, obj *meta
 // observe records obj as the watch delivered it and returns the held
 // metadata it replaces (nil when none). It holds obj when it was held or
 // is related.
-func (w *relatedObjects) observe(ctx context.Context, obj *metav1.PartialObjectMetadata) (previous *metav1.PartialObjectMetadata) {
+func (w *relatedObjects) observe(ctx context.Context, obj *metav1.PartialObjectMetadata) (previous *heldObject) {
 	key := types.NamespacedName{Namespace: obj.Namespace, Name: obj.Name}
 	w.mu.RLock()
 	previous = w.objects[key]
@@ -194,7 +194,7 @@ func (w *relatedObjects) observe(ctx context.Context, obj *metav1.PartialObjectM
 		return nil
 	}
 	w.mu.Lock()
-	w.objects[key] = obj
+	w.objects[key] = holdObject(obj)
 	w.mu.Unlock()
 	return previous
 }
@@ -328,7 +328,7 @@ func (s *relatedStore) Replace(list []any, _ string) error {
 		case first:
 		case previous == nil:
 			s.watch.fire(s.ctx, relatedCreated, m)
-		case previous.ResourceVersion != m.ResourceVersion:
+		case previous.resourceVersion != m.ResourceVersion:
 			s.watch.fire(s.ctx, relatedUpdated, m)
 		}
 	}
@@ -355,8 +355,51 @@ func (w *relatedObjects) heldIn(namespace string) []*metav1.PartialObjectMetadat
 	var out []*metav1.PartialObjectMetadata
 	for key, obj := range w.objects {
 		if namespace == metav1.NamespaceAll || key.Namespace == namespace {
-			out = append(out, obj)
+			out = append(out, obj.metadata(w.kind, key))
 		}
 	}
 	return out
+}
+
+// heldObject is what relatedObjects keeps of a Secret or ConfigMap, its
+// name and namespace being the key it is held under: what trimMetadata
+// keeps, in fewer allocations (the content hash as a string rather than
+// an annotation map, the controller reference alone).
+type heldObject struct {
+	uid             types.UID
+	resourceVersion string
+	labels          map[string]string
+	controller      *metav1.OwnerReference
+	contentHash     string
+	hashed          bool
+}
+
+// holdObject is what relatedObjects keeps of obj.
+func holdObject(obj metav1.Object) *heldObject {
+	h := &heldObject{uid: obj.GetUID(), resourceVersion: obj.GetResourceVersion(), labels: obj.GetLabels()}
+	if ref := metav1.GetControllerOfNoCopy(obj); ref != nil {
+		c := *ref
+		h.controller = &c
+	}
+	h.contentHash, h.hashed = obj.GetAnnotations()[contentHashAnnotation]
+	return h
+}
+
+// metadata is the object's metadata as trimMetadata leaves it, but for
+// owners other than the controller.
+func (h *heldObject) metadata(kind string, key types.NamespacedName) *metav1.PartialObjectMetadata {
+	m := &metav1.PartialObjectMetadata{
+		TypeMeta: metav1.TypeMeta{APIVersion: "v1", Kind: kind},
+		ObjectMeta: metav1.ObjectMeta{
+			Namespace: key.Namespace, Name: key.Name, UID: h.uid, ResourceVersion: h.resourceVersion,
+			Labels: maps.Clone(h.labels),
+		},
+	}
+	if h.controller != nil {
+		m.OwnerReferences = []metav1.OwnerReference{*h.controller}
+	}
+	if h.hashed {
+		m.Annotations = map[string]string{contentHashAnnotation: h.contentHash}
+	}
+	return m
 }

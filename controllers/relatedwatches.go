@@ -9,6 +9,7 @@ import (
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/runtime/schema"
+	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/client-go/metadata"
 	"k8s.io/client-go/util/workqueue"
 	"sigs.k8s.io/controller-runtime/pkg/cache"
@@ -60,8 +61,25 @@ func (w *relatedWatches) related(reference func(string) string) func(context.Con
 				return true
 			}
 		}
-		return namedByAny(ctx, w.cache, w.lists, obj.Namespace, reference(obj.Name))
+		return namedByAny(ctx, w.cache, w.lists, obj.Namespace, reference(obj.Name)) ||
+			renderedByAny(ctx, w.cache, obj.Namespace, writerOf(reference, obj.Name))
 	}
+}
+
+// renderedByAny reports whether a backend of any kind called name exists
+// in namespace: the object of the default name it renders is related,
+// whoever holds it. An error reading the cache counts as existing.
+func renderedByAny(ctx context.Context, c client.Reader, namespace, name string) bool {
+	if name == "" {
+		return false
+	}
+	for _, kind := range backendKinds {
+		err := c.Get(ctx, types.NamespacedName{Namespace: namespace, Name: name}, kind.newObject())
+		if err == nil || !apierrors.IsNotFound(err) {
+			return true
+		}
+	}
+	return false
 }
 
 // namedByAny reports whether an object of one of the kinds of lists in

@@ -120,7 +120,7 @@ func readersOfReferenced(c client.Reader, reference func(string) string) handler
 	return func(ctx context.Context, obj client.Object) []reconcile.Request {
 		requests := publishers(ctx, obj)
 		for _, kind := range backendKinds {
-			for _, backend := range enqueueReferrers(c, kind.newList, reference)(ctx, obj) {
+			for _, backend := range writersAndReferrers(c, kind, reference)(ctx, obj) {
 				requests = append(requests, remoteStatesReading(ctx, c, backend.Namespace, backendRefValue(kind.name(), backend.Name))...)
 			}
 		}

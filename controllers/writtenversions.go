@@ -1,6 +1,7 @@
 package controllers
 
 import (
+	"slices"
 	"sync"
 
 	"k8s.io/apimachinery/pkg/types"
@@ -18,8 +19,17 @@ import (
 // They are lost on a restart, which therefore reads every written object
 // once.
 type writtenVersions struct {
-	mu      sync.Mutex
-	byOwner map[writerKey]map[writtenKey]string
+	mu sync.Mutex
+	// byOwner holds the few objects of each writer (a backend writes two)
+	// in a slice rather than a map: a map per backend would cost several
+	// times the memory of the versions.
+	byOwner map[writerKey][]writtenVersion
+}
+
+// writtenVersion is the version recorded for one written object.
+type writtenVersion struct {
+	obj     writtenKey
+	version string
 }
 
 // writerKey names the object of this API that writes objects.
@@ -35,33 +45,34 @@ type writtenKey struct {
 }
 
 func newWrittenVersions() *writtenVersions {
-	return &writtenVersions{byOwner: map[writerKey]map[writtenKey]string{}}
+	return &writtenVersions{byOwner: map[writerKey][]writtenVersion{}}
 }
 
 // get returns the version recorded for obj of writer, "" when none is.
 func (v *writtenVersions) get(writer writerKey, obj writtenKey) string {
 	v.mu.Lock()
 	defer v.mu.Unlock()
-	return v.byOwner[writer][obj]
+	for _, w := range v.byOwner[writer] {
+		if w.obj == obj {
+			return w.version
+		}
+	}
+	return ""
 }
 
 // set records version for obj of writer; an empty version forgets it.
 func (v *writtenVersions) set(writer writerKey, obj writtenKey, version string) {
 	v.mu.Lock()
 	defer v.mu.Unlock()
-	objects := v.byOwner[writer]
-	if version == "" {
-		delete(objects, obj)
-		if len(objects) == 0 {
-			delete(v.byOwner, writer)
-		}
+	objects := slices.DeleteFunc(v.byOwner[writer], func(w writtenVersion) bool { return w.obj == obj })
+	if version != "" {
+		objects = append(objects, writtenVersion{obj: obj, version: version})
+	}
+	if len(objects) == 0 {
+		delete(v.byOwner, writer)
 		return
 	}
-	if objects == nil {
-		objects = map[writtenKey]string{}
-		v.byOwner[writer] = objects
-	}
-	objects[obj] = version
+	v.byOwner[writer] = objects
 }
 
 // forget drops every version recorded for writer, which is gone.
