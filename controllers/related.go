@@ -122,10 +122,7 @@ func (w *relatedObjects) remember(obj metav1.Object) {
 // sweep drops the objects that are no longer related.
 func (w *relatedObjects) sweep(ctx context.Context) {
 	w.mu.RLock()
-	held := make(map[types.NamespacedName]*heldObject, len(w.objects))
-	for key, obj := range w.objects {
-		held[key] = obj
-	}
+	held := maps.Clone(w.objects)
 	w.mu.RUnlock()
 	for key, obj := range held {
 		if !w.related(ctx, obj.metadata(w.kind, key)) {

@@ -145,10 +145,15 @@ func (m *managerProcess) get(ctx context.Context, port int, path string) ([]byte
 	return body, nil
 }
 
-// liveHeap reads the manager's allocated Go heap (go_memstats_alloc_bytes)
-// from its metrics: what RSS holds besides memory freed but not yet
+// liveHeap reads the manager's live Go heap: it has the manager collect
+// its garbage (the heap profile's gc=1), then reads the heap allocated and
+// not yet freed (go_memstats_alloc_bytes) from its metrics. It is what RSS
+// holds besides the collector's headroom and memory freed but not yet
 // returned to the system.
 func (m *managerProcess) liveHeap(ctx context.Context) (int64, error) {
+	if _, err := m.get(ctx, m.ports.pprof, "/debug/pprof/heap?gc=1"); err != nil {
+		return 0, err
+	}
 	body, err := m.get(ctx, m.ports.metrics, "/metrics")
 	if err != nil {
 		return 0, err

@@ -41,8 +41,8 @@ type managerUsage struct {
 	peak, rss int64
 	// cpu is the CPU time the process used during the scenario.
 	cpu time.Duration
-	// heap is the Go heap the process had allocated and not yet freed
-	// (go_memstats_alloc_bytes) when rss was read; 0 when not read.
+	// heap is the Go heap live after a garbage collection, read just
+	// after rss; 0 when not read.
 	heap int64
 }
 
@@ -159,7 +159,8 @@ const legend = `Legend:
 - probes: requests the state server served during the scenario for the backends the row times, per backend in parentheses;
   "all" counts those for every backend present (periodic probes of the others) when it differs.
 - peak RSS / RSS: the manager's VmHWM and VmRSS at the end of the scenario (restart-* and memory: after the resync has settled;
-  their notes add the live heap, go_memstats_alloc_bytes, read at the same time). CPU s: the manager's user+system CPU time
+  their notes add the live heap: go_memstats_alloc_bytes right after a
+  garbage collection the harness asks for once RSS is read). CPU s: the manager's user+system CPU time
   during the scenario.
 - floor: an in-process controller with the manager's concurrency doing only the writes the operator must do per backend (create
   the ConfigMap and the credentials Secret it renders, one merge patch of status) after reading the password Secret; it
