@@ -269,6 +269,26 @@ func (h *harness) startMeasuring(ctx context.Context, m *managerProcess) (measur
 	return measureStart{before: before, cpu: cpu}, nil
 }
 
+// managedBatch starts the manager when it is stopped, creates the
+// namespaces of a new batch of n backends named after prefix, and records
+// the counters: the start of a scenario that creates backends for the
+// running manager.
+func (h *harness) managedBatch(ctx context.Context, prefix string, n int) (*managerProcess, batch, measureStart, error) {
+	if err := h.ensureManager(ctx); err != nil {
+		return nil, batch{}, measureStart{}, err
+	}
+	m := h.manager
+	b, err := h.newBatch(ctx, prefix, n)
+	if err != nil {
+		return nil, batch{}, measureStart{}, err
+	}
+	start, err := h.startMeasuring(ctx, m)
+	if err != nil {
+		return nil, batch{}, measureStart{}, err
+	}
+	return m, b, start, nil
+}
+
 // newBatch plans a batch of n backends named after prefix and creates its
 // namespaces.
 func (h *harness) newBatch(ctx context.Context, prefix string, n int) (batch, error) {

@@ -138,15 +138,7 @@ func (h *harness) deleteFloorBatch(ctx context.Context, b batch) error {
 // burstScenario: the manager runs idle, N backends are created in a
 // burst.
 func (h *harness) burstScenario(ctx context.Context) error {
-	if err := h.ensureManager(ctx); err != nil {
-		return err
-	}
-	m := h.manager
-	b, err := h.newBatch(ctx, prefixBurst, h.opts.n)
-	if err != nil {
-		return err
-	}
-	start, err := h.startMeasuring(ctx, m)
+	m, b, start, err := h.managedBatch(ctx, prefixBurst, h.opts.n)
 	if err != nil {
 		return err
 	}

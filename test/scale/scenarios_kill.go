@@ -22,15 +22,7 @@ import (
 // backend must control exactly one ConfigMap and one Secret, and no
 // rendered object may be left without a live owner.
 func (h *harness) killBurstScenario(ctx context.Context) error {
-	if err := h.ensureManager(ctx); err != nil {
-		return err
-	}
-	m := h.manager
-	b, err := h.newBatch(ctx, prefixKill, h.opts.killN)
-	if err != nil {
-		return err
-	}
-	start, err := h.startMeasuring(ctx, m)
+	m, b, start, err := h.managedBatch(ctx, prefixKill, h.opts.killN)
 	if err != nil {
 		return err
 	}
