@@ -25,8 +25,9 @@ func CacheOptions(namespaces []string) cache.Options {
 
 // ClientOptions are the manager's client settings: Secrets and ConfigMaps
 // are never cached, so that the operator does not hold every Secret of the
-// cluster in memory. The reconcilers read the few they need directly and
-// watch the rest for metadata only.
+// cluster in memory. The reconcilers read the few they need directly, and
+// the related watches (see relatedObjects) see the rest for metadata and
+// keep only what the operator's objects name or write.
 func ClientOptions() client.Options {
 	return client.Options{Cache: &client.CacheOptions{
 		DisableFor: []client.Object{&corev1.Secret{}, &corev1.ConfigMap{}},
@@ -34,11 +35,12 @@ func ClientOptions() client.Options {
 }
 
 // cacheTransform trims what the manager's informers keep: managed fields of
-// every object, and the annotations of objects watched for metadata only
-// (Secrets and ConfigMaps) but the operator's content hash. A Secret
-// created with `kubectl apply` carries its data in the
-// last-applied-configuration annotation, which must not end up in the
-// operator's memory.
+// every object, and the annotations but the operator's content hash of any
+// object an informer would watch for metadata only. The manager's own
+// informers watch none (the related watches trim Secrets and ConfigMaps
+// themselves), but a Secret created with `kubectl apply` carries its data
+// in the last-applied-configuration annotation, which must not end up in
+// the operator's memory through one added later.
 func cacheTransform() toolscache.TransformFunc {
 	strip := cache.TransformStripManagedFields()
 	return func(in any) (any, error) {
@@ -53,9 +55,10 @@ func cacheTransform() toolscache.TransformFunc {
 	}
 }
 
-// keptAnnotations is what cacheTransform keeps of the annotations of a
-// Secret or ConfigMap: the content hash of an object the operator wrote
-// (see ownedWriter), which holds no secret, and nothing else.
+// keptAnnotations is what cacheTransform and the related watches keep of
+// the annotations of a Secret or ConfigMap: the content hash of an object
+// the operator wrote (see ownedWriter), which holds no secret, and nothing
+// else.
 func keptAnnotations(in map[string]string) map[string]string {
 	hash, ok := in[contentHashAnnotation]
 	if !ok {
