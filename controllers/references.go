@@ -28,9 +28,10 @@ const (
 	ReferencePolicyLabeled ReferencePolicy = "labeled"
 )
 
-// referenceReader reads the Secrets and ConfigMaps a backend references,
-// straight from the API server (the manager never caches their contents),
-// under the manager's reference policy.
+// referenceReader reads the Secrets and ConfigMaps a backend references
+// under the manager's reference policy: from the API server once per
+// version, then from the contents kept in memory (see referencedContents;
+// the manager caches no other Secret's content).
 type referenceReader struct {
 	reader client.Reader
 	// metadata reads metadata without annotations (see reconciler).

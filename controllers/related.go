@@ -25,8 +25,8 @@ import (
 // Secrets and ConfigMaps as its own objects name or write, however many
 // the cluster has. A controller-runtime informer would keep them all.
 //
-// What it holds is trimmed (see trimMetadata), so that no annotation but
-// the operator's content hash, which holds no secret, is ever kept.
+// What it holds is trimmed (see heldObject), so that no annotation but the
+// operator's content hash, which holds no secret, is ever kept.
 //
 // An object it does not hold is either absent or unrelated: callers that
 // must tell the two apart read the API server (see referenceReader), or
