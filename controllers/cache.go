@@ -2,6 +2,7 @@ package controllers
 
 import (
 	"fmt"
+	"maps"
 
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
@@ -34,8 +35,12 @@ func ClientOptions() client.Options {
 	}}
 }
 
-// cacheTransform trims what the manager's informers keep: managed fields of
-// every object, and the annotations but the operator's content hash of any
+// lastAppliedAnnotation is where kubectl apply keeps the object it applied.
+const lastAppliedAnnotation = "kubectl.kubernetes.io/last-applied-configuration"
+
+// cacheTransform trims what the manager's informers keep: managed fields and
+// kubectl's last-applied-configuration of every object (the reconcilers
+// read neither), and the annotations but the operator's content hash of any
 // object an informer would watch for metadata only. The manager's own
 // informers watch none (the related watches trim Secrets and ConfigMaps
 // themselves), but a Secret created with `kubectl apply` carries its data
@@ -48,8 +53,17 @@ func cacheTransform() toolscache.TransformFunc {
 		if err != nil {
 			return nil, fmt.Errorf("stripping managed fields: %w", err)
 		}
-		if m, ok := out.(*metav1.PartialObjectMetadata); ok {
-			m.Annotations = keptAnnotations(m.Annotations)
+		switch obj := out.(type) {
+		case *metav1.PartialObjectMetadata:
+			obj.Annotations = keptAnnotations(obj.Annotations)
+		case metav1.Object:
+			// kubectl apply keeps a copy of the whole object in it: a
+			// cached backend would weigh twice what it does.
+			if _, ok := obj.GetAnnotations()[lastAppliedAnnotation]; ok {
+				annotations := maps.Clone(obj.GetAnnotations())
+				delete(annotations, lastAppliedAnnotation)
+				obj.SetAnnotations(annotations)
+			}
 		}
 		return out, nil
 	}
