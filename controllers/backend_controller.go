@@ -80,12 +80,23 @@ func (r *backendReconciler) reconcileReferences(ctx context.Context, s *backendS
 // Secret, writing only what changed, and records their names in
 // status.rendered. A render error or a name taken by a foreign object is
 // a stallError; the previous render is left as it was.
+//
+// A backend whose last render came from the same inputs, and whose objects
+// stand as the operator wrote them, is not rendered again (see
+// renderMemo).
 func (r *backendReconciler) reconcileRender(ctx context.Context, s *backendScope) error {
+	configMapName := r.kind.configMapName(s.obj)
+	inputs := fingerprint(append(append(identity(s.obj), s.resolved.inputs()...), []byte(configMapName))...)
+	if message, ok := r.unchangedRender(ctx, s.obj, r.kind.name(), inputs); ok {
+		s.readyMessage = message
+		return nil
+	}
+	r.renders.forget(writerKey{kind: r.kind.name(), NamespacedName: client.ObjectKeyFromObject(s.obj)})
 	files, credentials, err := s.resolved.render()
 	if err != nil {
 		return stall(backendsv1alpha1.InvalidSpecReason, "Cannot render the backend configuration: %v", err)
 	}
-	s.readyMessage, err = r.writeRendered(ctx, s.obj, r.kind.name(), r.kind.configMapName(s.obj), files, credentials)
+	s.readyMessage, err = r.writeRendered(ctx, s.obj, r.kind.name(), configMapName, inputs, files, credentials)
 	return err
 }
 

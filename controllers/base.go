@@ -31,6 +31,8 @@ type reconciler struct {
 	// contents are the contents of the referenced Secrets and ConfigMaps
 	// read so far, shared by the reconcilers SetupAll sets up.
 	contents *referencedContents
+	// renders are the memos of the backends' last renders.
+	renders *renderMemos
 	// written are the versions of the objects the reconciler wrote.
 	written  *writtenVersions
 	schedule *probeSchedule
@@ -66,6 +68,7 @@ func newReconciler(c client.Client, apiReader client.Reader, recorder events.Eve
 		opts:      o,
 		contents:  contents,
 		written:   newWrittenVersions(),
+		renders:   newRenderMemos(),
 		schedule:  newProbeSchedule(),
 		probes:    probes,
 		wake:      make(chan ctrlevent.GenericEvent, wakeBuffer),
@@ -108,6 +111,7 @@ func (r *reconciler) reconcile(ctx context.Context, req ctrl.Request, obj status
 		if apierrors.IsNotFound(err) {
 			r.schedule.forget(req.NamespacedName)
 			r.written.forget(writerKey{kind: kind, NamespacedName: req.NamespacedName})
+			r.renders.forget(writerKey{kind: kind, NamespacedName: req.NamespacedName})
 			r.probes.forget(probeKey{kind: kind, NamespacedName: req.NamespacedName})
 			forgetMetrics(kind, req.Namespace, req.Name)
 		}

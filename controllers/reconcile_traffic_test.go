@@ -119,3 +119,48 @@ func TestReconcileAPITraffic(t *testing.T) {
 		},
 	})
 }
+
+// TestReconcileRenderMemo checks when a reconcile may skip rendering: only
+// for the inputs of the last render, and only while both rendered objects
+// stand as the operator wrote them.
+func TestReconcileRenderMemo(t *testing.T) {
+	cases := map[string]struct {
+		change     func(e *reconcileEnv)
+		otherInput bool
+		want       bool
+	}{
+		"the same inputs, nothing changed": {want: true},
+		"other inputs":                     {otherInput: true},
+		"the ConfigMap changed by someone": {change: func(e *reconcileEnv) {
+			cm := e.configMap(webConfigMap)
+			e.update(cm, func() { cm.Labels["team"] = "a" })
+		}},
+		"the Secret deleted": {change: func(e *reconcileEnv) {
+			if err := e.client.Delete(e.ctx, e.secret(webSecret)); err != nil {
+				t.Fatal(err)
+			}
+		}},
+	}
+	for name, tc := range cases {
+		t.Run(name, func(t *testing.T) {
+			e := newReconcileEnv(t, []client.Object{newWebBackend(), passwordSecret()}, stateScript{}, nil)
+			e.reconcileUntilProbed(webBackend)
+			base := e.reconciler(webBackend.kind).base
+			backend := e.httpBackend(webBackend.name)
+			memo, ok := base.renders.get(writerKey{kind: httpBackendKind, NamespacedName: client.ObjectKeyFromObject(backend)})
+			if !ok {
+				t.Fatal("no memo after a render")
+			}
+			if tc.change != nil {
+				tc.change(e)
+			}
+			inputs := memo.inputs
+			if tc.otherInput {
+				inputs += "-other"
+			}
+			if _, got := base.unchangedRender(e.ctx, backend, httpBackendKind, inputs); got != tc.want {
+				t.Errorf("unchangedRender() = %t, want %t", got, tc.want)
+			}
+		})
+	}
+}

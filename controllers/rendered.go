@@ -3,6 +3,8 @@ package controllers
 import (
 	"context"
 
+	"sigs.k8s.io/controller-runtime/pkg/client"
+
 	"k8s.io/apimachinery/pkg/types"
 
 	backendsv1alpha1 "github.com/infrastate/backend-operator/api/v1alpha1"
@@ -14,11 +16,12 @@ import (
 
 // writeRendered writes a backend's rendered files and credentials, records
 // their names in status.rendered, and returns the Ready message.
-// configMapName is the spec's, "" for the default.
-func (r *reconciler) writeRendered(ctx context.Context, obj backendObject, kind, configMapName string,
+// configMapName is the spec's, "" for the default. It remembers what it
+// wrote under inputs (see renderMemo).
+func (r *reconciler) writeRendered(ctx context.Context, obj backendObject, kind, configMapName, inputs string,
 	files render.Files, credentials map[string][]byte) (string, error) {
 	status := obj.SharedStatus()
-	names, err := writeRenderedObjects(ctx, r.ownedWriter(), renderedObjects{
+	written, err := writeRenderedObjects(ctx, r.ownedWriter(), renderedObjects{
 		owner:         ownerOf(obj, kind),
 		configMapName: configMapName,
 		files:         files,
@@ -28,8 +31,42 @@ func (r *reconciler) writeRendered(ctx context.Context, obj backendObject, kind,
 	if err != nil {
 		return "", err
 	}
-	status.Rendered = names
-	return "Rendered ConfigMap " + names.ConfigMapName + " and Secret " + names.SecretName, nil
+	written.inputs = inputs
+	r.renders.set(writerKey{kind: kind, NamespacedName: client.ObjectKeyFromObject(obj)}, written)
+	status.Rendered = &backendsv1alpha1.RenderedObjects{ConfigMapName: written.configMapName, SecretName: written.secretName}
+	return renderedMessage(status.Rendered), nil
+}
+
+// renderedMessage is the Ready message of a backend that rendered names.
+func renderedMessage(names *backendsv1alpha1.RenderedObjects) string {
+	return "Rendered ConfigMap " + names.ConfigMapName + " and Secret " + names.SecretName
+}
+
+// unchangedRender reports whether the backend's last render, from the same
+// inputs, stands as the operator wrote it: both objects under the names
+// status.rendered records, controlled by the backend, at the versions the
+// writer last wrote or checked, with the content hashes it wrote. Then
+// there is nothing to render again, and it returns the Ready message.
+// Labels are not compared: nobody changes them without changing the
+// version.
+func (r *reconciler) unchangedRender(ctx context.Context, obj backendObject, kind, inputs string) (string, bool) {
+	writer := writerKey{kind: kind, NamespacedName: client.ObjectKeyFromObject(obj)}
+	memo, ok := r.renders.get(writer)
+	names := obj.SharedStatus().Rendered
+	if !ok || memo.inputs != inputs || names == nil ||
+		names.ConfigMapName != memo.configMapName || names.SecretName != memo.secretName {
+		return "", false
+	}
+	w := r.ownedWriter()
+	for _, o := range []struct{ kind, name, hash string }{
+		{"ConfigMap", memo.configMapName, memo.configMapHash},
+		{"Secret", memo.secretName, memo.secretHash},
+	} {
+		if !w.asWritten(ctx, writer, obj.GetUID(), o.kind, o.name, o.hash) {
+			return "", false
+		}
+	}
+	return renderedMessage(names), true
 }
 
 // renderedObjects is the input of writeRenderedObjects.
@@ -43,24 +80,30 @@ type renderedObjects struct {
 
 // writeRenderedObjects writes a backend's ConfigMap and credentials Secret
 // and deletes those of previous names. The Secret is written first: a
-// runner that sees new files also finds the credentials they need.
-func writeRenderedObjects(ctx context.Context, w ownedWriter, in renderedObjects) (*backendsv1alpha1.RenderedObjects, error) {
+// runner that sees new files also finds the credentials they need. It
+// returns the names and content hashes it wrote.
+func writeRenderedObjects(ctx context.Context, w ownedWriter, in renderedObjects) (renderMemo, error) {
 	configMapName := in.configMapName
 	if configMapName == "" {
 		configMapName = render.DefaultConfigMapName(in.owner.Name)
 	}
 	secretName := render.CredentialsSecretName(in.owner.Name)
 
-	if _, err := w.applySecret(ctx, render.CredentialsSecret(in.owner, secretName, in.credentials)); err != nil {
-		return nil, err
+	secret := render.CredentialsSecret(in.owner, secretName, in.credentials)
+	if _, err := w.applySecret(ctx, secret); err != nil {
+		return renderMemo{}, err
 	}
-	if _, err := w.applyConfigMap(ctx, render.ConfigMap(in.owner, configMapName, in.files)); err != nil {
-		return nil, err
+	cm := render.ConfigMap(in.owner, configMapName, in.files)
+	if _, err := w.applyConfigMap(ctx, cm); err != nil {
+		return renderMemo{}, err
 	}
 	if err := w.deletePrevious(ctx, in.owner, in.previous, configMapName, secretName); err != nil {
-		return nil, err
+		return renderMemo{}, err
 	}
-	return &backendsv1alpha1.RenderedObjects{ConfigMapName: configMapName, SecretName: secretName}, nil
+	return renderMemo{
+		configMapName: configMapName, secretName: secretName,
+		configMapHash: cm.Annotations[contentHashAnnotation], secretHash: secret.Annotations[contentHashAnnotation],
+	}, nil
 }
 
 // ownerOf describes an object of this API as the owner of the objects it
