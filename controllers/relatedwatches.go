@@ -8,7 +8,6 @@ import (
 
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
-	"k8s.io/apimachinery/pkg/runtime/schema"
 	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/client-go/metadata"
 	"k8s.io/client-go/util/workqueue"
@@ -17,8 +16,6 @@ import (
 	ctrlevent "sigs.k8s.io/controller-runtime/pkg/event"
 	"sigs.k8s.io/controller-runtime/pkg/handler"
 	"sigs.k8s.io/controller-runtime/pkg/reconcile"
-
-	backendsv1alpha1 "github.com/infrastate/backend-operator/api/v1alpha1"
 )
 
 // relatedWatches are the watches of the Secrets and the ConfigMaps related
@@ -56,10 +53,8 @@ func newRelatedWatches(c cache.Cache, mc metadata.Interface, namespaces []string
 // controls it or names it.
 func (w *relatedWatches) related(reference func(string) string) func(context.Context, *metav1.PartialObjectMetadata) bool {
 	return func(ctx context.Context, obj *metav1.PartialObjectMetadata) bool {
-		if ref := metav1.GetControllerOf(obj); ref != nil {
-			if gv, err := schema.ParseGroupVersion(ref.APIVersion); err == nil && gv.Group == backendsv1alpha1.GroupVersion.Group {
-				return true
-			}
+		if controllerOfThisAPI(obj) != nil {
+			return true
 		}
 		return namedByAny(ctx, w.cache, w.lists, obj.Namespace, reference(obj.Name)) ||
 			renderedByAny(ctx, w.cache, obj.Namespace, writerOf(reference, obj.Name))

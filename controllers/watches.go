@@ -55,12 +55,22 @@ func referrersOf(kind string, find handler.MapFunc) handler.EventHandler {
 // controllerOfKind is the name of obj's controller when it is an object of
 // kind of this API, "" otherwise.
 func controllerOfKind(obj metav1.Object, kind string) string {
-	ref := metav1.GetControllerOf(obj)
+	ref := controllerOfThisAPI(obj)
 	if ref == nil || ref.Kind != kind {
 		return ""
 	}
-	if gv, err := schema.ParseGroupVersion(ref.APIVersion); err != nil || gv.Group != backendsv1alpha1.GroupVersion.Group {
-		return ""
-	}
 	return ref.Name
+}
+
+// controllerOfThisAPI is obj's controller reference when the controller
+// is an object of this API, nil otherwise.
+func controllerOfThisAPI(obj metav1.Object) *metav1.OwnerReference {
+	ref := metav1.GetControllerOfNoCopy(obj)
+	if ref == nil {
+		return nil
+	}
+	if gv, err := schema.ParseGroupVersion(ref.APIVersion); err != nil || gv.Group != backendsv1alpha1.GroupVersion.Group {
+		return nil
+	}
+	return ref
 }
