@@ -108,15 +108,15 @@ func (w ownedWriter) apply(ctx context.Context, kind string, desired, current cl
 	want := desired.GetAnnotations()[contentHashAnnotation]
 	c := ownedClient{Client: client.WithFieldOwner(w.client, string(fieldOwner)), reader: w.reader, kind: kind}
 
+	recorded := w.versions.get(writer, written)
 	meta := &metav1.PartialObjectMetadata{TypeMeta: metav1.TypeMeta{APIVersion: "v1", Kind: kind}}
 	err := w.metadata.Get(ctx, key, meta)
 	switch {
 	case err == nil && !controlledBy(meta, owner):
 		return false, nameConflict(kind, key, owner)
-	case err == nil && meta.GetResourceVersion() == w.versions.get(writer, written) &&
-		meta.GetAnnotations()[contentHashAnnotation] == want && labelsInclude(meta.GetLabels(), desired.GetLabels()):
+	case err == nil && asLeft(meta, owner.UID, recorded, want) && labelsInclude(meta.GetLabels(), desired.GetLabels()):
 		return false, nil // as the operator left it, and as desired
-	case apierrors.IsNotFound(err) && w.versions.get(writer, written) == "":
+	case apierrors.IsNotFound(err) && recorded == "":
 		created, err := w.create(ctx, c, desired)
 		if err == nil {
 			w.versions.set(writer, written, created)
@@ -276,6 +276,15 @@ func (p lockedPatch) Data(obj client.Object) ([]byte, error) {
 		return nil, err
 	}
 	return json.Marshal(patch)
+}
+
+// asLeft reports whether meta shows an object as the operator last wrote
+// or checked it: controlled by owner, at version recorded (see
+// writtenVersions), with content hash hash.
+func asLeft(meta metav1.Object, owner types.UID, recorded, hash string) bool {
+	ref := metav1.GetControllerOfNoCopy(meta)
+	return ref != nil && ref.UID == owner && recorded != "" && meta.GetResourceVersion() == recorded &&
+		meta.GetAnnotations()[contentHashAnnotation] == hash
 }
 
 // controlledBy reports whether owner is obj's controller.

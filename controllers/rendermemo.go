@@ -62,8 +62,5 @@ func (w ownedWriter) asWritten(ctx context.Context, writer writerKey, owner type
 	if err := w.metadata.Get(ctx, types.NamespacedName{Namespace: writer.Namespace, Name: name}, meta); err != nil {
 		return false
 	}
-	ref := metav1.GetControllerOf(meta)
-	return ref != nil && ref.UID == owner &&
-		meta.GetResourceVersion() == w.versions.get(writer, writtenKey{kind: kind, name: name}) &&
-		meta.GetAnnotations()[contentHashAnnotation] == hash
+	return asLeft(meta, owner, w.versions.get(writer, writtenKey{kind: kind, name: name}), hash)
 }
