@@ -129,11 +129,9 @@ func (r referenceReader) allowed(meta metav1.Object) bool {
 // read reads the Secret or ConfigMap name into obj from the API server.
 // Under the labeled policy it lists by name and by the allow-reference
 // label, so that the API server itself filters: an unlabelled object's
-// content never reaches the operator. When nothing matches, the metadata
-// the manager already watches tells a missing object from one without
-// the label; it is read from the cache, whose transform dropped the
-// annotations, because the API server would send them, and kubectl apply
-// keeps a copy of a Secret's data in one.
+// content never reaches the operator. When nothing matches, metadata
+// tells a missing object from one without the label (see exists), never
+// a read of the object itself.
 func (r referenceReader) read(ctx context.Context, obj client.Object, list client.ObjectList, kind, name, field string) error {
 	key := types.NamespacedName{Namespace: r.namespace, Name: name}
 	if r.policy != ReferencePolicyLabeled {

@@ -136,7 +136,8 @@ func (w *relatedObjects) sweep(ctx context.Context) {
 }
 
 // start watches until ctx ends: one reflector per namespace, or one for
-// all. It returns at once; hasSynced tells when every first list is done.
+// all. It returns at once; waitForSync tells when every first list is
+// done.
 func (w *relatedObjects) start(ctx context.Context, client metadata.Interface) {
 	namespaces := w.namespaces
 	if len(namespaces) == 0 {
@@ -312,14 +313,21 @@ func (s *relatedStore) Delete(obj any) error {
 func (s *relatedStore) Replace(list []any, _ string) error {
 	first := !s.replaced
 	s.replaced = true
-	listed := make(map[types.NamespacedName]bool, len(list))
+	// The objects held before a later list, until the list shows them:
+	// those left were deleted meanwhile.
+	var missing map[types.NamespacedName]*metav1.PartialObjectMetadata
+	if !first {
+		missing = map[types.NamespacedName]*metav1.PartialObjectMetadata{}
+		for _, held := range s.watch.heldIn(s.namespace) {
+			missing[types.NamespacedName{Namespace: held.Namespace, Name: held.Name}] = held
+		}
+	}
 	for _, obj := range list {
 		m, err := s.metadataOf(obj)
 		if err != nil {
 			return err
 		}
-		key := types.NamespacedName{Namespace: m.Namespace, Name: m.Name}
-		listed[key] = true
+		delete(missing, types.NamespacedName{Namespace: m.Namespace, Name: m.Name})
 		previous := s.watch.observe(s.ctx, m)
 		switch {
 		case first:
@@ -329,14 +337,9 @@ func (s *relatedStore) Replace(list []any, _ string) error {
 			s.watch.fire(s.ctx, relatedUpdated, m)
 		}
 	}
-	if !first {
-		for _, held := range s.watch.heldIn(s.namespace) {
-			key := types.NamespacedName{Namespace: held.Namespace, Name: held.Name}
-			if !listed[key] {
-				s.watch.forgetKey(key)
-				s.watch.fire(s.ctx, relatedDeleted, held)
-			}
-		}
+	for key, held := range missing {
+		s.watch.forgetKey(key)
+		s.watch.fire(s.ctx, relatedDeleted, held)
 	}
 	s.watch.markListed(s.namespace)
 	return nil
