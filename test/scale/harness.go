@@ -289,6 +289,35 @@ func (h *harness) managedBatch(ctx context.Context, prefix string, n int) (*mana
 	return m, b, start, nil
 }
 
+// endMeasuring reads the counters and m's usage at the end of a scenario
+// that startMeasuring began: the requests and probes since, and the CPU
+// time since with the memory now.
+func (h *harness) endMeasuring(ctx context.Context, m *managerProcess, start measureStart) (requestCounts, probeCounts, *managerUsage, error) {
+	after, err := h.snap(ctx)
+	if err != nil {
+		return nil, nil, nil, err
+	}
+	usage, err := m.usage(start.cpu)
+	if err != nil {
+		return nil, nil, nil, err
+	}
+	requests, probes := since(start.before, after)
+	return requests, probes, usage, nil
+}
+
+// burstOf creates the backends of b from the harness's workers and waits
+// until all are Ready: it returns when the first create started, how long
+// the creates took, and when the last backend was seen Ready.
+func (h *harness) burstOf(ctx context.Context, scenario string, b batch) (first time.Time, createdIn time.Duration, last time.Time, err error) {
+	first, err = createBackends(ctx, h.client, h.opts.workers, b.backends, h.state.url)
+	if err != nil {
+		return first, 0, last, err
+	}
+	createdIn = time.Since(first)
+	last, err = h.tracker.waitReady(ctx, scenario, b.backends, h.opts.waitTimeout(len(b.backends)))
+	return first, createdIn, last, err
+}
+
 // newBatch plans a batch of n backends named after prefix and creates its
 // namespaces.
 func (h *harness) newBatch(ctx context.Context, prefix string, n int) (batch, error) {

@@ -88,12 +88,7 @@ func (h *harness) floorBurstScenario(ctx context.Context) error {
 	if err != nil {
 		return err
 	}
-	first, err := createBackends(ctx, h.client, h.opts.workers, b.backends, h.state.url)
-	if err != nil {
-		return err
-	}
-	createdIn := time.Since(first)
-	last, err := h.tracker.waitReady(ctx, scenarioFloorBurst, b.backends, h.opts.waitTimeout(len(b.backends)))
+	first, createdIn, last, err := h.burstOf(ctx, scenarioFloorBurst, b)
 	if err != nil {
 		return err
 	}
@@ -143,25 +138,15 @@ func (h *harness) burstScenario(ctx context.Context) error {
 		return err
 	}
 	profileDone := h.startCPUProfile(ctx, m)
-	first, err := createBackends(ctx, h.client, h.opts.workers, b.backends, h.state.url)
+	first, createdIn, last, err := h.burstOf(ctx, scenarioBurst, b)
 	if err != nil {
 		return err
 	}
-	createdIn := time.Since(first)
-	last, err := h.tracker.waitReady(ctx, scenarioBurst, b.backends, h.opts.waitTimeout(len(b.backends)))
-	if err != nil {
-		return err
-	}
-	after, err := h.snap(ctx)
-	if err != nil {
-		return err
-	}
-	usage, err := m.usage(start.cpu)
+	requests, probes, usage, err := h.endMeasuring(ctx, m, start)
 	if err != nil {
 		return err
 	}
 	h.primary = b.backends
-	requests, probes := since(start.before, after)
 	h.results = append(h.results, result{
 		scenario: scenarioBurst, backends: len(b.backends), elapsed: last.Sub(first), floor: h.floorBurst,
 		requests: requests, probes: probes[prefixBurst], allProbes: probes.total(), usage: usage,
@@ -191,15 +176,10 @@ func (h *harness) atRestScenario(ctx context.Context) error {
 		return ctx.Err()
 	case <-time.After(window):
 	}
-	after, err := h.snap(ctx)
+	requests, probeCounts, usage, err := h.endMeasuring(ctx, m, start)
 	if err != nil {
 		return err
 	}
-	usage, err := m.usage(start.cpu)
-	if err != nil {
-		return err
-	}
-	requests, probeCounts := since(start.before, after)
 	probes := probeCounts.total()
 	writes, reads := requestTotals(requests)
 	perProbe := "-"

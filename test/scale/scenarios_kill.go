@@ -154,15 +154,10 @@ func (h *harness) applyLatencyScenario(ctx context.Context) error {
 		}
 		samples = append(samples, max(ready.Sub(created), 0))
 	}
-	after, err := h.snap(ctx)
+	requests, probes, usage, err := h.endMeasuring(ctx, m, start)
 	if err != nil {
 		return err
 	}
-	usage, err := m.usage(start.cpu)
-	if err != nil {
-		return err
-	}
-	requests, probes := since(start.before, after)
 	h.results = append(h.results, result{
 		scenario: scenarioApplyLatency, backends: len(b.backends),
 		timeText: fmt.Sprintf("p50 %s, p95 %s", formatMillis(percentile(samples, 50)), formatMillis(percentile(samples, 95))),
