@@ -15,6 +15,10 @@ package controllers
 // +kubebuilder:rbac:groups=backends.infrastate.io,resources=remotestates,verbs=get;list;watch
 // +kubebuilder:rbac:groups=backends.infrastate.io,resources=remotestates/status,verbs=patch
 // +kubebuilder:rbac:groups=backends.infrastate.io,resources=remotestates/finalizers,verbs=update
+// +kubebuilder:rbac:groups=backends.infrastate.io,resources=statelocks,verbs=get;list;watch;patch
+// +kubebuilder:rbac:groups=backends.infrastate.io,resources=statelocks/status,verbs=patch
+// +kubebuilder:rbac:groups=backends.infrastate.io,resources=statelocks/finalizers,verbs=update
+// +kubebuilder:rbac:groups="",resources=pods,verbs=get
 // +kubebuilder:rbac:groups="",resources=secrets;configmaps,verbs=get;list;watch;create;patch;delete
 // +kubebuilder:rbac:groups="",resources=events,verbs=create;patch
 // +kubebuilder:rbac:groups=events.k8s.io,resources=events,verbs=create;patch

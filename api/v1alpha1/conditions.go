@@ -193,4 +193,42 @@ const (
 	// are an assumed role, which the controller does not assume (it makes
 	// no STS call), so its probe cannot read the bucket.
 	AssumeRoleNotSupportedReason = "AssumeRoleNotSupported"
+
+	// StaleLockReason means the lock has been held longer than the
+	// backend's lockPolicy.staleAfter.
+	StaleLockReason = "StaleLock"
+
+	// HolderGoneReleasedReason means the controller released a lock whose
+	// holder's Pod was gone or finished for the backend's
+	// lockPolicy.gracePeriod.
+	HolderGoneReleasedReason = "HolderGoneReleased"
+
+	// LockAcquiredReason means a StateLock holds its lock.
+	LockAcquiredReason = "LockAcquired"
+
+	// WaitingForLockReason means another holds the lock a StateLock wants:
+	// it takes the lock as soon as it is free, never by force.
+	WaitingForLockReason = "WaitingForLock"
+
+	// LockLostReason means a StateLock no longer holds the lock it took:
+	// it was released or taken by someone else (a force unlock). The
+	// StateLock does not take it again until its spec changes or its
+	// backends.infrastate.io/reacquire annotation gets a new value.
+	LockLostReason = "LockLost"
+
+	// ExpiredReason means a StateLock's spec.until has passed: its lock
+	// was released.
+	ExpiredReason = "Expired"
+
+	// LockingDisabledReason means a StateLock's HttpBackend has no
+	// lockAddress or unlockAddress, so its state cannot be locked.
+	LockingDisabledReason = "LockingDisabled"
+
+	// LockNotReleasedReason means a StateLock was deleted, but its lock
+	// could not be released within the bounded wait (its backend, its
+	// Secret or its server was gone): the lock may still be held.
+	LockNotReleasedReason = "LockNotReleased"
+
+	// LockReleasedReason means a StateLock released its lock.
+	LockReleasedReason = "LockReleased"
 )

@@ -118,6 +118,11 @@ type CosBackendSpec struct {
 	// +optional
 	ForceUnlock *ForceUnlockSpec `json:"forceUnlock,omitempty"`
 
+	// lockPolicy reports locks held too long and releases locks whose
+	// runner pod is gone.
+	// +optional
+	LockPolicy *LockPolicy `json:"lockPolicy,omitempty"`
+
 	// configMapName is the name of the rendered ConfigMap. Defaults to
 	// "<name>-backend". Names that Kubernetes or cluster add-ons publish in
 	// every namespace are refused.

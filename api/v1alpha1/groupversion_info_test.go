@@ -24,6 +24,7 @@ func TestAddToSchemeRegistersEveryKind(t *testing.T) {
 		"HttpBackend", "HttpBackendList",
 		"ListOptions", "PatchOptions", // meta/v1
 		"RemoteState", "RemoteStateList",
+		"StateLock", "StateLockList",
 		"UpdateOptions", "WatchEvent", // meta/v1
 	}
 	if diff := cmp.Diff(want, got); diff != "" {

@@ -10,6 +10,7 @@ import (
 // +kubebuilder:validation:XValidation:rule="!has(self.passwordSecretRef) || has(self.username)",message="passwordSecretRef needs username: Terraform sends basic auth only when a username is set",fieldPath=".passwordSecretRef"
 // +kubebuilder:validation:XValidation:rule="!has(self.probe) || !has(self.probe.lockCheck) || !self.probe.lockCheck || (has(self.lockAddress) && has(self.unlockAddress))",message="probe.lockCheck needs lockAddress and unlockAddress",fieldPath=".probe.lockCheck"
 // +kubebuilder:validation:XValidation:rule="!has(self.forceUnlock) || (has(self.lockAddress) && has(self.unlockAddress))",message="forceUnlock needs lockAddress (to learn the holder) and unlockAddress",fieldPath=".forceUnlock"
+// +kubebuilder:validation:XValidation:rule="!has(self.lockPolicy) || (has(self.probe) && has(self.probe.lockCheck) && self.probe.lockCheck)",message="lockPolicy needs probe.lockCheck: the http protocol shows the lock holder only to a lock attempt",fieldPath=".lockPolicy"
 // +kubebuilder:validation:XValidation:rule="!has(self.overrides) || self.overrides.all(o, !(o.path in ['password', 'client_certificate_pem', 'client_private_key_pem', 'client_ca_certificate_pem']))",message="overrides cannot set password, client_certificate_pem, client_private_key_pem or client_ca_certificate_pem: use passwordSecretRef and tls",fieldPath=".overrides"
 // +kubebuilder:validation:XValidation:rule="!has(self.overrides) || self.overrides.all(o, o.path != 'address')",message="overrides cannot set address: set spec.address instead, which the probe and RemoteState read too",fieldPath=".overrides"
 // +kubebuilder:validation:XValidation:rule="!has(self.overrides) || self.overrides.all(o, o.path != 'lock_address')",message="overrides cannot set lock_address: set spec.lockAddress instead, which the probe and RemoteState read too",fieldPath=".overrides"
@@ -139,6 +140,12 @@ type HttpBackendSpec struct {
 	// manifest is harmless.
 	// +optional
 	ForceUnlock *ForceUnlockSpec `json:"forceUnlock,omitempty"`
+
+	// lockPolicy reports locks held too long and releases locks whose
+	// runner pod is gone. It needs probe.lockCheck: the http protocol
+	// shows the holder only to a lock attempt.
+	// +optional
+	LockPolicy *LockPolicy `json:"lockPolicy,omitempty"`
 
 	// configMapName is the name of the rendered ConfigMap. Defaults to
 	// "<name>-backend". Names that Kubernetes or cluster add-ons publish in

@@ -153,6 +153,63 @@ type StateSummary struct {
 	OutputCount int32 `json:"outputCount,omitempty"`
 }
 
+// LockPolicy says how the controller treats a lock held too long, or held
+// by a runner pod that is gone.
+type LockPolicy struct {
+	// staleAfter: a lock held longer than this (counted from the holder's
+	// Created) is reported on the Locked condition with reason StaleLock,
+	// with one Warning event. Unset reports no lock as stale. At least 1m.
+	// +optional
+	// +kubebuilder:validation:Type=string
+	// +kubebuilder:validation:Pattern=`^([0-9]+(\.[0-9]+)?(ms|s|m|h))+$`
+	// +kubebuilder:validation:MaxLength=32
+	// +kubebuilder:validation:XValidation:rule="duration(self) >= duration('1m')",message="staleAfter must be at least 1m"
+	StaleAfter *metav1.Duration `json:"staleAfter,omitempty"`
+
+	// releaseWhenHolderGone releases a lock whose holder ran in a pod that
+	// is gone: Terraform's LockInfo Who is user@hostname, and a runner
+	// pod's hostname is its name. When the controller has seen that Pod in
+	// the backend's namespace while the lock was held, and the Pod then
+	// finished (Succeeded or Failed) or was deleted, and stayed so for
+	// gracePeriod, the controller releases that lock, and only that one,
+	// as forceUnlock.lockID does. A holder whose hostname names no Pod
+	// the controller has seen is never touched. Off by default.
+	// +optional
+	ReleaseWhenHolderGone bool `json:"releaseWhenHolderGone,omitempty"`
+
+	// gracePeriod is how long a holder's Pod must stay gone or finished
+	// before its lock is released. Unset means 5m; between 30s and 24h.
+	// +optional
+	// +kubebuilder:validation:Type=string
+	// +kubebuilder:validation:Pattern=`^([0-9]+(\.[0-9]+)?(ms|s|m|h))+$`
+	// +kubebuilder:validation:MaxLength=32
+	// +kubebuilder:validation:XValidation:rule="duration(self) >= duration('30s') && duration(self) <= duration('24h')",message="gracePeriod must be between 30s and 24h"
+	GracePeriod *metav1.Duration `json:"gracePeriod,omitempty"`
+}
+
+// HolderPod is the Pod a lock's holder runs in, as the controller last
+// saw it.
+type HolderPod struct {
+	// name of the Pod: the hostname in the holder's Who.
+	// +kubebuilder:validation:MaxLength=253
+	Name string `json:"name"`
+
+	// uid of the Pod the controller saw while the lock was held.
+	// +optional
+	// +kubebuilder:validation:MaxLength=128
+	UID string `json:"uid,omitempty"`
+
+	// phase of the Pod at the last probe; "Gone" once it was deleted.
+	// +optional
+	// +kubebuilder:validation:MaxLength=32
+	Phase string `json:"phase,omitempty"`
+
+	// goneSince is when the controller first saw the Pod finished or
+	// deleted; the lock is released gracePeriod later.
+	// +optional
+	GoneSince *metav1.Time `json:"goneSince,omitempty"`
+}
+
 // ForceUnlockStatus records the last force unlock the controller performed.
 type ForceUnlockStatus struct {
 	// lockID that was released.
@@ -194,6 +251,12 @@ type BackendStatus struct {
 	// read) it is the last holder seen.
 	// +optional
 	Lock *LockInfo `json:"lock,omitempty"`
+
+	// holderPod is the Pod the lock's holder runs in, when its hostname
+	// names a Pod of the namespace and lockPolicy.releaseWhenHolderGone is
+	// set.
+	// +optional
+	HolderPod *HolderPod `json:"holderPod,omitempty"`
 
 	// lastForceUnlock records the last lock the controller released.
 	// +optional
