@@ -18,8 +18,12 @@
 //   - Buckets: a request to an unknown bucket is 404 NoSuchBucket.
 //   - Objects: GET Bucket (prefix, delimiter, marker, max-keys), HEAD
 //     Bucket, and GET, HEAD, PUT and DELETE Object with x-cos-meta-*
-//     metadata, ETag and x-cos-hash-crc64ecma. Errors are COS's XML
-//     <Error> documents with Code, Message, Resource and RequestId.
+//     metadata, ETag and x-cos-hash-crc64ecma. A PUT Object carrying
+//     x-cos-forbid-overwrite: true to a key that exists is refused with 409
+//     FileAlreadyExists and leaves the object as it was, as COS does on a
+//     bucket without versioning (the operator's lock writes rely on it).
+//     Errors are COS's XML <Error> documents with Code, Message, Resource
+//     and RequestId.
 //
 // # Addressing buckets
 //

@@ -25,6 +25,9 @@ const (
 	defaultMaxKeys = 1000
 	// ownerID is the owner reported in listings.
 	ownerID = "1250000000"
+	// forbidOverwriteHeader, set to "true" on PUT Object, makes COS refuse
+	// to replace an object that exists.
+	forbidOverwriteHeader = "x-cos-forbid-overwrite"
 )
 
 // hostPattern matches COS virtual-host names: <bucket>.cos.<region>.myqcloud.com
@@ -183,6 +186,9 @@ func (s *Server) putObject(r *http.Request, bucket, key string, body []byte) res
 		if base64.StdEncoding.EncodeToString(sum[:]) != want {
 			return errResp(errBadDigest)
 		}
+	}
+	if _, exists := s.buckets[bucket][key]; exists && strings.EqualFold(r.Header.Get(forbidOverwriteHeader), "true") {
+		return errResp(errObjectExists)
 	}
 	o := &object{data: body, meta: map[string]string{}, contentType: r.Header.Get("Content-Type")}
 	if o.contentType == "" {

@@ -263,3 +263,54 @@ func TestRequestLogRecordsTheSignature(t *testing.T) {
 		})
 	}
 }
+
+// TestForbidOverwrite checks that PUT Object with x-cos-forbid-overwrite:
+// true creates a missing object but refuses, with COS's 409, to replace one
+// that exists, and that without the header (or with false) it replaces it.
+func TestForbidOverwrite(t *testing.T) {
+	const key = "env/terraform.tfstate.tflock"
+	cases := map[string]struct {
+		existing []byte // nil: no object before the PUT
+		forbid   string // x-cos-forbid-overwrite, "" for none
+		status   int
+		code     string
+		want     []byte // the object after the PUT
+	}{
+		"new key, forbidden":      {forbid: "true", status: http.StatusOK, want: []byte("new")},
+		"existing key, forbidden": {existing: []byte("old"), forbid: "true", status: http.StatusConflict, code: "FileAlreadyExists", want: []byte("old")},
+		"existing key, false":     {existing: []byte("old"), forbid: "false", status: http.StatusOK, want: []byte("new")},
+		"existing key, no header": {existing: []byte("old"), status: http.StatusOK, want: []byte("new")},
+	}
+	for name, tc := range cases {
+		t.Run(name, func(t *testing.T) {
+			srv := newServer(t)
+			if tc.existing != nil {
+				srv.PutState(bucket, key, tc.existing)
+			}
+			_, oldMeta, _ := srv.Object(bucket, key)
+			opt := &sdk.ObjectPutOptions{ObjectPutHeaderOptions: &sdk.ObjectPutHeaderOptions{
+				XCosMetaXXX: &http.Header{"X-Cos-Meta-Md5": {"0123456789abcdef0123456789abcdef"}},
+			}}
+			if tc.forbid != "" {
+				opt.XOptionHeader = &http.Header{"X-Cos-Forbid-Overwrite": {tc.forbid}}
+			}
+			c := newSDK(srv.URL(bucket), secretID, secretKey, "", nil)
+			_, err := c.Object.Put(context.Background(), key, bytes.NewReader([]byte("new")), opt)
+			if status, code := cosCode(t, err); status != tc.status || code != tc.code {
+				t.Errorf("answer = %d %s, want %d %s", status, code, tc.status, tc.code)
+			}
+			data, meta, _ := srv.Object(bucket, key)
+			if diff := cmp.Diff(string(tc.want), string(data)); diff != "" {
+				t.Errorf("object after the PUT (-want +got):\n%s", diff)
+			}
+			if tc.status != http.StatusOK {
+				if diff := cmp.Diff(oldMeta, meta); diff != "" {
+					t.Errorf("refused PUT changed the metadata (-want +got):\n%s", diff)
+				}
+			}
+			if log := srv.RequestLog(); log[len(log)-1].Status != tc.status {
+				t.Errorf("server logged status %d, want %d", log[len(log)-1].Status, tc.status)
+			}
+		})
+	}
+}

@@ -28,6 +28,9 @@ var (
 	errBadDigest    = &apiError{http.StatusBadRequest, "BadDigest", "The Content-MD5 you specified did not match what was received."}
 	errTooLarge     = &apiError{http.StatusBadRequest, "EntityTooLarge", "Your proposed upload exceeds the maximum allowed object size."}
 	errBadArgument  = &apiError{http.StatusBadRequest, "InvalidArgument", "Invalid Argument."}
+	// errObjectExists answers a PUT Object with x-cos-forbid-overwrite:
+	// true to a key that exists.
+	errObjectExists = &apiError{http.StatusConflict, "FileAlreadyExists", "The object you specified already exists and can not be overwritten."}
 )
 
 // faultError is the answer injected by Server.FailNext for status.
