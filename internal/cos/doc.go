@@ -1,7 +1,8 @@
 // Package cos reads Terraform remote state kept in Tencent Cloud Object
 // Storage (COS) the way Terraform's "cos" backend does: the operator uses
 // it to check that a CosBackend's bucket answers, to read the state object
-// of a workspace and to see who holds its lock.
+// of a workspace, to see who holds its lock, and to take and release that
+// lock.
 //
 // What it mirrors from Terraform (internal/backend/remote-state/cos):
 //
@@ -17,6 +18,11 @@
 //     x-cos-meta-md5, the hex MD5 of its body, and the body must match it.
 //     The lock ID Terraform reports for COS, and that terraform
 //     force-unlock expects, is that checksum of the .tflock object.
+//   - Locking (AcquireLock, ReleaseLock): the .tflock object holds the
+//     LockInfo JSON with Path set to its own key, written with its
+//     x-cos-meta-md5 after checking that there is none, and deleted after
+//     checking its ID. Terraform's tag-service mutex around those steps is
+//     not used; AcquireLock's write carries x-cos-forbid-overwrite instead.
 //
 // Where it is stricter than Terraform, because the configuration comes
 // from tenants who may be careless or hostile:
@@ -54,11 +60,13 @@
 // (q-signature, q-ak, x-cos-security-token) and of anything shaped like a
 // signature, and leave out the request URLs net/http quotes.
 //
-// The package writes to COS only to release a lock (ReleaseLock deletes
-// the .tflock object a forceUnlock names); it never writes a state. Tests
-// point a Client at the protocol server in the costest subpackage with
-// WithBaseURL, or route its
-// connections there with WithDialContext(srv.DialContext); tests and
-// demos that run the manager point every Client at a protocol server that
-// routes by Host header, as COS does, with WithServiceURL.
+// The package writes to COS only to take a lock (AcquireLock creates the
+// .tflock object for a StateLock) and to release one (ReleaseLock deletes
+// the .tflock object a forceUnlock or a StateLock names); it never writes
+// a state. A lock already held is a *LockHeldError naming the holder.
+// Tests point a Client at the protocol server in the costest subpackage
+// with WithBaseURL, or route its connections there with
+// WithDialContext(srv.DialContext); tests and demos that run the manager
+// point every Client at a protocol server that routes by Host header, as
+// COS does, with WithServiceURL.
 package cos
