@@ -136,11 +136,31 @@ func onHostile(serve func(w http.ResponseWriter, r *http.Request, sig, token str
 // echoingError answers 403 with a COS error document repeating the
 // Authorization header, the signature and the token in every field.
 func echoingError(w http.ResponseWriter, r *http.Request, sig, token string) {
+	echoingErrorWith(http.StatusForbidden, w, r, sig, token)
+}
+
+// refusingLockWrites answers reads with 404 NoSuchKey, so that
+// AcquireLock goes on to write, and writes with an echoing error of status.
+func refusingLockWrites(status int) func(http.ResponseWriter, *http.Request, string, string) {
+	return func(w http.ResponseWriter, r *http.Request, sig, token string) {
+		if r.Method != http.MethodPut {
+			w.Header().Set("Content-Type", "application/xml")
+			w.WriteHeader(http.StatusNotFound)
+			_, _ = io.WriteString(w, "<Error><Code>NoSuchKey</Code><Message>"+xmlEscape(sig+" "+token)+"</Message></Error>")
+			return
+		}
+		echoingErrorWith(status, w, r, sig, token)
+	}
+}
+
+// echoingErrorWith answers status with a COS error document repeating the
+// Authorization header, the signature and the token in every field.
+func echoingErrorWith(status int, w http.ResponseWriter, r *http.Request, sig, token string) {
 	echo := "Authorization " + r.Header.Get("Authorization") + " signature " + sig + " token " + token +
 		" url ?q-signature=" + sig + "&x-cos-security-token=" + url.QueryEscape(token)
 	w.Header().Set("Content-Type", "application/xml")
 	w.Header().Set("x-cos-request-id", "id-"+token)
-	w.WriteHeader(http.StatusForbidden)
+	w.WriteHeader(status)
 	_, _ = io.WriteString(w, "<Error><Code>AccessDenied "+xmlEscape(token)+"</Code><Message>"+xmlEscape(echo)+
 		"</Message><Resource>"+xmlEscape(echo)+"</Resource><RequestId>"+xmlEscape(sig+" "+token)+"</RequestId></Error>")
 }
@@ -183,8 +203,9 @@ func cutShort(w http.ResponseWriter, _ *http.Request, _, _ string) {
 	panic(http.ErrAbortHandler)
 }
 
-// leakReads are the reads a probe or a RemoteState makes.
-var leakReads = map[string]func(context.Context, *cos.Client) error{
+// leakCalls are the reads a probe or a RemoteState makes, and the lock
+// write a StateLock makes.
+var leakCalls = map[string]func(context.Context, *cos.Client) error{
 	"CheckBucket": func(ctx context.Context, c *cos.Client) error { return c.CheckBucket(ctx) },
 	"StreamState": func(ctx context.Context, c *cos.Client) error {
 		_, _, err := c.StreamState(ctx, cos.DefaultWorkspace, func(r io.Reader) error {
@@ -195,6 +216,10 @@ var leakReads = map[string]func(context.Context, *cos.Client) error{
 	},
 	"ReadLock": func(ctx context.Context, c *cos.Client) error {
 		_, err := c.ReadLock(ctx, cos.DefaultWorkspace)
+		return err
+	},
+	"AcquireLock": func(ctx context.Context, c *cos.Client) error {
+		_, err := c.AcquireLock(ctx, cos.DefaultWorkspace, cos.LockInfo{ID: "6f1c3a2e-8d4b-4c5a-9e7f-0a1b2c3d4e5f", Who: "backend-operator"})
 		return err
 	},
 }
@@ -231,6 +256,9 @@ func TestErrorsCarryNoSecrets(t *testing.T) {
 		"error answer echoing the credentials": onHostile(echoingError),
 		"answers echoing the credentials":      onHostile(echoingObjects),
 		"body cut short":                       onHostile(cutShort),
+		"lock write refused, echoing":          onHostile(refusingLockWrites(http.StatusForbidden)),
+		"lock write conflicting, echoing":      onHostile(refusingLockWrites(http.StatusConflict)),
+		"lock write failing, echoing":          onHostile(refusingLockWrites(http.StatusServiceUnavailable)),
 		"redirect to another host":             onHostile(redirectingWith(func(sig, token string) string { return other.URL + "/" + signedQuery(sig, token) })),
 		"redirect to another host, follow-all": onHostile(redirectingWith(func(sig, token string) string { return other.URL + "/" + signedQuery(sig, token) }), cos.WithHTTPClient(&http.Client{CheckRedirect: func(*http.Request, []*http.Request) error { return nil }})),
 		"same-host redirect refused by the caller's policy": onHostile(
@@ -244,7 +272,7 @@ func TestErrorsCarryNoSecrets(t *testing.T) {
 			before := other.requests.Load()
 			c := scenario(t, h)
 			failed := 0
-			for readName, read := range leakReads {
+			for readName, read := range leakCalls {
 				err := read(context.Background(), c)
 				if err == nil {
 					continue
@@ -258,7 +286,7 @@ func TestErrorsCarryNoSecrets(t *testing.T) {
 				}
 			}
 			if failed == 0 {
-				t.Error("no read failed: the scenario reaches no failure path")
+				t.Error("no call failed: the scenario reaches no failure path")
 			}
 			if n := other.requests.Load() - before; n != 0 {
 				t.Errorf("the other host got %d requests, want none", n)
