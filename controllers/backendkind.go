@@ -97,6 +97,10 @@ type resolvedBackend interface {
 	// openState returns the reader of a workspace's state, with the
 	// backend's own client and settings. It connects only when called.
 	openState(workspace string) (stateStreamer, error)
+	// locker returns the locker of a workspace's lock for the StateLock
+	// owner, with the backend's own client and settings. It connects only
+	// when used. A backend whose lock cannot be taken is a stallError.
+	locker(workspace string, owner client.Object) (stateLocker, error)
 }
 
 // stateStreamer reads a workspace's state and hands its body to read as it

@@ -7,6 +7,7 @@ import (
 	"time"
 
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/client-go/tools/events"
 	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/builder"
@@ -107,20 +108,39 @@ type phasesFunc func(ctx context.Context) (outcome, time.Duration, error)
 // acknowledged only once the patch succeeded: after an error the next
 // attempt writes the same result again.
 func (r *reconciler) reconcile(ctx context.Context, req ctrl.Request, obj statusObject, kind string, run phasesFunc) (ctrl.Result, error) {
-	if err := r.client.Get(ctx, req.NamespacedName, obj); err != nil {
-		if apierrors.IsNotFound(err) {
-			r.schedule.forget(req.NamespacedName)
-			r.written.forget(writerKey{kind: kind, NamespacedName: req.NamespacedName})
-			r.renders.forget(writerKey{kind: kind, NamespacedName: req.NamespacedName})
-			r.probes.forget(probeKey{kind: kind, NamespacedName: req.NamespacedName})
-			forgetMetrics(kind, req.Namespace, req.Name)
-		}
-		return ctrl.Result{}, client.IgnoreNotFound(err)
+	if found, err := r.get(ctx, req, obj, kind); !found {
+		return ctrl.Result{}, err
 	}
 	if !obj.GetDeletionTimestamp().IsZero() {
 		return ctrl.Result{}, nil
 	}
+	return r.reconcileObject(ctx, req, obj, kind, run)
+}
 
+// get reads the object of req into obj. An object that is gone is
+// forgotten: its probe, schedule, writes and metrics.
+func (r *reconciler) get(ctx context.Context, req ctrl.Request, obj client.Object, kind string) (found bool, err error) {
+	if err := r.client.Get(ctx, req.NamespacedName, obj); err != nil {
+		if apierrors.IsNotFound(err) {
+			r.forget(kind, req.NamespacedName)
+		}
+		return false, client.IgnoreNotFound(err)
+	}
+	return true, nil
+}
+
+// forget drops what the reconciler keeps of an object that is gone.
+func (r *reconciler) forget(kind string, key types.NamespacedName) {
+	r.schedule.forget(key)
+	r.written.forget(writerKey{kind: kind, NamespacedName: key})
+	r.renders.forget(writerKey{kind: kind, NamespacedName: key})
+	r.probes.forget(probeKey{kind: kind, NamespacedName: key})
+	forgetMetrics(kind, key.Namespace, key.Name)
+}
+
+// reconcileObject runs the phases on obj, read and not being deleted (see
+// reconcile).
+func (r *reconciler) reconcileObject(ctx context.Context, req ctrl.Request, obj statusObject, kind string, run phasesFunc) (ctrl.Result, error) {
 	before := obj.DeepCopyObject().(statusObject)
 	markReconciling(obj.StatusConditions(), obj.GetGeneration(), *obj.StatusObservedGeneration())
 	out, requeueAfter, err := run(ctx)

@@ -106,6 +106,20 @@ func (c *cosResolved) openState(workspace string) (stateStreamer, error) {
 	}, nil
 }
 
+// locker locks a workspace through its .tflock object with the backend's
+// keys. A backend whose only credentials are a role cannot be locked (see
+// assumeRoleOnly).
+func (c *cosResolved) locker(workspace string, _ client.Object) (stateLocker, error) {
+	if assumeRoleOnly(c.backend) {
+		return nil, stall(backendsv1alpha1.AssumeRoleNotSupportedReason, "CosBackend %s cannot be locked: %v", c.backend.Name, errAssumeRoleNotSupported)
+	}
+	cc, err := c.client()
+	if err != nil {
+		return nil, stall(backendsv1alpha1.BackendNotReadyReason, "CosBackend %s cannot be used: %v", c.backend.Name, err)
+	}
+	return &cosLocker{cc: cc, workspace: workspace}, nil
+}
+
 // client builds the backend's COS client.
 func (c *cosResolved) client() (*cos.Client, error) {
 	cc, err := c.env.opts.cosClients(cosConfig(c.backend.Spec, c.region, c.secrets))

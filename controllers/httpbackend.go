@@ -106,6 +106,26 @@ func (h *httpResolved) openState(string) (stateStreamer, error) {
 	}, nil
 }
 
+// locker locks the state through lockAddress and unlockAddress; without
+// both the state cannot be locked (LockingDisabled). It learns the holder
+// with a lock check of its own (see httpLocker.holder).
+func (h *httpResolved) locker(_ string, owner client.Object) (stateLocker, error) {
+	if h.backend.Spec.LockAddress == "" || h.backend.Spec.UnlockAddress == "" {
+		return nil, stall(backendsv1alpha1.LockingDisabledReason, "HttpBackend %s cannot be locked: %v", h.backend.Name, errLockingDisabled)
+	}
+	sc, err := h.stateClient()
+	if err != nil {
+		return nil, stall(backendsv1alpha1.BackendNotReadyReason, "HttpBackend %s cannot be used: %v", h.backend.Name, err)
+	}
+	return &httpLocker{sc: sc, check: httpProbeRun{
+		checkLock: true,
+		lockID:    lockCheckID(owner.GetUID()),
+		who:       fmt.Sprintf("backend-operator lock check of StateLock %s/%s", owner.GetNamespace(), owner.GetName()),
+		info: "Taken by backend-operator to check that a StateLock still holds the lock, and released at once; " +
+			"if it stays, the operator releases it at its next check.",
+	}}, nil
+}
+
 // stateClient builds the backend's state client.
 func (h *httpResolved) stateClient() (stateClient, error) {
 	sc, err := h.env.opts.stateClients(stateClientConfig(h.backend.Spec, h.secrets), h.env.log.WithName("stateclient"))

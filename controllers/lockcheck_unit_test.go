@@ -70,6 +70,7 @@ func TestLockCheckReleasesItsLockWhenCancelled(t *testing.T) {
 
 func (f *fakeStateClient) ForceUnlockEmptyBody(context.Context) error { return nil }
 func (f *fakeStateClient) CloseIdleConnections()                      {}
+func (f *fakeStateClient) Resume(stateclient.LockInfo) error          { return nil }
 
 // unlockRecorder serves a reference state server over real TCP and
 // records the body of every UNLOCK it is sent.

@@ -23,6 +23,9 @@ type stateClient interface {
 	Unlock(ctx context.Context, id string) error
 	ForceUnlock(ctx context.Context, id string) error
 	ForceUnlockEmptyBody(ctx context.Context) error
+	// Resume records a lock taken earlier (by a StateLock) as the one
+	// the client holds, so that Unlock sends the body it was taken with.
+	Resume(info stateclient.LockInfo) error
 	// CloseIdleConnections closes the connections kept for a next
 	// request; every probe and state read calls it when it is done.
 	CloseIdleConnections()
@@ -46,6 +49,7 @@ type options struct {
 	maxConcurrentProbesPerNamespace int
 	cosDefaultRegion                string
 	defaultProbeInterval            time.Duration
+	lockReleaseWait                 time.Duration
 	referencePolicy                 ReferencePolicy
 	addressPolicy                   netguard.Policy
 	dial                            netguard.DialFunc
@@ -149,6 +153,18 @@ func WithWatchNamespaces(namespaces []string) Option {
 // done well within it, a hanging one holds a worker no longer.
 const defaultProbeGrace = 100 * time.Millisecond
 
+// DefaultLockReleaseWait is how long a deleted StateLock keeps trying to
+// release its lock before its finalizer is removed all the same.
+const DefaultLockReleaseWait = 2 * time.Minute
+
+// WithLockReleaseWait sets how long a deleted StateLock keeps trying to
+// release its lock (its backend, its Secret or its server may be gone)
+// before its finalizer is removed all the same, with a Warning event
+// naming the lock that may still be held.
+func WithLockReleaseWait(d time.Duration) Option {
+	return func(o *options) { o.lockReleaseWait = d }
+}
+
 // withProbeGrace sets how long a reconcile waits for the first probe of a
 // generation it submitted; the Reconcile tests leave it at 0, to drive
 // each step.
@@ -175,6 +191,7 @@ func newOptions(opts []Option) options {
 		maxConcurrentProbes:             DefaultMaxConcurrentProbes,
 		maxConcurrentProbesPerNamespace: DefaultMaxConcurrentProbesPerNamespace,
 		defaultProbeInterval:            DefaultProbeInterval,
+		lockReleaseWait:                 DefaultLockReleaseWait,
 		referencePolicy:                 ReferencePolicyNamespace,
 		addressPolicy:                   netguard.DefaultPolicy(),
 	}

@@ -509,6 +509,11 @@ func (s *scriptedStateClient) ForceUnlockEmptyBody(context.Context) error {
 	return nth(s.script.forceUnlockEmptyBody, s.record("ForceUnlockEmptyBody", ""))
 }
 
+func (s *scriptedStateClient) Resume(info stateclient.LockInfo) error {
+	s.record("Resume", info.ID)
+	return nil
+}
+
 // recordedEvent is one event a reconciler emitted.
 type recordedEvent struct {
 	Object                     string

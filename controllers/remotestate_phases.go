@@ -42,7 +42,7 @@ func (r *remoteStateReconciler) reconcileBackend(ctx context.Context, s *remoteS
 		return stall(backendsv1alpha1.InvalidSpecReason, "spec.backendRef.kind %q is not a backend kind", ref.Kind)
 	}
 	backend := kind.newObject()
-	if err := r.getBackend(ctx, types.NamespacedName{Namespace: s.remote.Namespace, Name: ref.Name}, backend, ref.Kind); err != nil {
+	if err := getBackend(ctx, r.client, types.NamespacedName{Namespace: s.remote.Namespace, Name: ref.Name}, backend, ref.Kind); err != nil {
 		return err
 	}
 	resolved, err := kind.resolve(ctx, r.envFor(ctx, backend.GetNamespace()), backend)
@@ -63,8 +63,8 @@ func (r *remoteStateReconciler) reconcileBackend(ctx context.Context, s *remoteS
 }
 
 // getBackend reads the backend; a missing one is a BackendNotFound stall.
-func (r *remoteStateReconciler) getBackend(ctx context.Context, key types.NamespacedName, obj client.Object, kind string) error {
-	err := r.client.Get(ctx, key, obj)
+func getBackend(ctx context.Context, c client.Reader, key types.NamespacedName, obj client.Object, kind string) error {
+	err := c.Get(ctx, key, obj)
 	switch {
 	case apierrors.IsNotFound(err):
 		return stall(backendsv1alpha1.BackendNotFoundReason, "%s %s does not exist in namespace %s", kind, key.Name, key.Namespace)

@@ -60,6 +60,9 @@ func SetupAll(ctx context.Context, mgr ctrl.Manager, opts ...Option) error {
 	if err := newRemoteStateReconciler(c, reader, recorder, opts...).setupWithManager(mgr); err != nil {
 		return fmt.Errorf("setting up the RemoteState controller: %w", err)
 	}
+	if err := newStateLockReconciler(c, reader, recorder, opts...).setupWithManager(mgr); err != nil {
+		return fmt.Errorf("setting up the StateLock controller: %w", err)
+	}
 	return nil
 }
 
@@ -71,8 +74,8 @@ type fieldIndex struct {
 }
 
 // fieldIndexes are the field indexes the reconcilers and their watches
-// read: every backend kind's references, and the backend and references
-// of RemoteStates.
+// read: every backend kind's references, the backend and references of
+// RemoteStates, and the backend of StateLocks.
 func fieldIndexes() []fieldIndex {
 	var indexes []fieldIndex
 	for _, kind := range backendKinds {
@@ -81,6 +84,7 @@ func fieldIndexes() []fieldIndex {
 	return append(indexes,
 		fieldIndex{&backendsv1alpha1.RemoteState{}, backendRefIndex, remoteStateBackend},
 		fieldIndex{&backendsv1alpha1.RemoteState{}, referencesIndex, remoteStateReferences},
+		fieldIndex{&backendsv1alpha1.StateLock{}, backendRefIndex, stateLockBackend},
 	)
 }
 

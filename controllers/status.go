@@ -62,6 +62,11 @@ type outcome struct {
 	// applied is the probe result this reconciliation wrote to status; it
 	// is acknowledged once the status is patched.
 	applied *probeResult
+	// waiting, when set, is the Reconciling condition (True) of an object
+	// that made all the progress it can and waits on something outside
+	// its control (a StateLock waiting for another holder's lock): kstatus
+	// reads it as in progress, although the generation was observed.
+	waiting *observation
 }
 
 // summarize sets Ready, Reconciling and Stalled from the outcome and returns
@@ -106,6 +111,9 @@ func summarize(conds *[]metav1.Condition, generation, observed int64, out outcom
 	}
 	meta.RemoveStatusCondition(conds, backendsv1alpha1.ReconcilingCondition)
 	setCondition(conds, generation, backendsv1alpha1.ReadyCondition, gateVerdict(*conds, out.gates, out.readyMessage))
+	if out.waiting != nil {
+		setCondition(conds, generation, backendsv1alpha1.ReconcilingCondition, *out.waiting)
+	}
 	return generation
 }
 

@@ -271,7 +271,7 @@ func TestTransitionEvents(t *testing.T) {
 	}
 	for name, tc := range cases {
 		t.Run(name, func(t *testing.T) {
-			got := transitionEvents(statusView{tc.before, tc.holderBefore}, statusView{tc.after, tc.holderAfter})
+			got := transitionEvents(statusView{conditions: tc.before, holder: tc.holderBefore}, statusView{conditions: tc.after, holder: tc.holderAfter})
 			if diff := cmp.Diff(tc.want, got, cmp.AllowUnexported(event{})); diff != "" {
 				t.Errorf("events mismatch (-want +got):\n%s", diff)
 			}

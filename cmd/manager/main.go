@@ -84,6 +84,7 @@ func setupControllers(ctx context.Context, mgr ctrl.Manager, opts options) error
 		controllers.WithMaxConcurrentProbes(opts.maxConcurrentProbes, opts.maxConcurrentProbesPerNamespace),
 		controllers.WithCosDefaultRegion(opts.cosDefaultRegion),
 		controllers.WithDefaultProbeInterval(opts.defaultProbeInterval),
+		controllers.WithLockReleaseWait(opts.lockReleaseWait),
 		controllers.WithReferencePolicy(opts.referencePolicy),
 		controllers.WithAddressPolicy(opts.addressPolicy),
 		controllers.WithCosServiceURL(opts.cosServiceURL),

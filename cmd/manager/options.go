@@ -36,6 +36,7 @@ type options struct {
 	maxConcurrentProbesPerNamespace int
 	cosDefaultRegion                string
 	defaultProbeInterval            time.Duration
+	lockReleaseWait                 time.Duration
 	referencePolicy                 controllers.ReferencePolicy
 	addressPolicy                   netguard.Policy
 	// cosServiceURL, for tests and demos, replaces the real COS service;
@@ -76,6 +77,9 @@ func parseOptions(fs *flag.FlagSet, args []string, getenv func(string) string) (
 	fs.DurationVar(&o.defaultProbeInterval, "default-probe-interval", controllers.DefaultProbeInterval,
 		fmt.Sprintf("Probe interval of the backends and RemoteStates whose spec.probe.interval is unset, between %s and %s.",
 			shortDuration(backendsv1alpha1.MinProbeInterval), shortDuration(backendsv1alpha1.MaxProbeInterval)))
+	fs.DurationVar(&o.lockReleaseWait, "lock-release-wait", controllers.DefaultLockReleaseWait,
+		"How long a deleted StateLock keeps trying to release its lock (its backend, Secret or server may be gone) before "+
+			"its finalizer is removed all the same, with a Warning event naming the lock that may still be held. At least 1s.")
 	fs.StringVar(&o.cosDefaultRegion, "cos-default-region", getenv("TENCENTCLOUD_REGION"),
 		"Region of CosBackends that set none. Defaults to TENCENTCLOUD_REGION.")
 	fs.StringVar(&cosService, "cos-service-url", "",
@@ -121,6 +125,9 @@ func parseOptions(fs *flag.FlagSet, args []string, getenv func(string) string) (
 	if o.defaultProbeInterval < backendsv1alpha1.MinProbeInterval || o.defaultProbeInterval > backendsv1alpha1.MaxProbeInterval {
 		return options{}, fmt.Errorf("--default-probe-interval must be between %s and %s, as spec.probe.interval, got %s",
 			shortDuration(backendsv1alpha1.MinProbeInterval), shortDuration(backendsv1alpha1.MaxProbeInterval), o.defaultProbeInterval)
+	}
+	if o.lockReleaseWait < time.Second {
+		return options{}, fmt.Errorf("--lock-release-wait must be at least 1s, got %s", o.lockReleaseWait)
 	}
 	return o, nil
 }

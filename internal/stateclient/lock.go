@@ -154,6 +154,26 @@ func (c *Client) acquire(ctx context.Context, info LockInfo) (string, error) {
 	return "", statusError(resp)
 }
 
+// Resume records info as the lock this client holds, as a successful Lock
+// of info would: Unlock and Update then send what Terraform's client sends
+// for it. A process that took a lock before it restarted, or another
+// client of the same process, resumes it to release it with the body it
+// was taken with, which some servers require. It fails when info has no
+// ID.
+func (c *Client) Resume(info LockInfo) error {
+	if info.ID == "" {
+		return errors.New("resume: the LockInfo has no ID")
+	}
+	body, err := json.Marshal(info)
+	if err != nil {
+		return fmt.Errorf("resume: encoding the LockInfo: %w", err)
+	}
+	c.mu.Lock()
+	c.heldID, c.heldLockInfoJSON = info.ID, body
+	c.mu.Unlock()
+	return nil
+}
+
 // Unlock releases lock id with Config.UnlockMethod. When this client holds
 // id it sends the LockInfo sent by Lock; when it holds no lock it sends
 // {"ID": id} with the other fields zero, as OpenTofu does; when it holds

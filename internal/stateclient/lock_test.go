@@ -350,3 +350,52 @@ func TestCustomMethods(t *testing.T) {
 		t.Errorf("requests %v, want %v", got, want)
 	}
 }
+
+// TestResume checks that a client that resumes a lock another client took
+// releases it with the very body the lock was taken with, as the client
+// that took it would, and that Resume refuses a LockInfo without an ID.
+func TestResume(t *testing.T) {
+	t.Parallel()
+	info := LockInfo{ID: "mine", Operation: "OperationTypeInvalid", Info: "freeze", Who: "operator/ns/name",
+		Created: time.Date(2026, 11, 23, 10, 0, 0, 0, time.UTC)}
+	cases := map[string]struct {
+		resume  LockInfo
+		unlock  string
+		wantErr string
+		// wantUnlock is true when the UNLOCK must carry the LOCK's body.
+		wantUnlock bool
+	}{
+		"resumed lock":   {resume: info, unlock: "mine", wantUnlock: true},
+		"another lock":   {resume: info, unlock: "other", wantErr: `lock ID "other" does not match the lock this client holds`},
+		"LockInfo no ID": {resume: LockInfo{Who: "x"}, wantErr: "resume: the LockInfo has no ID"},
+	}
+	for name, tc := range cases {
+		t.Run(name, func(t *testing.T) {
+			t.Parallel()
+			srv := newServer(t, respond(200, ""))
+			ctx := ctxT(t)
+			if _, err := mustNew(t, fastConfig(srv.URL)).Lock(ctx, info); err != nil {
+				t.Fatal(err)
+			}
+			resumed := mustNew(t, fastConfig(srv.URL))
+			err := resumed.Resume(tc.resume)
+			if err == nil {
+				err = resumed.Unlock(ctx, tc.unlock)
+			}
+			checkErr(t, err, tc.wantErr, nil)
+			reqs := srv.requests()
+			if !tc.wantUnlock {
+				if len(reqs) != 1 {
+					t.Errorf("server saw %d requests, want only the LOCK", len(reqs))
+				}
+				return
+			}
+			if len(reqs) != 2 || reqs[1].Method != "UNLOCK" {
+				t.Fatalf("server saw %+v, want LOCK then UNLOCK", reqs)
+			}
+			if diff := cmp.Diff(reqs[0].Body, reqs[1].Body); diff != "" {
+				t.Errorf("UNLOCK body differs from the LOCK body (-lock +unlock):\n%s", diff)
+			}
+		})
+	}
+}

@@ -1,0 +1,405 @@
+package controllers
+
+import (
+	"bytes"
+	"context"
+	"fmt"
+	"time"
+
+	corev1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/api/meta"
+	"k8s.io/apimachinery/pkg/types"
+	"k8s.io/client-go/tools/events"
+	ctrl "sigs.k8s.io/controller-runtime"
+	"sigs.k8s.io/controller-runtime/pkg/builder"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+	"sigs.k8s.io/controller-runtime/pkg/controller"
+	"sigs.k8s.io/controller-runtime/pkg/controller/controllerutil"
+	ctrlevent "sigs.k8s.io/controller-runtime/pkg/event"
+	"sigs.k8s.io/controller-runtime/pkg/handler"
+	"sigs.k8s.io/controller-runtime/pkg/predicate"
+	"sigs.k8s.io/controller-runtime/pkg/reconcile"
+
+	backendsv1alpha1 "github.com/infrastate/backend-operator/api/v1alpha1"
+)
+
+const stateLockKind = "StateLock"
+
+// stateLockGates are the conditions that gate a StateLock's Ready: it is
+// Ready while it holds its lock.
+var stateLockGates = []string{backendsv1alpha1.LockedCondition}
+
+// stateLockReconciler holds a backend's state lock for each StateLock:
+// it takes the lock (waiting for another holder, never by force), checks
+// at every probe interval of the backend that it still holds it, releases
+// it when spec.until passes, and releases it before the object goes away
+// (a finalizer).
+type stateLockReconciler struct {
+	reconciler
+}
+
+// newStateLockReconciler returns a reconciler that writes through c and
+// reads Secrets through apiReader, which must not be a cache.
+func newStateLockReconciler(c client.Client, apiReader client.Reader, recorder events.EventRecorder, opts ...Option) *stateLockReconciler {
+	return &stateLockReconciler{newReconciler(c, apiReader, recorder, opts)}
+}
+
+// slockScope collects what the phases of one reconciliation read and
+// write.
+type slockScope struct {
+	// sl is the StateLock; phases set its status.
+	sl *backendsv1alpha1.StateLock
+	// kind, backend and resolved are the backend and its references,
+	// filled by reconcileBackend.
+	kind     backendKind
+	backend  backendObject
+	resolved resolvedBackend
+	// requeueAfter is the wait until the next lock operation or until
+	// expires, set by reconcileLock.
+	requeueAfter time.Duration
+	// probePending is true while a lock operation is under way.
+	probePending bool
+	// applied is the operation result written to status.
+	applied *probeResult
+	// waiting is the Reconciling condition while another holds the lock.
+	waiting *observation
+}
+
+// backendName names the StateLock's backend in messages.
+func (s *slockScope) backendName() string {
+	ref := s.sl.Spec.BackendRef
+	return ref.Kind + " " + ref.Name
+}
+
+// Reconcile holds the StateLock's lock, or releases it when the object is
+// being deleted. Status is patched once, at the end.
+func (r *stateLockReconciler) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.Result, error) {
+	sl := &backendsv1alpha1.StateLock{}
+	if found, err := r.get(ctx, req, sl, stateLockKind); !found {
+		return ctrl.Result{}, err
+	}
+	if !sl.DeletionTimestamp.IsZero() {
+		return r.finalize(ctx, sl)
+	}
+	if !controllerutil.ContainsFinalizer(sl, backendsv1alpha1.StateLockFinalizer) {
+		// Before any lock is taken: the lock is released before the
+		// object goes away.
+		before := sl.DeepCopy()
+		controllerutil.AddFinalizer(sl, backendsv1alpha1.StateLockFinalizer)
+		if err := r.client.Patch(ctx, sl, client.MergeFromWithOptions(before, client.MergeFromWithOptimisticLock{}), fieldOwner); err != nil {
+			return ctrl.Result{}, fmt.Errorf("adding the finalizer: %w", err)
+		}
+	}
+	return r.reconcileObject(ctx, req, sl, stateLockKind, func(ctx context.Context) (outcome, time.Duration, error) {
+		s := &slockScope{sl: sl}
+		err := runPhases(ctx, s, r.reconcileBackend, r.reconcileLock)
+		ready := ""
+		if c := meta.FindStatusCondition(sl.Status.Conditions, backendsv1alpha1.LockedCondition); c != nil {
+			ready = c.Message
+		}
+		return outcome{readyMessage: ready, gates: stateLockGates, probePending: s.probePending, applied: s.applied, waiting: s.waiting},
+			s.requeueAfter, err
+	})
+}
+
+// reconcileBackend reads the backend the StateLock names and its
+// references through its kind. A missing backend is a stall with reason
+// BackendNotFound, a backend whose references are broken one with
+// BackendNotReady; the watch on backends brings the object back when they
+// change.
+func (r *stateLockReconciler) reconcileBackend(ctx context.Context, s *slockScope) error {
+	ref := s.sl.Spec.BackendRef
+	kind, ok := lookupBackendKind(ref.Kind)
+	if !ok {
+		return stall(backendsv1alpha1.InvalidSpecReason, "spec.backendRef.kind %q is not a backend kind", ref.Kind)
+	}
+	backend := kind.newObject()
+	if err := getBackend(ctx, r.client, types.NamespacedName{Namespace: s.sl.Namespace, Name: ref.Name}, backend, ref.Kind); err != nil {
+		if se, ok := asStall(err); ok && s.sl.Status.LockID != "" {
+			return stall(se.reason, "%s; the lock %s the StateLock took stays held on the server", se.message, s.sl.Status.LockID)
+		}
+		return err
+	}
+	resolved, err := kind.resolve(ctx, r.envFor(ctx, backend.GetNamespace()), backend)
+	if err != nil {
+		return backendNotReady(ref, err)
+	}
+	s.kind, s.backend, s.resolved = kind, backend, resolved
+	return nil
+}
+
+// reconcileLock takes, checks or releases the lock as planStateLock says.
+// The operations run off the reconcile path (see prober), as probes do:
+// the reconcile that their end triggers writes what they learned.
+func (r *stateLockReconciler) reconcileLock(ctx context.Context, s *slockScope) error {
+	sl := s.sl
+	now := r.opts.clock.Now()
+	action := planStateLock(sl, now)
+	key := probeKey{kind: stateLockKind, NamespacedName: client.ObjectKeyFromObject(sl)}
+	if sl.Spec.Until != nil && !expired(sl, now) {
+		s.requeueAfter = sl.Spec.Until.Sub(now)
+	}
+	switch {
+	case action == slockIdle && lockLost(sl):
+		r.probes.forget(key)
+		c := meta.FindStatusCondition(sl.Status.Conditions, backendsv1alpha1.LockedCondition)
+		return stall(backendsv1alpha1.LockLostReason, "%s", c.Message)
+	case action == slockIdle:
+		r.probes.forget(key)
+		if c := meta.FindStatusCondition(sl.Status.Conditions, backendsv1alpha1.LockedCondition); c == nil || c.Reason != backendsv1alpha1.ExpiredReason {
+			setCondition(&sl.Status.Conditions, sl.Generation, backendsv1alpha1.LockedCondition, expiredObservation(sl, "", s.backendName()))
+		}
+		return nil
+	}
+
+	locker, err := s.resolved.locker(workspaceOrDefault(sl.Spec.Workspace), sl)
+	if err != nil {
+		return err
+	}
+	checkEvery := probeInterval(s.kind.probeSpec(s.backend), r.opts.defaultProbeInterval)
+	if checkEvery == 0 {
+		checkEvery = r.opts.defaultProbeInterval
+	}
+	inputs := fingerprint(append(append(identity(sl), identity(s.backend)...),
+		append(s.resolved.inputs(), []byte(action.String()), []byte(sl.Annotations[backendsv1alpha1.ReacquireAnnotation]),
+			backendLockView(s.backend))...)...)
+	task := probeTask{kind: stateLockKind, obj: sl, inputs: inputs, interval: slockInterval(sl, action, checkEvery, now),
+		condition: backendsv1alpha1.LockedCondition}
+	var next time.Duration
+	apply := func(res *probeResult) error {
+		applySlockResult(sl, res.value.(slockResult), s.backendName())
+		// The next operation depends on what this one learned: a lock
+		// taken is checked at the backend's probe interval, not retried.
+		next = r.schedule.probed(key.NamespacedName, inputs, res.finished, slockInterval(sl, planStateLock(sl, now), checkEvery, now))
+		return nil
+	}
+	op := slockOperation{action: action, held: heldFromStatus(sl), take: newStateLockInfo(sl, now), owns: lockOwnedBy(sl)}
+	start := func() (probeFunc, error) {
+		return func(ctx context.Context) any { return op.run(ctx, locker) }, nil
+	}
+	step, err := r.advanceProbe(ctx, task, apply, start)
+	s.probePending, s.applied = step.pending, step.ack
+	if next == 0 {
+		next = step.requeueAfter
+	}
+	s.requeueAfter = earliest(s.requeueAfter, next)
+	if c := meta.FindStatusCondition(sl.Status.Conditions, backendsv1alpha1.LockedCondition); c != nil && c.Reason == backendsv1alpha1.WaitingForLockReason {
+		s.waiting = &observation{status: c.Status, reason: c.Reason, message: c.Message}
+		s.waiting.status = "True"
+	}
+	if err == nil && lockLost(sl) {
+		c := meta.FindStatusCondition(sl.Status.Conditions, backendsv1alpha1.LockedCondition)
+		return stall(backendsv1alpha1.LockLostReason, "%s", c.Message)
+	}
+	return err
+}
+
+// earliest is the shorter of two waits, ignoring a zero one.
+func earliest(a, b time.Duration) time.Duration {
+	switch {
+	case a <= 0:
+		return b
+	case b <= 0:
+		return a
+	}
+	return min(a, b)
+}
+
+// heldFromStatus is the lock sl's status records, a zero heldLock when
+// none.
+func heldFromStatus(sl *backendsv1alpha1.StateLock) heldLock {
+	if sl.Status.LockID == "" || sl.Status.LockInfo == nil {
+		return heldLock{}
+	}
+	return heldLock{id: sl.Status.LockID, info: *sl.Status.LockInfo.DeepCopy()}
+}
+
+// lockOwnedBy is ownsLock for a copy of sl as it is now: the operation runs
+// after the reconcile, on its own goroutine.
+func lockOwnedBy(sl *backendsv1alpha1.StateLock) func(*backendsv1alpha1.LockInfo) bool {
+	snapshot := sl.DeepCopy()
+	return func(h *backendsv1alpha1.LockInfo) bool { return ownsLock(snapshot, h) }
+}
+
+// backendLockView is what a backend's status says of its lock: a change
+// (the holder a StateLock waits for released it, a force unlock released
+// the StateLock's own) makes the StateLock's next operation due at once.
+func backendLockView(backend backendObject) []byte {
+	st := backend.SharedStatus()
+	view := holderID(st.Lock)
+	if st.LastForceUnlock != nil {
+		view += "/" + st.LastForceUnlock.LockID + "@" + st.LastForceUnlock.Time.UTC().Format(time.RFC3339)
+	}
+	return []byte(view)
+}
+
+// finalize releases the lock of a StateLock being deleted, then removes
+// its finalizer. The release is retried until the manager's lock release
+// wait has passed since the deletion; then, or when the backend or its
+// Secret is gone for that long, the finalizer is removed all the same,
+// with a Warning event naming the lock that may still be held: the object
+// never stays stuck.
+func (r *stateLockReconciler) finalize(ctx context.Context, sl *backendsv1alpha1.StateLock) (ctrl.Result, error) {
+	if !controllerutil.ContainsFinalizer(sl, backendsv1alpha1.StateLockFinalizer) {
+		return ctrl.Result{}, nil
+	}
+	key := probeKey{kind: stateLockKind, NamespacedName: client.ObjectKeyFromObject(sl)}
+	now := r.opts.clock.Now()
+	waitLeft := sl.DeletionTimestamp.Add(r.opts.lockReleaseWait).Sub(now)
+	giveUp := func(cause string) (ctrl.Result, error) {
+		if waitLeft > 0 {
+			return ctrl.Result{RequeueAfter: min(waitLeft, maxLockRetry)}, nil
+		}
+		held := "Any lock it took and could not record"
+		if sl.Status.LockID != "" {
+			held = "Lock " + sl.Status.LockID
+		}
+		r.events.Eventf(sl, nil, corev1.EventTypeWarning, backendsv1alpha1.LockNotReleasedReason, "Finalize",
+			"%s of %s %s may still be held: the StateLock was deleted and could not release it within %s (%s). "+
+				"Release it with terraform force-unlock or the backend's spec.forceUnlock.lockID.",
+			held, sl.Spec.BackendRef.Kind, sl.Spec.BackendRef.Name, r.opts.lockReleaseWait, cause)
+		return ctrl.Result{}, r.removeFinalizer(ctx, sl)
+	}
+
+	s := &slockScope{sl: sl}
+	if err := r.reconcileBackend(ctx, s); err != nil {
+		if sl.Status.LockID == "" {
+			// It holds nothing it knows of, and cannot reach the server
+			// to look for a lock it did not record.
+			r.probes.forget(key)
+			return ctrl.Result{}, r.removeFinalizer(ctx, sl)
+		}
+		return giveUp(stallMessage(err))
+	}
+	locker, err := s.resolved.locker(workspaceOrDefault(sl.Spec.Workspace), sl)
+	if err != nil {
+		return giveUp(stallMessage(err))
+	}
+	task := probeTask{kind: stateLockKind, obj: sl, inputs: fingerprint(append(identity(sl), []byte("finalize"))...),
+		interval: lockRetryAfter(sl.DeletionTimestamp.Time, now), condition: backendsv1alpha1.LockedCondition}
+	var res *slockResult
+	apply := func(p *probeResult) error {
+		v := p.value.(slockResult)
+		res = &v
+		return nil
+	}
+	op := slockOperation{action: slockRelease, held: heldFromStatus(sl), owns: lockOwnedBy(sl)}
+	start := func() (probeFunc, error) {
+		return func(ctx context.Context) any { return op.run(ctx, locker) }, nil
+	}
+	step, err := r.advanceProbe(ctx, task, apply, start)
+	switch {
+	case err != nil:
+		return ctrl.Result{}, err
+	case res == nil:
+		return ctrl.Result{RequeueAfter: step.requeueAfter}, nil
+	case res.err != nil:
+		r.probes.ack(key, step.ack)
+		return giveUp(res.err.Error())
+	}
+	if sl.Status.LockID != "" {
+		r.events.Eventf(sl, nil, corev1.EventTypeNormal, backendsv1alpha1.LockReleasedReason, "Finalize",
+			"Released lock %s of %s %s: the StateLock was deleted", sl.Status.LockID, sl.Spec.BackendRef.Kind, sl.Spec.BackendRef.Name)
+	}
+	r.probes.forget(key)
+	return ctrl.Result{}, r.removeFinalizer(ctx, sl)
+}
+
+// stallMessage is the message of a stall, or the error's text.
+func stallMessage(err error) string {
+	if se, ok := asStall(err); ok {
+		return se.message
+	}
+	return err.Error()
+}
+
+// removeFinalizer lets the API server delete sl.
+func (r *stateLockReconciler) removeFinalizer(ctx context.Context, sl *backendsv1alpha1.StateLock) error {
+	before := sl.DeepCopy()
+	controllerutil.RemoveFinalizer(sl, backendsv1alpha1.StateLockFinalizer)
+	if err := r.client.Patch(ctx, sl, client.MergeFromWithOptions(before, client.MergeFromWithOptimisticLock{}), fieldOwner); err != nil {
+		return fmt.Errorf("removing the finalizer: %w", client.IgnoreNotFound(err))
+	}
+	return nil
+}
+
+// stateLockBackend is the backendRefIndex value of a StateLock.
+func stateLockBackend(obj client.Object) []string {
+	sl, ok := obj.(*backendsv1alpha1.StateLock)
+	if !ok {
+		return nil
+	}
+	return []string{backendRefValue(sl.Spec.BackendRef.Kind, sl.Spec.BackendRef.Name)}
+}
+
+// setupWithManager registers the reconciler with mgr; the field indexes
+// come from SetupAll. A StateLock is reconciled on spec changes, on a new
+// value of its reacquire annotation, on its deletion, when its backend's
+// spec, Ready or lock holder changes, and when its lock operation ends.
+func (r *stateLockReconciler) setupWithManager(mgr ctrl.Manager) error {
+	c := mgr.GetClient()
+	b, err := r.setup(mgr, ctrl.NewControllerManagedBy(mgr).
+		For(&backendsv1alpha1.StateLock{}, builder.WithPredicates(predicate.Or[client.Object](
+			predicate.GenerationChangedPredicate{}, reacquireRequested(), deletionStarted()))))
+	if err != nil {
+		return err
+	}
+	for _, kind := range backendKinds {
+		b = b.Watches(kind.newObject(), handler.EnqueueRequestsFromMapFunc(lockersOfBackend(c, kind.name())),
+			builder.WithPredicates(predicate.Or[client.Object](predicate.GenerationChangedPredicate{}, backendLockChanged())))
+	}
+	return b.
+		WithOptions(controller.Options{MaxConcurrentReconciles: r.opts.maxConcurrentReconciles}).
+		Named("statelock").
+		Complete(r)
+}
+
+// reacquireRequested passes updates that change the reacquire annotation.
+func reacquireRequested() predicate.Funcs {
+	return predicate.Funcs{UpdateFunc: func(e ctrlevent.UpdateEvent) bool {
+		return e.ObjectOld.GetAnnotations()[backendsv1alpha1.ReacquireAnnotation] != e.ObjectNew.GetAnnotations()[backendsv1alpha1.ReacquireAnnotation]
+	}}
+}
+
+// deletionStarted passes the update that marks an object for deletion.
+func deletionStarted() predicate.Funcs {
+	return predicate.Funcs{UpdateFunc: func(e ctrlevent.UpdateEvent) bool {
+		return e.ObjectOld.GetDeletionTimestamp().IsZero() && !e.ObjectNew.GetDeletionTimestamp().IsZero()
+	}}
+}
+
+// backendLockChanged passes backend updates that change what its status
+// says of the lock (see backendLockView) or its Ready status (a broken
+// Secret fixed).
+func backendLockChanged() predicate.Funcs {
+	return predicate.Funcs{UpdateFunc: func(e ctrlevent.UpdateEvent) bool {
+		before, ok1 := e.ObjectOld.(backendObject)
+		after, ok2 := e.ObjectNew.(backendObject)
+		if !ok1 || !ok2 {
+			return false
+		}
+		ready := func(b backendObject) string {
+			if c := meta.FindStatusCondition(b.SharedStatus().Conditions, backendsv1alpha1.ReadyCondition); c != nil {
+				return string(c.Status)
+			}
+			return ""
+		}
+		return !bytes.Equal(backendLockView(before), backendLockView(after)) || ready(before) != ready(after)
+	}}
+}
+
+// lockersOfBackend maps a backend to the StateLocks that lock it.
+func lockersOfBackend(c client.Reader, kind string) handler.MapFunc {
+	return func(ctx context.Context, obj client.Object) []reconcile.Request {
+		list := &backendsv1alpha1.StateLockList{}
+		if err := c.List(ctx, list, client.InNamespace(obj.GetNamespace()),
+			client.MatchingFields{backendRefIndex: backendRefValue(kind, obj.GetName())}, client.UnsafeDisableDeepCopy); err != nil {
+			return nil
+		}
+		requests := make([]reconcile.Request, 0, len(list.Items))
+		for _, sl := range list.Items {
+			requests = append(requests, reconcile.Request{NamespacedName: types.NamespacedName{Namespace: sl.Namespace, Name: sl.Name}})
+		}
+		return requests
+	}
+}

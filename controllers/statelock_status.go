@@ -1,0 +1,245 @@
+package controllers
+
+import (
+	"fmt"
+	"time"
+
+	"k8s.io/apimachinery/pkg/api/meta"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+
+	backendsv1alpha1 "github.com/infrastate/backend-operator/api/v1alpha1"
+)
+
+// The functions of this file are pure: they decide what a StateLock does
+// next and what its status says, and are table-tested.
+
+// slockAction is what a StateLock does on the server.
+type slockAction int
+
+const (
+	// slockIdle touches nothing: the lock was lost (until the user asks
+	// again) or expired and released.
+	slockIdle slockAction = iota
+	// slockHold takes the lock when the StateLock holds none, and checks
+	// that it still holds it otherwise.
+	slockHold
+	// slockRelease releases the lock the StateLock holds (it expired, or
+	// the StateLock is deleted).
+	slockRelease
+)
+
+func (a slockAction) String() string {
+	switch a {
+	case slockHold:
+		return "hold"
+	case slockRelease:
+		return "release"
+	}
+	return "idle"
+}
+
+// stateLockWho is the Who of a StateLock's LockInfo: whoever meets the
+// lock learns which object holds it.
+func stateLockWho(sl *backendsv1alpha1.StateLock) string {
+	return "backend-operator/" + sl.Namespace + "/" + sl.Name
+}
+
+// expired reports whether sl's spec.until has passed at now.
+func expired(sl *backendsv1alpha1.StateLock, now time.Time) bool {
+	return sl.Spec.Until != nil && !now.Before(sl.Spec.Until.Time)
+}
+
+// lockLost reports whether sl lost its lock and must not take it again:
+// LockLost was recorded for this generation, and the reacquire annotation
+// has no value the controller has not acted on yet.
+func lockLost(sl *backendsv1alpha1.StateLock) bool {
+	c := meta.FindStatusCondition(sl.Status.Conditions, backendsv1alpha1.LockedCondition)
+	return c != nil && c.Reason == backendsv1alpha1.LockLostReason && c.ObservedGeneration == sl.Generation &&
+		sl.Annotations[backendsv1alpha1.ReacquireAnnotation] == sl.Status.ReacquireRequest
+}
+
+// planStateLock decides what a StateLock that is not being deleted does at
+// now: release the lock once until has passed, nothing while the lock is
+// lost, and otherwise hold it (take it, or check it is still held).
+func planStateLock(sl *backendsv1alpha1.StateLock, now time.Time) slockAction {
+	switch {
+	case expired(sl, now):
+		if sl.Status.LockID != "" {
+			return slockRelease
+		}
+		return slockIdle
+	case sl.Status.LockID == "" && lockLost(sl):
+		return slockIdle
+	}
+	return slockHold
+}
+
+// slockResult is what one lock operation of a StateLock learned.
+type slockResult struct {
+	// action is the operation that ran.
+	action slockAction
+	// taken is the lock the operation took (or found it had taken before
+	// and not recorded): the StateLock now holds it.
+	taken *heldLock
+	// kept is true when a check found the lock still held by the
+	// StateLock.
+	kept bool
+	// holder is the lock's holder when it is another: the one a take
+	// waits for, or the one a check found instead of the StateLock.
+	holder *backendsv1alpha1.LockInfo
+	// released is true when a release left the StateLock holding nothing:
+	// it released its lock, or found it no longer held.
+	released bool
+	// err is set when the server could not be asked: what the StateLock
+	// holds is unknown, and the operation is tried again.
+	err error
+}
+
+// heldLock is a lock a StateLock holds.
+type heldLock struct {
+	// id is the lock's ID as the backend reports it.
+	id string
+	// info is the LockInfo written when the lock was taken.
+	info backendsv1alpha1.LockInfo
+}
+
+// applySlockResult writes what a lock operation learned into sl's status
+// and its Locked condition, and records a lost lock as acted on (see
+// lockLost). backend names the backend in messages.
+func applySlockResult(sl *backendsv1alpha1.StateLock, res slockResult, backend string) {
+	st := &sl.Status
+	set := func(o observation) {
+		setCondition(&st.Conditions, sl.Generation, backendsv1alpha1.LockedCondition, o)
+	}
+	switch {
+	case res.err != nil:
+		obs := probeFailure(res.err)
+		obs.status = metav1.ConditionUnknown
+		switch res.action {
+		case slockRelease:
+			obs.message = fmt.Sprintf("Cannot release lock %s of %s, tried again shortly: %s", st.LockID, backend, obs.message)
+		case slockHold:
+			if st.LockID != "" {
+				obs.message = fmt.Sprintf("Cannot check that lock %s of %s is still held, tried again shortly: %s", st.LockID, backend, obs.message)
+			} else {
+				obs.message = fmt.Sprintf("Cannot take the lock of %s, tried again shortly: %s", backend, obs.message)
+			}
+		}
+		set(obs)
+	case res.taken != nil:
+		st.LockID, st.LockInfo, st.Holder = res.taken.id, res.taken.info.DeepCopy(), nil
+		st.HeldSince = res.taken.info.Created.DeepCopy()
+		set(heldObservation(sl, backend))
+	case res.kept:
+		st.Holder = nil
+		set(heldObservation(sl, backend))
+	case res.action == slockHold && st.LockID != "":
+		lost := st.LockID
+		st.LockID, st.LockInfo, st.HeldSince, st.Holder = "", nil, nil, res.holder
+		st.ReacquireRequest = sl.Annotations[backendsv1alpha1.ReacquireAnnotation]
+		by := "it was released by someone else (a force unlock)"
+		if res.holder != nil {
+			by = fmt.Sprintf("%s now holds it (taken after a force unlock)", describeLockHolder(res.holder))
+		}
+		set(observation{status: metav1.ConditionFalse, reason: backendsv1alpha1.LockLostReason, message: fmt.Sprintf(
+			"Lost lock %s of %s: %s. The StateLock does not take it again until its spec changes or its %s annotation gets a new value.",
+			lost, backend, by, backendsv1alpha1.ReacquireAnnotation)})
+	case res.action == slockHold:
+		st.Holder = res.holder
+		set(observation{status: metav1.ConditionFalse, reason: backendsv1alpha1.WaitingForLockReason, message: fmt.Sprintf(
+			"Waiting for the lock of %s: %s. The StateLock takes it as soon as it is free, never by force.",
+			backend, describeLockHolder(res.holder))})
+	case res.released:
+		released := st.LockID
+		st.LockID, st.LockInfo, st.HeldSince, st.Holder = "", nil, nil, nil
+		set(expiredObservation(sl, released, backend))
+	}
+}
+
+// heldObservation is the Locked condition of a StateLock holding its lock.
+func heldObservation(sl *backendsv1alpha1.StateLock, backend string) observation {
+	since := ""
+	if sl.Status.HeldSince != nil {
+		since = " since " + sl.Status.HeldSince.UTC().Format(time.RFC3339)
+	}
+	until := ""
+	if sl.Spec.Until != nil {
+		until = ", until " + sl.Spec.Until.UTC().Format(time.RFC3339)
+	}
+	return observation{status: metav1.ConditionTrue, reason: backendsv1alpha1.LockAcquiredReason, message: fmt.Sprintf(
+		"Holds lock %s of %s%s%s", sl.Status.LockID, backend, since, until)}
+}
+
+// expiredObservation is the Locked condition of a StateLock whose until
+// has passed; released is the lock it released then, "" when it held
+// none.
+func expiredObservation(sl *backendsv1alpha1.StateLock, released, backend string) observation {
+	msg := fmt.Sprintf("Expired at %s", sl.Spec.Until.UTC().Format(time.RFC3339))
+	if released != "" {
+		msg += fmt.Sprintf(": released lock %s of %s", released, backend)
+	}
+	return observation{status: metav1.ConditionFalse, reason: backendsv1alpha1.ExpiredReason, message: msg + "."}
+}
+
+// describeLockHolder names a holder in a message: its ID, Who and when it
+// took the lock, as far as they are known.
+func describeLockHolder(h *backendsv1alpha1.LockInfo) string {
+	if h == nil {
+		return "the lock is held by a holder whose lock information cannot be read"
+	}
+	msg := "lock " + h.ID
+	if h.Who != "" {
+		msg += " held by " + h.Who
+	}
+	if h.Created != nil {
+		msg += " since " + h.Created.UTC().Format(time.RFC3339)
+	}
+	return msg
+}
+
+// ownsLock reports whether holder is sl's lock: the one its status
+// records, or (when it records none) one it took and could not record
+// (the manager stopped, or the status write failed): Who names sl, and
+// it was taken after sl was created, so not by an earlier StateLock of
+// the same name.
+func ownsLock(sl *backendsv1alpha1.StateLock, holder *backendsv1alpha1.LockInfo) bool {
+	switch {
+	case holder == nil:
+		return false
+	case sl.Status.LockID != "":
+		return holder.ID == sl.Status.LockID
+	}
+	return holder.Who == stateLockWho(sl) && holder.Created != nil && !holder.Created.Before(&sl.CreationTimestamp)
+}
+
+// Bounds of the wait between two attempts to take a lock another holds:
+// it grows with the time waited so far, so that a short run's lock is
+// taken soon after it ends, and a long freeze costs little.
+const (
+	minLockRetry = 2 * time.Second
+	maxLockRetry = 30 * time.Second
+)
+
+// lockRetryAfter is the wait before the next attempt of a StateLock that
+// has waited for the lock since since: a quarter of the time waited,
+// between minLockRetry and maxLockRetry.
+func lockRetryAfter(since, now time.Time) time.Duration {
+	return min(max(now.Sub(since)/4, minLockRetry), maxLockRetry)
+}
+
+// slockInterval is the wait until the next operation of a StateLock doing
+// action: while it waits for the lock or could not reach the server,
+// lockRetryAfter; while it holds the lock, checkEvery (the backend's
+// probe interval); 0 when nothing is due.
+func slockInterval(sl *backendsv1alpha1.StateLock, action slockAction, checkEvery time.Duration, now time.Time) time.Duration {
+	c := meta.FindStatusCondition(sl.Status.Conditions, backendsv1alpha1.LockedCondition)
+	switch {
+	case action == slockIdle:
+		return 0
+	case c != nil && (c.Reason == backendsv1alpha1.WaitingForLockReason || c.Status == metav1.ConditionUnknown):
+		return lockRetryAfter(c.LastTransitionTime.Time, now)
+	case action == slockHold && sl.Status.LockID != "":
+		return checkEvery
+	}
+	return minLockRetry
+}

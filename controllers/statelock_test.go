@@ -1,0 +1,297 @@
+package controllers
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"time"
+
+	. "github.com/onsi/ginkgo/v2"
+	. "github.com/onsi/gomega"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	apimeta "k8s.io/apimachinery/pkg/api/meta"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+
+	backendsv1alpha1 "github.com/infrastate/backend-operator/api/v1alpha1"
+	"github.com/infrastate/backend-operator/internal/stateclient"
+)
+
+// lockTarget is a backend of one kind whose lock the StateLock specs
+// hold, with the means to play another holder on its real server.
+type lockTarget struct {
+	kind string
+	// setup creates the backend "app" of namespace and what it references.
+	setup func(ctx context.Context, ns string) backendObject
+	// holdForeign takes the lock as a run would and returns its ID as the
+	// backend reports it; releaseForeign releases it.
+	holdForeign    func(ctx context.Context, ns string) string
+	releaseForeign func(ctx context.Context, ns, id string)
+	// holder is the lock's holder on the server, nil when it is free.
+	holder func(ctx context.Context, ns string) *stateclient.LockInfo
+}
+
+// stateLockWait is how long a deleted StateLock of these specs keeps
+// trying to release its lock.
+const stateLockWait = 3 * time.Second
+
+var lockTargets = []lockTarget{
+	{
+		kind: "HttpBackend",
+		setup: func(ctx context.Context, ns string) backendObject {
+			createPassword(ctx, ns)
+			backend := makeStateBackend("app", ns).locks().lockCheck().build()
+			create(ctx, backend)
+			return backend
+		},
+		holdForeign: func(ctx context.Context, ns string) string { return holdLock(ctx, stateURL(ns)) },
+		releaseForeign: func(ctx context.Context, ns, id string) {
+			Expect(lockingClient(stateURL(ns), true).ForceUnlock(ctx, id)).To(Succeed())
+		},
+		holder: func(ctx context.Context, ns string) *stateclient.LockInfo {
+			return httpLockHolder(ctx, stateURL(ns))
+		},
+	},
+	{
+		kind: "CosBackend",
+		setup: func(ctx context.Context, ns string) backendObject {
+			create(ctx, cosCredentials(ns))
+			cosServer.CreateBucket(cosBucket(ns))
+			backend := makeCosBackend("app", ns, cosBucket(ns))
+			create(ctx, backend)
+			return backend
+		},
+		holdForeign: func(_ context.Context, ns string) string {
+			cosServer.PutState(cosBucket(ns), cosLockKey, []byte(lockJSON))
+			_, meta, _ := cosServer.Object(cosBucket(ns), cosLockKey)
+			return meta["x-cos-meta-md5"]
+		},
+		releaseForeign: func(_ context.Context, ns, _ string) { cosServer.DeleteObject(cosBucket(ns), cosLockKey) },
+		holder: func(_ context.Context, ns string) *stateclient.LockInfo {
+			data, _, ok := cosServer.Object(cosBucket(ns), cosLockKey)
+			if !ok {
+				return nil
+			}
+			var info stateclient.LockInfo
+			Expect(json.Unmarshal(data, &info)).To(Succeed())
+			return &info
+		},
+	},
+}
+
+// cosLockKey is the lock object of makeCosBackend's default workspace.
+const cosLockKey = "platform/terraform.tfstate.tflock"
+
+// httpLockHolder returns the holder of the lock a state server holds at
+// address, as its conflict answer tells it, nil when it holds none.
+func httpLockHolder(ctx context.Context, address string) *stateclient.LockInfo {
+	GinkgoHelper()
+	sc := lockingClient(address, true)
+	info := stateclient.NewLockInfo("OperationTypeInvalid", "test")
+	_, err := sc.Lock(ctx, info)
+	if err == nil {
+		Expect(sc.Unlock(ctx, info.ID)).To(Succeed())
+		return nil
+	}
+	lockErr, ok := errors.AsType[*stateclient.LockError](err)
+	Expect(ok).To(BeTrue(), "the lock attempt failed: %v", err)
+	return lockErr.Info
+}
+
+// makeStateLock returns a StateLock "freeze" of the backend "app" of
+// kind.
+func makeStateLock(ns, kind string) *backendsv1alpha1.StateLock {
+	return &backendsv1alpha1.StateLock{
+		ObjectMeta: metav1.ObjectMeta{Name: "freeze", Namespace: ns},
+		Spec: backendsv1alpha1.StateLockSpec{
+			BackendRef: backendsv1alpha1.BackendReference{Kind: kind, Name: "app"},
+			Reason:     "Release freeze until Monday",
+		},
+	}
+}
+
+// eventuallyHeld waits until sl holds its lock, and returns its ID.
+func eventuallyHeld(ctx context.Context, sl *backendsv1alpha1.StateLock) string {
+	GinkgoHelper()
+	eventually(ctx, sl, func(g Gomega) {
+		expectCondition(g, sl.Status.Conditions, "Ready", metav1.ConditionTrue, backendsv1alpha1.SucceededReason)
+		expectCondition(g, sl.Status.Conditions, "Locked", metav1.ConditionTrue, backendsv1alpha1.LockAcquiredReason)
+		g.Expect(sl.Status.LockID).NotTo(BeEmpty())
+		expectKstatusInvariants(g, sl)
+	})
+	return sl.Status.LockID
+}
+
+// eventuallyGone waits until obj no longer exists.
+func eventuallyGone(ctx context.Context, obj client.Object) {
+	GinkgoHelper()
+	Eventually(func() bool {
+		return apierrors.IsNotFound(k8sClient.Get(ctx, client.ObjectKeyFromObject(obj), obj))
+	}, timeout, interval).Should(BeTrue())
+}
+
+var _ = Describe("StateLock", func() {
+	spec := eachSpecWithManager(WithLockReleaseWait(stateLockWait))
+
+	for _, target := range lockTargets {
+		Context("of a "+target.kind, func() {
+			It("holds the lock with its own LockInfo, shown by the backend, and releases it when deleted", func() {
+				ctx, ns := spec.ctx, spec.ns
+				backend := target.setup(ctx, ns)
+				sl := makeStateLock(ns, target.kind)
+				create(ctx, sl)
+				id := eventuallyHeld(ctx, sl)
+
+				By("the server holding the StateLock's LockInfo")
+				holder := target.holder(ctx, ns)
+				Expect(holder).NotTo(BeNil())
+				Expect(holder.Who).To(Equal("backend-operator/" + ns + "/freeze"))
+				Expect(holder.Info).To(Equal("Release freeze until Monday"))
+				Expect(sl.Status.HeldSince).NotTo(BeNil())
+				Expect(holder.Created.Equal(sl.Status.HeldSince.Time)).To(BeTrue(), "Created %s, heldSince %s", holder.Created, sl.Status.HeldSince)
+				Expect(sl.Finalizers).To(ContainElement(backendsv1alpha1.StateLockFinalizer))
+				eventuallyEvent(ctx, ns, backendsv1alpha1.LockAcquiredReason)
+
+				By("the backend showing the StateLock as the holder")
+				updateSpec(ctx, backend, func() { touchProbe(backend) })
+				eventually(ctx, backend, func(g Gomega) {
+					lock := backend.SharedStatus().Lock
+					g.Expect(lock).NotTo(BeNil())
+					g.Expect(lock.ID).To(Equal(id))
+					g.Expect(lock.Who).To(Equal("backend-operator/" + ns + "/freeze"))
+					expectCondition(g, backend.SharedStatus().Conditions, "Locked", metav1.ConditionTrue, backendsv1alpha1.LockHeldReason)
+				})
+
+				By("deleting the StateLock")
+				Expect(k8sClient.Delete(ctx, sl)).To(Succeed())
+				eventuallyGone(ctx, sl)
+				Expect(target.holder(ctx, ns)).To(BeNil(), "the lock was released")
+				eventuallyEvent(ctx, ns, backendsv1alpha1.LockReleasedReason)
+			})
+
+			It("waits behind another holder, never forcing it, and takes the lock once it is free", func() {
+				ctx, ns := spec.ctx, spec.ns
+				target.setup(ctx, ns)
+				foreign := target.holdForeign(ctx, ns)
+				sl := makeStateLock(ns, target.kind)
+				create(ctx, sl)
+				eventually(ctx, sl, func(g Gomega) {
+					expectCondition(g, sl.Status.Conditions, "Ready", metav1.ConditionFalse, backendsv1alpha1.WaitingForLockReason)
+					expectCondition(g, sl.Status.Conditions, "Reconciling", metav1.ConditionTrue, backendsv1alpha1.WaitingForLockReason)
+					g.Expect(sl.Status.Holder).NotTo(BeNil())
+					g.Expect(sl.Status.Holder.ID).To(Equal(foreign))
+					g.Expect(sl.Status.LockID).To(BeEmpty())
+					expectKstatusInvariants(g, sl)
+				})
+				Consistently(func() string { return target.holder(ctx, ns).Who }, 3*time.Second, 500*time.Millisecond).
+					ShouldNot(ContainSubstring("backend-operator"), "the foreign lock is never forced")
+
+				By("the other holder releasing the lock")
+				target.releaseForeign(ctx, ns, foreign)
+				id := eventuallyHeld(ctx, sl)
+				Expect(id).NotTo(Equal(foreign))
+				Expect(sl.Status.Holder).To(BeNil())
+			})
+
+			It("reports LockLost after a force unlock of its lock, and takes it again only when asked", func() {
+				ctx, ns := spec.ctx, spec.ns
+				backend := target.setup(ctx, ns)
+				sl := makeStateLock(ns, target.kind)
+				create(ctx, sl)
+				id := eventuallyHeld(ctx, sl)
+
+				By("the backend's forceUnlock naming the StateLock's lock")
+				updateSpec(ctx, backend, func() { setForceUnlock(backend, id) })
+				eventuallyForceUnlocked(ctx, backend, id)
+				eventually(ctx, sl, func(g Gomega) {
+					expectCondition(g, sl.Status.Conditions, "Ready", metav1.ConditionFalse, backendsv1alpha1.LockLostReason)
+					expectCondition(g, sl.Status.Conditions, "Stalled", metav1.ConditionTrue, backendsv1alpha1.LockLostReason)
+					g.Expect(sl.Status.LockID).To(BeEmpty())
+					expectKstatusInvariants(g, sl)
+				})
+				eventuallyEvent(ctx, ns, backendsv1alpha1.LockLostReason)
+				Consistently(func() *stateclient.LockInfo { return target.holder(ctx, ns) }, 3*time.Second, 500*time.Millisecond).
+					Should(BeNil(), "a lost lock is not taken again silently")
+
+				By("the reacquire annotation")
+				updateSpec(ctx, sl, func() { sl.Annotations = map[string]string{backendsv1alpha1.ReacquireAnnotation: "1"} })
+				again := eventuallyHeld(ctx, sl)
+				Expect(again).NotTo(Equal(id))
+				Expect(target.holder(ctx, ns)).NotTo(BeNil())
+			})
+
+			It("releases the lock when until passes, keeping the object", func() {
+				ctx, ns := spec.ctx, spec.ns
+				target.setup(ctx, ns)
+				sl := makeStateLock(ns, target.kind)
+				sl.Spec.Until = &metav1.Time{Time: time.Now().Add(4 * time.Second)}
+				create(ctx, sl)
+				id := eventuallyHeld(ctx, sl)
+				eventually(ctx, sl, func(g Gomega) {
+					expectConditionSaying(g, sl.Status.Conditions, "Ready", metav1.ConditionFalse, backendsv1alpha1.ExpiredReason, "released lock "+id)
+					g.Expect(sl.Status.LockID).To(BeEmpty())
+					g.Expect(apimeta.FindStatusCondition(sl.Status.Conditions, "Stalled")).To(BeNil())
+					expectKstatusInvariants(g, sl)
+				})
+				Expect(target.holder(ctx, ns)).To(BeNil())
+				eventuallyEvent(ctx, ns, backendsv1alpha1.ExpiredReason)
+			})
+
+			It("completes its finalizer within the bounded wait when the backend is gone", func() {
+				ctx, ns := spec.ctx, spec.ns
+				backend := target.setup(ctx, ns)
+				sl := makeStateLock(ns, target.kind)
+				create(ctx, sl)
+				eventuallyHeld(ctx, sl)
+
+				Expect(k8sClient.Delete(ctx, backend)).To(Succeed())
+				eventually(ctx, sl, func(g Gomega) {
+					expectCondition(g, sl.Status.Conditions, "Stalled", metav1.ConditionTrue, backendsv1alpha1.BackendNotFoundReason)
+				})
+				Expect(k8sClient.Delete(ctx, sl)).To(Succeed())
+				eventuallyGone(ctx, sl)
+				eventuallyEvent(ctx, ns, backendsv1alpha1.LockNotReleasedReason)
+			})
+		})
+	}
+
+	It("stalls with LockingDisabled on an HttpBackend without lock addresses", func() {
+		ctx, ns := spec.ctx, spec.ns
+		createPassword(ctx, ns)
+		create(ctx, makeStateBackend("app", ns).build())
+		sl := makeStateLock(ns, "HttpBackend")
+		create(ctx, sl)
+		eventually(ctx, sl, func(g Gomega) {
+			expectConditionSaying(g, sl.Status.Conditions, "Stalled", metav1.ConditionTrue, backendsv1alpha1.LockingDisabledReason, "lockAddress")
+			expectKstatusInvariants(g, sl)
+		})
+		Expect(k8sClient.Delete(ctx, sl)).To(Succeed())
+		eventuallyGone(ctx, sl)
+	})
+})
+
+// touchProbe changes a backend's spec in a way that does not change what
+// its probe reads, so that it probes at once.
+func touchProbe(backend backendObject) {
+	switch b := backend.(type) {
+	case *backendsv1alpha1.HttpBackend:
+		retries := int32(1)
+		if b.Spec.RetryMax != nil && *b.Spec.RetryMax == 1 {
+			retries = 0
+		}
+		b.Spec.RetryMax = &retries
+	case *backendsv1alpha1.CosBackend:
+		b.Spec.Encrypt = new(b.Spec.Encrypt == nil || !*b.Spec.Encrypt)
+	}
+}
+
+// setForceUnlock sets a backend's spec.forceUnlock.lockID.
+func setForceUnlock(backend backendObject, id string) {
+	f := &backendsv1alpha1.ForceUnlockSpec{LockID: id}
+	switch b := backend.(type) {
+	case *backendsv1alpha1.HttpBackend:
+		b.Spec.ForceUnlock = f
+	case *backendsv1alpha1.CosBackend:
+		b.Spec.ForceUnlock = f
+	}
+}
