@@ -97,7 +97,7 @@ func (r *stateLockReconciler) Reconcile(ctx context.Context, req ctrl.Request) (
 		if c := meta.FindStatusCondition(sl.Status.Conditions, backendsv1alpha1.LockedCondition); c != nil {
 			ready = c.Message
 		}
-		return outcome{readyMessage: ready, gates: stateLockGates, probePending: s.probePending, applied: s.applied, waiting: s.waiting},
+		return outcome{readyMessage: ready, readyReason: backendsv1alpha1.LockAcquiredReason, gates: stateLockGates, probePending: s.probePending, applied: s.applied, waiting: s.waiting},
 			s.requeueAfter, err
 	})
 }

@@ -114,7 +114,7 @@ func makeStateLock(ns, kind string) *backendsv1alpha1.StateLock {
 func eventuallyHeld(ctx context.Context, sl *backendsv1alpha1.StateLock) string {
 	GinkgoHelper()
 	eventually(ctx, sl, func(g Gomega) {
-		expectCondition(g, sl.Status.Conditions, "Ready", metav1.ConditionTrue, backendsv1alpha1.SucceededReason)
+		expectCondition(g, sl.Status.Conditions, "Ready", metav1.ConditionTrue, backendsv1alpha1.LockAcquiredReason)
 		expectCondition(g, sl.Status.Conditions, "Locked", metav1.ConditionTrue, backendsv1alpha1.LockAcquiredReason)
 		g.Expect(sl.Status.LockID).NotTo(BeEmpty())
 		expectKstatusInvariants(g, sl)

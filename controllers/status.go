@@ -52,6 +52,8 @@ type outcome struct {
 	err error
 	// readyMessage describes the backend when all went well.
 	readyMessage string
+	// readyReason is Ready's reason when all went well; "" is Succeeded.
+	readyReason string
 	// gates are the conditions that gate Ready besides the work of the
 	// reconciliation itself (see summarize), in the order that decides
 	// which one Ready reports.
@@ -110,7 +112,11 @@ func summarize(conds *[]metav1.Condition, generation, observed int64, out outcom
 		return observed
 	}
 	meta.RemoveStatusCondition(conds, backendsv1alpha1.ReconcilingCondition)
-	setCondition(conds, generation, backendsv1alpha1.ReadyCondition, gateVerdict(*conds, out.gates, out.readyMessage))
+	ready := gateVerdict(*conds, out.gates, out.readyMessage)
+	if ready.status == metav1.ConditionTrue && out.readyReason != "" {
+		ready.reason = out.readyReason
+	}
+	setCondition(conds, generation, backendsv1alpha1.ReadyCondition, ready)
 	if out.waiting != nil {
 		setCondition(conds, generation, backendsv1alpha1.ReconcilingCondition, *out.waiting)
 	}

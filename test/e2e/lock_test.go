@@ -90,6 +90,13 @@ type lockInfo struct {
 // sendLock sends a LOCK or UNLOCK request with info to the suite's state
 // server, with its credentials, and returns the status code.
 func sendLock(ctx context.Context, address, method string, info lockInfo) int {
+	status, _ := lockAnswer(ctx, address, method, info)
+	return status
+}
+
+// lockAnswer is sendLock returning the answer's body too: the holder's
+// LockInfo when the lock is held.
+func lockAnswer(ctx context.Context, address, method string, info lockInfo) (int, []byte) {
 	body, err := json.Marshal(info)
 	Expect(err).NotTo(HaveOccurred())
 	roots := x509.NewCertPool()
@@ -107,6 +114,7 @@ func sendLock(ctx context.Context, address, method string, info lockInfo) int {
 	resp, err := hc.Do(req)
 	Expect(err).NotTo(HaveOccurred())
 	defer resp.Body.Close()
-	_, _ = io.Copy(io.Discard, resp.Body)
-	return resp.StatusCode
+	answer, err := io.ReadAll(io.LimitReader(resp.Body, 1<<20))
+	Expect(err).NotTo(HaveOccurred())
+	return resp.StatusCode, answer
 }

@@ -91,9 +91,11 @@ var _ = Describe("The samples", Ordered, func() {
 		Expect(out).To(ContainSubstring("httpbackend.backends.infrastate.io/demo created"))
 		Expect(out).To(ContainSubstring("cosbackend.backends.infrastate.io/demo-cos created"))
 		Expect(out).To(ContainSubstring("remotestate.backends.infrastate.io/network created"))
+		Expect(out).To(ContainSubstring("statelock.backends.infrastate.io/release-freeze created"))
 
 		kc.must(ctx, ns, "wait", "--for=condition=Ready", "httpbackend/demo", "--timeout=60s")
 		kc.must(ctx, ns, "wait", "--for=condition=Ready", "cosbackend/demo-cos", "--timeout=60s")
+		kc.must(ctx, ns, "wait", "--for=condition=Ready", "statelock/release-freeze", "--timeout=60s")
 		status, reason, message := kc.condition(ctx, ns, "cosbackend/demo-cos", "BucketReady")
 		Expect(status).To(Equal("True"))
 		Expect(reason).To(Equal("Reachable"))
@@ -109,6 +111,7 @@ var _ = Describe("The samples", Ordered, func() {
 		Expect(table).To(MatchRegexp(`httpbackend\.backends\.infrastate\.io/demo\s+True\s+` + server.url))
 		Expect(table).To(MatchRegexp(`cosbackend\.backends\.infrastate\.io/demo-cos\s+True\s+tfstate-1250000000\s+ap-guangzhou\s+False`))
 		Expect(table).To(MatchRegexp(`remotestate\.backends\.infrastate\.io/network\s+False\s+demo`))
+		Expect(table).To(MatchRegexp(`statelock\.backends\.infrastate\.io/release-freeze\s+True\s+demo\s+\S+\s+LockAcquired`))
 	})
 
 	It("renders a backend that the real terraform init and apply use", func(ctx SpecContext) {
@@ -121,6 +124,17 @@ var _ = Describe("The samples", Ordered, func() {
 		Expect(tf.credentials).To(HaveKeyWithValue("TF_HTTP_CLIENT_PRIVATE_KEY_PEM", string(pki.ClientKey)))
 		Expect(tf.credentials).To(HaveKeyWithValue("TF_HTTP_CLIENT_CA_CERTIFICATE_PEM", string(pki.CACert)))
 		tf.init(ctx)
+
+		By("meeting the sample StateLock's change freeze")
+		lockID := kc.jsonpath(ctx, ns, "statelock/release-freeze", "{.status.lockID}")
+		Expect(lockID).NotTo(BeEmpty())
+		out, err := tf.run(ctx, "apply", "-auto-approve", "-input=false", "-lock-timeout=1s")
+		Expect(err).To(HaveOccurred())
+		Expect(out).To(ContainSubstring("Error acquiring the state lock"))
+		Expect(out).To(ContainSubstring(lockID))
+
+		By("lifting the freeze: deleting the StateLock releases its lock")
+		kc.must(ctx, ns, "delete", "statelock", "release-freeze", "--timeout=60s")
 		tf.apply(ctx)
 
 		outputs := tf.outputs(ctx)

@@ -1,0 +1,91 @@
+package e2e
+
+import (
+	"encoding/json"
+	"fmt"
+	"net/http"
+	"time"
+
+	"github.com/google/uuid"
+	. "github.com/onsi/ginkgo/v2"
+	. "github.com/onsi/gomega"
+)
+
+// freezeReason is the reason of the StateLock of these specs.
+const freezeReason = "Release freeze: no applies until 2.4 ships (ask #platform)"
+
+// stateLockManifest is a StateLock "release-freeze" of the HttpBackend
+// backend.
+func stateLockManifest(backend string) string {
+	return fmt.Sprintf(`apiVersion: backends.infrastate.io/v1alpha1
+kind: StateLock
+metadata:
+  name: release-freeze
+spec:
+  backendRef:
+    kind: HttpBackend
+    name: %s
+  reason: %q
+`, backend, freezeReason)
+}
+
+var _ = Describe("A StateLock", func() {
+	It("fails terraform apply naming its lock, and -lock-timeout waits until it is deleted", func(ctx SpecContext) {
+		ns := newNamespace(ctx, "slock")
+		mgr := startManager(kc.kubeconfig, ns)
+		DeferCleanup(mgr.stop)
+		createStateServerSecrets(ctx, ns, statePassword)
+		backend := suiteBackend("frozen", ns+"-frozen")
+		kc.apply(ctx, ns, backend.manifest())
+		kc.must(ctx, ns, "wait", "--for=condition=Ready", "httpbackend/frozen", "--timeout=60s")
+
+		By("writing a state with Terraform")
+		tf := newRunner(ctx, GinkgoT().TempDir(), ns, "frozen-backend", "frozen-backend-credentials", backendTF)
+		tf.init(ctx)
+		tf.apply(ctx)
+
+		By("opening a change freeze with kubectl apply")
+		kc.apply(ctx, ns, stateLockManifest("frozen"))
+		kc.must(ctx, ns, "wait", "--for=condition=Ready", "statelock/release-freeze", "--timeout=60s")
+		id := kc.jsonpath(ctx, ns, "statelock/release-freeze", "{.status.lockID}")
+		Expect(id).NotTo(BeEmpty())
+		Expect(kc.must(ctx, ns, "get", "slock")).To(MatchRegexp(`release-freeze\s+True\s+frozen\s+\S+\s+LockAcquired\s+`))
+		Expect(kc.must(ctx, ns, "get", "infrastate")).To(ContainSubstring("statelock.backends.infrastate.io/release-freeze"))
+
+		By("terraform apply meeting the StateLock's lock")
+		out, err := tf.run(ctx, "apply", "-auto-approve", "-input=false", "-lock-timeout=2s", "-var=nat_gateway_count=5")
+		Expect(err).To(HaveOccurred())
+		Expect(out).To(ContainSubstring("Error acquiring the state lock"))
+		Expect(out).To(ContainSubstring(id))
+
+		By("the holder's LockInfo the server returns naming the StateLock and its reason")
+		status, body := lockAnswer(ctx, backend.address, "LOCK", lockInfo{
+			ID: uuid.NewString(), Operation: "OperationTypeApply", Who: "e2e@test", Created: time.Now().UTC().Format(time.RFC3339Nano),
+		})
+		Expect(status).To(Equal(http.StatusLocked))
+		var holder lockInfo
+		Expect(json.Unmarshal(body, &holder)).To(Succeed())
+		Expect(holder.ID).To(Equal(id))
+		Expect(holder.Who).To(Equal("backend-operator/" + ns + "/release-freeze"))
+		Expect(holder.Info).To(Equal(freezeReason))
+
+		By("terraform apply -lock-timeout=60s waiting while the StateLock is deleted")
+		type result struct {
+			out string
+			err error
+		}
+		done := make(chan result, 1)
+		go func() {
+			defer GinkgoRecover()
+			out, err := tf.run(ctx, "apply", "-auto-approve", "-input=false", "-lock-timeout=60s", "-var=nat_gateway_count=5")
+			done <- result{out, err}
+		}()
+		Consistently(done, 3*time.Second).ShouldNot(Receive(), "terraform waits for the lock")
+		kc.must(ctx, ns, "delete", "statelock", "release-freeze", "--timeout=60s")
+		var res result
+		Eventually(done, 90*time.Second).Should(Receive(&res))
+		Expect(res.err).NotTo(HaveOccurred(), res.out)
+		Expect(res.out).To(ContainSubstring("Apply complete!"))
+		Expect(kc.must(ctx, ns, "get", "events", "--field-selector", "reason=LockReleased")).To(ContainSubstring(id))
+	})
+})
