@@ -37,17 +37,9 @@ func (r *remoteStateReconciler) reconcileSpec(_ context.Context, s *remoteScope)
 // back when they change.
 func (r *remoteStateReconciler) reconcileBackend(ctx context.Context, s *remoteScope) error {
 	ref := s.remote.Spec.BackendRef
-	kind, ok := lookupBackendKind(ref.Kind)
-	if !ok {
-		return stall(backendsv1alpha1.InvalidSpecReason, "spec.backendRef.kind %q is not a backend kind", ref.Kind)
-	}
-	backend := kind.newObject()
-	if err := getBackend(ctx, r.client, types.NamespacedName{Namespace: s.remote.Namespace, Name: ref.Name}, backend, ref.Kind); err != nil {
-		return err
-	}
-	resolved, err := kind.resolve(ctx, r.envFor(ctx, backend.GetNamespace()), backend)
+	_, backend, resolved, err := r.resolveBackendRef(ctx, s.remote.Namespace, ref)
 	if err != nil {
-		return backendNotReady(ref, err)
+		return err
 	}
 	workspace := workspaceOrDefault(s.remote.Spec.Workspace)
 	s.newStream = func() (stateStreamer, error) {
@@ -60,6 +52,26 @@ func (r *remoteStateReconciler) reconcileBackend(ctx context.Context, s *remoteS
 	parts := append(identity(s.remote), identity(backend)...)
 	s.inputs = fingerprint(append(parts, resolved.inputs()...)...)
 	return nil
+}
+
+// resolveBackendRef reads the backend ref names in namespace and its
+// references through its kind. A kind that is no backend kind is an
+// InvalidSpec stall, a missing backend a BackendNotFound one, a backend
+// whose references are broken a BackendNotReady one.
+func (r *reconciler) resolveBackendRef(ctx context.Context, namespace string, ref backendsv1alpha1.BackendReference) (backendKind, backendObject, resolvedBackend, error) {
+	kind, ok := lookupBackendKind(ref.Kind)
+	if !ok {
+		return nil, nil, nil, stall(backendsv1alpha1.InvalidSpecReason, "spec.backendRef.kind %q is not a backend kind", ref.Kind)
+	}
+	backend := kind.newObject()
+	if err := getBackend(ctx, r.client, types.NamespacedName{Namespace: namespace, Name: ref.Name}, backend, ref.Kind); err != nil {
+		return nil, nil, nil, err
+	}
+	resolved, err := kind.resolve(ctx, r.envFor(ctx, namespace), backend)
+	if err != nil {
+		return nil, nil, nil, backendNotReady(ref, err)
+	}
+	return kind, backend, resolved, nil
 }
 
 // getBackend reads the backend; a missing one is a BackendNotFound stall.

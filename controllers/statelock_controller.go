@@ -108,21 +108,12 @@ func (r *stateLockReconciler) Reconcile(ctx context.Context, req ctrl.Request) (
 // BackendNotReady; the watch on backends brings the object back when they
 // change.
 func (r *stateLockReconciler) reconcileBackend(ctx context.Context, s *slockScope) error {
-	ref := s.sl.Spec.BackendRef
-	kind, ok := lookupBackendKind(ref.Kind)
-	if !ok {
-		return stall(backendsv1alpha1.InvalidSpecReason, "spec.backendRef.kind %q is not a backend kind", ref.Kind)
-	}
-	backend := kind.newObject()
-	if err := getBackend(ctx, r.client, types.NamespacedName{Namespace: s.sl.Namespace, Name: ref.Name}, backend, ref.Kind); err != nil {
+	kind, backend, resolved, err := r.resolveBackendRef(ctx, s.sl.Namespace, s.sl.Spec.BackendRef)
+	if err != nil {
 		if se, ok := asStall(err); ok && s.sl.Status.LockID != "" {
 			return stall(se.reason, "%s; the lock %s the StateLock took stays held on the server", se.message, s.sl.Status.LockID)
 		}
 		return err
-	}
-	resolved, err := kind.resolve(ctx, r.envFor(ctx, backend.GetNamespace()), backend)
-	if err != nil {
-		return backendNotReady(ref, err)
 	}
 	s.kind, s.backend, s.resolved = kind, backend, resolved
 	return nil
