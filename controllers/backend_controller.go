@@ -103,8 +103,9 @@ func (r *backendReconciler) reconcileRender(ctx context.Context, s *backendScope
 // reconcileProbe probes the backend as its kind says (see probePlan). The
 // reads run off the reconcile path (see prober): a due probe is
 // submitted, and the reconcile that its end triggers applies what it
-// learned to status. It sets scope.requeueAfter to the next probe and
-// scope.probePending while one is under way.
+// learned to status. It sets scope.requeueAfter to the next probe (brought
+// forward to the plan's nextProbeBy) and scope.probePending while one is
+// under way.
 func (r *backendReconciler) reconcileProbe(ctx context.Context, s *backendScope) error {
 	obj, status := s.obj, s.obj.SharedStatus()
 	interval := probeInterval(r.kind.probeSpec(obj), r.opts.defaultProbeInterval)
@@ -128,6 +129,13 @@ func (r *backendReconciler) reconcileProbe(ctx context.Context, s *backendScope)
 	}
 	step, err := r.advanceProbe(ctx, task, apply, plan.start)
 	s.requeueAfter, s.probePending, s.applied = step.requeueAfter, step.pending, step.ack
+	if err == nil && !s.probePending && plan.nextProbeBy != nil {
+		if at := plan.nextProbeBy(); !at.IsZero() {
+			if wait, ok := r.schedule.pullIn(key.NamespacedName, inputs, at, r.opts.clock.Now()); ok && (s.requeueAfter <= 0 || wait < s.requeueAfter) {
+				s.requeueAfter = wait
+			}
+		}
+	}
 	return err
 }
 

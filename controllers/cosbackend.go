@@ -131,7 +131,7 @@ func (c *cosResolved) client() (*cos.Client, error) {
 
 // probe checks the bucket as Terraform does, then reads the state object
 // and the .tflock object of the default workspace, and releases the lock
-// forceUnlock names. A backend whose only credentials are a role is not
+// forceUnlock names, or lockPolicy a gone holder's. A backend whose only credentials are a role is not
 // probed.
 func (c *cosResolved) probe(interval time.Duration) probePlan {
 	backend := c.backend
@@ -148,14 +148,16 @@ func (c *cosResolved) probe(interval time.Duration) probePlan {
 		return plan
 	}
 	forceUnlock := forceUnlockID(backend.Spec.ForceUnlock)
+	holder := newHolderCheck(c.env, backend, backend.Spec.LockPolicy)
 	plan.start = func() (probeFunc, error) {
 		cc, err := c.client()
 		if err != nil {
 			return nil, stall(backendsv1alpha1.InvalidSpecReason, "Cannot build a COS client: %v", err)
 		}
-		return func(ctx context.Context) any { return runCosProbe(ctx, cc, forceUnlock) }, nil
+		return func(ctx context.Context) any { return runCosProbe(ctx, cc, forceUnlock, holder) }, nil
 	}
 	plan.apply = func(value any, finished time.Time) { applyCosProbe(backend, value.(cosProbeResult), finished) }
+	plan.nextProbeBy = func() time.Time { return holderReleaseAt(&backend.Status.BackendStatus, backend.Spec.LockPolicy) }
 	return plan
 }
 

@@ -31,9 +31,10 @@ type cosProbeResult struct {
 
 // runCosProbe checks the bucket, then streams the state object into a
 // summary and reads the lock object, within probeTimeout; when the lock's
-// ID is the one forceUnlock names, it releases it. Memory does not depend
-// on the size of the state.
-func runCosProbe(ctx context.Context, cc *cos.Client, forceUnlock string) cosProbeResult {
+// ID is the one forceUnlock names, or its holder's Pod holder (nil when
+// lockPolicy does not release gone holders) finds gone, it releases it
+// (see settleHeldLock). Memory does not depend on the size of the state.
+func runCosProbe(ctx context.Context, cc *cos.Client, forceUnlock string, holder *holderCheck) cosProbeResult {
 	ctx, cancel := context.WithTimeout(ctx, probeTimeout)
 	defer cancel()
 	start := time.Now()
@@ -45,10 +46,9 @@ func runCosProbe(ctx context.Context, cc *cos.Client, forceUnlock string) cosPro
 	}
 	res.state, res.stateErr = streamCosSummary(ctx, cc, backendsv1alpha1.DefaultWorkspace)
 	res.lock = readCosLock(ctx, cc, backendsv1alpha1.DefaultWorkspace)
-	if forceUnlock != "" && res.lock.holder != nil && res.lock.holder.ID == forceUnlock {
-		res.lock.releaseErr = cc.ReleaseLock(ctx, backendsv1alpha1.DefaultWorkspace, forceUnlock)
-		res.lock.released = res.lock.releaseErr == nil
-	}
+	settleHeldLock(ctx, &res.lock, forceUnlock, holder, func(ctx context.Context, id string) error {
+		return cc.ReleaseLock(ctx, backendsv1alpha1.DefaultWorkspace, id)
+	})
 	return res
 }
 
@@ -91,7 +91,7 @@ func applyCosProbe(backend *backendsv1alpha1.CosBackend, res cosProbeResult, fin
 	switch {
 	case res.bucketErr != nil:
 		setCondition(conds, backend.Generation, backendsv1alpha1.BucketReadyCondition, bucket)
-		applyLock(backend, cosBackendKind, lockReading{err: res.bucketErr}, backend.Spec.ForceUnlock, finished)
+		applyLock(backend, cosBackendKind, lockReading{err: res.bucketErr}, backend.Spec.ForceUnlock, backend.Spec.LockPolicy, finished)
 		return
 	case res.stateErr != nil:
 		bucket = observation{status: metav1.ConditionFalse, reason: backendsv1alpha1.StateUnreadableReason,
@@ -101,7 +101,7 @@ func applyCosProbe(backend *backendsv1alpha1.CosBackend, res cosProbeResult, fin
 		stateSize.WithLabelValues(cosBackendKind, backend.Namespace, backend.Name).Set(float64(res.state.SizeBytes))
 	}
 	setCondition(conds, backend.Generation, backendsv1alpha1.BucketReadyCondition, bucket)
-	applyLock(backend, cosBackendKind, res.lock, backend.Spec.ForceUnlock, finished)
+	applyLock(backend, cosBackendKind, res.lock, backend.Spec.ForceUnlock, backend.Spec.LockPolicy, finished)
 }
 
 // cosConfig is the COS client configuration of a spec.

@@ -39,9 +39,10 @@ func viewOf(obj statusObject) statusView {
 // transitionEvents returns the events for the status changes between
 // before and after: Ready becoming True after it was False, or not True
 // (but not while work is merely in progress), a lock appearing, changing holder or going away,
-// and the operator releasing one (Locked's reason becoming ForceUnlocked,
-// whatever Locked was before: a release is audited even on a backend's
-// first probe). A lock whose last check failed (Locked Unknown) is still
+// a lock turning stale (one Warning per holder), and the operator
+// releasing one (Locked's reason becoming ForceUnlocked or
+// HolderGoneReleased, whatever Locked was before: a release is audited
+// even on a backend's first probe). A lock whose last check failed (Locked Unknown) is still
 // held by the holder status.lock kept: the next check that sees it free
 // reports its release, and one that sees it held by the same holder
 // reports nothing. A reconciliation that changes nothing emits nothing.
@@ -69,14 +70,23 @@ func transitionEvents(before, after statusView) []event {
 	locked := meta.FindStatusCondition(after.conditions, backendsv1alpha1.LockedCondition)
 	was := meta.FindStatusCondition(before.conditions, backendsv1alpha1.LockedCondition)
 	wasHeld := was != nil && (was.Status == metav1.ConditionTrue || (was.Status == metav1.ConditionUnknown && before.holder != nil))
+	newHolder := !wasHeld || holderID(before.holder) != holderID(after.holder)
 	switch {
 	case locked == nil:
-	case locked.Reason == backendsv1alpha1.ForceUnlockedReason:
-		if was == nil || was.Reason != backendsv1alpha1.ForceUnlockedReason {
-			events = append(events, event{corev1.EventTypeNormal, backendsv1alpha1.ForceUnlockedReason, "ForceUnlock", locked.Message})
+	case locked.Reason == backendsv1alpha1.ForceUnlockedReason || locked.Reason == backendsv1alpha1.HolderGoneReleasedReason:
+		if was == nil || was.Reason != locked.Reason {
+			events = append(events, event{corev1.EventTypeNormal, locked.Reason, "ForceUnlock", locked.Message})
+		}
+	case locked.Reason == backendsv1alpha1.StaleLockReason:
+		// Once per holder: when its lock turns stale, or a new holder's is
+		// stale at first sight. A stale lock seen again after a failed
+		// check warns again: whether it turned stale meanwhile is unknown,
+		// and a missed warning costs more than a repeated one.
+		if newHolder || was.Reason != backendsv1alpha1.StaleLockReason {
+			events = append(events, event{corev1.EventTypeWarning, backendsv1alpha1.StaleLockReason, "Probe", locked.Message})
 		}
 	case locked.Status == metav1.ConditionTrue:
-		if !wasHeld || holderID(before.holder) != holderID(after.holder) {
+		if newHolder {
 			events = append(events, event{corev1.EventTypeNormal, backendsv1alpha1.LockHeldReason, "Probe", locked.Message})
 		}
 	case locked.Status == metav1.ConditionFalse && wasHeld:

@@ -101,7 +101,7 @@ func TestHealthOfEachCase(t *testing.T) {
 					setCondition(conds, 1, k.condition, k.obs(*tc.probe))
 				}
 				if tc.lock != nil {
-					setCondition(conds, 1, backendsv1alpha1.LockedCondition, lockStatus(*tc.lock, "").obs)
+					setCondition(conds, 1, backendsv1alpha1.LockedCondition, lockStatus(*tc.lock, lockTerms{}).obs)
 				}
 				*k.obj.StatusObservedGeneration() = summarize(conds, 1, -1,
 					outcome{stall: tc.stall, readyMessage: "Rendered", gates: []string{k.condition}, probePending: tc.pending})

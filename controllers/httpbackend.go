@@ -136,8 +136,8 @@ func (h *httpResolved) stateClient() (stateClient, error) {
 }
 
 // probe reads the state, and with probe.lockCheck or forceUnlock learns
-// the lock holder and releases the lock forceUnlock names; with probing
-// disabled only the lock work is left.
+// the lock holder and releases the lock forceUnlock names, or lockPolicy
+// a gone holder's; with probing disabled only the lock work is left.
 func (h *httpResolved) probe(interval time.Duration) probePlan {
 	backend := h.backend
 	plan := probePlan{condition: backendsv1alpha1.StateReachableCondition}
@@ -152,6 +152,7 @@ func (h *httpResolved) probe(interval time.Duration) probePlan {
 		fetch:       interval > 0,
 		checkLock:   lockWork,
 		forceUnlock: forceUnlockID(backend.Spec.ForceUnlock),
+		holder:      newHolderCheck(h.env, backend, backend.Spec.LockPolicy),
 		lockID:      lockCheckID(backend.UID),
 		who:         fmt.Sprintf("backend-operator lock check of HttpBackend %s/%s", backend.Namespace, backend.Name),
 		info: "Taken by backend-operator to learn who holds the lock (spec.probe.lockCheck or spec.forceUnlock) " +
@@ -171,6 +172,7 @@ func (h *httpResolved) probe(interval time.Duration) probePlan {
 		}, nil
 	}
 	plan.apply = func(value any, finished time.Time) { applyHTTPProbe(backend, value.(httpProbeResult), finished) }
+	plan.nextProbeBy = func() time.Time { return holderReleaseAt(&backend.Status.BackendStatus, backend.Spec.LockPolicy) }
 	return plan
 }
 

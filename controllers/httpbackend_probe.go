@@ -48,6 +48,8 @@ type httpProbeRun struct {
 	checkLock bool
 	// forceUnlock is the lock ID forceUnlock names, or "".
 	forceUnlock string
+	// holder applies lockPolicy.releaseWhenHolderGone; nil when it is off.
+	holder *holderCheck
 	// lockID, who and info are the ID, Who and Info of the lock check's
 	// own lock: they tell whoever meets it who holds it, and why.
 	lockID, who, info string
@@ -87,10 +89,11 @@ func runHTTPProbe(ctx context.Context, sc stateClient, plan httpProbeRun, log lo
 
 // checkHTTPLock learns the holder of the lock by taking it: the protocol
 // has no call to read a lock. When the lock is free it is released at
-// once; when it is held by the ID plan.forceUnlock names, it is released
-// for good (see releaseNamedLock). A lock the check took earlier and could
-// not release has the ID it takes now: it is released, and the lock is
-// checked again.
+// once; when it is held by the ID plan.forceUnlock names, or by a holder
+// whose Pod plan.holder finds gone, it is released for good (see
+// settleHeldLock and releaseNamedLock). A lock the check took earlier and
+// could not release has the ID it takes now: it is released, and the
+// lock is checked again.
 func checkHTTPLock(ctx context.Context, sc stateClient, plan httpProbeRun) lockReading {
 	info := stateclient.LockInfo{ID: plan.lockID, Operation: lockCheckOperation, Who: plan.who, Info: plan.info, Created: time.Now().UTC()}
 	_, err := sc.Lock(ctx, info)
@@ -112,10 +115,9 @@ func checkHTTPLock(ctx context.Context, sc stateClient, plan httpProbeRun) lockR
 		return lockReading{}
 	case errors.As(err, &lockErr):
 		r := lockReading{held: true, holder: lockInfo(lockErr.Info)}
-		if plan.forceUnlock != "" && r.holder != nil && r.holder.ID == plan.forceUnlock {
-			r.releaseErr = releaseNamedLock(ctx, sc, plan.forceUnlock)
-			r.released = r.releaseErr == nil
-		}
+		settleHeldLock(ctx, &r, plan.forceUnlock, plan.holder, func(ctx context.Context, id string) error {
+			return releaseNamedLock(ctx, sc, id)
+		})
 		return r
 	default:
 		return lockReading{err: err}
@@ -181,7 +183,7 @@ func applyHTTPProbe(backend *backendsv1alpha1.HttpBackend, res httpProbeResult, 
 		clearLock(backend, httpBackendKind)
 		return
 	}
-	applyLock(backend, httpBackendKind, res.lock, backend.Spec.ForceUnlock, finished)
+	applyLock(backend, httpBackendKind, res.lock, backend.Spec.ForceUnlock, backend.Spec.LockPolicy, finished)
 }
 
 // stateClientConfig is the state client configuration of a spec, with the

@@ -14,25 +14,33 @@ import (
 // what it says.
 
 // applyLock writes what a probe that ended at finished learned of the
-// lock: the verdict of reading (see lockStatus) into the Locked
-// condition, status.lock and the lock metric, and a release into
+// lock: the verdict of reading under the spec's forceUnlock and policy
+// (see lockStatus) into the Locked condition, status.lock,
+// status.holderPod and the lock metrics, and a release into
 // status.lastForceUnlock. A verdict that learned nothing of the holder
-// leaves status.lock and the metric as they were. The event comes from
-// the Locked transition (see transitionEvents), so writing the same
-// result again emits nothing more.
-func applyLock(obj backendObject, kind string, reading lockReading, forceUnlock *backendsv1alpha1.ForceUnlockSpec, finished time.Time) {
+// leaves status.lock, status.holderPod and the metrics as they were:
+// status.holderPod always describes the lock status.lock names, as both
+// come from the same reading. The event comes from the Locked transition
+// (see transitionEvents), so writing the same result again emits nothing
+// more.
+func applyLock(obj backendObject, kind string, reading lockReading, forceUnlock *backendsv1alpha1.ForceUnlockSpec, policy *backendsv1alpha1.LockPolicy, finished time.Time) {
 	status := obj.SharedStatus()
 	if reading.released {
 		status.LastForceUnlock = &backendsv1alpha1.ForceUnlockStatus{LockID: reading.holder.ID, Time: metav1.NewTime(finished)}
 	}
-	v := lockStatus(reading, forceUnlockID(forceUnlock))
+	v := lockStatus(reading, lockTermsOf(forceUnlock, policy, finished))
 	if v.known {
-		status.Lock = v.holder
+		status.Lock, status.HolderPod = v.holder, v.holderPod
 		held := 0.0
 		if v.holder != nil || v.obs.status == metav1.ConditionTrue {
 			held = 1
 		}
 		lockHeld.WithLabelValues(kind, obj.GetNamespace(), obj.GetName()).Set(held)
+		if v.holder != nil && v.holder.Created != nil {
+			lockAges.set(kind, obj.GetNamespace(), obj.GetName(), v.holder.Created.Time)
+		} else {
+			lockAges.forget(kind, obj.GetNamespace(), obj.GetName())
+		}
 	}
 	setCondition(&status.Conditions, obj.GetGeneration(), backendsv1alpha1.LockedCondition, v.obs)
 }
@@ -41,8 +49,9 @@ func applyLock(obj backendObject, kind string, reading lockReading, forceUnlock 
 func clearLock(obj backendObject, kind string) {
 	status := obj.SharedStatus()
 	meta.RemoveStatusCondition(&status.Conditions, backendsv1alpha1.LockedCondition)
-	status.Lock = nil
+	status.Lock, status.HolderPod = nil, nil
 	lockHeld.DeleteLabelValues(kind, obj.GetNamespace(), obj.GetName())
+	lockAges.forget(kind, obj.GetNamespace(), obj.GetName())
 }
 
 // forceUnlockID is the lock ID a backend's spec.forceUnlock names, or "".

@@ -185,7 +185,7 @@ func TestForceUnlockOnEachServer(t *testing.T) {
 			if h := srv.held(t); h != tc.wantHeld {
 				t.Errorf("lock held after the probe: %q, want %q", h, tc.wantHeld)
 			}
-			v := lockStatus(got, holder)
+			v := lockStatus(got, lockTerms{forceUnlockID: holder})
 			wantReason := map[bool]string{true: "ForceUnlocked", false: "ForceUnlockRefused"}[tc.wantErr == nil]
 			if v.obs.reason != wantReason {
 				t.Errorf("Locked reason %s (%s), want %s", v.obs.reason, v.obs.message, wantReason)
@@ -206,7 +206,7 @@ func TestForceUnlockNeverSendsTheEmptyBodyForAnotherHolder(t *testing.T) {
 		if unlocks := srv.unlocks(); len(unlocks) != 0 {
 			t.Errorf("sent UNLOCK %q for a lock forceUnlock does not name", unlocks)
 		}
-		if v := lockStatus(got, "another-id"); v.obs.reason != "ForceUnlockSkipped" || srv.held(t) != "the-holder" {
+		if v := lockStatus(got, lockTerms{forceUnlockID: "another-id"}); v.obs.reason != "ForceUnlockSkipped" || srv.held(t) != "the-holder" {
 			t.Errorf("Locked %s (%s), lock held by %q; want ForceUnlockSkipped and the-holder", v.obs.reason, v.obs.message, srv.held(t))
 		}
 	}
@@ -232,7 +232,7 @@ func TestLockCheckReleasesItsOwnLeftoverLock(t *testing.T) {
 	if n := len(srv.unlocks()); n != lockReleaseAttempts {
 		t.Errorf("%d UNLOCK attempts, want %d", n, lockReleaseAttempts)
 	}
-	v := lockStatus(got, "")
+	v := lockStatus(got, lockTerms{})
 	if v.obs.status != metav1.ConditionTrue || v.obs.reason != "LockCheckNotReleased" || !strings.Contains(v.obs.message, plan.lockID) {
 		t.Errorf("Locked = %+v, want True LockCheckNotReleased naming the lock", v.obs)
 	}
@@ -240,7 +240,7 @@ func TestLockCheckReleasesItsOwnLeftoverLock(t *testing.T) {
 	// The next check, by a new client as after a restart, releases it.
 	srv.server.ClearFaults()
 	got = runHTTPProbe(t.Context(), srv.client(t), plan, logr.Discard()).lock
-	if diff := cmp.Diff(lockReading{}, got, cmp.AllowUnexported(lockReading{})); diff != "" {
+	if diff := cmp.Diff(lockReading{}, got, cmp.AllowUnexported(lockReading{}, holderSighting{})); diff != "" {
 		t.Errorf("reading after the leftover was released (-want +got):\n%s", diff)
 	}
 	if h := srv.held(t); h != "" {
@@ -272,7 +272,7 @@ func TestUnreadableHolderIsNeverQuoted(t *testing.T) {
 			}
 			plan := httpProbeRun{checkLock: true, forceUnlock: "x", lockID: lockCheckID("uid-1"), who: "backend-operator test"}
 			got := runHTTPProbe(t.Context(), sc, plan, logr.Discard()).lock
-			v := lockStatus(got, plan.forceUnlock)
+			v := lockStatus(got, lockTerms{forceUnlockID: plan.forceUnlock})
 			if v.obs.status != metav1.ConditionTrue || strings.Contains(v.obs.message, "c2VjcmV0") || strings.Contains(v.obs.message, "html") {
 				t.Errorf("Locked = %+v, want True without the holder's body", v.obs)
 			}

@@ -4,6 +4,7 @@ import (
 	"errors"
 	"fmt"
 	"net/http"
+	"time"
 
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
@@ -28,10 +29,17 @@ type lockReading struct {
 	// ownErr is set when the holder is the operator's own lock check,
 	// which took the lock and could not release it.
 	ownErr error
-	// released is true when forceUnlock released holder: the state is no
-	// longer locked. releaseErr is set when it tried and failed.
+	// released is true when the probe released holder (forceUnlock named
+	// it, or goneRelease): the state is no longer locked. releaseErr is set
+	// when it tried and failed.
 	released   bool
 	releaseErr error
+	// goneRelease is true when the release was lockPolicy's, of a holder
+	// whose Pod (sighting.pod) has been gone for the grace period.
+	goneRelease bool
+	// sighting is what lockPolicy.releaseWhenHolderGone saw of the
+	// holder's Pod (see holderCheck).
+	sighting holderSighting
 }
 
 // lockVerdict is what status says of a lock after a probe.
@@ -43,13 +51,20 @@ type lockVerdict struct {
 	known bool
 	// holder is status.lock when known: nil when the state is not locked.
 	holder *backendsv1alpha1.LockInfo
+	// holderPod is status.holderPod when known: the record of holder's
+	// Pod, nil when none.
+	holderPod *backendsv1alpha1.HolderPod
 }
 
-// lockStatus decides the Locked condition and status.lock from a reading
-// and the lock ID forceUnlock names ("" when none). A failed read is not
-// a release: Locked becomes Unknown and status.lock keeps the last holder
-// seen, so that no LockReleased event is emitted for it.
-func lockStatus(r lockReading, forceUnlockID string) lockVerdict {
+// lockStatus decides the Locked condition, status.lock and
+// status.holderPod from a reading and the terms of the spec. A failed read
+// is not a release: Locked becomes Unknown and status.lock and
+// status.holderPod keep what was last seen, so that no LockReleased event
+// is emitted for it. A held lock says how long it has been held (see
+// lockAge), and is StaleLock past lockPolicy.staleAfter; a lock whose
+// release failed, or that is the operator's own, keeps its failure's
+// reason.
+func lockStatus(r lockReading, t lockTerms) lockVerdict {
 	switch {
 	case r.err != nil:
 		obs := probeFailure(r.err)
@@ -62,6 +77,11 @@ func lockStatus(r lockReading, forceUnlockID string) lockVerdict {
 			message: fmt.Sprintf("%s It is the operator's own lock check, which could not release it (%v); the next probe releases it, and a run started meanwhile meets it.",
 				describeHolder(r.holder), r.ownErr),
 		}}
+	case r.released && r.goneRelease:
+		return lockVerdict{known: true, obs: observation{status: metav1.ConditionFalse, reason: backendsv1alpha1.HolderGoneReleasedReason,
+			message: fmt.Sprintf("The state is not locked. Released lock %s held by %s: its Pod %s was %s since %s, longer than lockPolicy.gracePeriod (%s).",
+				r.holder.ID, r.holder.Who, r.sighting.pod.Name, podDoneAs(r.sighting.pod.Phase),
+				r.sighting.pod.GoneSince.UTC().Format(time.RFC3339), t.grace)}}
 	case r.released:
 		return lockVerdict{known: true, obs: observation{status: metav1.ConditionFalse, reason: backendsv1alpha1.ForceUnlockedReason,
 			message: fmt.Sprintf("The state is not locked. Released lock %s held by %s, as forceUnlock.lockID asked.", r.holder.ID, r.holder.Who)}}
@@ -70,19 +90,31 @@ func lockStatus(r lockReading, forceUnlockID string) lockVerdict {
 		if _, refused := errors.AsType[*forceUnlockRefusedError](r.releaseErr); refused {
 			obs.reason = backendsv1alpha1.ForceUnlockRefusedReason
 		}
+		what := "Force unlock"
+		if r.goneRelease {
+			what = "The release (its holder's Pod is gone)"
+		}
 		obs.status = metav1.ConditionTrue
-		obs.message = fmt.Sprintf("%s Force unlock of %s failed: %s; it is tried again at the next probe.", describeHolder(r.holder), r.holder.ID, obs.message)
-		return lockVerdict{known: true, holder: r.holder, obs: obs}
+		obs.message = fmt.Sprintf("%s%s %s of %s failed: %s; it is tried again at the next probe.",
+			describeHolder(r.holder), holderNote(r.sighting, t.grace), what, r.holder.ID, obs.message)
+		return lockVerdict{known: true, holder: r.holder, holderPod: r.sighting.pod, obs: obs}
 	case r.held:
 		reason := backendsv1alpha1.LockHeldReason
-		if forceUnlockID != "" {
+		if t.forceUnlockID != "" {
 			reason = backendsv1alpha1.ForceUnlockSkippedReason
 		}
-		return lockVerdict{known: true, holder: r.holder, obs: observation{status: metav1.ConditionTrue, reason: reason,
-			message: describeHolder(r.holder) + forceUnlockNote(forceUnlockID, r.holder)}}
+		message := describeHolder(r.holder)
+		if r.holder != nil {
+			if staleLock(r.holder.Created, t.now, t.staleAfter) {
+				reason = backendsv1alpha1.StaleLockReason
+			}
+			message += lockAge(r.holder.Created, t.now, t.staleAfter)
+		}
+		return lockVerdict{known: true, holder: r.holder, holderPod: r.sighting.pod, obs: observation{status: metav1.ConditionTrue, reason: reason,
+			message: message + holderNote(r.sighting, t.grace) + forceUnlockNote(t.forceUnlockID, r.holder)}}
 	}
 	return lockVerdict{known: true, obs: observation{status: metav1.ConditionFalse, reason: backendsv1alpha1.NotLockedReason,
-		message: "The state is not locked." + forceUnlockNote(forceUnlockID, nil)}}
+		message: "The state is not locked." + forceUnlockNote(t.forceUnlockID, nil)}}
 }
 
 // forceUnlockNote says why forceUnlock left the lock alone, or "" when it

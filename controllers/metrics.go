@@ -1,6 +1,9 @@
 package controllers
 
 import (
+	"sync"
+	"time"
+
 	"github.com/prometheus/client_golang/prometheus"
 	"sigs.k8s.io/controller-runtime/pkg/metrics"
 )
@@ -23,14 +26,83 @@ var (
 		Name: "infrastate_backend_state_size_bytes",
 		Help: "Size of the state the last probe read, in bytes.",
 	}, []string{"kind", "namespace", "name"})
+
+	lockAges = newLockAgeCollector(time.Now)
 )
 
 func init() {
-	metrics.Registry.MustRegister(probeDuration, lockHeld, stateSize)
+	metrics.Registry.MustRegister(probeDuration, lockHeld, stateSize, lockAges)
 }
 
 // forgetMetrics removes the series of a deleted backend.
 func forgetMetrics(kind, namespace, name string) {
 	lockHeld.DeleteLabelValues(kind, namespace, name)
 	stateSize.DeleteLabelValues(kind, namespace, name)
+	lockAges.forget(kind, namespace, name)
+}
+
+// lockAgeCollector serves infrastate_state_lock_age_seconds: the age of
+// the lock each backend's last probe saw held, from its holder's Created.
+// It keeps Created and computes the age when scraped, so that the age is
+// exact at any scrape between two probes (a gauge set by each probe
+// would be up to a probe interval behind) and no probe has to write a
+// series that only moves with the clock.
+type lockAgeCollector struct {
+	desc *prometheus.Desc
+	// now is the clock the ages are counted to.
+	now func() time.Time
+
+	mu      sync.Mutex
+	created map[lockAgeKey]time.Time
+}
+
+// lockAgeKey names one backend's series.
+type lockAgeKey struct {
+	kind, namespace, name string
+}
+
+// newLockAgeCollector returns a collector of no lock, counting ages to
+// now.
+func newLockAgeCollector(now func() time.Time) *lockAgeCollector {
+	return &lockAgeCollector{
+		desc: prometheus.NewDesc("infrastate_state_lock_age_seconds",
+			"Age of the state lock the last probe saw held, from its holder's Created, at the time of the scrape.",
+			[]string{"kind", "namespace", "name"}, nil),
+		now:     now,
+		created: map[lockAgeKey]time.Time{},
+	}
+}
+
+// set records that the lock of a backend was taken at created.
+func (c *lockAgeCollector) set(kind, namespace, name string, created time.Time) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	c.created[lockAgeKey{kind, namespace, name}] = created
+}
+
+// forget removes a backend's series: it holds no lock, or its holder did
+// not record when it took it, or the backend is gone.
+func (c *lockAgeCollector) forget(kind, namespace, name string) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	delete(c.created, lockAgeKey{kind, namespace, name})
+}
+
+// Describe implements prometheus.Collector.
+func (c *lockAgeCollector) Describe(ch chan<- *prometheus.Desc) { ch <- c.desc }
+
+// Collect implements prometheus.Collector: one series per held lock, its
+// age at now (0 for a Created ahead of the clock).
+func (c *lockAgeCollector) Collect(ch chan<- prometheus.Metric) {
+	now := c.now()
+	c.mu.Lock()
+	metrics := make([]prometheus.Metric, 0, len(c.created))
+	for k, created := range c.created {
+		age := max(now.Sub(created), 0)
+		metrics = append(metrics, prometheus.MustNewConstMetric(c.desc, prometheus.GaugeValue, age.Seconds(), k.kind, k.namespace, k.name))
+	}
+	c.mu.Unlock()
+	for _, m := range metrics {
+		ch <- m
+	}
 }

@@ -102,7 +102,7 @@ func TestLockStatus(t *testing.T) {
 	}
 	for name, tc := range cases {
 		t.Run(name, func(t *testing.T) {
-			v := lockStatus(tc.reading, tc.forceUnlock)
+			v := lockStatus(tc.reading, lockTerms{forceUnlockID: tc.forceUnlock})
 			got := want{status: v.obs.status, reason: v.obs.reason, known: v.known, holder: v.holder, mentions: tc.want.mentions}
 			if diff := cmp.Diff(tc.want, got, cmp.AllowUnexported(want{})); diff != "" {
 				t.Errorf("lockStatus mismatch (-want +got):\n%s\nmessage: %s", diff, v.obs.message)

@@ -61,6 +61,26 @@ func (s *probeSchedule) probed(key types.NamespacedName, inputs string, end time
 	return next
 }
 
+// pullIn brings key's next probe forward to t, at the latest, and returns
+// the wait from now until it is due (at least a millisecond). It does
+// nothing, and returns false, when key is unknown or was probed with other
+// inputs (a probe is due at once anyway), or when the last probe ended at
+// or after t: that probe already ran past t, so that a probe whose work
+// failed is not repeated at once but at the interval.
+func (s *probeSchedule) pullIn(key types.NamespacedName, inputs string, t, now time.Time) (time.Duration, bool) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	rec, ok := s.last[key]
+	if !ok || rec.inputs != inputs || !t.After(rec.at) {
+		return 0, false
+	}
+	if rec.next <= 0 || rec.at.Add(rec.next).After(t) {
+		rec.next = t.Sub(rec.at)
+		s.last[key] = rec
+	}
+	return max(rec.at.Add(rec.next).Sub(now), time.Millisecond), true
+}
+
 // seed schedules the first probe of key, when nothing is known of it yet,
 // at a random point of interval from now: after a restart the status of
 // key already holds a probe, so the next one can wait, and seeding every

@@ -264,6 +264,57 @@ func TestTransitionEvents(t *testing.T) {
 			after: []metav1.Condition{cond("Locked", T, "LockHeld", "by alice")}, holderAfter: alice,
 			want: []event{{"Normal", "LockHeld", "Probe", "by alice"}},
 		},
+		"a held lock turns stale: one warning": {
+			before: []metav1.Condition{cond("Locked", T, "LockHeld", "by bob")}, holderBefore: bob,
+			after: []metav1.Condition{cond("Locked", T, "StaleLock", "by bob, stale")}, holderAfter: bob,
+			want: []event{{"Warning", "StaleLock", "Probe", "by bob, stale"}},
+		},
+		"a stale lock stays stale: no warning again": {
+			before: []metav1.Condition{cond("Locked", T, "StaleLock", "by bob, over 1h")}, holderBefore: bob,
+			after: []metav1.Condition{cond("Locked", T, "StaleLock", "by bob, over 6h")}, holderAfter: bob,
+		},
+		"a lock stale at first sight: the warning alone": {
+			after: []metav1.Condition{cond("Locked", T, "StaleLock", "by bob, stale")}, holderAfter: bob,
+			want: []event{{"Warning", "StaleLock", "Probe", "by bob, stale"}},
+		},
+		"a new holder of a stale lock, stale too: warned again": {
+			before: []metav1.Condition{cond("Locked", T, "StaleLock", "by bob, stale")}, holderBefore: bob,
+			after: []metav1.Condition{cond("Locked", T, "StaleLock", "by alice, stale")}, holderAfter: alice,
+			want: []event{{"Warning", "StaleLock", "Probe", "by alice, stale"}},
+		},
+		"a new holder of a stale lock, not stale": {
+			before: []metav1.Condition{cond("Locked", T, "StaleLock", "by bob, stale")}, holderBefore: bob,
+			after: []metav1.Condition{cond("Locked", T, "LockHeld", "by alice")}, holderAfter: alice,
+			want: []event{{"Normal", "LockHeld", "Probe", "by alice"}},
+		},
+		"a stale lock no longer stale (staleAfter raised) is no event": {
+			before: []metav1.Condition{cond("Locked", T, "StaleLock", "by bob, stale")}, holderBefore: bob,
+			after: []metav1.Condition{cond("Locked", T, "LockHeld", "by bob")}, holderAfter: bob,
+		},
+		"a stale lock seen again after a failed check warns again": {
+			before: []metav1.Condition{cond("Locked", U, "ServerError", "500")}, holderBefore: bob,
+			after: []metav1.Condition{cond("Locked", T, "StaleLock", "by bob, stale")}, holderAfter: bob,
+			want: []event{{"Warning", "StaleLock", "Probe", "by bob, stale"}},
+		},
+		"a stale lock released": {
+			before: []metav1.Condition{cond("Locked", T, "StaleLock", "by bob, stale")}, holderBefore: bob,
+			after: []metav1.Condition{cond("Locked", F, "NotLocked", "free")},
+			want:  []event{{"Normal", "LockReleased", "Probe", "free"}},
+		},
+		"the operator releases a gone holder's lock": {
+			before: []metav1.Condition{cond("Locked", T, "LockHeld", "by bob in runner-7")}, holderBefore: bob,
+			after: []metav1.Condition{cond("Locked", F, "HolderGoneReleased", "released, Pod runner-7 gone")},
+			want:  []event{{"Normal", "HolderGoneReleased", "ForceUnlock", "released, Pod runner-7 gone"}},
+		},
+		"a gone holder's release written again is no event": {
+			before: []metav1.Condition{cond("Locked", F, "HolderGoneReleased", "released")},
+			after:  []metav1.Condition{cond("Locked", F, "HolderGoneReleased", "released")},
+		},
+		"a gone holder's release after a force unlock is audited": {
+			before: []metav1.Condition{cond("Locked", F, "ForceUnlocked", "released")},
+			after:  []metav1.Condition{cond("Locked", F, "HolderGoneReleased", "released, Pod runner-7 gone")},
+			want:   []event{{"Normal", "HolderGoneReleased", "ForceUnlock", "released, Pod runner-7 gone"}},
+		},
 		"a lock never seen before a failed check is no release when free": {
 			before: []metav1.Condition{cond("Locked", U, "ServerError", "500")},
 			after:  []metav1.Condition{cond("Locked", F, "NotLocked", "free")},

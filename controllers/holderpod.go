@@ -1,0 +1,266 @@
+package controllers
+
+import (
+	"context"
+	"fmt"
+	"strings"
+	"time"
+
+	corev1 "k8s.io/api/core/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/types"
+	"k8s.io/apimachinery/pkg/util/validation"
+	"k8s.io/utils/clock"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+
+	backendsv1alpha1 "github.com/infrastate/backend-operator/api/v1alpha1"
+)
+
+// lockPolicy.releaseWhenHolderGone, applied by a probe that saw the lock
+// held: Terraform's LockInfo Who is user@hostname, and a runner pod's
+// hostname is its name. The probe reads the Pod of that name in the
+// backend's namespace, records what it saw in status.holderPod, and
+// releases the lock, naming the holder's ID it has just read, once the
+// Pod the controller saw while that lock was held has been finished or
+// gone for the grace period. The rules that keep it safe:
+//
+//   - a hostname that is not a DNS-1123 subdomain, or names no Pod that
+//     the controller saw (with its UID) while this same lock was held, is
+//     never touched: a laptop's hostname, or a runner pod deleted before
+//     any probe saw it, looks the same;
+//   - the record belongs to the lock status.lock names, and is written
+//     with it from the same reading: a probe builds on it only when the
+//     holder it reads is that lock (ID, Who and Created);
+//   - a Pod of the same name with another UID means the one seen is gone;
+//   - a Pending, Running or Unknown Pod is never released;
+//   - the release is the one forceUnlock.lockID uses (see
+//     releaseNamedLock, cos.Client.ReleaseLock), of the ID read in the same
+//     probe, which the server checks once more.
+//
+// The Pod is read with the reconciler's API reader (one GET, never a
+// cache or a list: the manager may only get Pods).
+
+// holderClockSkew is how much later than its lock's Created a Pod may have
+// been created and still be the holder: the lock's Created comes from the
+// runner's clock, the Pod's creation from the API server's.
+const holderClockSkew = time.Minute
+
+// holderPodGone is status.holderPod.phase once the Pod seen is deleted.
+const holderPodGone = "Gone"
+
+// holderCheck is what a probe needs to apply releaseWhenHolderGone, taken
+// from the backend when the probe is submitted. A nil *holderCheck applies
+// nothing: the policy is off.
+type holderCheck struct {
+	// pods reads the Pods of namespace: the reconciler's API reader.
+	pods      client.Reader
+	namespace string
+	// grace is lockPolicy.gracePeriod in effect.
+	grace time.Duration
+	clock clock.PassiveClock
+	// lock and pod are status.lock and status.holderPod when the probe was
+	// submitted: what earlier probes saw.
+	lock *backendsv1alpha1.LockInfo
+	pod  *backendsv1alpha1.HolderPod
+}
+
+// newHolderCheck returns the holderCheck of obj under policy for a probe
+// submitted now, or nil when policy does not release gone holders.
+func newHolderCheck(env kindEnv, obj backendObject, policy *backendsv1alpha1.LockPolicy) *holderCheck {
+	if !releasesGoneHolders(policy) {
+		return nil
+	}
+	status := obj.SharedStatus()
+	return &holderCheck{
+		pods: env.refs.reader, namespace: obj.GetNamespace(),
+		grace: gracePeriod(policy), clock: env.opts.clock,
+		lock: status.Lock.DeepCopy(), pod: status.HolderPod.DeepCopy(),
+	}
+}
+
+// holderState says what a probe learned of the holder's Pod.
+type holderState int
+
+const (
+	// holderNotChecked: the policy is off, or the lock is not held by a
+	// holder whose lock information could be read.
+	holderNotChecked holderState = iota
+	// holderNotAPod: the holder's Who has no hostname that can be a Pod
+	// name.
+	holderNotAPod
+	// holderPodUnseen: no Pod of that name the controller saw while this
+	// lock was held.
+	holderPodUnseen
+	// holderPodSeen: sighting.pod is the Pod seen.
+	holderPodSeen
+	// holderPodUnreadable: the Pod could not be read; sighting.pod is the
+	// record of earlier probes, kept.
+	holderPodUnreadable
+)
+
+// holderSighting is what a probe learned of the Pod of the lock's holder.
+type holderSighting struct {
+	state holderState
+	// hostname is the hostname of the holder's Who.
+	hostname string
+	// pod is status.holderPod to write: nil when no Pod was seen.
+	pod *backendsv1alpha1.HolderPod
+	// err is why the Pod could not be read.
+	err error
+}
+
+// see reads the Pod of holder's hostname and returns what to record of
+// it.
+func (c *holderCheck) see(ctx context.Context, holder *backendsv1alpha1.LockInfo) holderSighting {
+	hostname, ok := holderHostname(holder.Who)
+	if !ok {
+		return holderSighting{state: holderNotAPod}
+	}
+	var prior *backendsv1alpha1.HolderPod
+	if sameLock(c.lock, holder) && c.pod != nil && c.pod.Name == hostname {
+		prior = c.pod
+	}
+	pod := &corev1.Pod{}
+	err := c.pods.Get(ctx, types.NamespacedName{Namespace: c.namespace, Name: hostname}, pod)
+	switch {
+	case apierrors.IsNotFound(err):
+		pod = nil
+	case err != nil:
+		return holderSighting{state: holderPodUnreadable, hostname: hostname, pod: prior, err: fmt.Errorf("reading Pod %s: %w", hostname, err)}
+	}
+	record := nextHolderPod(prior, hostname, holder.Created, pod, c.clock.Now())
+	if record == nil {
+		return holderSighting{state: holderPodUnseen, hostname: hostname}
+	}
+	return holderSighting{state: holderPodSeen, hostname: hostname, pod: record}
+}
+
+// releasable reports whether the lock of the holder whose Pod is recorded
+// in pod may be released at now: the controller saw that Pod (its UID)
+// while the lock was held, and it has been finished or gone for grace.
+func releasable(pod *backendsv1alpha1.HolderPod, grace time.Duration, now time.Time) bool {
+	return pod != nil && pod.UID != "" && pod.GoneSince != nil && !now.Before(pod.GoneSince.Add(grace))
+}
+
+// holderHostname is the hostname of a LockInfo's Who (user@hostname):
+// what follows its last '@', when it is a valid Pod name (a DNS-1123
+// subdomain). A Who without '@' has none.
+func holderHostname(who string) (string, bool) {
+	at := strings.LastIndex(who, "@")
+	if at < 0 {
+		return "", false
+	}
+	host := who[at+1:]
+	if len(validation.IsDNS1123Subdomain(host)) > 0 {
+		return "", false
+	}
+	return host, true
+}
+
+// sameLock reports whether seen, status.lock as an earlier probe wrote
+// it, is the lock holder: the same ID, Who and Created. Created is
+// compared to the second, as status keeps it.
+func sameLock(seen, holder *backendsv1alpha1.LockInfo) bool {
+	if seen == nil || holder == nil || seen.ID == "" || seen.ID != holder.ID || seen.Who != holder.Who {
+		return false
+	}
+	if (seen.Created == nil) != (holder.Created == nil) {
+		return false
+	}
+	return seen.Created == nil || seen.Created.Unix() == holder.Created.Unix()
+}
+
+// nextHolderPod is status.holderPod after a probe that read pod (nil when
+// there is none) under hostname at now, for the lock taken at
+// lockCreated, given prior, the record of earlier probes of that same
+// lock (nil when none). It is nil when no Pod was ever seen: a Pod that is
+// missing at first sight, or that cannot be the holder (created after the
+// lock, or with another hostname), is not recorded, and its lock is never
+// released. goneSince is set the first time the Pod seen is finished,
+// deleted or replaced by another of the same name, and kept after.
+func nextHolderPod(prior *backendsv1alpha1.HolderPod, hostname string, lockCreated *metav1.Time, pod *corev1.Pod, now time.Time) *backendsv1alpha1.HolderPod {
+	if prior != nil && prior.UID == "" {
+		prior = nil
+	}
+	switch {
+	case prior == nil && (pod == nil || !podCanHold(pod, hostname, lockCreated)):
+		return nil
+	case prior == nil:
+		return withGoneSince(&backendsv1alpha1.HolderPod{Name: hostname, UID: string(pod.UID), Phase: string(pod.Status.Phase)}, nil, now)
+	case pod == nil || string(pod.UID) != prior.UID:
+		// Deleted, or deleted and replaced by another of the same name.
+		return withGoneSince(&backendsv1alpha1.HolderPod{Name: prior.Name, UID: prior.UID, Phase: holderPodGone}, prior.GoneSince, now)
+	default:
+		return withGoneSince(&backendsv1alpha1.HolderPod{Name: prior.Name, UID: prior.UID, Phase: string(pod.Status.Phase)}, prior.GoneSince, now)
+	}
+}
+
+// withGoneSince sets p.GoneSince when p's phase says the Pod is done: to
+// since when it already was, to now otherwise. A Pod that is not done has
+// none.
+func withGoneSince(p *backendsv1alpha1.HolderPod, since *metav1.Time, now time.Time) *backendsv1alpha1.HolderPod {
+	switch corev1.PodPhase(p.Phase) {
+	case corev1.PodSucceeded, corev1.PodFailed, holderPodGone:
+		if since == nil {
+			t := metav1.NewTime(now.Truncate(time.Second))
+			since = &t
+		}
+		p.GoneSince = since.DeepCopy()
+	}
+	return p
+}
+
+// podCanHold reports whether pod, named hostname, can be where a lock
+// taken at lockCreated was taken: its hostname is hostname (spec.hostname
+// unset or equal), and it was created before the lock (within
+// holderClockSkew). A lock without Created is not checked for the second.
+func podCanHold(pod *corev1.Pod, hostname string, lockCreated *metav1.Time) bool {
+	if pod.Spec.Hostname != "" && pod.Spec.Hostname != hostname {
+		return false
+	}
+	return lockCreated == nil || !pod.CreationTimestamp.After(lockCreated.Add(holderClockSkew))
+}
+
+// holderNote is the sentence of the Locked message that says what
+// releaseWhenHolderGone makes of the holder: "" when the policy is off.
+// It changes only when what was seen changes, not at every probe.
+func holderNote(s holderSighting, grace time.Duration) string {
+	switch s.state {
+	case holderNotAPod:
+		return " Its holder's Who has no hostname that can name a Pod, so lockPolicy.releaseWhenHolderGone leaves it alone."
+	case holderPodUnseen:
+		return fmt.Sprintf(" Its holder's hostname %s names no Pod of this namespace that the operator saw while the lock was held, "+
+			"so lockPolicy.releaseWhenHolderGone leaves it alone.", s.hostname)
+	case holderPodUnreadable:
+		return fmt.Sprintf(" Its holder's Pod cannot be read (%v); the lock is not released while it cannot.", s.err)
+	case holderPodSeen:
+		p := s.pod
+		if p.GoneSince == nil {
+			return fmt.Sprintf(" Its holder runs in Pod %s (%s); the lock is released only once that Pod has finished or is gone for %s.", p.Name, p.Phase, grace)
+		}
+		return fmt.Sprintf(" Its holder ran in Pod %s, %s since %s: the lock is released at the first probe after %s.",
+			p.Name, podDoneAs(p.Phase), p.GoneSince.UTC().Format(time.RFC3339), p.GoneSince.Add(grace).UTC().Format(time.RFC3339))
+	}
+	return ""
+}
+
+// podDoneAs says how a Pod of phase is done, for messages.
+func podDoneAs(phase string) string {
+	if phase == holderPodGone {
+		return "gone"
+	}
+	return strings.ToLower(phase)
+}
+
+// holderReleaseAt is when releaseWhenHolderGone releases the lock
+// status.lock names, whose holder's Pod status.holderPod has recorded
+// gone; zero when it does not. The probe that releases it must run then
+// (see probePlan.nextProbeBy), not an interval later.
+func holderReleaseAt(status *backendsv1alpha1.BackendStatus, policy *backendsv1alpha1.LockPolicy) time.Time {
+	p := status.HolderPod
+	if !releasesGoneHolders(policy) || status.Lock == nil || p == nil || p.UID == "" || p.GoneSince == nil {
+		return time.Time{}
+	}
+	return p.GoneSince.Add(gracePeriod(policy))
+}

@@ -1,0 +1,350 @@
+package controllers
+
+import (
+	"context"
+	"errors"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/google/go-cmp/cmp"
+	corev1 "k8s.io/api/core/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/types"
+	clocktesting "k8s.io/utils/clock/testing"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+	"sigs.k8s.io/controller-runtime/pkg/client/fake"
+	"sigs.k8s.io/controller-runtime/pkg/client/interceptor"
+
+	backendsv1alpha1 "github.com/infrastate/backend-operator/api/v1alpha1"
+	"github.com/infrastate/backend-operator/internal/testenv"
+)
+
+func TestHolderHostname(t *testing.T) {
+	cases := map[string]struct {
+		who      string
+		want     string
+		wantPod  bool
+		describe string
+	}{
+		"a runner pod":                 {who: "runner@tf-apply-7c9d-x2k4q", want: "tf-apply-7c9d-x2k4q", wantPod: true},
+		"the last @ counts":            {who: "ci@example.com@runner-1", want: "runner-1", wantPod: true},
+		"a dotted hostname":            {who: "root@runner-1.runners.svc", want: "runner-1.runners.svc", wantPod: true},
+		"no @":                         {who: "runner-1"},
+		"an empty Who":                 {},
+		"an empty hostname":            {who: "runner@"},
+		"upper case is no Pod name":    {who: "alice@Alices-MacBook"},
+		"a space is no Pod name":       {who: "alice@my laptop"},
+		"the operator's own lock":      {who: "backend-operator lock check of HttpBackend team-a/web"},
+		"a trailing dash":              {who: "runner@runner-"},
+		"a hostname longer than 253":   {who: "runner@" + strings.Repeat("a", 254)},
+		"a path in place of the host":  {who: "runner@../secrets"},
+		"a slash in place of the host": {who: "runner@team-a/runner-1"},
+	}
+	for name, tc := range cases {
+		t.Run(name, func(t *testing.T) {
+			got, ok := holderHostname(tc.who)
+			if got != tc.want || ok != tc.wantPod {
+				t.Errorf("holderHostname(%q) = %q, %v, want %q, %v", tc.who, got, ok, tc.want, tc.wantPod)
+			}
+		})
+	}
+}
+
+func TestSameLock(t *testing.T) {
+	created := lockTaken.Add(123456789 * time.Nanosecond)
+	read := &backendsv1alpha1.LockInfo{ID: "lock-1", Who: "runner@runner-7", Created: takenAt(created)}
+	cases := map[string]struct {
+		seen *backendsv1alpha1.LockInfo
+		want bool
+	}{
+		"as status keeps it (to the second)": {seen: &backendsv1alpha1.LockInfo{ID: "lock-1", Who: "runner@runner-7", Created: takenAt(lockTaken)}, want: true},
+		"none seen":                          {},
+		"another ID":                         {seen: &backendsv1alpha1.LockInfo{ID: "lock-2", Who: "runner@runner-7", Created: takenAt(lockTaken)}},
+		"another Who":                        {seen: &backendsv1alpha1.LockInfo{ID: "lock-1", Who: "runner@runner-8", Created: takenAt(lockTaken)}},
+		"another Created":                    {seen: &backendsv1alpha1.LockInfo{ID: "lock-1", Who: "runner@runner-7", Created: takenAt(lockTaken.Add(time.Second))}},
+		"no Created seen":                    {seen: &backendsv1alpha1.LockInfo{ID: "lock-1", Who: "runner@runner-7"}},
+	}
+	for name, tc := range cases {
+		t.Run(name, func(t *testing.T) {
+			if got := sameLock(tc.seen, read); got != tc.want {
+				t.Errorf("sameLock = %v, want %v", got, tc.want)
+			}
+		})
+	}
+	if sameLock(&backendsv1alpha1.LockInfo{}, &backendsv1alpha1.LockInfo{}) {
+		t.Errorf("two locks without an ID are the same lock")
+	}
+}
+
+// holderPod is a Pod named name with uid in phase, created at created.
+func holderPod(name, uid string, phase corev1.PodPhase, created time.Time) *corev1.Pod {
+	return &corev1.Pod{
+		ObjectMeta: metav1.ObjectMeta{Name: name, Namespace: harnessNamespace, UID: types.UID(uid), CreationTimestamp: metav1.NewTime(created)},
+		Status:     corev1.PodStatus{Phase: phase},
+	}
+}
+
+func TestNextHolderPod(t *testing.T) {
+	podCreated := lockTaken.Add(-time.Minute)
+	now := lockTaken.Add(time.Hour)
+	since := takenAt(lockTaken.Add(30 * time.Minute))
+	nowT := takenAt(now)
+	running := holderPod("runner-7", "uid-7", corev1.PodRunning, podCreated)
+	succeeded := holderPod("runner-7", "uid-7", corev1.PodSucceeded, podCreated)
+	failed := holderPod("runner-7", "uid-7", corev1.PodFailed, podCreated)
+	replaced := holderPod("runner-7", "uid-8", corev1.PodRunning, lockTaken.Add(40*time.Minute))
+	cases := map[string]struct {
+		prior       *backendsv1alpha1.HolderPod
+		lockCreated *metav1.Time
+		pod         *corev1.Pod
+		want        *backendsv1alpha1.HolderPod
+	}{
+		"first sight, running": {pod: running, lockCreated: takenAt(lockTaken),
+			want: &backendsv1alpha1.HolderPod{Name: "runner-7", UID: "uid-7", Phase: "Running"}},
+		"first sight, pending": {pod: holderPod("runner-7", "uid-7", corev1.PodPending, podCreated), lockCreated: takenAt(lockTaken),
+			want: &backendsv1alpha1.HolderPod{Name: "runner-7", UID: "uid-7", Phase: "Pending"}},
+		"first sight, succeeded: gone from now": {pod: succeeded, lockCreated: takenAt(lockTaken),
+			want: &backendsv1alpha1.HolderPod{Name: "runner-7", UID: "uid-7", Phase: "Succeeded", GoneSince: nowT}},
+		"first sight, failed: gone from now": {pod: failed, lockCreated: takenAt(lockTaken),
+			want: &backendsv1alpha1.HolderPod{Name: "runner-7", UID: "uid-7", Phase: "Failed", GoneSince: nowT}},
+		"first sight, no Pod: nothing seen, nothing recorded": {lockCreated: takenAt(lockTaken)},
+		"first sight, a Pod created after the lock was taken": {pod: replaced, lockCreated: takenAt(lockTaken)},
+		"first sight, a Pod created within the clock skew": {pod: holderPod("runner-7", "uid-7", corev1.PodRunning, lockTaken.Add(holderClockSkew)),
+			lockCreated: takenAt(lockTaken), want: &backendsv1alpha1.HolderPod{Name: "runner-7", UID: "uid-7", Phase: "Running"}},
+		"first sight, a lock without Created": {pod: running,
+			want: &backendsv1alpha1.HolderPod{Name: "runner-7", UID: "uid-7", Phase: "Running"}},
+		"first sight, a Pod with another hostname": {lockCreated: takenAt(lockTaken), pod: func() *corev1.Pod {
+			p := running.DeepCopy()
+			p.Spec.Hostname = "other"
+			return p
+		}()},
+		"first sight, a Pod whose hostname is set to its name": {lockCreated: takenAt(lockTaken), pod: func() *corev1.Pod {
+			p := running.DeepCopy()
+			p.Spec.Hostname = "runner-7"
+			return p
+		}(), want: &backendsv1alpha1.HolderPod{Name: "runner-7", UID: "uid-7", Phase: "Running"}},
+		"seen running, still running": {prior: &backendsv1alpha1.HolderPod{Name: "runner-7", UID: "uid-7", Phase: "Running"}, pod: running,
+			want: &backendsv1alpha1.HolderPod{Name: "runner-7", UID: "uid-7", Phase: "Running"}},
+		"seen running, now succeeded": {prior: &backendsv1alpha1.HolderPod{Name: "runner-7", UID: "uid-7", Phase: "Running"}, pod: succeeded,
+			want: &backendsv1alpha1.HolderPod{Name: "runner-7", UID: "uid-7", Phase: "Succeeded", GoneSince: nowT}},
+		"seen succeeded, still: goneSince is kept": {prior: &backendsv1alpha1.HolderPod{Name: "runner-7", UID: "uid-7", Phase: "Succeeded", GoneSince: since},
+			pod: succeeded, want: &backendsv1alpha1.HolderPod{Name: "runner-7", UID: "uid-7", Phase: "Succeeded", GoneSince: since}},
+		"seen succeeded, now deleted: goneSince is kept": {prior: &backendsv1alpha1.HolderPod{Name: "runner-7", UID: "uid-7", Phase: "Succeeded", GoneSince: since},
+			want: &backendsv1alpha1.HolderPod{Name: "runner-7", UID: "uid-7", Phase: "Gone", GoneSince: since}},
+		"seen running, now deleted": {prior: &backendsv1alpha1.HolderPod{Name: "runner-7", UID: "uid-7", Phase: "Running"},
+			want: &backendsv1alpha1.HolderPod{Name: "runner-7", UID: "uid-7", Phase: "Gone", GoneSince: nowT}},
+		"seen running, now another Pod of the name": {prior: &backendsv1alpha1.HolderPod{Name: "runner-7", UID: "uid-7", Phase: "Running"}, pod: replaced,
+			want: &backendsv1alpha1.HolderPod{Name: "runner-7", UID: "uid-7", Phase: "Gone", GoneSince: nowT}},
+		"a prior without UID is no sighting": {prior: &backendsv1alpha1.HolderPod{Name: "runner-7", Phase: "Gone", GoneSince: since},
+			lockCreated: takenAt(lockTaken)},
+		"a phase that went back clears goneSince": {prior: &backendsv1alpha1.HolderPod{Name: "runner-7", UID: "uid-7", Phase: "Succeeded", GoneSince: since},
+			pod: running, want: &backendsv1alpha1.HolderPod{Name: "runner-7", UID: "uid-7", Phase: "Running"}},
+	}
+	for name, tc := range cases {
+		t.Run(name, func(t *testing.T) {
+			got := nextHolderPod(tc.prior, "runner-7", tc.lockCreated, tc.pod, now)
+			if diff := cmp.Diff(tc.want, got); diff != "" {
+				t.Errorf("nextHolderPod (-want +got):\n%s", diff)
+			}
+		})
+	}
+}
+
+func TestReleasable(t *testing.T) {
+	const grace = 5 * time.Minute
+	gone := takenAt(lockTaken)
+	cases := map[string]struct {
+		pod  *backendsv1alpha1.HolderPod
+		now  time.Time
+		want bool
+	}{
+		"no Pod seen":            {now: lockTaken.Add(time.Hour)},
+		"running":                {pod: &backendsv1alpha1.HolderPod{Name: "p", UID: "u", Phase: "Running"}, now: lockTaken.Add(time.Hour)},
+		"gone, within the grace": {pod: &backendsv1alpha1.HolderPod{Name: "p", UID: "u", Phase: "Gone", GoneSince: gone}, now: lockTaken.Add(grace - time.Second)},
+		"gone, at its end":       {pod: &backendsv1alpha1.HolderPod{Name: "p", UID: "u", Phase: "Gone", GoneSince: gone}, now: lockTaken.Add(grace), want: true},
+		"succeeded, past it":     {pod: &backendsv1alpha1.HolderPod{Name: "p", UID: "u", Phase: "Succeeded", GoneSince: gone}, now: lockTaken.Add(time.Hour), want: true},
+		"gone, but never seen":   {pod: &backendsv1alpha1.HolderPod{Name: "p", Phase: "Gone", GoneSince: gone}, now: lockTaken.Add(time.Hour)},
+	}
+	for name, tc := range cases {
+		t.Run(name, func(t *testing.T) {
+			if got := releasable(tc.pod, grace, tc.now); got != tc.want {
+				t.Errorf("releasable = %v, want %v", got, tc.want)
+			}
+		})
+	}
+}
+
+func TestHolderReleaseAt(t *testing.T) {
+	on := &backendsv1alpha1.LockPolicy{ReleaseWhenHolderGone: true, GracePeriod: &metav1.Duration{Duration: time.Minute}}
+	lock := &backendsv1alpha1.LockInfo{ID: "lock-1"}
+	gone := &backendsv1alpha1.HolderPod{Name: "p", UID: "u", Phase: "Gone", GoneSince: takenAt(lockTaken)}
+	cases := map[string]struct {
+		status backendsv1alpha1.BackendStatus
+		policy *backendsv1alpha1.LockPolicy
+		want   time.Time
+	}{
+		"gone":                  {status: backendsv1alpha1.BackendStatus{Lock: lock, HolderPod: gone}, policy: on, want: lockTaken.Add(time.Minute)},
+		"the default grace":     {status: backendsv1alpha1.BackendStatus{Lock: lock, HolderPod: gone}, policy: &backendsv1alpha1.LockPolicy{ReleaseWhenHolderGone: true}, want: lockTaken.Add(defaultHolderGoneGrace)},
+		"policy off":            {status: backendsv1alpha1.BackendStatus{Lock: lock, HolderPod: gone}, policy: &backendsv1alpha1.LockPolicy{}},
+		"no policy":             {status: backendsv1alpha1.BackendStatus{Lock: lock, HolderPod: gone}},
+		"running":               {status: backendsv1alpha1.BackendStatus{Lock: lock, HolderPod: &backendsv1alpha1.HolderPod{Name: "p", UID: "u", Phase: "Running"}}, policy: on},
+		"no lock":               {status: backendsv1alpha1.BackendStatus{HolderPod: gone}, policy: on},
+		"no Pod seen":           {status: backendsv1alpha1.BackendStatus{Lock: lock}, policy: on},
+		"a record without UID":  {status: backendsv1alpha1.BackendStatus{Lock: lock, HolderPod: &backendsv1alpha1.HolderPod{Name: "p", Phase: "Gone", GoneSince: takenAt(lockTaken)}}, policy: on},
+		"stale policy, no pods": {status: backendsv1alpha1.BackendStatus{Lock: lock}, policy: &backendsv1alpha1.LockPolicy{StaleAfter: &metav1.Duration{Duration: time.Hour}}},
+	}
+	for name, tc := range cases {
+		t.Run(name, func(t *testing.T) {
+			if got := holderReleaseAt(&tc.status, tc.policy); !got.Equal(tc.want) {
+				t.Errorf("holderReleaseAt = %s, want %s", got, tc.want)
+			}
+		})
+	}
+}
+
+// TestSettleHeldLock checks what a probe does about a held lock under
+// forceUnlock and releaseWhenHolderGone: which Pod it reads (with a GET
+// only), what it records, and which release it makes.
+func TestSettleHeldLock(t *testing.T) {
+	const grace = 5 * time.Minute
+	now := lockTaken.Add(time.Hour)
+	goneAt := takenAt(now.Add(-grace))
+	bob := &backendsv1alpha1.LockInfo{ID: "lock-1", Who: "runner@runner-7", Created: takenAt(lockTaken)}
+	seenGone := &backendsv1alpha1.HolderPod{Name: "runner-7", UID: "uid-7", Phase: "Succeeded", GoneSince: goneAt}
+	seenRunning := &backendsv1alpha1.HolderPod{Name: "runner-7", UID: "uid-7", Phase: "Running"}
+	podCreated := lockTaken.Add(-time.Minute)
+	type want struct {
+		state     holderState
+		pod       *backendsv1alpha1.HolderPod
+		released  []string
+		gone      bool
+		reads     []string
+		errSaying string
+	}
+	cases := map[string]struct {
+		reading     lockReading
+		forceUnlock string
+		policyOff   bool
+		// seenLock and seenPod are status.lock and status.holderPod at
+		// submission.
+		seenLock *backendsv1alpha1.LockInfo
+		seenPod  *backendsv1alpha1.HolderPod
+		pods     []client.Object
+		getErr   error
+		want     want
+	}{
+		"a Pod seen gone for the grace period: released": {
+			reading: lockReading{held: true, holder: bob}, seenLock: bob, seenPod: seenGone,
+			pods: []client.Object{holderPod("runner-7", "uid-7", corev1.PodSucceeded, podCreated)},
+			want: want{state: holderPodSeen, pod: seenGone, released: []string{"lock-1"}, gone: true, reads: []string{"runner-7"}},
+		},
+		"a Pod seen gone, deleted since: released": {
+			reading: lockReading{held: true, holder: bob}, seenLock: bob, seenPod: seenGone,
+			want: want{state: holderPodSeen, pod: &backendsv1alpha1.HolderPod{Name: "runner-7", UID: "uid-7", Phase: "Gone", GoneSince: goneAt},
+				released: []string{"lock-1"}, gone: true, reads: []string{"runner-7"}},
+		},
+		"a Pod seen gone within the grace period: kept": {
+			reading: lockReading{held: true, holder: bob}, seenLock: bob,
+			seenPod: &backendsv1alpha1.HolderPod{Name: "runner-7", UID: "uid-7", Phase: "Succeeded", GoneSince: takenAt(now.Add(-grace + time.Second))},
+			pods:    []client.Object{holderPod("runner-7", "uid-7", corev1.PodSucceeded, podCreated)},
+			want: want{state: holderPodSeen, pod: &backendsv1alpha1.HolderPod{Name: "runner-7", UID: "uid-7", Phase: "Succeeded",
+				GoneSince: takenAt(now.Add(-grace + time.Second))}, reads: []string{"runner-7"}},
+		},
+		"a Pod seen running, now succeeded: gone from now": {
+			reading: lockReading{held: true, holder: bob}, seenLock: bob, seenPod: seenRunning,
+			pods: []client.Object{holderPod("runner-7", "uid-7", corev1.PodSucceeded, podCreated)},
+			want: want{state: holderPodSeen, pod: &backendsv1alpha1.HolderPod{Name: "runner-7", UID: "uid-7", Phase: "Succeeded", GoneSince: takenAt(now)},
+				reads: []string{"runner-7"}},
+		},
+		"a running Pod is never released": {
+			reading: lockReading{held: true, holder: bob}, seenLock: bob, seenPod: seenRunning,
+			pods: []client.Object{holderPod("runner-7", "uid-7", corev1.PodRunning, podCreated)},
+			want: want{state: holderPodSeen, pod: seenRunning, reads: []string{"runner-7"}},
+		},
+		"the record of another lock is not built on": {
+			reading: lockReading{held: true, holder: bob}, seenLock: &backendsv1alpha1.LockInfo{ID: "lock-0", Who: "runner@runner-7"}, seenPod: seenGone,
+			pods: []client.Object{holderPod("runner-7", "uid-7", corev1.PodSucceeded, podCreated)},
+			want: want{state: holderPodSeen, pod: &backendsv1alpha1.HolderPod{Name: "runner-7", UID: "uid-7", Phase: "Succeeded", GoneSince: takenAt(now)},
+				reads: []string{"runner-7"}},
+		},
+		"a Pod never seen, gone: left alone": {
+			reading: lockReading{held: true, holder: bob}, seenLock: bob,
+			want: want{state: holderPodUnseen, reads: []string{"runner-7"}},
+		},
+		"a hostname that is no Pod name is not even read": {
+			reading: lockReading{held: true, holder: &backendsv1alpha1.LockInfo{ID: "lock-1", Who: "alice@Alices-MacBook"}},
+			want:    want{state: holderNotAPod},
+		},
+		"a Pod that cannot be read: the record is kept, nothing released": {
+			reading: lockReading{held: true, holder: bob}, seenLock: bob, seenPod: seenGone,
+			getErr: apierrors.NewForbidden(corev1.Resource("pods"), "runner-7", errors.New("no RBAC")),
+			want:   want{state: holderPodUnreadable, pod: seenGone, reads: []string{"runner-7"}, errSaying: "forbidden"},
+		},
+		"forceUnlock naming the holder releases it, the Pod running": {
+			reading: lockReading{held: true, holder: bob}, forceUnlock: "lock-1", seenLock: bob, seenPod: seenRunning,
+			pods: []client.Object{holderPod("runner-7", "uid-7", corev1.PodRunning, podCreated)},
+			want: want{state: holderPodSeen, pod: seenRunning, released: []string{"lock-1"}, reads: []string{"runner-7"}},
+		},
+		"forceUnlock naming the holder, policy off": {
+			reading: lockReading{held: true, holder: bob}, forceUnlock: "lock-1", policyOff: true,
+			want: want{released: []string{"lock-1"}},
+		},
+		"policy off: nothing read, nothing released": {
+			reading: lockReading{held: true, holder: bob}, policyOff: true, seenLock: bob, seenPod: seenGone,
+		},
+		"the operator's own lock check": {
+			reading: lockReading{held: true, holder: bob, ownErr: errors.New("unlock failed")}, seenLock: bob, seenPod: seenGone,
+		},
+		"a holder whose lock information cannot be read": {
+			reading: lockReading{held: true},
+		},
+		"a holder without ID": {
+			reading: lockReading{held: true, holder: &backendsv1alpha1.LockInfo{Who: "runner@runner-7"}},
+		},
+		"a free lock": {},
+	}
+	for name, tc := range cases {
+		t.Run(name, func(t *testing.T) {
+			var reads []string
+			pods := fake.NewClientBuilder().WithScheme(testenv.Scheme()).WithObjects(tc.pods...).WithInterceptorFuncs(interceptor.Funcs{
+				Get: func(ctx context.Context, c client.WithWatch, key client.ObjectKey, obj client.Object, opts ...client.GetOption) error {
+					if _, ok := obj.(*corev1.Pod); !ok || key.Namespace != harnessNamespace {
+						t.Errorf("read %T %s, want only Pods of %s", obj, key, harnessNamespace)
+					}
+					reads = append(reads, key.Name)
+					if tc.getErr != nil {
+						return tc.getErr
+					}
+					return c.Get(ctx, key, obj, opts...)
+				},
+				List: func(context.Context, client.WithWatch, client.ObjectList, ...client.ListOption) error {
+					t.Errorf("listed: the manager may only get Pods")
+					return nil
+				},
+			}).Build()
+			var check *holderCheck
+			if !tc.policyOff {
+				check = &holderCheck{pods: pods, namespace: harnessNamespace, grace: grace, clock: clocktesting.NewFakePassiveClock(now),
+					lock: tc.seenLock, pod: tc.seenPod}
+			}
+			var released []string
+			r := tc.reading
+			settleHeldLock(t.Context(), &r, tc.forceUnlock, check, func(_ context.Context, id string) error {
+				released = append(released, id)
+				return nil
+			})
+			got := want{state: r.sighting.state, pod: r.sighting.pod, released: released, gone: r.goneRelease, reads: reads, errSaying: tc.want.errSaying}
+			if diff := cmp.Diff(tc.want, got, cmp.AllowUnexported(want{})); diff != "" {
+				t.Errorf("settleHeldLock (-want +got):\n%s", diff)
+			}
+			if r.released != (len(released) > 0) {
+				t.Errorf("reading.released = %v after %d releases", r.released, len(released))
+			}
+			if tc.want.errSaying != "" && (r.sighting.err == nil || !strings.Contains(r.sighting.err.Error(), tc.want.errSaying)) {
+				t.Errorf("sighting error %v does not say %q", r.sighting.err, tc.want.errSaying)
+			}
+		})
+	}
+}
