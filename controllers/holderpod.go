@@ -239,18 +239,19 @@ func holderNote(s holderSighting, grace time.Duration) string {
 		if p.GoneSince == nil {
 			return fmt.Sprintf(" Its holder runs in Pod %s (%s); the lock is released only once that Pod has finished or is gone for %s.", p.Name, p.Phase, grace)
 		}
-		return fmt.Sprintf(" Its holder ran in Pod %s, %s since %s: the lock is released at the first probe after %s.",
+		return fmt.Sprintf(" Its holder ran in Pod %s, which has been %s since %s: the lock is released at the first probe after %s.",
 			p.Name, podDoneAs(p.Phase), p.GoneSince.UTC().Format(time.RFC3339), p.GoneSince.Add(grace).UTC().Format(time.RFC3339))
 	}
 	return ""
 }
 
-// podDoneAs says how a Pod of phase is done, for messages.
+// podDoneAs says how a Pod of phase is done, for messages: its phase,
+// or "gone".
 func podDoneAs(phase string) string {
 	if phase == holderPodGone {
 		return "gone"
 	}
-	return strings.ToLower(phase)
+	return phase
 }
 
 // holderReleaseAt is when releaseWhenHolderGone releases the lock

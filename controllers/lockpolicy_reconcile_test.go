@@ -208,7 +208,7 @@ func TestReconcileHolderGone(t *testing.T) {
 				wantConditions: locked(metav1.ConditionTrue, "LockHeld"),
 				wantCalls:      held,
 				check: allChecks(expectHolderPod(webBackend, seenPod("Succeeded", slowDoneAt)),
-					expectLockedSaying(webBackend, "ran in Pod runner-7, succeeded since")),
+					expectLockedSaying(webBackend, "ran in Pod runner-7, which has been Succeeded since")),
 			}, {
 				name:        "within the grace period: no probe",
 				before:      step(2 * time.Minute),
@@ -223,7 +223,7 @@ func TestReconcileHolderGone(t *testing.T) {
 				wantCalls:      release,
 				check: allChecks(expectHolderPod(webBackend, nil), expectLock(nil),
 					expectReleased(webBackend, &backendsv1alpha1.ForceUnlockStatus{LockID: podHolder.ID, Time: metav1.NewTime(slowDoneAt.Add(policyGrace))}),
-					expectLockedSaying(webBackend, "Released lock "+podHolder.ID, "its Pod runner-7 was succeeded since")),
+					expectLockedSaying(webBackend, "Released lock "+podHolder.ID, "its Pod runner-7 had been Succeeded since")),
 			}, {
 				name:           "the next probe, an interval later, finds the lock free",
 				before:         step(slowEvery * 11 / 10),
@@ -346,7 +346,7 @@ func TestReconcileHolderGone(t *testing.T) {
 				wantConditions: locked(metav1.ConditionFalse, "HolderGoneReleased"),
 				wantEvents:     []recordedEvent{goneReleasedEvent},
 				wantCalls:      release,
-				check:          expectLockedSaying(webBackend, "its Pod runner-7 was gone since"),
+				check:          expectLockedSaying(webBackend, "its Pod runner-7 had been gone since"),
 			}},
 		},
 		"a pod replaced by another of its name: the one seen is gone": {
@@ -576,7 +576,7 @@ func TestReconcileCosHolderGone(t *testing.T) {
 				wantEvents:     []recordedEvent{netGoneReleased},
 				check: allChecks(expectLockObject(""), expectHolderPod(netBackend, nil),
 					expectReleased(netBackend, &backendsv1alpha1.ForceUnlockStatus{LockID: md5Hex(podLockJSON), Time: metav1.NewTime(doneAt.Add(policyGrace))}),
-					expectLockedSaying(netBackend, "its Pod runner-7 was failed since")),
+					expectLockedSaying(netBackend, "its Pod runner-7 had been Failed since")),
 			}},
 		},
 		"a running pod's lock is never released": {

@@ -103,7 +103,7 @@ var _ = Describe("Lock policy", func() {
 		holder := holdLockFromPod(ctx, stateURL(ns), pod.Name)
 		backend := createPolicyBackend(ctx, ns)
 		eventually(ctx, backend, func(g Gomega) {
-			expectConditionSaying(g, backend.Status.Conditions, "Locked", metav1.ConditionTrue, "LockHeld", "ran in Pod runner-1, succeeded since")
+			expectConditionSaying(g, backend.Status.Conditions, "Locked", metav1.ConditionTrue, "LockHeld", "ran in Pod runner-1, which has been Succeeded since")
 			g.Expect(backend.Status.Lock).NotTo(BeNil())
 			g.Expect(backend.Status.Lock.ID).To(Equal(holder))
 			g.Expect(backend.Status.HolderPod).NotTo(BeNil())
@@ -265,7 +265,7 @@ var _ = Describe("CosBackend lock policy", func() {
 		By("past the grace period")
 		clock.step(specGrace + time.Second)
 		eventually(ctx, backend, func(g Gomega) {
-			expectConditionSaying(g, backend.Status.Conditions, "Locked", metav1.ConditionFalse, "HolderGoneReleased", "its Pod runner-1 was gone since")
+			expectConditionSaying(g, backend.Status.Conditions, "Locked", metav1.ConditionFalse, "HolderGoneReleased", "its Pod runner-1 had been gone since")
 			g.Expect(backend.Status.LastForceUnlock).NotTo(BeNil())
 			g.Expect(backend.Status.LastForceUnlock.LockID).To(Equal(holder))
 		})

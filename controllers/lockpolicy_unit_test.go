@@ -203,7 +203,7 @@ func TestLockStatusUnderLockPolicy(t *testing.T) {
 			reading:  lockReading{held: true, holder: bob, sighting: holderSighting{state: holderPodSeen, hostname: "runner-7", pod: gone}},
 			terms:    lockTerms{grace: 5 * time.Minute},
 			want:     want{status: T, reason: "LockHeld", known: true, holder: bob, holderPod: gone},
-			mentions: []string{"ran in Pod runner-7, succeeded since 2030-01-01T13:00:00Z", "first probe after 2030-01-01T13:05:00Z"},
+			mentions: []string{"ran in Pod runner-7, which has been Succeeded since 2030-01-01T13:00:00Z", "first probe after 2030-01-01T13:05:00Z"},
 		},
 		"the holder's hostname names no Pod seen": {
 			reading:  lockReading{held: true, holder: bob, sighting: holderSighting{state: holderPodUnseen, hostname: "runner-7"}},
@@ -226,7 +226,7 @@ func TestLockStatusUnderLockPolicy(t *testing.T) {
 				sighting: holderSighting{state: holderPodSeen, hostname: "runner-7", pod: gone}},
 			terms:    lockTerms{grace: 5 * time.Minute, staleAfter: time.Hour},
 			want:     want{status: F, reason: "HolderGoneReleased", known: true},
-			mentions: []string{"Released lock lock-1 held by runner@runner-7: its Pod runner-7 was succeeded since 2030-01-01T13:00:00Z, longer than lockPolicy.gracePeriod (5m0s)"},
+			mentions: []string{"Released lock lock-1 held by runner@runner-7: its Pod runner-7 had been Succeeded since 2030-01-01T13:00:00Z, longer than lockPolicy.gracePeriod (5m0s)"},
 		},
 		"the gone holder's lock not released": {
 			reading: lockReading{held: true, holder: bob, goneRelease: true, releaseErr: serverError,

@@ -79,7 +79,7 @@ func lockStatus(r lockReading, t lockTerms) lockVerdict {
 		}}
 	case r.released && r.goneRelease:
 		return lockVerdict{known: true, obs: observation{status: metav1.ConditionFalse, reason: backendsv1alpha1.HolderGoneReleasedReason,
-			message: fmt.Sprintf("The state is not locked. Released lock %s held by %s: its Pod %s was %s since %s, longer than lockPolicy.gracePeriod (%s).",
+			message: fmt.Sprintf("The state is not locked. Released lock %s held by %s: its Pod %s had been %s since %s, longer than lockPolicy.gracePeriod (%s).",
 				r.holder.ID, r.holder.Who, r.sighting.pod.Name, podDoneAs(r.sighting.pod.Phase),
 				r.sighting.pod.GoneSince.UTC().Format(time.RFC3339), t.grace)}}
 	case r.released:
