@@ -227,6 +227,8 @@ func podCanHold(pod *corev1.Pod, hostname string, lockCreated *metav1.Time) bool
 // It changes only when what was seen changes, not at every probe.
 func holderNote(s holderSighting, grace time.Duration) string {
 	switch s.state {
+	case holderNotChecked:
+		return ""
 	case holderNotAPod:
 		return " Its holder's Who has no hostname that can name a Pod, so lockPolicy.releaseWhenHolderGone leaves it alone."
 	case holderPodUnseen:

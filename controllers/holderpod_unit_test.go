@@ -78,10 +78,11 @@ func TestSameLock(t *testing.T) {
 	}
 }
 
-// holderPod is a Pod named name with uid in phase, created at created.
-func holderPod(name, uid string, phase corev1.PodPhase, created time.Time) *corev1.Pod {
+// holderPod is the Pod "runner-7" of the harness namespace with uid in
+// phase, created at created.
+func holderPod(uid string, phase corev1.PodPhase, created time.Time) *corev1.Pod {
 	return &corev1.Pod{
-		ObjectMeta: metav1.ObjectMeta{Name: name, Namespace: harnessNamespace, UID: types.UID(uid), CreationTimestamp: metav1.NewTime(created)},
+		ObjectMeta: metav1.ObjectMeta{Name: "runner-7", Namespace: harnessNamespace, UID: types.UID(uid), CreationTimestamp: metav1.NewTime(created)},
 		Status:     corev1.PodStatus{Phase: phase},
 	}
 }
@@ -91,10 +92,10 @@ func TestNextHolderPod(t *testing.T) {
 	now := lockTaken.Add(time.Hour)
 	since := takenAt(lockTaken.Add(30 * time.Minute))
 	nowT := takenAt(now)
-	running := holderPod("runner-7", "uid-7", corev1.PodRunning, podCreated)
-	succeeded := holderPod("runner-7", "uid-7", corev1.PodSucceeded, podCreated)
-	failed := holderPod("runner-7", "uid-7", corev1.PodFailed, podCreated)
-	replaced := holderPod("runner-7", "uid-8", corev1.PodRunning, lockTaken.Add(40*time.Minute))
+	running := holderPod("uid-7", corev1.PodRunning, podCreated)
+	succeeded := holderPod("uid-7", corev1.PodSucceeded, podCreated)
+	failed := holderPod("uid-7", corev1.PodFailed, podCreated)
+	replaced := holderPod("uid-8", corev1.PodRunning, lockTaken.Add(40*time.Minute))
 	cases := map[string]struct {
 		prior       *backendsv1alpha1.HolderPod
 		lockCreated *metav1.Time
@@ -103,7 +104,7 @@ func TestNextHolderPod(t *testing.T) {
 	}{
 		"first sight, running": {pod: running, lockCreated: takenAt(lockTaken),
 			want: &backendsv1alpha1.HolderPod{Name: "runner-7", UID: "uid-7", Phase: "Running"}},
-		"first sight, pending": {pod: holderPod("runner-7", "uid-7", corev1.PodPending, podCreated), lockCreated: takenAt(lockTaken),
+		"first sight, pending": {pod: holderPod("uid-7", corev1.PodPending, podCreated), lockCreated: takenAt(lockTaken),
 			want: &backendsv1alpha1.HolderPod{Name: "runner-7", UID: "uid-7", Phase: "Pending"}},
 		"first sight, succeeded: gone from now": {pod: succeeded, lockCreated: takenAt(lockTaken),
 			want: &backendsv1alpha1.HolderPod{Name: "runner-7", UID: "uid-7", Phase: "Succeeded", GoneSince: nowT}},
@@ -111,7 +112,7 @@ func TestNextHolderPod(t *testing.T) {
 			want: &backendsv1alpha1.HolderPod{Name: "runner-7", UID: "uid-7", Phase: "Failed", GoneSince: nowT}},
 		"first sight, no Pod: nothing seen, nothing recorded": {lockCreated: takenAt(lockTaken)},
 		"first sight, a Pod created after the lock was taken": {pod: replaced, lockCreated: takenAt(lockTaken)},
-		"first sight, a Pod created within the clock skew": {pod: holderPod("runner-7", "uid-7", corev1.PodRunning, lockTaken.Add(holderClockSkew)),
+		"first sight, a Pod created within the clock skew": {pod: holderPod("uid-7", corev1.PodRunning, lockTaken.Add(holderClockSkew)),
 			lockCreated: takenAt(lockTaken), want: &backendsv1alpha1.HolderPod{Name: "runner-7", UID: "uid-7", Phase: "Running"}},
 		"first sight, a lock without Created": {pod: running,
 			want: &backendsv1alpha1.HolderPod{Name: "runner-7", UID: "uid-7", Phase: "Running"}},
@@ -237,7 +238,7 @@ func TestSettleHeldLock(t *testing.T) {
 	}{
 		"a Pod seen gone for the grace period: released": {
 			reading: lockReading{held: true, holder: bob}, seenLock: bob, seenPod: seenGone,
-			pods: []client.Object{holderPod("runner-7", "uid-7", corev1.PodSucceeded, podCreated)},
+			pods: []client.Object{holderPod("uid-7", corev1.PodSucceeded, podCreated)},
 			want: want{state: holderPodSeen, pod: seenGone, released: []string{"lock-1"}, gone: true, reads: []string{"runner-7"}},
 		},
 		"a Pod seen gone, deleted since: released": {
@@ -248,24 +249,24 @@ func TestSettleHeldLock(t *testing.T) {
 		"a Pod seen gone within the grace period: kept": {
 			reading: lockReading{held: true, holder: bob}, seenLock: bob,
 			seenPod: &backendsv1alpha1.HolderPod{Name: "runner-7", UID: "uid-7", Phase: "Succeeded", GoneSince: takenAt(now.Add(-grace + time.Second))},
-			pods:    []client.Object{holderPod("runner-7", "uid-7", corev1.PodSucceeded, podCreated)},
+			pods:    []client.Object{holderPod("uid-7", corev1.PodSucceeded, podCreated)},
 			want: want{state: holderPodSeen, pod: &backendsv1alpha1.HolderPod{Name: "runner-7", UID: "uid-7", Phase: "Succeeded",
 				GoneSince: takenAt(now.Add(-grace + time.Second))}, reads: []string{"runner-7"}},
 		},
 		"a Pod seen running, now succeeded: gone from now": {
 			reading: lockReading{held: true, holder: bob}, seenLock: bob, seenPod: seenRunning,
-			pods: []client.Object{holderPod("runner-7", "uid-7", corev1.PodSucceeded, podCreated)},
+			pods: []client.Object{holderPod("uid-7", corev1.PodSucceeded, podCreated)},
 			want: want{state: holderPodSeen, pod: &backendsv1alpha1.HolderPod{Name: "runner-7", UID: "uid-7", Phase: "Succeeded", GoneSince: takenAt(now)},
 				reads: []string{"runner-7"}},
 		},
 		"a running Pod is never released": {
 			reading: lockReading{held: true, holder: bob}, seenLock: bob, seenPod: seenRunning,
-			pods: []client.Object{holderPod("runner-7", "uid-7", corev1.PodRunning, podCreated)},
+			pods: []client.Object{holderPod("uid-7", corev1.PodRunning, podCreated)},
 			want: want{state: holderPodSeen, pod: seenRunning, reads: []string{"runner-7"}},
 		},
 		"the record of another lock is not built on": {
 			reading: lockReading{held: true, holder: bob}, seenLock: &backendsv1alpha1.LockInfo{ID: "lock-0", Who: "runner@runner-7"}, seenPod: seenGone,
-			pods: []client.Object{holderPod("runner-7", "uid-7", corev1.PodSucceeded, podCreated)},
+			pods: []client.Object{holderPod("uid-7", corev1.PodSucceeded, podCreated)},
 			want: want{state: holderPodSeen, pod: &backendsv1alpha1.HolderPod{Name: "runner-7", UID: "uid-7", Phase: "Succeeded", GoneSince: takenAt(now)},
 				reads: []string{"runner-7"}},
 		},
@@ -284,7 +285,7 @@ func TestSettleHeldLock(t *testing.T) {
 		},
 		"forceUnlock naming the holder releases it, the Pod running": {
 			reading: lockReading{held: true, holder: bob}, forceUnlock: "lock-1", seenLock: bob, seenPod: seenRunning,
-			pods: []client.Object{holderPod("runner-7", "uid-7", corev1.PodRunning, podCreated)},
+			pods: []client.Object{holderPod("uid-7", corev1.PodRunning, podCreated)},
 			want: want{state: holderPodSeen, pod: seenRunning, released: []string{"lock-1"}, reads: []string{"runner-7"}},
 		},
 		"forceUnlock naming the holder, policy off": {

@@ -5,6 +5,7 @@ import (
 	"crypto/md5" // the COS lock ID is the MD5 of the .tflock object
 	"encoding/hex"
 	"encoding/json"
+	"slices"
 	"strings"
 	"sync"
 	"testing"
@@ -82,7 +83,7 @@ var releaseGone = backendsv1alpha1.LockPolicy{ReleaseWhenHolderGone: true, Grace
 
 // runner is runnerPod in phase, created before podHolder took the lock.
 func runner(phase corev1.PodPhase) *corev1.Pod {
-	return holderPod(runnerPod, "uid-runner-7", phase, podHolder.Created.Add(-time.Minute))
+	return holderPod("uid-runner-7", phase, podHolder.Created.Add(-time.Minute))
 }
 
 // setPodPhase moves runnerPod to phase, through the status subresource
@@ -180,7 +181,7 @@ func seenPod(phase string, goneSince time.Time) *backendsv1alpha1.HolderPod {
 // the probe's read and its release.
 func TestReconcileHolderGone(t *testing.T) {
 	held := []string{"FetchSummary", "Lock " + webLockID}
-	release := append(held, "ForceUnlock "+podHolder.ID)
+	release := slices.Concat(held, []string{"ForceUnlock " + podHolder.ID})
 	getPod := &apiTraffic{reads: []string{"get Pod " + runnerPod}}
 	// The first probe ends at the epoch; the second, an interval later,
 	// sees the pod done.
@@ -359,7 +360,7 @@ func TestReconcileHolderGone(t *testing.T) {
 				wantCalls:  held,
 			}, {
 				before: then(deletePod, func(e *reconcileEnv) {
-					e.create(holderPod(runnerPod, "uid-runner-7-again", corev1.PodRunning, harnessEpoch))
+					e.create(holderPod("uid-runner-7-again", corev1.PodRunning, harnessEpoch))
 				}, step(policyEvery*11/10)),
 				do:        reconcileUntilProbed,
 				wantCalls: held,

@@ -47,12 +47,15 @@ func (c *offsetClock) step(d time.Duration) {
 // the API allows.
 const specGrace = 30 * time.Second
 
-// createRunnerPod creates the Pod name in ns and moves it to phase
+// specRunner is the runner pod of the specs.
+const specRunner = "runner-1"
+
+// createRunnerPod creates the Pod specRunner in ns and moves it to phase
 // through the status subresource, as a kubelet would (envtest runs none).
-func createRunnerPod(ctx context.Context, ns, name string, phase corev1.PodPhase) *corev1.Pod {
+func createRunnerPod(ctx context.Context, ns string, phase corev1.PodPhase) *corev1.Pod {
 	GinkgoHelper()
 	pod := &corev1.Pod{
-		ObjectMeta: metav1.ObjectMeta{Name: name, Namespace: ns},
+		ObjectMeta: metav1.ObjectMeta{Name: specRunner, Namespace: ns},
 		Spec:       corev1.PodSpec{Containers: []corev1.Container{{Name: "terraform", Image: "hashicorp/terraform:1.9"}}},
 	}
 	Expect(k8sClient.Create(ctx, pod)).To(Succeed())
@@ -99,7 +102,7 @@ var _ = Describe("Lock policy", func() {
 		ctx, ns := spec.ctx, spec.ns
 		clock := &offsetClock{}
 		startManager(ctx, ns, withClock(clock))
-		pod := createRunnerPod(ctx, ns, "runner-1", corev1.PodSucceeded)
+		pod := createRunnerPod(ctx, ns, corev1.PodSucceeded)
 		holder := holdLockFromPod(ctx, stateURL(ns), pod.Name)
 		backend := createPolicyBackend(ctx, ns)
 		eventually(ctx, backend, func(g Gomega) {
@@ -130,7 +133,7 @@ var _ = Describe("Lock policy", func() {
 		ctx, ns := spec.ctx, spec.ns
 		clock := &offsetClock{}
 		startManager(ctx, ns, withClock(clock))
-		pod := createRunnerPod(ctx, ns, "runner-1", corev1.PodRunning)
+		pod := createRunnerPod(ctx, ns, corev1.PodRunning)
 		holder := holdLockFromPod(ctx, stateURL(ns), pod.Name)
 		backend := createPolicyBackend(ctx, ns)
 		eventually(ctx, backend, func(g Gomega) {
@@ -176,7 +179,7 @@ var _ = Describe("Lock policy", func() {
 		ctx, ns := spec.ctx, spec.ns
 		clock := &offsetClock{}
 		writes := startManager(ctx, ns, withClock(clock))
-		pod := createRunnerPod(ctx, ns, "runner-1", corev1.PodFailed)
+		pod := createRunnerPod(ctx, ns, corev1.PodFailed)
 		first := holdLockFromPod(ctx, stateURL(ns), pod.Name)
 		backend := createPolicyBackend(ctx, ns)
 		eventually(ctx, backend, func(g Gomega) {
@@ -240,7 +243,7 @@ var _ = Describe("CosBackend lock policy", func() {
 		ctx, ns, bucket := spec.ctx, spec.ns, cosBucket(spec.ns)
 		clock := &offsetClock{}
 		startManager(ctx, ns, withClock(clock))
-		pod := createRunnerPod(ctx, ns, "runner-1", corev1.PodRunning)
+		pod := createRunnerPod(ctx, ns, corev1.PodRunning)
 		const lockKey = "platform/terraform.tfstate.tflock"
 		lock := strings.Replace(lockJSON, `"Who":"bob@ci"`, `"Who":"runner@runner-1"`, 1)
 		lock = strings.Replace(lock, "2026-01-02T03:04:05.123456789Z", time.Now().UTC().Format(time.RFC3339Nano), 1)

@@ -96,13 +96,13 @@ func (c *lockAgeCollector) Describe(ch chan<- *prometheus.Desc) { ch <- c.desc }
 func (c *lockAgeCollector) Collect(ch chan<- prometheus.Metric) {
 	now := c.now()
 	c.mu.Lock()
-	metrics := make([]prometheus.Metric, 0, len(c.created))
+	series := make([]prometheus.Metric, 0, len(c.created))
 	for k, created := range c.created {
 		age := max(now.Sub(created), 0)
-		metrics = append(metrics, prometheus.MustNewConstMetric(c.desc, prometheus.GaugeValue, age.Seconds(), k.kind, k.namespace, k.name))
+		series = append(series, prometheus.MustNewConstMetric(c.desc, prometheus.GaugeValue, age.Seconds(), k.kind, k.namespace, k.name))
 	}
 	c.mu.Unlock()
-	for _, m := range metrics {
+	for _, m := range series {
 		ch <- m
 	}
 }
