@@ -131,8 +131,8 @@ func (c *cosResolved) client() (*cos.Client, error) {
 
 // probe checks the bucket as Terraform does, then reads the state object
 // and the .tflock object of the default workspace, and releases the lock
-// forceUnlock names, or lockPolicy a gone holder's. A backend whose only credentials are a role is not
-// probed.
+// forceUnlock names, or lockPolicy a gone holder's. A backend whose only
+// credentials are a role is not probed.
 func (c *cosResolved) probe(interval time.Duration) probePlan {
 	backend := c.backend
 	plan := probePlan{condition: backendsv1alpha1.BucketReadyCondition}
