@@ -1,0 +1,522 @@
+package controllers
+
+import (
+	"fmt"
+	"testing"
+	"time"
+
+	"github.com/google/go-cmp/cmp"
+	"github.com/google/go-cmp/cmp/cmpopts"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+
+	backendsv1alpha1 "github.com/infrastate/backend-operator/api/v1alpha1"
+	"github.com/infrastate/backend-operator/internal/cos"
+	"github.com/infrastate/backend-operator/internal/stateclient"
+)
+
+// Times of the StateLock tables: the object is created at slockCreated
+// and reconciled at slockNow.
+var (
+	slockCreated = time.Date(2026, 3, 1, 10, 0, 0, 0, time.UTC)
+	slockNow     = time.Date(2026, 3, 1, 12, 0, 0, 0, time.UTC)
+)
+
+// slockWho is the Who of the LockInfo of the StateLock makeSlock builds.
+const slockWho = "backend-operator/team-a/freeze"
+
+// slockBackend names the backend of the StateLock tables in messages.
+const slockBackend = "HttpBackend app"
+
+// slockBuilder builds a StateLock for the unit tables.
+type slockBuilder struct{ obj *backendsv1alpha1.StateLock }
+
+// makeSlock returns a StateLock team-a/freeze of generation 1 on
+// HttpBackend app, created at slockCreated, holding nothing.
+func makeSlock() *slockBuilder {
+	return &slockBuilder{obj: &backendsv1alpha1.StateLock{
+		ObjectMeta: metav1.ObjectMeta{
+			Namespace: "team-a", Name: "freeze", UID: "uid-freeze", Generation: 1,
+			CreationTimestamp: metav1.NewTime(slockCreated),
+		},
+		Spec: backendsv1alpha1.StateLockSpec{
+			BackendRef: backendsv1alpha1.BackendReference{Kind: "HttpBackend", Name: "app"},
+			Workspace:  "default", Reason: "release freeze",
+		},
+	}}
+}
+
+// generation sets metadata.generation.
+func (b *slockBuilder) generation(g int64) *slockBuilder {
+	b.obj.Generation = g
+	return b
+}
+
+// until sets spec.until.
+func (b *slockBuilder) until(t time.Time) *slockBuilder {
+	u := metav1.NewTime(t)
+	b.obj.Spec.Until = &u
+	return b
+}
+
+// reacquire sets the reacquire annotation.
+func (b *slockBuilder) reacquire(v string) *slockBuilder {
+	b.obj.Annotations = map[string]string{backendsv1alpha1.ReacquireAnnotation: v}
+	return b
+}
+
+// holds records lock id as held since since.
+func (b *slockBuilder) holds(id string, since time.Time) *slockBuilder {
+	s := metav1.NewTime(since)
+	b.obj.Status.LockID, b.obj.Status.HeldSince = id, &s
+	b.obj.Status.LockInfo = &backendsv1alpha1.LockInfo{ID: id, Operation: lockCheckOperation, Info: "release freeze", Who: slockWho, Created: &s}
+	return b
+}
+
+// waitsFor records holder as the holder the StateLock waits for.
+func (b *slockBuilder) waitsFor(holder *backendsv1alpha1.LockInfo) *slockBuilder {
+	b.obj.Status.Holder = holder
+	return b
+}
+
+// reacquireRequest sets status.reacquireRequest.
+func (b *slockBuilder) reacquireRequest(v string) *slockBuilder {
+	b.obj.Status.ReacquireRequest = v
+	return b
+}
+
+// locked sets the Locked condition, observed at generation observed, last
+// changed at changed.
+func (b *slockBuilder) locked(status metav1.ConditionStatus, reason string, observed int64, changed time.Time) *slockBuilder {
+	b.obj.Status.Conditions = append(b.obj.Status.Conditions, metav1.Condition{
+		Type: backendsv1alpha1.LockedCondition, Status: status, Reason: reason, Message: "before",
+		ObservedGeneration: observed, LastTransitionTime: metav1.NewTime(changed),
+	})
+	return b
+}
+
+// lost records the lock as lost at generation observed.
+func (b *slockBuilder) lost(observed int64) *slockBuilder {
+	return b.locked(metav1.ConditionFalse, backendsv1alpha1.LockLostReason, observed, slockNow)
+}
+
+func (b *slockBuilder) build() *backendsv1alpha1.StateLock { return b.obj }
+
+// lockedCond is a Locked condition of generation 1 in the tables.
+func lockedCond(status metav1.ConditionStatus, reason, message string) metav1.Condition {
+	return metav1.Condition{Type: backendsv1alpha1.LockedCondition, Status: status, Reason: reason, Message: message, ObservedGeneration: 1}
+}
+
+// metaTime returns a pointer to t as a metav1.Time.
+func metaTime(t time.Time) *metav1.Time {
+	m := metav1.NewTime(t)
+	return &m
+}
+
+func TestPlanStateLock(t *testing.T) {
+	cases := map[string]struct {
+		sl   *backendsv1alpha1.StateLock
+		want slockAction
+	}{
+		"nothing held: take it": {
+			sl: makeSlock().build(), want: slockHold,
+		},
+		"holding: check it": {
+			sl: makeSlock().holds("L", slockCreated).locked("True", "LockAcquired", 1, slockCreated).build(), want: slockHold,
+		},
+		"holding until later: check it": {
+			sl: makeSlock().until(slockNow.Add(time.Second)).holds("L", slockCreated).build(), want: slockHold,
+		},
+		"waiting: try again": {
+			sl: makeSlock().locked("False", "WaitingForLock", 1, slockCreated).waitsFor(&backendsv1alpha1.LockInfo{ID: "H"}).build(), want: slockHold,
+		},
+		"expired with a lock: release it": {
+			sl: makeSlock().until(slockNow.Add(-time.Minute)).holds("L", slockCreated).build(), want: slockRelease,
+		},
+		"expiring this instant with a lock: release it": {
+			sl: makeSlock().until(slockNow).holds("L", slockCreated).build(), want: slockRelease,
+		},
+		"expired without a lock: nothing": {
+			sl: makeSlock().until(slockNow.Add(-time.Minute)).build(), want: slockIdle,
+		},
+		"expired after losing the lock: nothing": {
+			sl: makeSlock().until(slockNow.Add(-time.Minute)).lost(1).build(), want: slockIdle,
+		},
+		"lost for this generation: nothing": {
+			sl: makeSlock().generation(3).lost(3).build(), want: slockIdle,
+		},
+		"lost, the reacquire value already acted on: nothing": {
+			sl: makeSlock().reacquire("a1").reacquireRequest("a1").lost(1).build(), want: slockIdle,
+		},
+		"lost for an older generation (spec changed): take it": {
+			sl: makeSlock().generation(3).lost(2).build(), want: slockHold,
+		},
+		"lost, a new reacquire value: take it": {
+			sl: makeSlock().reacquire("a2").reacquireRequest("a1").lost(1).build(), want: slockHold,
+		},
+		"lost, a first reacquire value: take it": {
+			sl: makeSlock().reacquire("a1").lost(1).build(), want: slockHold,
+		},
+		"lost, the reacquire annotation removed: take it": {
+			sl: makeSlock().reacquireRequest("a1").lost(1).build(), want: slockHold,
+		},
+	}
+	for name, tc := range cases {
+		t.Run(name, func(t *testing.T) {
+			if got := planStateLock(tc.sl, slockNow); got != tc.want {
+				t.Errorf("planStateLock() = %v, want %v", got, tc.want)
+			}
+		})
+	}
+}
+
+func TestExpiredAndLockLost(t *testing.T) {
+	cases := map[string]struct {
+		sl                    *backendsv1alpha1.StateLock
+		wantExpired, wantLost bool
+	}{
+		"no until, nothing recorded":   {sl: makeSlock().build()},
+		"until later":                  {sl: makeSlock().until(slockNow.Add(time.Nanosecond)).build()},
+		"until now":                    {sl: makeSlock().until(slockNow).build(), wantExpired: true},
+		"until passed":                 {sl: makeSlock().until(slockNow.Add(-time.Hour)).build(), wantExpired: true},
+		"lost for this generation":     {sl: makeSlock().lost(1).build(), wantLost: true},
+		"lost for an older generation": {sl: makeSlock().generation(2).lost(1).build()},
+		"lost, value acted on":         {sl: makeSlock().reacquire("x").reacquireRequest("x").lost(1).build(), wantLost: true},
+		"lost, a new value":            {sl: makeSlock().reacquire("y").reacquireRequest("x").lost(1).build()},
+		"waiting is not lost":          {sl: makeSlock().locked("False", "WaitingForLock", 1, slockNow).build()},
+		"expired is not lost":          {sl: makeSlock().locked("False", "Expired", 1, slockNow).build()},
+	}
+	for name, tc := range cases {
+		t.Run(name, func(t *testing.T) {
+			if got := expired(tc.sl, slockNow); got != tc.wantExpired {
+				t.Errorf("expired() = %v, want %v", got, tc.wantExpired)
+			}
+			if got := lockLost(tc.sl); got != tc.wantLost {
+				t.Errorf("lockLost() = %v, want %v", got, tc.wantLost)
+			}
+		})
+	}
+}
+
+func TestApplySlockResult(t *testing.T) {
+	const reacquireNote = " The StateLock does not take it again until its spec changes or its backends.infrastate.io/reacquire annotation gets a new value."
+	heldSince, until, created := slockCreated, slockNow.Add(time.Hour), slockNow.Add(-time.Minute)
+	alice := &backendsv1alpha1.LockInfo{ID: "H", Operation: "OperationTypeApply", Who: "alice@laptop", Created: metaTime(created)}
+	taken := heldLock{id: "L2", info: backendsv1alpha1.LockInfo{ID: "L2", Operation: lockCheckOperation, Info: "release freeze", Who: slockWho, Created: metaTime(slockNow)}}
+	unreachable := fmt.Errorf("dial tcp 127.0.0.1:1: %w", cos.ErrUnreachable)
+	unauthorized := fmt.Errorf("lock: %w", stateclient.ErrUnauthorized)
+	// holding is the status of a StateLock holding lock L since heldSince.
+	holding := func() backendsv1alpha1.StateLockStatus { return makeSlock().holds("L", heldSince).build().Status }
+
+	cases := map[string]struct {
+		sl   *backendsv1alpha1.StateLock
+		res  slockResult
+		want backendsv1alpha1.StateLockStatus
+	}{
+		"a failed check keeps the lock, Locked Unknown": {
+			sl:  makeSlock().holds("L", heldSince).locked("True", "LockAcquired", 1, heldSince).build(),
+			res: slockResult{action: slockHold, err: unreachable},
+			want: func() backendsv1alpha1.StateLockStatus {
+				st := holding()
+				st.Conditions = []metav1.Condition{lockedCond("Unknown", "Unreachable",
+					"Cannot check that lock L of HttpBackend app is still held, tried again shortly: "+unreachable.Error())}
+				return st
+			}(),
+		},
+		"a failed take, Locked Unknown with the failure's reason": {
+			sl:  makeSlock().build(),
+			res: slockResult{action: slockHold, err: unauthorized},
+			want: backendsv1alpha1.StateLockStatus{Conditions: []metav1.Condition{lockedCond("Unknown", "Unauthorized",
+				"Cannot take the lock of HttpBackend app, tried again shortly: "+unauthorized.Error())}},
+		},
+		"a failed take while waiting keeps the holder": {
+			sl:  makeSlock().waitsFor(alice).locked("False", "WaitingForLock", 1, created).build(),
+			res: slockResult{action: slockHold, err: unreachable},
+			want: backendsv1alpha1.StateLockStatus{Holder: alice, Conditions: []metav1.Condition{lockedCond("Unknown", "Unreachable",
+				"Cannot take the lock of HttpBackend app, tried again shortly: "+unreachable.Error())}},
+		},
+		"a failed release keeps the lock ID": {
+			sl:  makeSlock().until(slockNow.Add(-time.Minute)).holds("L", heldSince).locked("True", "LockAcquired", 1, heldSince).build(),
+			res: slockResult{action: slockRelease, err: unreachable},
+			want: func() backendsv1alpha1.StateLockStatus {
+				st := holding()
+				st.Conditions = []metav1.Condition{lockedCond("Unknown", "Unreachable",
+					"Cannot release lock L of HttpBackend app, tried again shortly: "+unreachable.Error())}
+				return st
+			}(),
+		},
+		"taken: records the lock and clears the holder waited for": {
+			sl:  makeSlock().until(until).waitsFor(alice).locked("False", "WaitingForLock", 1, created).build(),
+			res: slockResult{action: slockHold, taken: &taken},
+			want: backendsv1alpha1.StateLockStatus{
+				LockID: "L2", LockInfo: taken.info.DeepCopy(), HeldSince: metaTime(slockNow),
+				Conditions: []metav1.Condition{lockedCond("True", "LockAcquired",
+					"Holds lock L2 of HttpBackend app since 2026-03-01T12:00:00Z, until 2026-03-01T13:00:00Z")},
+			},
+		},
+		"taken without a creation time: no heldSince": {
+			sl:  makeSlock().build(),
+			res: slockResult{action: slockHold, taken: &heldLock{id: "L3", info: backendsv1alpha1.LockInfo{ID: "L3", Who: slockWho}}},
+			want: backendsv1alpha1.StateLockStatus{
+				LockID: "L3", LockInfo: &backendsv1alpha1.LockInfo{ID: "L3", Who: slockWho},
+				Conditions: []metav1.Condition{lockedCond("True", "LockAcquired", "Holds lock L3 of HttpBackend app")},
+			},
+		},
+		"kept: still held, Locked True again after a failed check": {
+			sl:  makeSlock().holds("L", heldSince).locked("Unknown", "Unreachable", 1, created).build(),
+			res: slockResult{action: slockHold, kept: true},
+			want: func() backendsv1alpha1.StateLockStatus {
+				st := holding()
+				st.Conditions = []metav1.Condition{lockedCond("True", "LockAcquired", "Holds lock L of HttpBackend app since 2026-03-01T10:00:00Z")}
+				return st
+			}(),
+		},
+		"lost to another holder: records the reacquire value acted on": {
+			sl:  makeSlock().reacquire("a2").reacquireRequest("a1").holds("L", heldSince).locked("True", "LockAcquired", 1, heldSince).build(),
+			res: slockResult{action: slockHold, holder: alice},
+			want: backendsv1alpha1.StateLockStatus{
+				Holder: alice, ReacquireRequest: "a2",
+				Conditions: []metav1.Condition{lockedCond("False", "LockLost",
+					"Lost lock L of HttpBackend app: lock H held by alice@laptop since 2026-03-01T11:59:00Z now holds it (taken after a force unlock)."+reacquireNote)},
+			},
+		},
+		"lost to nobody: released by someone else": {
+			sl:  makeSlock().reacquireRequest("a1").holds("L", heldSince).locked("True", "LockAcquired", 1, heldSince).build(),
+			res: slockResult{action: slockHold},
+			want: backendsv1alpha1.StateLockStatus{
+				Conditions: []metav1.Condition{lockedCond("False", "LockLost",
+					"Lost lock L of HttpBackend app: it was released by someone else (a force unlock)."+reacquireNote)},
+			},
+		},
+		"waiting behind a holder": {
+			sl:  makeSlock().build(),
+			res: slockResult{action: slockHold, holder: alice},
+			want: backendsv1alpha1.StateLockStatus{
+				Holder: alice,
+				Conditions: []metav1.Condition{lockedCond("False", "WaitingForLock",
+					"Waiting for the lock of HttpBackend app: lock H held by alice@laptop since 2026-03-01T11:59:00Z. The StateLock takes it as soon as it is free, never by force.")},
+			},
+		},
+		"waiting behind a holder that cannot be read": {
+			sl:  makeSlock().waitsFor(alice).build(),
+			res: slockResult{action: slockHold},
+			want: backendsv1alpha1.StateLockStatus{
+				Conditions: []metav1.Condition{lockedCond("False", "WaitingForLock",
+					"Waiting for the lock of HttpBackend app: the lock is held by a holder whose lock information cannot be read. The StateLock takes it as soon as it is free, never by force.")},
+			},
+		},
+		"released at expiry": {
+			sl:  makeSlock().until(slockNow.Add(-time.Minute)).holds("L", heldSince).locked("True", "LockAcquired", 1, heldSince).build(),
+			res: slockResult{action: slockRelease, released: true},
+			want: backendsv1alpha1.StateLockStatus{
+				Conditions: []metav1.Condition{lockedCond("False", "Expired", "Expired at 2026-03-01T11:59:00Z: released lock L of HttpBackend app.")},
+			},
+		},
+	}
+	for name, tc := range cases {
+		t.Run(name, func(t *testing.T) {
+			applySlockResult(tc.sl, tc.res, slockBackend)
+			if diff := cmp.Diff(tc.want, tc.sl.Status, cmpopts.IgnoreFields(metav1.Condition{}, "LastTransitionTime")); diff != "" {
+				t.Errorf("status (-want +got):\n%s", diff)
+			}
+		})
+	}
+}
+
+// TestApplySlockResultCopiesTheLock checks that the status does not share
+// the result's LockInfo: the result stays with the prober, which may hand
+// it to the next reconcile too.
+func TestApplySlockResultCopiesTheLock(t *testing.T) {
+	sl := makeSlock().build()
+	res := slockResult{action: slockHold, taken: &heldLock{id: "L", info: backendsv1alpha1.LockInfo{ID: "L", Created: metaTime(slockNow)}}}
+	applySlockResult(sl, res, slockBackend)
+	res.taken.info.Created.Time = slockCreated
+	res.taken.info.ID = "changed"
+	if sl.Status.LockInfo.ID != "L" || !sl.Status.HeldSince.Equal(metaTime(slockNow)) || !sl.Status.LockInfo.Created.Equal(metaTime(slockNow)) {
+		t.Errorf("status shares the result's LockInfo: lockInfo %+v, heldSince %v", sl.Status.LockInfo, sl.Status.HeldSince)
+	}
+}
+
+func TestHeldAndExpiredObservations(t *testing.T) {
+	cases := map[string]struct {
+		obs  func() observation
+		want observation
+	}{
+		"held, no until": {
+			obs:  func() observation { return heldObservation(makeSlock().holds("L", slockCreated).build(), slockBackend) },
+			want: observation{status: "True", reason: "LockAcquired", message: "Holds lock L of HttpBackend app since 2026-03-01T10:00:00Z"},
+		},
+		"held until, in UTC whatever the zone": {
+			obs: func() observation {
+				sl := makeSlock().until(slockNow.In(time.FixedZone("UTC+8", 8*3600))).holds("L", slockCreated).build()
+				return heldObservation(sl, slockBackend)
+			},
+			want: observation{status: "True", reason: "LockAcquired", message: "Holds lock L of HttpBackend app since 2026-03-01T10:00:00Z, until 2026-03-01T12:00:00Z"},
+		},
+		"held, no heldSince": {
+			obs: func() observation {
+				sl := makeSlock().build()
+				sl.Status.LockID = "L"
+				return heldObservation(sl, slockBackend)
+			},
+			want: observation{status: "True", reason: "LockAcquired", message: "Holds lock L of HttpBackend app"},
+		},
+		"expired, a lock released": {
+			obs:  func() observation { return expiredObservation(makeSlock().until(slockNow).build(), "L", slockBackend) },
+			want: observation{status: "False", reason: "Expired", message: "Expired at 2026-03-01T12:00:00Z: released lock L of HttpBackend app."},
+		},
+		"expired, nothing held": {
+			obs:  func() observation { return expiredObservation(makeSlock().until(slockNow).build(), "", slockBackend) },
+			want: observation{status: "False", reason: "Expired", message: "Expired at 2026-03-01T12:00:00Z."},
+		},
+	}
+	for name, tc := range cases {
+		t.Run(name, func(t *testing.T) {
+			if diff := cmp.Diff(tc.want, tc.obs(), cmp.AllowUnexported(observation{})); diff != "" {
+				t.Errorf("observation (-want +got):\n%s", diff)
+			}
+		})
+	}
+}
+
+func TestDescribeLockHolder(t *testing.T) {
+	cases := map[string]struct {
+		holder *backendsv1alpha1.LockInfo
+		want   string
+	}{
+		"unreadable": {want: "the lock is held by a holder whose lock information cannot be read"},
+		"ID only":    {holder: &backendsv1alpha1.LockInfo{ID: "H"}, want: "lock H"},
+		"ID and Who": {holder: &backendsv1alpha1.LockInfo{ID: "H", Who: "alice"}, want: "lock H held by alice"},
+		"all":        {holder: &backendsv1alpha1.LockInfo{ID: "H", Who: "alice", Created: metaTime(slockNow)}, want: "lock H held by alice since 2026-03-01T12:00:00Z"},
+	}
+	for name, tc := range cases {
+		t.Run(name, func(t *testing.T) {
+			if got := describeLockHolder(tc.holder); got != tc.want {
+				t.Errorf("describeLockHolder() = %q, want %q", got, tc.want)
+			}
+		})
+	}
+}
+
+func TestOwnsLock(t *testing.T) {
+	recorded := makeSlock().holds("L", slockCreated).build()
+	unrecorded := makeSlock().build()
+	cases := map[string]struct {
+		sl     *backendsv1alpha1.StateLock
+		holder *backendsv1alpha1.LockInfo
+		want   bool
+	}{
+		"no holder":                    {sl: recorded},
+		"no holder, nothing recorded":  {sl: unrecorded},
+		"the recorded ID":              {sl: recorded, holder: &backendsv1alpha1.LockInfo{ID: "L"}, want: true},
+		"another ID than the recorded": {sl: recorded, holder: &backendsv1alpha1.LockInfo{ID: "M", Who: slockWho, Created: metaTime(slockNow)}},
+		"unrecorded, its Who, taken after creation": {
+			sl: unrecorded, holder: &backendsv1alpha1.LockInfo{ID: "M", Who: slockWho, Created: metaTime(slockNow)}, want: true,
+		},
+		"unrecorded, its Who, taken the second it was created": {
+			sl: unrecorded, holder: &backendsv1alpha1.LockInfo{ID: "M", Who: slockWho, Created: metaTime(slockCreated)}, want: true,
+		},
+		"unrecorded, its Who, taken before creation (an earlier StateLock of the name)": {
+			sl: unrecorded, holder: &backendsv1alpha1.LockInfo{ID: "M", Who: slockWho, Created: metaTime(slockCreated.Add(-time.Second))},
+		},
+		"unrecorded, its Who, no creation time": {
+			sl: unrecorded, holder: &backendsv1alpha1.LockInfo{ID: "M", Who: slockWho},
+		},
+		"unrecorded, another Who": {
+			sl: unrecorded, holder: &backendsv1alpha1.LockInfo{ID: "M", Who: "backend-operator/team-a/freeze2", Created: metaTime(slockNow)},
+		},
+		"unrecorded, another namespace's StateLock of the name": {
+			sl: unrecorded, holder: &backendsv1alpha1.LockInfo{ID: "M", Who: "backend-operator/team-b/freeze", Created: metaTime(slockNow)},
+		},
+	}
+	for name, tc := range cases {
+		t.Run(name, func(t *testing.T) {
+			if got := ownsLock(tc.sl, tc.holder); got != tc.want {
+				t.Errorf("ownsLock() = %v, want %v", got, tc.want)
+			}
+		})
+	}
+	if got := stateLockWho(unrecorded); got != slockWho {
+		t.Errorf("stateLockWho() = %q, want %q", got, slockWho)
+	}
+}
+
+func TestLockRetryAfter(t *testing.T) {
+	cases := map[string]struct {
+		waited time.Duration
+		want   time.Duration
+	}{
+		"just started":              {waited: 0, want: minLockRetry},
+		"a quarter below the floor": {waited: 4 * time.Second, want: minLockRetry},
+		"at the floor":              {waited: 8 * time.Second, want: 2 * time.Second},
+		"a quarter of the wait":     {waited: 40 * time.Second, want: 10 * time.Second},
+		"at the ceiling":            {waited: 2 * time.Minute, want: maxLockRetry},
+		"past the ceiling":          {waited: 24 * time.Hour, want: maxLockRetry},
+		"since in the future":       {waited: -time.Hour, want: minLockRetry},
+	}
+	for name, tc := range cases {
+		t.Run(name, func(t *testing.T) {
+			if got := lockRetryAfter(slockNow.Add(-tc.waited), slockNow); got != tc.want {
+				t.Errorf("lockRetryAfter(now-%s) = %s, want %s", tc.waited, got, tc.want)
+			}
+		})
+	}
+}
+
+func TestSlockInterval(t *testing.T) {
+	const checkEvery = 5 * time.Minute
+	cases := map[string]struct {
+		sl     *backendsv1alpha1.StateLock
+		action slockAction
+		want   time.Duration
+	}{
+		"idle: nothing due": {
+			sl: makeSlock().lost(1).build(), action: slockIdle,
+		},
+		"idle while a wait was recorded: nothing due": {
+			sl: makeSlock().locked("False", "WaitingForLock", 1, slockNow.Add(-time.Hour)).build(), action: slockIdle,
+		},
+		"holding: the backend's probe interval": {
+			sl: makeSlock().holds("L", slockCreated).locked("True", "LockAcquired", 1, slockCreated).build(), action: slockHold, want: checkEvery,
+		},
+		"holding, no Locked yet: the backend's probe interval": {
+			sl: makeSlock().holds("L", slockCreated).build(), action: slockHold, want: checkEvery,
+		},
+		"waiting for 40s: a quarter of it": {
+			sl: makeSlock().locked("False", "WaitingForLock", 1, slockNow.Add(-40*time.Second)).build(), action: slockHold, want: 10 * time.Second,
+		},
+		"waiting for an hour: the ceiling": {
+			sl: makeSlock().locked("False", "WaitingForLock", 1, slockNow.Add(-time.Hour)).build(), action: slockHold, want: maxLockRetry,
+		},
+		"a failed check while holding: retried soon, not at the probe interval": {
+			sl: makeSlock().holds("L", slockCreated).locked("Unknown", "Unreachable", 1, slockNow).build(), action: slockHold, want: minLockRetry,
+		},
+		"a failed release: retried as it grows": {
+			sl:     makeSlock().until(slockNow.Add(-time.Hour)).holds("L", slockCreated).locked("Unknown", "Unreachable", 1, slockNow.Add(-80*time.Second)).build(),
+			action: slockRelease, want: 20 * time.Second,
+		},
+		"nothing held yet: the floor": {
+			sl: makeSlock().build(), action: slockHold, want: minLockRetry,
+		},
+		"lost for an older generation: the floor": {
+			sl: makeSlock().generation(2).lost(1).build(), action: slockHold, want: minLockRetry,
+		},
+		"releasing a held lock: the floor": {
+			sl:     makeSlock().until(slockNow.Add(-time.Minute)).holds("L", slockCreated).locked("True", "LockAcquired", 1, slockCreated).build(),
+			action: slockRelease, want: minLockRetry,
+		},
+	}
+	for name, tc := range cases {
+		t.Run(name, func(t *testing.T) {
+			if got := slockInterval(tc.sl, tc.action, checkEvery, slockNow); got != tc.want {
+				t.Errorf("slockInterval(%v) = %s, want %s", tc.action, got, tc.want)
+			}
+		})
+	}
+}
+
+func TestSlockActionString(t *testing.T) {
+	got := []string{slockIdle.String(), slockHold.String(), slockRelease.String()}
+	if diff := cmp.Diff([]string{"idle", "hold", "release"}, got); diff != "" {
+		t.Errorf("action names (-want +got):\n%s", diff)
+	}
+}
