@@ -261,8 +261,8 @@ func TestApplySlockResult(t *testing.T) {
 				Conditions: []metav1.Condition{lockedCond("True", "LockAcquired", "Holds lock L3 of HttpBackend app")},
 			},
 		},
-		"kept: still held, Locked True again after a failed check": {
-			sl:  makeSlock().holds("L", heldSince).locked("Unknown", "Unreachable", 1, created).build(),
+		"kept: still held, Locked True again after a failed check, no holder": {
+			sl:  makeSlock().holds("L", heldSince).waitsFor(alice).locked("Unknown", "Unreachable", 1, created).build(),
 			res: slockResult{action: slockHold, kept: true},
 			want: func() backendsv1alpha1.StateLockStatus {
 				st := holding()
