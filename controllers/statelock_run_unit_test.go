@@ -1,0 +1,267 @@
+package controllers
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"testing"
+	"time"
+
+	"github.com/google/go-cmp/cmp"
+	"github.com/google/go-cmp/cmp/cmpopts"
+	"github.com/google/uuid"
+
+	backendsv1alpha1 "github.com/infrastate/backend-operator/api/v1alpha1"
+	"github.com/infrastate/backend-operator/internal/stateclient"
+)
+
+// scriptedLocker is a stateLocker whose answers the test scripts; it
+// records every call.
+type scriptedLocker struct {
+	// acquire's answer.
+	taken      *heldLock
+	takeHolder *backendsv1alpha1.LockInfo
+	takeErr    error
+	// holder's answer.
+	holderInfo *backendsv1alpha1.LockInfo
+	holderErr  error
+	// release's answer.
+	releaseErr error
+
+	// calls are the calls made, in order.
+	calls []string
+	// took is the LockInfo acquire was given, released the lock release
+	// was given.
+	took     *stateclient.LockInfo
+	released *heldLock
+	// noDeadline is set when a call came without a deadline.
+	noDeadline bool
+}
+
+func (l *scriptedLocker) deadline(ctx context.Context) {
+	if d, ok := ctx.Deadline(); !ok || time.Until(d) > probeTimeout {
+		l.noDeadline = true
+	}
+}
+
+func (l *scriptedLocker) acquire(ctx context.Context, info stateclient.LockInfo) (*heldLock, *backendsv1alpha1.LockInfo, error) {
+	l.deadline(ctx)
+	l.calls = append(l.calls, "acquire")
+	l.took = &info
+	return l.taken, l.takeHolder, l.takeErr
+}
+
+func (l *scriptedLocker) holder(ctx context.Context) (*backendsv1alpha1.LockInfo, error) {
+	l.deadline(ctx)
+	l.calls = append(l.calls, "holder")
+	return l.holderInfo, l.holderErr
+}
+
+func (l *scriptedLocker) release(ctx context.Context, held heldLock) error {
+	l.deadline(ctx)
+	l.calls = append(l.calls, "release "+held.id)
+	l.released = &held
+	return l.releaseErr
+}
+
+func (l *scriptedLocker) close() { l.calls = append(l.calls, "close") }
+
+func TestSlockOperationRun(t *testing.T) {
+	recorded := makeSlock().holds("L", slockCreated).build()
+	unrecorded := makeSlock().build()
+	// ours is the lock a StateLock took and could not record: its Who,
+	// taken after it was created.
+	ours := &backendsv1alpha1.LockInfo{ID: "O", Operation: lockCheckOperation, Who: slockWho, Created: metaTime(slockCreated.Add(time.Minute))}
+	// earlier is the lock of an earlier StateLock of the same name.
+	earlier := &backendsv1alpha1.LockInfo{ID: "E", Who: slockWho, Created: metaTime(slockCreated.Add(-time.Hour))}
+	alice := &backendsv1alpha1.LockInfo{ID: "H", Who: "alice@laptop", Created: metaTime(slockNow)}
+	ourRecorded := &backendsv1alpha1.LockInfo{ID: "L", Who: slockWho, Created: metaTime(slockCreated)}
+	fresh := heldLock{id: "N", info: backendsv1alpha1.LockInfo{ID: "N", Who: slockWho, Created: metaTime(slockNow)}}
+	unreachable := errors.New("dial tcp 127.0.0.1:1: connection refused")
+
+	cases := map[string]struct {
+		sl           *backendsv1alpha1.StateLock
+		action       slockAction
+		locker       scriptedLocker
+		want         slockResult
+		wantCalls    []string
+		wantReleased *heldLock
+	}{
+		"hold, nothing recorded: take it": {
+			sl: unrecorded, action: slockHold, locker: scriptedLocker{taken: &fresh},
+			want: slockResult{action: slockHold, taken: &fresh}, wantCalls: []string{"acquire", "close"},
+		},
+		"hold, nothing recorded, another holds it: wait": {
+			sl: unrecorded, action: slockHold, locker: scriptedLocker{takeHolder: alice},
+			want: slockResult{action: slockHold, holder: alice}, wantCalls: []string{"acquire", "close"},
+		},
+		"hold, nothing recorded, an unreadable holder: wait": {
+			sl: unrecorded, action: slockHold, locker: scriptedLocker{},
+			want: slockResult{action: slockHold}, wantCalls: []string{"acquire", "close"},
+		},
+		"hold, nothing recorded, its own lock taken before a crash: adopted": {
+			sl: unrecorded, action: slockHold, locker: scriptedLocker{takeHolder: ours},
+			want:      slockResult{action: slockHold, taken: &heldLock{id: "O", info: *ours}},
+			wantCalls: []string{"acquire", "close"},
+		},
+		"hold, nothing recorded, an earlier StateLock's lock: wait, not adopted": {
+			sl: unrecorded, action: slockHold, locker: scriptedLocker{takeHolder: earlier},
+			want: slockResult{action: slockHold, holder: earlier}, wantCalls: []string{"acquire", "close"},
+		},
+		"hold, nothing recorded, the take fails": {
+			sl: unrecorded, action: slockHold, locker: scriptedLocker{takeErr: unreachable},
+			want: slockResult{action: slockHold, err: unreachable}, wantCalls: []string{"acquire", "close"},
+		},
+		"hold, recorded and still held: kept, never taken": {
+			sl: recorded, action: slockHold, locker: scriptedLocker{holderInfo: ourRecorded, taken: &fresh},
+			want: slockResult{action: slockHold, kept: true}, wantCalls: []string{"holder", "close"},
+		},
+		"hold, recorded and free (force unlocked): lost, never taken again": {
+			sl: recorded, action: slockHold, locker: scriptedLocker{taken: &fresh},
+			want: slockResult{action: slockHold}, wantCalls: []string{"holder", "close"},
+		},
+		"hold, recorded and another holds it: lost to it": {
+			sl: recorded, action: slockHold, locker: scriptedLocker{holderInfo: alice},
+			want: slockResult{action: slockHold, holder: alice}, wantCalls: []string{"holder", "close"},
+		},
+		"hold, recorded, the lock of its own Who but another ID: lost": {
+			sl: recorded, action: slockHold, locker: scriptedLocker{holderInfo: ours},
+			want: slockResult{action: slockHold, holder: ours}, wantCalls: []string{"holder", "close"},
+		},
+		"hold, recorded, the check fails: neither kept nor lost": {
+			sl: recorded, action: slockHold, locker: scriptedLocker{holderInfo: alice, holderErr: unreachable},
+			want: slockResult{action: slockHold, err: unreachable}, wantCalls: []string{"holder", "close"},
+		},
+		"release, recorded and owned: released with the recorded LockInfo": {
+			sl: recorded, action: slockRelease, locker: scriptedLocker{holderInfo: ourRecorded},
+			want: slockResult{action: slockRelease, released: true}, wantCalls: []string{"holder", "release L", "close"},
+			wantReleased: &heldLock{id: "L", info: *recorded.Status.LockInfo},
+		},
+		"release, recorded but another holds it: left alone": {
+			sl: recorded, action: slockRelease, locker: scriptedLocker{holderInfo: alice},
+			want: slockResult{action: slockRelease, released: true}, wantCalls: []string{"holder", "close"},
+		},
+		"release, recorded but free: nothing to release": {
+			sl: recorded, action: slockRelease, locker: scriptedLocker{},
+			want: slockResult{action: slockRelease, released: true}, wantCalls: []string{"holder", "close"},
+		},
+		"release, unrecorded but owned: released as read": {
+			sl: unrecorded, action: slockRelease, locker: scriptedLocker{holderInfo: ours},
+			want: slockResult{action: slockRelease, released: true}, wantCalls: []string{"holder", "release O", "close"},
+			wantReleased: &heldLock{id: "O", info: *ours},
+		},
+		"release, unrecorded, an earlier StateLock's lock: left alone": {
+			sl: unrecorded, action: slockRelease, locker: scriptedLocker{holderInfo: earlier},
+			want: slockResult{action: slockRelease, released: true}, wantCalls: []string{"holder", "close"},
+		},
+		"release, the holder cannot be read: not released": {
+			sl: recorded, action: slockRelease, locker: scriptedLocker{holderInfo: ourRecorded, holderErr: unreachable},
+			want: slockResult{action: slockRelease, err: unreachable}, wantCalls: []string{"holder", "close"},
+		},
+		"release, the release fails": {
+			sl: recorded, action: slockRelease, locker: scriptedLocker{holderInfo: ourRecorded, releaseErr: unreachable},
+			want: slockResult{action: slockRelease, err: unreachable}, wantCalls: []string{"holder", "release L", "close"},
+			wantReleased: &heldLock{id: "L", info: *recorded.Status.LockInfo},
+		},
+	}
+	for name, tc := range cases {
+		t.Run(name, func(t *testing.T) {
+			l := tc.locker
+			op := slockOperation{action: tc.action, held: heldFromStatus(tc.sl), take: newStateLockInfo(tc.sl, slockNow), owns: lockOwnedBy(tc.sl)}
+			got := op.run(t.Context(), &l)
+			opts := cmp.Options{cmp.AllowUnexported(slockResult{}, heldLock{}), cmpopts.EquateErrors()}
+			if diff := cmp.Diff(tc.want, got, opts); diff != "" {
+				t.Errorf("result (-want +got):\n%s", diff)
+			}
+			if diff := cmp.Diff(tc.wantCalls, l.calls); diff != "" {
+				t.Errorf("calls (-want +got):\n%s", diff)
+			}
+			if diff := cmp.Diff(tc.wantReleased, l.released, opts); diff != "" {
+				t.Errorf("lock released (-want +got):\n%s", diff)
+			}
+			if l.took != nil && *l.took != op.take {
+				t.Errorf("acquire got %+v, want the operation's LockInfo %+v", *l.took, op.take)
+			}
+			if l.noDeadline {
+				t.Errorf("a locker call ran without the probe's deadline")
+			}
+		})
+	}
+}
+
+func TestHeldFromStatus(t *testing.T) {
+	cases := map[string]struct {
+		sl   *backendsv1alpha1.StateLock
+		want heldLock
+	}{
+		"nothing held": {sl: makeSlock().build()},
+		"held": {
+			sl: makeSlock().holds("L", slockCreated).build(),
+			want: heldLock{id: "L", info: backendsv1alpha1.LockInfo{
+				ID: "L", Operation: lockCheckOperation, Info: "release freeze", Who: slockWho, Created: metaTime(slockCreated),
+			}},
+		},
+	}
+	for name, tc := range cases {
+		t.Run(name, func(t *testing.T) {
+			got := heldFromStatus(tc.sl)
+			if diff := cmp.Diff(tc.want, got, cmp.AllowUnexported(heldLock{})); diff != "" {
+				t.Errorf("heldFromStatus (-want +got):\n%s", diff)
+			}
+			if got.info.Created != nil && got.info.Created == tc.sl.Status.LockInfo.Created {
+				t.Errorf("heldFromStatus shares the status's LockInfo, which the reconcile goes on changing")
+			}
+		})
+	}
+}
+
+// TestLockOwnedBySnapshot checks that the ownership an operation checks is
+// the StateLock's as it was when the operation was built: the reconcile
+// goes on changing the object while the operation runs.
+func TestLockOwnedBySnapshot(t *testing.T) {
+	sl := makeSlock().holds("L", slockCreated).build()
+	owns := lockOwnedBy(sl)
+	sl.Status.LockID = "changed"
+	if !owns(&backendsv1alpha1.LockInfo{ID: "L"}) || owns(&backendsv1alpha1.LockInfo{ID: "changed"}) {
+		t.Errorf("lockOwnedBy follows later changes of the StateLock")
+	}
+}
+
+// TestStateLockInfoRoundTrip checks that the LockInfo a StateLock takes its
+// lock with, written to status.lockInfo, stored by the API server and read
+// back, gives back the very JSON body the lock was taken with: the body a
+// server that accepts only the exact LockInfo needs to release it.
+func TestStateLockInfoRoundTrip(t *testing.T) {
+	sl := makeSlock().build()
+	now := time.Date(2026, 3, 1, 12, 0, 0, 987654321, time.FixedZone("UTC+8", 8*3600))
+	info := newStateLockInfo(sl, now)
+	if _, err := uuid.Parse(info.ID); err != nil {
+		t.Errorf("lock ID %q is not a UUID: %v", info.ID, err)
+	}
+	want := stateclient.LockInfo{ID: info.ID, Operation: lockCheckOperation, Info: "release freeze", Who: slockWho,
+		Created: time.Date(2026, 3, 1, 4, 0, 0, 0, time.UTC)}
+	if diff := cmp.Diff(want, info); diff != "" {
+		t.Errorf("newStateLockInfo (-want +got):\n%s", diff)
+	}
+	if again := newStateLockInfo(sl, now); again.ID == info.ID {
+		t.Errorf("two takes share the lock ID %s", info.ID)
+	}
+
+	// Through status, as the API server stores and returns it.
+	sl.Status.LockInfo = lockInfo(&info)
+	data, err := json.Marshal(sl)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var stored backendsv1alpha1.StateLock
+	if err := json.Unmarshal(data, &stored); err != nil {
+		t.Fatal(err)
+	}
+	// metav1.Time reads a time in the local zone, whichever it is.
+	stored.Status.LockInfo.Created.Time = stored.Status.LockInfo.Created.In(time.FixedZone("UTC-5", -5*3600))
+	sent, _ := json.Marshal(info)
+	back, _ := json.Marshal(clientLockInfo(*stored.Status.LockInfo))
+	if string(back) != string(sent) {
+		t.Errorf("the LockInfo read back from status is\n%s\nwant the body the lock was taken with\n%s", back, sent)
+	}
+}
