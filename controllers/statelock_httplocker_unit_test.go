@@ -1,0 +1,440 @@
+package controllers
+
+import (
+	"bytes"
+	"encoding/json"
+	"errors"
+	"io"
+	"net/http"
+	"net/http/httptest"
+	"slices"
+	"sync"
+	"testing"
+
+	"github.com/google/go-cmp/cmp"
+
+	backendsv1alpha1 "github.com/infrastate/backend-operator/api/v1alpha1"
+	"github.com/infrastate/backend-operator/internal/stateclient"
+	"github.com/infrastate/backend-operator/internal/stateserver"
+)
+
+// lockTraffic serves a reference state server over loopback TCP and
+// records the lock requests it is sent: "LOCK <ID>" and "UNLOCK <ID>"
+// ("UNLOCK" alone for an empty body), and the UNLOCK bodies.
+type lockTraffic struct {
+	url      string
+	mu       sync.Mutex
+	requests []string
+	unlocks  []string
+}
+
+func newLockTraffic(t *testing.T, accept stateserver.UnlockBodies) *lockTraffic {
+	t.Helper()
+	server := stateserver.New(stateserver.NewMemoryStore(), stateserver.WithUnlockBodies(accept))
+	lt := &lockTraffic{}
+	ts := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		if r.Method == stateserver.MethodLock || r.Method == stateserver.MethodUnlock {
+			body, _ := io.ReadAll(r.Body)
+			r.Body = io.NopCloser(bytes.NewReader(body))
+			var info struct{ ID string }
+			_ = json.Unmarshal(body, &info)
+			lt.mu.Lock()
+			if info.ID != "" {
+				lt.requests = append(lt.requests, r.Method+" "+info.ID)
+			} else {
+				lt.requests = append(lt.requests, r.Method)
+			}
+			if r.Method == stateserver.MethodUnlock {
+				lt.unlocks = append(lt.unlocks, string(body))
+			}
+			lt.mu.Unlock()
+		}
+		server.ServeHTTP(w, r)
+	}))
+	t.Cleanup(ts.Close)
+	lt.url = ts.URL + "/state/app"
+	return lt
+}
+
+// take returns the lock requests and UNLOCK bodies recorded so far, and
+// forgets them.
+func (lt *lockTraffic) take() (requests, unlocks []string) {
+	lt.mu.Lock()
+	defer lt.mu.Unlock()
+	requests, unlocks = lt.requests, lt.unlocks
+	lt.requests, lt.unlocks = nil, nil
+	return requests, unlocks
+}
+
+// client returns a new state client with locking, as a new process (or
+// the next operation) builds it.
+func (lt *lockTraffic) client(t *testing.T) stateClient {
+	t.Helper()
+	cfg := stateclient.DefaultConfig(lt.url)
+	cfg.LockAddress, cfg.UnlockAddress, cfg.RetryMax = lt.url, lt.url, 0
+	sc, err := stateclient.New(cfg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return sc
+}
+
+// locker returns an httpLocker with a new client, as the StateLock
+// team-a/freeze builds it (see httpResolved.locker).
+func (lt *lockTraffic) locker(t *testing.T) *httpLocker {
+	t.Helper()
+	return &httpLocker{sc: lt.client(t), check: httpProbeRun{
+		checkLock: true, lockID: slockCheckID, who: "backend-operator lock check of StateLock team-a/freeze", info: "lock check",
+	}}
+}
+
+// hold takes the lock as another client would, with ID id, and forgets
+// the traffic.
+func (lt *lockTraffic) hold(t *testing.T, id, who string) *stateclient.LockInfo {
+	t.Helper()
+	info := stateclient.LockInfo{ID: id, Operation: "OperationTypeApply", Who: who, Version: "1.5.7", Created: slockNow}
+	if _, err := lt.client(t).Lock(t.Context(), info); err != nil {
+		t.Fatalf("taking lock %s: %v", id, err)
+	}
+	lt.take()
+	return &info
+}
+
+// holderID returns the ID of the lock the server holds, "" when none,
+// and forgets the traffic. It peeks by taking the lock, and releases it
+// with the client that took it: the exact body every server accepts.
+func (lt *lockTraffic) holderID(t *testing.T) string {
+	t.Helper()
+	defer lt.take()
+	c := lt.client(t)
+	_, err := c.Lock(t.Context(), stateclient.LockInfo{ID: "peek", Created: slockNow})
+	var lockErr *stateclient.LockError
+	switch {
+	case errors.As(err, &lockErr) && lockErr.Info != nil:
+		return lockErr.Info.ID
+	case err != nil:
+		t.Fatalf("reading the holder: %v", err)
+	}
+	if err := c.Unlock(t.Context(), "peek"); err != nil {
+		t.Fatalf("releasing the peek: %v", err)
+	}
+	return ""
+}
+
+// slockCheckID is the lock check ID of the StateLock of these tests.
+var slockCheckID = lockCheckID("uid-freeze")
+
+// throughStatus is held as the reconcile reads it back from status after
+// the API server stored it.
+func throughStatus(t *testing.T, held heldLock) heldLock {
+	t.Helper()
+	data, err := json.Marshal(held.info)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var info backendsv1alpha1.LockInfo
+	if err := json.Unmarshal(data, &info); err != nil {
+		t.Fatal(err)
+	}
+	return heldLock{id: held.id, info: info}
+}
+
+func TestHTTPLockerAcquire(t *testing.T) {
+	ctx := t.Context()
+	info := newStateLockInfo(makeSlock().build(), slockNow)
+
+	t.Run("free: taken with the given ID", func(t *testing.T) {
+		lt := newLockTraffic(t, stateserver.AcceptAnyUnlock)
+		taken, holder, err := lt.locker(t).acquire(ctx, info)
+		want := &heldLock{id: info.ID, info: *lockInfo(&info)}
+		if diff := cmp.Diff(want, taken, cmp.AllowUnexported(heldLock{})); diff != "" || holder != nil || err != nil {
+			t.Errorf("acquire() = %+v, %+v, %v; want taken (-want +got):\n%s", taken, holder, err, diff)
+		}
+		if got := lt.holderID(t); got != info.ID {
+			t.Errorf("the server holds %q, want %s", got, info.ID)
+		}
+	})
+
+	t.Run("held by another: its holder", func(t *testing.T) {
+		lt := newLockTraffic(t, stateserver.AcceptAnyUnlock)
+		alice := lt.hold(t, "alice-1", "alice@laptop")
+		taken, holder, err := lt.locker(t).acquire(ctx, info)
+		if diff := cmp.Diff(lockInfo(alice), holder); diff != "" || taken != nil || err != nil {
+			t.Errorf("acquire() = %+v, %+v, %v; want alice's lock (-want +got):\n%s", taken, holder, err, diff)
+		}
+		if got := lt.holderID(t); got != "alice-1" {
+			t.Errorf("the server holds %q, want alice-1", got)
+		}
+	})
+}
+
+func TestHTTPLockerHolder(t *testing.T) {
+	ctx := t.Context()
+	info := newStateLockInfo(makeSlock().build(), slockNow)
+	cases := map[string]struct {
+		accept       stateserver.UnlockBodies
+		setup        func(t *testing.T, lt *lockTraffic)
+		want         *backendsv1alpha1.LockInfo
+		wantRequests []string
+		wantHeld     string
+		// wantErr is set when holder must fail: it cannot tell the holder.
+		wantErr bool
+	}{
+		"free: none, the check's own lock released": {
+			accept:       stateserver.AcceptNoForceUnlock,
+			setup:        func(*testing.T, *lockTraffic) {},
+			wantRequests: []string{"LOCK " + slockCheckID, "UNLOCK " + slockCheckID},
+		},
+		"the StateLock holds it: its info, and it stays held": {
+			accept: stateserver.AcceptNoForceUnlock,
+			setup: func(t *testing.T, lt *lockTraffic) {
+				if _, err := lt.client(t).Lock(ctx, info); err != nil {
+					t.Fatal(err)
+				}
+				lt.take()
+			},
+			want:         lockInfo(&info),
+			wantRequests: []string{"LOCK " + slockCheckID},
+			wantHeld:     info.ID,
+		},
+		"another holds it: its info, and it stays held": {
+			accept:       stateserver.AcceptNoForceUnlock,
+			setup:        func(t *testing.T, lt *lockTraffic) { lt.hold(t, "alice-1", "alice@laptop") },
+			want:         lockInfo(&stateclient.LockInfo{ID: "alice-1", Operation: "OperationTypeApply", Who: "alice@laptop", Version: "1.5.7", Created: slockNow}),
+			wantRequests: []string{"LOCK " + slockCheckID},
+			wantHeld:     "alice-1",
+		},
+		"the check's own lock left over: released, then none": {
+			accept: stateserver.AcceptAnyUnlock,
+			setup:  func(t *testing.T, lt *lockTraffic) { lt.hold(t, slockCheckID, "backend-operator lock check") },
+			wantRequests: []string{
+				"LOCK " + slockCheckID, "UNLOCK " + slockCheckID, "LOCK " + slockCheckID, "UNLOCK " + slockCheckID,
+			},
+		},
+		"the check's own lock left over, its release refused: an error, not a holder": {
+			accept: stateserver.AcceptNoForceUnlock,
+			setup:  func(t *testing.T, lt *lockTraffic) { lt.hold(t, slockCheckID, "backend-operator lock check") },
+			wantRequests: []string{
+				"LOCK " + slockCheckID,
+				"UNLOCK " + slockCheckID, "UNLOCK", "UNLOCK " + slockCheckID, "UNLOCK", "UNLOCK " + slockCheckID, "UNLOCK",
+			},
+			wantHeld: slockCheckID,
+			wantErr:  true,
+		},
+	}
+	for name, tc := range cases {
+		t.Run(name, func(t *testing.T) {
+			lt := newLockTraffic(t, tc.accept)
+			tc.setup(t, lt)
+			if tc.wantErr {
+				t.Parallel() // the release of the check's lock is retried, with waits
+			}
+			got, err := lt.locker(t).holder(t.Context())
+			if (err != nil) != tc.wantErr {
+				t.Errorf("holder() = %v, want error %v", err, tc.wantErr)
+			}
+			if diff := cmp.Diff(tc.want, got); diff != "" {
+				t.Errorf("holder (-want +got):\n%s", diff)
+			}
+			requests, _ := lt.take()
+			if diff := cmp.Diff(tc.wantRequests, requests); diff != "" {
+				t.Errorf("lock requests (-want +got):\n%s", diff)
+			}
+			if got := lt.holderID(t); got != tc.wantHeld {
+				t.Errorf("the server holds %q after holder(), want %q", got, tc.wantHeld)
+			}
+		})
+	}
+}
+
+// TestHTTPLockerRelease releases a StateLock's lock on servers that accept
+// different UNLOCK bodies, with the LockInfo read back from status, by the
+// client that took it and by a fresh one (a later operation, a restart):
+// Terraform's own unlock body, the exact LockInfo, releases it on each.
+func TestHTTPLockerRelease(t *testing.T) {
+	ctx := t.Context()
+	for _, accept := range []stateserver.UnlockBodies{
+		stateserver.AcceptAnyUnlock, stateserver.AcceptEmptyUnlock, stateserver.AcceptIDUnlock, stateserver.AcceptNoForceUnlock,
+	} {
+		for _, fresh := range []bool{false, true} {
+			t.Run(acceptCaseName(accept, fresh), func(t *testing.T) {
+				lt := newLockTraffic(t, accept)
+				info := newStateLockInfo(makeSlock().build(), slockNow)
+				l := lt.locker(t)
+				taken, _, err := l.acquire(ctx, info)
+				if err != nil || taken == nil {
+					t.Fatalf("acquire() = %+v, %v", taken, err)
+				}
+				lt.take()
+				if fresh {
+					l = lt.locker(t)
+				}
+				if err := l.release(ctx, throughStatus(t, *taken)); err != nil {
+					t.Fatalf("release() = %v", err)
+				}
+				body, _ := json.Marshal(info)
+				requests, unlocks := lt.take()
+				if diff := cmp.Diff([]string{string(body)}, unlocks); diff != "" {
+					t.Errorf("UNLOCK bodies (requests %q) (-want +got):\n%s", requests, diff)
+				}
+				if got := lt.holderID(t); got != "" {
+					t.Errorf("the server still holds %q", got)
+				}
+			})
+		}
+	}
+}
+
+// acceptCaseName names a case of TestHTTPLockerRelease.
+func acceptCaseName(accept stateserver.UnlockBodies, fresh bool) string {
+	name := map[stateserver.UnlockBodies]string{
+		stateserver.AcceptAnyUnlock: "any body", stateserver.AcceptEmptyUnlock: "exact or empty body",
+		stateserver.AcceptIDUnlock: "ID body", stateserver.AcceptNoForceUnlock: "exact body only",
+	}[accept]
+	if fresh {
+		return name + ", a fresh client"
+	}
+	return name + ", the client that took it"
+}
+
+// TestHTTPLockerReleaseLeavesOthersAlone checks that a release of a lock
+// the StateLock no longer holds leaves the server's lock alone on every
+// server, above all never sends the empty body, which releases whatever
+// lock is held.
+func TestHTTPLockerReleaseLeavesOthersAlone(t *testing.T) {
+	ctx := t.Context()
+	for _, accept := range []stateserver.UnlockBodies{stateserver.AcceptAnyUnlock, stateserver.AcceptEmptyUnlock} {
+		for name, other := range map[string]string{"another holds it": "alice-1", "nobody holds it": ""} {
+			t.Run(acceptCaseName(accept, true)+", "+name, func(t *testing.T) {
+				lt := newLockTraffic(t, accept)
+				if other != "" {
+					lt.hold(t, other, "alice@laptop")
+				}
+				info := newStateLockInfo(makeSlock().build(), slockNow)
+				if err := lt.locker(t).release(ctx, heldLock{id: info.ID, info: *lockInfo(&info)}); err != nil {
+					t.Errorf("release() = %v, want nil: the StateLock's lock is gone", err)
+				}
+				requests, _ := lt.take()
+				for _, r := range requests {
+					if r == stateserver.MethodUnlock {
+						t.Errorf("sent an empty-body UNLOCK (requests %q)", requests)
+					}
+				}
+				if got := lt.holderID(t); got != other {
+					t.Errorf("the server holds %q after the release, want %q", got, other)
+				}
+			})
+		}
+	}
+}
+
+// TestHTTPLockerReleaseOfAChangedBody checks the fallback of a release
+// whose LockInfo the server does not take as the one stored (status was
+// edited): a server that also accepts the empty body releases the lock,
+// which holder() has just read is the StateLock's; one that accepts
+// neither keeps it and says so.
+func TestHTTPLockerReleaseOfAChangedBody(t *testing.T) {
+	ctx := t.Context()
+	cases := map[string]struct {
+		accept      stateserver.UnlockBodies
+		wantErr     bool
+		wantUnlocks int
+		wantHeld    bool
+	}{
+		"exact or empty body": {accept: stateserver.AcceptEmptyUnlock, wantUnlocks: 3},
+		"exact body only":     {accept: stateserver.AcceptNoForceUnlock, wantErr: true, wantUnlocks: 3, wantHeld: true},
+	}
+	for name, tc := range cases {
+		t.Run(name, func(t *testing.T) {
+			lt := newLockTraffic(t, tc.accept)
+			info := newStateLockInfo(makeSlock().build(), slockNow)
+			l := lt.locker(t)
+			taken, _, err := l.acquire(ctx, info)
+			if err != nil || taken == nil {
+				t.Fatalf("acquire() = %+v, %v", taken, err)
+			}
+			lt.take()
+			changed := *taken
+			changed.info.Info = "edited"
+			err = lt.locker(t).release(ctx, changed)
+			if (err != nil) != tc.wantErr {
+				t.Errorf("release() = %v, want error %v", err, tc.wantErr)
+			}
+			if _, unlocks := lt.take(); len(unlocks) != tc.wantUnlocks {
+				t.Errorf("%d UNLOCKs %q, want %d", len(unlocks), unlocks, tc.wantUnlocks)
+			}
+			if held := lt.holderID(t) == info.ID; held != tc.wantHeld {
+				t.Errorf("lock held after the release: %v, want %v", held, tc.wantHeld)
+			}
+		})
+	}
+}
+
+// TestHTTPLockOperations runs a StateLock's operations in turn against the
+// reference server, each with a new locker as the reconciler builds them:
+// take, check, lose to terraform force-unlock and another run, check
+// again (never taking the lock back), and a release of the lock it
+// recorded that leaves the other's lock alone.
+func TestHTTPLockOperations(t *testing.T) {
+	ctx := t.Context()
+	lt := newLockTraffic(t, stateserver.AcceptEmptyUnlock)
+	sl := makeSlock().build()
+	run := func(sl *backendsv1alpha1.StateLock, action slockAction) slockResult {
+		t.Helper()
+		op := slockOperation{action: action, held: heldFromStatus(sl), take: newStateLockInfo(sl, slockNow), owns: lockOwnedBy(sl)}
+		res := op.run(ctx, lt.locker(t))
+		if res.err != nil {
+			t.Fatalf("%v: %v", action, res.err)
+		}
+		return res
+	}
+
+	res := run(sl, slockHold)
+	applySlockResult(sl, res, slockBackend)
+	id := sl.Status.LockID
+	if res.taken == nil || id == "" {
+		t.Fatalf("first hold = %+v, want the lock taken", res)
+	}
+	if got := lt.holderID(t); got != id {
+		t.Fatalf("the server holds %q, want %s", got, id)
+	}
+	recorded := sl.DeepCopy()
+	res = run(sl, slockHold)
+	applySlockResult(sl, res, slockBackend)
+	if !res.kept {
+		t.Errorf("check = %+v, want kept", res)
+	}
+
+	// terraform force-unlock (an empty body), then a run takes the lock.
+	if err := lt.client(t).ForceUnlockEmptyBody(ctx); err != nil {
+		t.Fatal(err)
+	}
+	lt.hold(t, "alice-1", "alice@laptop")
+	res = run(sl, slockHold)
+	applySlockResult(sl, res, slockBackend)
+	if res.holder == nil || res.holder.ID != "alice-1" || !lockLost(sl) || planStateLock(sl, slockNow) != slockIdle {
+		t.Errorf("check after the loss = %+v, lockLost %v, plan %v; want lost to alice-1, idle", res, lockLost(sl), planStateLock(sl, slockNow))
+	}
+	if requests := mustTake(lt); slices.Contains(requests, "LOCK "+id) {
+		t.Errorf("the check sent the StateLock's own LOCK again: %q", requests)
+	}
+
+	// A release of the lock it recorded (the StateLock expired, or was
+	// deleted, before it saw the loss): alice's lock stays.
+	res = run(recorded, slockRelease)
+	if !res.released {
+		t.Errorf("release = %+v, want released (nothing of its own left)", res)
+	}
+	if diff := cmp.Diff([]string{"LOCK " + slockCheckID}, mustTake(lt)); diff != "" {
+		t.Errorf("the release's requests (-want +got):\n%s", diff)
+	}
+	if got := lt.holderID(t); got != "alice-1" {
+		t.Errorf("the server holds %q, want alice-1", got)
+	}
+}
+
+// mustTake returns the lock requests recorded so far, and forgets them.
+func mustTake(lt *lockTraffic) []string {
+	requests, _ := lt.take()
+	return requests
+}
