@@ -1,6 +1,7 @@
 package controllers
 
 import (
+	"context"
 	"net/http"
 	"testing"
 
@@ -51,21 +52,21 @@ func slockCosLockKey(workspace string) string {
 	return cos.LockKey(cos.StateKey("env", "", workspace))
 }
 
-// hold takes workspace's lock as another writer would and returns the
+// holdAlice takes workspace's lock as alice's run would and returns the
 // holder as the backend reports it.
-func (e *cosLockEnv) hold(t *testing.T, workspace, id, who string) *backendsv1alpha1.LockInfo {
+func (e *cosLockEnv) holdAlice(ctx context.Context, t *testing.T, workspace string) *backendsv1alpha1.LockInfo {
 	t.Helper()
-	info := stateclient.LockInfo{ID: id, Operation: "OperationTypeApply", Who: who, Version: "1.5.7", Created: slockNow}
-	if _, err := e.client(t).AcquireLock(t.Context(), workspace, info); err != nil {
-		t.Fatalf("taking lock %s: %v", id, err)
+	info := stateclient.LockInfo{ID: "alice-1", Operation: "OperationTypeApply", Who: "alice@laptop", Version: "1.5.7", Created: slockNow}
+	if _, err := e.client(t).AcquireLock(ctx, workspace, info); err != nil {
+		t.Fatalf("taking alice's lock: %v", err)
 	}
-	return e.holder(t, workspace)
+	return e.holder(ctx, t, workspace)
 }
 
 // holder reads workspace's lock, nil when it is free.
-func (e *cosLockEnv) holder(t *testing.T, workspace string) *backendsv1alpha1.LockInfo {
+func (e *cosLockEnv) holder(ctx context.Context, t *testing.T, workspace string) *backendsv1alpha1.LockInfo {
 	t.Helper()
-	h, err := e.client(t).ReadLock(t.Context(), workspace)
+	h, err := e.client(t).ReadLock(ctx, workspace)
 	if err != nil {
 		t.Fatalf("reading the lock: %v", err)
 	}
@@ -98,7 +99,7 @@ func TestCosLockerAcquire(t *testing.T) {
 			if err != nil || holder != nil || taken == nil {
 				t.Fatalf("acquire() = %+v, %+v, %v; want taken", taken, holder, err)
 			}
-			on := e.holder(t, ws)
+			on := e.holder(ctx, t, ws)
 			if on == nil || taken.id != on.ID || on.Who != slockWho || on.Info != "release freeze" {
 				t.Errorf("taken %q, the lock object holds %+v", taken.id, on)
 			}
@@ -106,7 +107,7 @@ func TestCosLockerAcquire(t *testing.T) {
 				t.Errorf("taken info (-want +got):\n%s", diff)
 			}
 			other := map[string]string{"default": "staging", "staging": "default"}[ws]
-			if h := e.holder(t, other); h != nil {
+			if h := e.holder(ctx, t, other); h != nil {
 				t.Errorf("workspace %s is locked too: %+v", other, h)
 			}
 		})
@@ -114,7 +115,7 @@ func TestCosLockerAcquire(t *testing.T) {
 
 	t.Run("held by another: its holder, the object untouched", func(t *testing.T) {
 		e := newCosLockEnv(t)
-		alice := e.hold(t, "default", "alice-1", "alice@laptop")
+		alice := e.holdAlice(ctx, t, "default")
 		puts, _ := e.writes(slockCosLockKey("default"))
 		taken, holder, err := e.locker(t, "default").acquire(ctx, newStateLockInfo(makeSlock().build(), slockNow))
 		if diff := cmp.Diff(alice, holder); diff != "" || taken != nil || err != nil {
@@ -123,7 +124,7 @@ func TestCosLockerAcquire(t *testing.T) {
 		if after, _ := e.writes(slockCosLockKey("default")); after != puts {
 			t.Errorf("%d PUTs of the lock object while it was held", after-puts)
 		}
-		if h := e.holder(t, "default"); h == nil || h.ID != alice.ID {
+		if h := e.holder(ctx, t, "default"); h == nil || h.ID != alice.ID {
 			t.Errorf("the lock object holds %+v, want alice's", h)
 		}
 	})
@@ -135,7 +136,7 @@ func TestCosLockerHolder(t *testing.T) {
 		t.Run(ws, func(t *testing.T) {
 			e := newCosLockEnv(t)
 			other := map[string]string{"default": "staging", "staging": "default"}[ws]
-			e.hold(t, other, "alice-1", "alice@laptop")
+			e.holdAlice(ctx, t, other)
 			l := e.locker(t, ws)
 			if h, err := l.holder(ctx); h != nil || err != nil {
 				t.Errorf("holder() of a free lock (%s locked) = %+v, %v; want none", other, h, err)
@@ -166,7 +167,7 @@ func TestCosLockerRelease(t *testing.T) {
 		if err := e.locker(t, "staging").release(ctx, *taken); err != nil {
 			t.Fatalf("release() = %v", err)
 		}
-		if h := e.holder(t, "staging"); h != nil {
+		if h := e.holder(ctx, t, "staging"); h != nil {
 			t.Errorf("the lock is still held by %+v", h)
 		}
 	})
@@ -177,11 +178,11 @@ func TestCosLockerRelease(t *testing.T) {
 			t.Fatalf("acquire() = %+v, %v", taken, err)
 		}
 		e.srv.DeleteObject(slockBucket, slockCosLockKey("default")) // a force unlock
-		alice := e.hold(t, "default", "alice-1", "alice@laptop")
+		alice := e.holdAlice(ctx, t, "default")
 		if err := e.locker(t, "default").release(ctx, *taken); err != nil {
 			t.Errorf("release() = %v, want nil: the StateLock's lock is gone", err)
 		}
-		if h := e.holder(t, "default"); h == nil || h.ID != alice.ID {
+		if h := e.holder(ctx, t, "default"); h == nil || h.ID != alice.ID {
 			t.Errorf("the lock object holds %+v, want alice's", h)
 		}
 		if _, deletes := e.writes(slockCosLockKey("default")); deletes != 0 {
@@ -220,7 +221,7 @@ func TestCosLockOperations(t *testing.T) {
 	if res := run(sl, slockHold); res.taken == nil {
 		t.Fatalf("first hold = %+v, want taken", res)
 	}
-	first := e.holder(t, "default")
+	first := e.holder(ctx, t, "default")
 	res := run(sl, slockHold)
 	if res.taken == nil || res.taken.id != first.ID || res.holder != nil {
 		t.Fatalf("hold after a lost result = %+v, want its own lock %s adopted", res, first.ID)
@@ -236,7 +237,7 @@ func TestCosLockOperations(t *testing.T) {
 
 	// terraform force-unlock, then a run takes the lock.
 	e.srv.DeleteObject(slockBucket, key)
-	alice := e.hold(t, "default", "alice-1", "alice@laptop")
+	alice := e.holdAlice(ctx, t, "default")
 	puts, _ := e.writes(key)
 	res = run(sl, slockHold)
 	applySlockResult(sl, res, slockBackend)
@@ -251,7 +252,7 @@ func TestCosLockOperations(t *testing.T) {
 	if res := run(recorded, slockRelease); !res.released {
 		t.Errorf("release = %+v, want released (nothing of its own left)", res)
 	}
-	if h := e.holder(t, "default"); h == nil || h.ID != alice.ID {
+	if h := e.holder(ctx, t, "default"); h == nil || h.ID != alice.ID {
 		t.Errorf("the lock object holds %+v, want alice's", h)
 	}
 	if _, deletes := e.writes(key); deletes != 0 {

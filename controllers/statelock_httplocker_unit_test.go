@@ -2,6 +2,7 @@ package controllers
 
 import (
 	"bytes"
+	"context"
 	"encoding/json"
 	"errors"
 	"io"
@@ -90,10 +91,10 @@ func (lt *lockTraffic) locker(t *testing.T) *httpLocker {
 
 // hold takes the lock as another client would, with ID id, and forgets
 // the traffic.
-func (lt *lockTraffic) hold(t *testing.T, id, who string) *stateclient.LockInfo {
+func (lt *lockTraffic) hold(ctx context.Context, t *testing.T, id, who string) *stateclient.LockInfo {
 	t.Helper()
 	info := stateclient.LockInfo{ID: id, Operation: "OperationTypeApply", Who: who, Version: "1.5.7", Created: slockNow}
-	if _, err := lt.client(t).Lock(t.Context(), info); err != nil {
+	if _, err := lt.client(t).Lock(ctx, info); err != nil {
 		t.Fatalf("taking lock %s: %v", id, err)
 	}
 	lt.take()
@@ -103,11 +104,11 @@ func (lt *lockTraffic) hold(t *testing.T, id, who string) *stateclient.LockInfo 
 // holderID returns the ID of the lock the server holds, "" when none,
 // and forgets the traffic. It peeks by taking the lock, and releases it
 // with the client that took it: the exact body every server accepts.
-func (lt *lockTraffic) holderID(t *testing.T) string {
+func (lt *lockTraffic) holderID(ctx context.Context, t *testing.T) string {
 	t.Helper()
 	defer lt.take()
 	c := lt.client(t)
-	_, err := c.Lock(t.Context(), stateclient.LockInfo{ID: "peek", Created: slockNow})
+	_, err := c.Lock(ctx, stateclient.LockInfo{ID: "peek", Created: slockNow})
 	var lockErr *stateclient.LockError
 	switch {
 	case errors.As(err, &lockErr) && lockErr.Info != nil:
@@ -115,7 +116,7 @@ func (lt *lockTraffic) holderID(t *testing.T) string {
 	case err != nil:
 		t.Fatalf("reading the holder: %v", err)
 	}
-	if err := c.Unlock(t.Context(), "peek"); err != nil {
+	if err := c.Unlock(ctx, "peek"); err != nil {
 		t.Fatalf("releasing the peek: %v", err)
 	}
 	return ""
@@ -150,19 +151,19 @@ func TestHTTPLockerAcquire(t *testing.T) {
 		if diff := cmp.Diff(want, taken, cmp.AllowUnexported(heldLock{})); diff != "" || holder != nil || err != nil {
 			t.Errorf("acquire() = %+v, %+v, %v; want taken (-want +got):\n%s", taken, holder, err, diff)
 		}
-		if got := lt.holderID(t); got != info.ID {
+		if got := lt.holderID(ctx, t); got != info.ID {
 			t.Errorf("the server holds %q, want %s", got, info.ID)
 		}
 	})
 
 	t.Run("held by another: its holder", func(t *testing.T) {
 		lt := newLockTraffic(t, stateserver.AcceptAnyUnlock)
-		alice := lt.hold(t, "alice-1", "alice@laptop")
+		alice := lt.hold(ctx, t, "alice-1", "alice@laptop")
 		taken, holder, err := lt.locker(t).acquire(ctx, info)
 		if diff := cmp.Diff(lockInfo(alice), holder); diff != "" || taken != nil || err != nil {
 			t.Errorf("acquire() = %+v, %+v, %v; want alice's lock (-want +got):\n%s", taken, holder, err, diff)
 		}
-		if got := lt.holderID(t); got != "alice-1" {
+		if got := lt.holderID(ctx, t); got != "alice-1" {
 			t.Errorf("the server holds %q, want alice-1", got)
 		}
 	})
@@ -188,6 +189,7 @@ func TestHTTPLockerHolder(t *testing.T) {
 		"the StateLock holds it: its info, and it stays held": {
 			accept: stateserver.AcceptNoForceUnlock,
 			setup: func(t *testing.T, lt *lockTraffic) {
+				t.Helper()
 				if _, err := lt.client(t).Lock(ctx, info); err != nil {
 					t.Fatal(err)
 				}
@@ -198,22 +200,31 @@ func TestHTTPLockerHolder(t *testing.T) {
 			wantHeld:     info.ID,
 		},
 		"another holds it: its info, and it stays held": {
-			accept:       stateserver.AcceptNoForceUnlock,
-			setup:        func(t *testing.T, lt *lockTraffic) { lt.hold(t, "alice-1", "alice@laptop") },
+			accept: stateserver.AcceptNoForceUnlock,
+			setup: func(t *testing.T, lt *lockTraffic) {
+				t.Helper()
+				lt.hold(ctx, t, "alice-1", "alice@laptop")
+			},
 			want:         lockInfo(&stateclient.LockInfo{ID: "alice-1", Operation: "OperationTypeApply", Who: "alice@laptop", Version: "1.5.7", Created: slockNow}),
 			wantRequests: []string{"LOCK " + slockCheckID},
 			wantHeld:     "alice-1",
 		},
 		"the check's own lock left over: released, then none": {
 			accept: stateserver.AcceptAnyUnlock,
-			setup:  func(t *testing.T, lt *lockTraffic) { lt.hold(t, slockCheckID, "backend-operator lock check") },
+			setup: func(t *testing.T, lt *lockTraffic) {
+				t.Helper()
+				lt.hold(ctx, t, slockCheckID, "backend-operator lock check")
+			},
 			wantRequests: []string{
 				"LOCK " + slockCheckID, "UNLOCK " + slockCheckID, "LOCK " + slockCheckID, "UNLOCK " + slockCheckID,
 			},
 		},
 		"the check's own lock left over, its release refused: an error, not a holder": {
 			accept: stateserver.AcceptNoForceUnlock,
-			setup:  func(t *testing.T, lt *lockTraffic) { lt.hold(t, slockCheckID, "backend-operator lock check") },
+			setup: func(t *testing.T, lt *lockTraffic) {
+				t.Helper()
+				lt.hold(ctx, t, slockCheckID, "backend-operator lock check")
+			},
 			wantRequests: []string{
 				"LOCK " + slockCheckID,
 				"UNLOCK " + slockCheckID, "UNLOCK", "UNLOCK " + slockCheckID, "UNLOCK", "UNLOCK " + slockCheckID, "UNLOCK",
@@ -229,7 +240,7 @@ func TestHTTPLockerHolder(t *testing.T) {
 			if tc.wantErr {
 				t.Parallel() // the release of the check's lock is retried, with waits
 			}
-			got, err := lt.locker(t).holder(t.Context())
+			got, err := lt.locker(t).holder(ctx)
 			if (err != nil) != tc.wantErr {
 				t.Errorf("holder() = %v, want error %v", err, tc.wantErr)
 			}
@@ -240,7 +251,7 @@ func TestHTTPLockerHolder(t *testing.T) {
 			if diff := cmp.Diff(tc.wantRequests, requests); diff != "" {
 				t.Errorf("lock requests (-want +got):\n%s", diff)
 			}
-			if got := lt.holderID(t); got != tc.wantHeld {
+			if got := lt.holderID(ctx, t); got != tc.wantHeld {
 				t.Errorf("the server holds %q after holder(), want %q", got, tc.wantHeld)
 			}
 		})
@@ -277,7 +288,7 @@ func TestHTTPLockerRelease(t *testing.T) {
 				if diff := cmp.Diff([]string{string(body)}, unlocks); diff != "" {
 					t.Errorf("UNLOCK bodies (requests %q) (-want +got):\n%s", requests, diff)
 				}
-				if got := lt.holderID(t); got != "" {
+				if got := lt.holderID(ctx, t); got != "" {
 					t.Errorf("the server still holds %q", got)
 				}
 			})
@@ -308,7 +319,7 @@ func TestHTTPLockerReleaseLeavesOthersAlone(t *testing.T) {
 			t.Run(acceptCaseName(accept, true)+", "+name, func(t *testing.T) {
 				lt := newLockTraffic(t, accept)
 				if other != "" {
-					lt.hold(t, other, "alice@laptop")
+					lt.hold(ctx, t, other, "alice@laptop")
 				}
 				info := newStateLockInfo(makeSlock().build(), slockNow)
 				if err := lt.locker(t).release(ctx, heldLock{id: info.ID, info: *lockInfo(&info)}); err != nil {
@@ -320,7 +331,7 @@ func TestHTTPLockerReleaseLeavesOthersAlone(t *testing.T) {
 						t.Errorf("sent an empty-body UNLOCK (requests %q)", requests)
 					}
 				}
-				if got := lt.holderID(t); got != other {
+				if got := lt.holderID(ctx, t); got != other {
 					t.Errorf("the server holds %q after the release, want %q", got, other)
 				}
 			})
@@ -363,7 +374,7 @@ func TestHTTPLockerReleaseOfAChangedBody(t *testing.T) {
 			if _, unlocks := lt.take(); len(unlocks) != tc.wantUnlocks {
 				t.Errorf("%d UNLOCKs %q, want %d", len(unlocks), unlocks, tc.wantUnlocks)
 			}
-			if held := lt.holderID(t) == info.ID; held != tc.wantHeld {
+			if held := lt.holderID(ctx, t) == info.ID; held != tc.wantHeld {
 				t.Errorf("lock held after the release: %v, want %v", held, tc.wantHeld)
 			}
 		})
@@ -395,7 +406,7 @@ func TestHTTPLockOperations(t *testing.T) {
 	if res.taken == nil || id == "" {
 		t.Fatalf("first hold = %+v, want the lock taken", res)
 	}
-	if got := lt.holderID(t); got != id {
+	if got := lt.holderID(ctx, t); got != id {
 		t.Fatalf("the server holds %q, want %s", got, id)
 	}
 	recorded := sl.DeepCopy()
@@ -409,7 +420,7 @@ func TestHTTPLockOperations(t *testing.T) {
 	if err := lt.client(t).ForceUnlockEmptyBody(ctx); err != nil {
 		t.Fatal(err)
 	}
-	lt.hold(t, "alice-1", "alice@laptop")
+	lt.hold(ctx, t, "alice-1", "alice@laptop")
 	res = run(sl, slockHold)
 	applySlockResult(sl, res, slockBackend)
 	if res.holder == nil || res.holder.ID != "alice-1" || !lockLost(sl) || planStateLock(sl, slockNow) != slockIdle {
@@ -428,7 +439,7 @@ func TestHTTPLockOperations(t *testing.T) {
 	if diff := cmp.Diff([]string{"LOCK " + slockCheckID}, mustTake(lt)); diff != "" {
 		t.Errorf("the release's requests (-want +got):\n%s", diff)
 	}
-	if got := lt.holderID(t); got != "alice-1" {
+	if got := lt.holderID(ctx, t); got != "alice-1" {
 		t.Errorf("the server holds %q, want alice-1", got)
 	}
 }

@@ -1,6 +1,7 @@
 package controllers
 
 import (
+	"bytes"
 	"context"
 	"encoding/json"
 	"errors"
@@ -67,7 +68,7 @@ func (l *scriptedLocker) release(ctx context.Context, held heldLock) error {
 func (l *scriptedLocker) close() { l.calls = append(l.calls, "close") }
 
 func TestSlockOperationRun(t *testing.T) {
-	recorded := makeSlock().holds("L", slockCreated).build()
+	recorded := makeSlock().holds(slockCreated).build()
 	unrecorded := makeSlock().build()
 	// ours is the lock a StateLock took and could not record: its Who,
 	// taken after it was created.
@@ -196,7 +197,7 @@ func TestHeldFromStatus(t *testing.T) {
 	}{
 		"nothing held": {sl: makeSlock().build()},
 		"held": {
-			sl: makeSlock().holds("L", slockCreated).build(),
+			sl: makeSlock().holds(slockCreated).build(),
 			want: heldLock{id: "L", info: backendsv1alpha1.LockInfo{
 				ID: "L", Operation: lockCheckOperation, Info: "release freeze", Who: slockWho, Created: metaTime(slockCreated),
 			}},
@@ -219,7 +220,7 @@ func TestHeldFromStatus(t *testing.T) {
 // the StateLock's as it was when the operation was built: the reconcile
 // goes on changing the object while the operation runs.
 func TestLockOwnedBySnapshot(t *testing.T) {
-	sl := makeSlock().holds("L", slockCreated).build()
+	sl := makeSlock().holds(slockCreated).build()
 	owns := lockOwnedBy(sl)
 	sl.Status.LockID = "changed"
 	if !owns(&backendsv1alpha1.LockInfo{ID: "L"}) || owns(&backendsv1alpha1.LockInfo{ID: "changed"}) {
@@ -259,9 +260,15 @@ func TestStateLockInfoRoundTrip(t *testing.T) {
 	}
 	// metav1.Time reads a time in the local zone, whichever it is.
 	stored.Status.LockInfo.Created.Time = stored.Status.LockInfo.Created.In(time.FixedZone("UTC-5", -5*3600))
-	sent, _ := json.Marshal(info)
-	back, _ := json.Marshal(clientLockInfo(*stored.Status.LockInfo))
-	if string(back) != string(sent) {
+	sent, err := json.Marshal(info)
+	if err != nil {
+		t.Fatal(err)
+	}
+	back, err := json.Marshal(clientLockInfo(*stored.Status.LockInfo))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !bytes.Equal(back, sent) {
 		t.Errorf("the LockInfo read back from status is\n%s\nwant the body the lock was taken with\n%s", back, sent)
 	}
 }

@@ -64,8 +64,9 @@ func (b *slockBuilder) reacquire(v string) *slockBuilder {
 	return b
 }
 
-// holds records lock id as held since since.
-func (b *slockBuilder) holds(id string, since time.Time) *slockBuilder {
+// holds records lock "L" as held since since.
+func (b *slockBuilder) holds(since time.Time) *slockBuilder {
+	const id = "L"
 	s := metav1.NewTime(since)
 	b.obj.Status.LockID, b.obj.Status.HeldSince = id, &s
 	b.obj.Status.LockInfo = &backendsv1alpha1.LockInfo{ID: id, Operation: lockCheckOperation, Info: "release freeze", Who: slockWho, Created: &s}
@@ -121,19 +122,19 @@ func TestPlanStateLock(t *testing.T) {
 			sl: makeSlock().build(), want: slockHold,
 		},
 		"holding: check it": {
-			sl: makeSlock().holds("L", slockCreated).locked("True", "LockAcquired", 1, slockCreated).build(), want: slockHold,
+			sl: makeSlock().holds(slockCreated).locked("True", "LockAcquired", 1, slockCreated).build(), want: slockHold,
 		},
 		"holding until later: check it": {
-			sl: makeSlock().until(slockNow.Add(time.Second)).holds("L", slockCreated).build(), want: slockHold,
+			sl: makeSlock().until(slockNow.Add(time.Second)).holds(slockCreated).build(), want: slockHold,
 		},
 		"waiting: try again": {
 			sl: makeSlock().locked("False", "WaitingForLock", 1, slockCreated).waitsFor(&backendsv1alpha1.LockInfo{ID: "H"}).build(), want: slockHold,
 		},
 		"expired with a lock: release it": {
-			sl: makeSlock().until(slockNow.Add(-time.Minute)).holds("L", slockCreated).build(), want: slockRelease,
+			sl: makeSlock().until(slockNow.Add(-time.Minute)).holds(slockCreated).build(), want: slockRelease,
 		},
 		"expiring this instant with a lock: release it": {
-			sl: makeSlock().until(slockNow).holds("L", slockCreated).build(), want: slockRelease,
+			sl: makeSlock().until(slockNow).holds(slockCreated).build(), want: slockRelease,
 		},
 		"expired without a lock: nothing": {
 			sl: makeSlock().until(slockNow.Add(-time.Minute)).build(), want: slockIdle,
@@ -205,7 +206,7 @@ func TestApplySlockResult(t *testing.T) {
 	unreachable := fmt.Errorf("dial tcp 127.0.0.1:1: %w", cos.ErrUnreachable)
 	unauthorized := fmt.Errorf("lock: %w", stateclient.ErrUnauthorized)
 	// holding is the status of a StateLock holding lock L since heldSince.
-	holding := func() backendsv1alpha1.StateLockStatus { return makeSlock().holds("L", heldSince).build().Status }
+	holding := func() backendsv1alpha1.StateLockStatus { return makeSlock().holds(heldSince).build().Status }
 
 	cases := map[string]struct {
 		sl   *backendsv1alpha1.StateLock
@@ -213,7 +214,7 @@ func TestApplySlockResult(t *testing.T) {
 		want backendsv1alpha1.StateLockStatus
 	}{
 		"a failed check keeps the lock, Locked Unknown": {
-			sl:  makeSlock().holds("L", heldSince).locked("True", "LockAcquired", 1, heldSince).build(),
+			sl:  makeSlock().holds(heldSince).locked("True", "LockAcquired", 1, heldSince).build(),
 			res: slockResult{action: slockHold, err: unreachable},
 			want: func() backendsv1alpha1.StateLockStatus {
 				st := holding()
@@ -235,7 +236,7 @@ func TestApplySlockResult(t *testing.T) {
 				"Cannot take the lock of HttpBackend app, tried again shortly: "+unreachable.Error())}},
 		},
 		"a failed release keeps the lock ID": {
-			sl:  makeSlock().until(slockNow.Add(-time.Minute)).holds("L", heldSince).locked("True", "LockAcquired", 1, heldSince).build(),
+			sl:  makeSlock().until(slockNow.Add(-time.Minute)).holds(heldSince).locked("True", "LockAcquired", 1, heldSince).build(),
 			res: slockResult{action: slockRelease, err: unreachable},
 			want: func() backendsv1alpha1.StateLockStatus {
 				st := holding()
@@ -262,7 +263,7 @@ func TestApplySlockResult(t *testing.T) {
 			},
 		},
 		"kept: still held, Locked True again after a failed check, no holder": {
-			sl:  makeSlock().holds("L", heldSince).waitsFor(alice).locked("Unknown", "Unreachable", 1, created).build(),
+			sl:  makeSlock().holds(heldSince).waitsFor(alice).locked("Unknown", "Unreachable", 1, created).build(),
 			res: slockResult{action: slockHold, kept: true},
 			want: func() backendsv1alpha1.StateLockStatus {
 				st := holding()
@@ -271,7 +272,7 @@ func TestApplySlockResult(t *testing.T) {
 			}(),
 		},
 		"lost to another holder: records the reacquire value acted on": {
-			sl:  makeSlock().reacquire("a2").reacquireRequest("a1").holds("L", heldSince).locked("True", "LockAcquired", 1, heldSince).build(),
+			sl:  makeSlock().reacquire("a2").reacquireRequest("a1").holds(heldSince).locked("True", "LockAcquired", 1, heldSince).build(),
 			res: slockResult{action: slockHold, holder: alice},
 			want: backendsv1alpha1.StateLockStatus{
 				Holder: alice, ReacquireRequest: "a2",
@@ -280,7 +281,7 @@ func TestApplySlockResult(t *testing.T) {
 			},
 		},
 		"lost to nobody: released by someone else": {
-			sl:  makeSlock().reacquireRequest("a1").holds("L", heldSince).locked("True", "LockAcquired", 1, heldSince).build(),
+			sl:  makeSlock().reacquireRequest("a1").holds(heldSince).locked("True", "LockAcquired", 1, heldSince).build(),
 			res: slockResult{action: slockHold},
 			want: backendsv1alpha1.StateLockStatus{
 				Conditions: []metav1.Condition{lockedCond("False", "LockLost",
@@ -305,7 +306,7 @@ func TestApplySlockResult(t *testing.T) {
 			},
 		},
 		"released at expiry": {
-			sl:  makeSlock().until(slockNow.Add(-time.Minute)).holds("L", heldSince).locked("True", "LockAcquired", 1, heldSince).build(),
+			sl:  makeSlock().until(slockNow.Add(-time.Minute)).holds(heldSince).locked("True", "LockAcquired", 1, heldSince).build(),
 			res: slockResult{action: slockRelease, released: true},
 			want: backendsv1alpha1.StateLockStatus{
 				Conditions: []metav1.Condition{lockedCond("False", "Expired", "Expired at 2026-03-01T11:59:00Z: released lock L of HttpBackend app.")},
@@ -342,12 +343,12 @@ func TestHeldAndExpiredObservations(t *testing.T) {
 		want observation
 	}{
 		"held, no until": {
-			obs:  func() observation { return heldObservation(makeSlock().holds("L", slockCreated).build(), slockBackend) },
+			obs:  func() observation { return heldObservation(makeSlock().holds(slockCreated).build(), slockBackend) },
 			want: observation{status: "True", reason: "LockAcquired", message: "Holds lock L of HttpBackend app since 2026-03-01T10:00:00Z"},
 		},
 		"held until, in UTC whatever the zone": {
 			obs: func() observation {
-				sl := makeSlock().until(slockNow.In(time.FixedZone("UTC+8", 8*3600))).holds("L", slockCreated).build()
+				sl := makeSlock().until(slockNow.In(time.FixedZone("UTC+8", 8*3600))).holds(slockCreated).build()
 				return heldObservation(sl, slockBackend)
 			},
 			want: observation{status: "True", reason: "LockAcquired", message: "Holds lock L of HttpBackend app since 2026-03-01T10:00:00Z, until 2026-03-01T12:00:00Z"},
@@ -398,7 +399,7 @@ func TestDescribeLockHolder(t *testing.T) {
 }
 
 func TestOwnsLock(t *testing.T) {
-	recorded := makeSlock().holds("L", slockCreated).build()
+	recorded := makeSlock().holds(slockCreated).build()
 	unrecorded := makeSlock().build()
 	cases := map[string]struct {
 		sl     *backendsv1alpha1.StateLock
@@ -476,10 +477,10 @@ func TestSlockInterval(t *testing.T) {
 			sl: makeSlock().locked("False", "WaitingForLock", 1, slockNow.Add(-time.Hour)).build(), action: slockIdle,
 		},
 		"holding: the backend's probe interval": {
-			sl: makeSlock().holds("L", slockCreated).locked("True", "LockAcquired", 1, slockCreated).build(), action: slockHold, want: checkEvery,
+			sl: makeSlock().holds(slockCreated).locked("True", "LockAcquired", 1, slockCreated).build(), action: slockHold, want: checkEvery,
 		},
 		"holding, no Locked yet: the backend's probe interval": {
-			sl: makeSlock().holds("L", slockCreated).build(), action: slockHold, want: checkEvery,
+			sl: makeSlock().holds(slockCreated).build(), action: slockHold, want: checkEvery,
 		},
 		"waiting for 40s: a quarter of it": {
 			sl: makeSlock().locked("False", "WaitingForLock", 1, slockNow.Add(-40*time.Second)).build(), action: slockHold, want: 10 * time.Second,
@@ -488,10 +489,10 @@ func TestSlockInterval(t *testing.T) {
 			sl: makeSlock().locked("False", "WaitingForLock", 1, slockNow.Add(-time.Hour)).build(), action: slockHold, want: maxLockRetry,
 		},
 		"a failed check while holding: retried soon, not at the probe interval": {
-			sl: makeSlock().holds("L", slockCreated).locked("Unknown", "Unreachable", 1, slockNow).build(), action: slockHold, want: minLockRetry,
+			sl: makeSlock().holds(slockCreated).locked("Unknown", "Unreachable", 1, slockNow).build(), action: slockHold, want: minLockRetry,
 		},
 		"a failed release: retried as it grows": {
-			sl:     makeSlock().until(slockNow.Add(-time.Hour)).holds("L", slockCreated).locked("Unknown", "Unreachable", 1, slockNow.Add(-80*time.Second)).build(),
+			sl:     makeSlock().until(slockNow.Add(-time.Hour)).holds(slockCreated).locked("Unknown", "Unreachable", 1, slockNow.Add(-80*time.Second)).build(),
 			action: slockRelease, want: 20 * time.Second,
 		},
 		"nothing held yet: the floor": {
@@ -501,7 +502,7 @@ func TestSlockInterval(t *testing.T) {
 			sl: makeSlock().generation(2).lost(1).build(), action: slockHold, want: minLockRetry,
 		},
 		"releasing a held lock: the floor": {
-			sl:     makeSlock().until(slockNow.Add(-time.Minute)).holds("L", slockCreated).locked("True", "LockAcquired", 1, slockCreated).build(),
+			sl:     makeSlock().until(slockNow.Add(-time.Minute)).holds(slockCreated).locked("True", "LockAcquired", 1, slockCreated).build(),
 			action: slockRelease, want: minLockRetry,
 		},
 	}
