@@ -264,7 +264,7 @@ func TestAcquireLockRace(t *testing.T) {
 			wantHeld: true, wantPUTs: 1,
 		},
 		"the answer to the write is lost, and the SDK writes again": {
-			hook: func(srv *costest.Server) *hookTransport {
+			hook: func(_ *costest.Server) *hookTransport {
 				var once sync.Once
 				return &hookTransport{before: func(r *http.Request) (*http.Response, error) {
 					var lost error
