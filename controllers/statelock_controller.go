@@ -131,7 +131,7 @@ func (r *stateLockReconciler) reconcileLock(ctx context.Context, s *slockScope) 
 		s.requeueAfter = sl.Spec.Until.Sub(now)
 	}
 	switch {
-	case action == slockIdle && lockLost(sl):
+	case action == slockIdle && lockLost(sl) && !expired(sl, now):
 		r.probes.forget(key)
 		c := meta.FindStatusCondition(sl.Status.Conditions, backendsv1alpha1.LockedCondition)
 		return stall(backendsv1alpha1.LockLostReason, "%s", c.Message)
@@ -199,8 +199,12 @@ func earliest(a, b time.Duration) time.Duration {
 // heldFromStatus is the lock sl's status records, a zero heldLock when
 // none.
 func heldFromStatus(sl *backendsv1alpha1.StateLock) heldLock {
-	if sl.Status.LockID == "" || sl.Status.LockInfo == nil {
+	switch {
+	case sl.Status.LockID == "":
 		return heldLock{}
+	case sl.Status.LockInfo == nil:
+		// Released with the ID alone, as OpenTofu's force-unlock does.
+		return heldLock{id: sl.Status.LockID, info: backendsv1alpha1.LockInfo{ID: sl.Status.LockID}}
 	}
 	return heldLock{id: sl.Status.LockID, info: *sl.Status.LockInfo.DeepCopy()}
 }
@@ -288,9 +292,13 @@ func (r *stateLockReconciler) finalize(ctx context.Context, sl *backendsv1alpha1
 		r.probes.ack(key, step.ack)
 		return giveUp(res.err.Error())
 	}
-	if sl.Status.LockID != "" {
+	if res.released {
+		id := sl.Status.LockID
+		if id == "" {
+			id = "(taken and not recorded)"
+		}
 		r.events.Eventf(sl, nil, corev1.EventTypeNormal, backendsv1alpha1.LockReleasedReason, "Finalize",
-			"Released lock %s of %s %s: the StateLock was deleted", sl.Status.LockID, sl.Spec.BackendRef.Kind, sl.Spec.BackendRef.Name)
+			"Released lock %s of %s %s: the StateLock was deleted", id, sl.Spec.BackendRef.Kind, sl.Spec.BackendRef.Name)
 	}
 	r.probes.forget(key)
 	return ctrl.Result{}, r.removeFinalizer(ctx, sl)

@@ -249,8 +249,8 @@ func TestCosLockOperations(t *testing.T) {
 	}
 
 	// A release of the lock it recorded: alice's lock stays.
-	if res := run(recorded, slockRelease); !res.released {
-		t.Errorf("release = %+v, want released (nothing of its own left)", res)
+	if res := run(recorded, slockRelease); res.released || res.err != nil || res.holder == nil || res.holder.ID != alice.ID {
+		t.Errorf("release = %+v, want nothing released, alice named as the holder", res)
 	}
 	if h := e.holder(ctx, t, "default"); h == nil || h.ID != alice.ID {
 		t.Errorf("the lock object holds %+v, want alice's", h)

@@ -63,8 +63,8 @@ func TestHTTPLockOperations(t *testing.T) {
 	// A release of the lock it recorded (the StateLock expired, or was
 	// deleted, before it saw the loss): alice's lock stays.
 	res = run(recorded, slockRelease)
-	if !res.released {
-		t.Errorf("release = %+v, want released (nothing of its own left)", res)
+	if res.released || res.err != nil || res.holder == nil || res.holder.ID != "alice-1" {
+		t.Errorf("release = %+v, want nothing released, alice named as the holder", res)
 	}
 	if diff := cmp.Diff([]string{"LOCK " + slockCheckID}, mustTake(lt)); diff != "" {
 		t.Errorf("the release's requests (-want +got):\n%s", diff)

@@ -69,25 +69,31 @@ func (op slockOperation) run(ctx context.Context, l stateLocker) slockResult {
 			res.holder = h
 		}
 	case op.action == slockRelease:
-		res.err = releaseOwned(ctx, l, op)
-		res.released = res.err == nil
+		res.released, res.holder, res.err = releaseOwned(ctx, l, op)
 	}
 	return res
 }
 
 // releaseOwned releases the StateLock's lock after checking that the
-// holder is still its own; a lock another holds, or none, is left alone.
-func releaseOwned(ctx context.Context, l stateLocker, op slockOperation) error {
+// holder is still its own, and reports whether it released one; a lock
+// another holds (returned), or none, is left alone.
+func releaseOwned(ctx context.Context, l stateLocker, op slockOperation) (bool, *backendsv1alpha1.LockInfo, error) {
 	h, err := l.holder(ctx)
-	if err != nil || !op.owns(h) {
-		return err
+	switch {
+	case err != nil:
+		return false, nil, err
+	case !op.owns(h):
+		return false, h, nil
 	}
 	held := op.held
 	if held.id == "" {
 		// A lock taken and never recorded (see ownsLock).
 		held = heldLock{id: h.ID, info: *h}
 	}
-	return l.release(ctx, held)
+	if err := l.release(ctx, held); err != nil {
+		return false, nil, err
+	}
+	return true, nil, nil
 }
 
 // newStateLockInfo is the LockInfo a StateLock takes its lock with: a

@@ -140,11 +140,11 @@ func TestSlockOperationRun(t *testing.T) {
 		},
 		"release, recorded but another holds it: left alone": {
 			sl: recorded, action: slockRelease, locker: scriptedLocker{holderInfo: alice},
-			want: slockResult{action: slockRelease, released: true}, wantCalls: []string{"holder", "close"},
+			want: slockResult{action: slockRelease, holder: alice}, wantCalls: []string{"holder", "close"},
 		},
 		"release, recorded but free: nothing to release": {
 			sl: recorded, action: slockRelease, locker: scriptedLocker{},
-			want: slockResult{action: slockRelease, released: true}, wantCalls: []string{"holder", "close"},
+			want: slockResult{action: slockRelease}, wantCalls: []string{"holder", "close"},
 		},
 		"release, unrecorded but owned: released as read": {
 			sl: unrecorded, action: slockRelease, locker: scriptedLocker{holderInfo: ours},
@@ -153,7 +153,7 @@ func TestSlockOperationRun(t *testing.T) {
 		},
 		"release, unrecorded, an earlier StateLock's lock: left alone": {
 			sl: unrecorded, action: slockRelease, locker: scriptedLocker{holderInfo: earlier},
-			want: slockResult{action: slockRelease, released: true}, wantCalls: []string{"holder", "close"},
+			want: slockResult{action: slockRelease, holder: earlier}, wantCalls: []string{"holder", "close"},
 		},
 		"release, the holder cannot be read: not released": {
 			sl: recorded, action: slockRelease, locker: scriptedLocker{holderInfo: ourRecorded, holderErr: unreachable},

@@ -87,8 +87,9 @@ type slockResult struct {
 	// holder is the lock's holder when it is another: the one a take
 	// waits for, or the one a check found instead of the StateLock.
 	holder *backendsv1alpha1.LockInfo
-	// released is true when a release left the StateLock holding nothing:
-	// it released its lock, or found it no longer held.
+	// released is true when a release released the StateLock's lock.
+	// A release that found the lock no longer its own (holder, or none)
+	// released nothing: the StateLock holds nothing either way.
 	released bool
 	// err is set when the server could not be asked: what the StateLock
 	// holds is unknown, and the operation is tried again.
@@ -149,10 +150,14 @@ func applySlockResult(sl *backendsv1alpha1.StateLock, res slockResult, backend s
 		set(observation{status: metav1.ConditionFalse, reason: backendsv1alpha1.WaitingForLockReason, message: fmt.Sprintf(
 			"Waiting for the lock of %s: %s. The StateLock takes it as soon as it is free, never by force.",
 			backend, describeLockHolder(res.holder))})
-	case res.released:
-		released := st.LockID
+	case res.action == slockRelease:
+		obs := expiredObservation(sl, st.LockID, backend)
+		if !res.released {
+			obs = expiredObservation(sl, "", backend)
+			obs.message += fmt.Sprintf(" Lock %s was no longer held by the StateLock: nothing to release.", st.LockID)
+		}
 		st.LockID, st.LockInfo, st.HeldSince, st.Holder = "", nil, nil, nil
-		set(expiredObservation(sl, released, backend))
+		set(obs)
 	}
 }
 
@@ -200,8 +205,8 @@ func describeLockHolder(h *backendsv1alpha1.LockInfo) string {
 // ownsLock reports whether holder is sl's lock: the one its status
 // records, or (when it records none) one it took and could not record
 // (the manager stopped, or the status write failed): Who names sl, and
-// it was taken after sl was created, so not by an earlier StateLock of
-// the same name.
+// it was taken after sl was created (within adoptionClockSkew), so not by
+// an earlier StateLock of the same name.
 func ownsLock(sl *backendsv1alpha1.StateLock, holder *backendsv1alpha1.LockInfo) bool {
 	switch {
 	case holder == nil:
@@ -209,8 +214,14 @@ func ownsLock(sl *backendsv1alpha1.StateLock, holder *backendsv1alpha1.LockInfo)
 	case sl.Status.LockID != "":
 		return holder.ID == sl.Status.LockID
 	}
-	return holder.Who == stateLockWho(sl) && holder.Created != nil && !holder.Created.Before(&sl.CreationTimestamp)
+	return holder.Who == stateLockWho(sl) && holder.Created != nil &&
+		!holder.Created.Add(adoptionClockSkew).Before(sl.CreationTimestamp.Time)
 }
+
+// adoptionClockSkew is how far the operator's clock (a lock's Created) may
+// lag the API server's (the StateLock's creationTimestamp) for a lock the
+// StateLock took and did not record to be recognised as its own.
+const adoptionClockSkew = time.Minute
 
 // Bounds of the wait between two attempts to take a lock another holds:
 // it grows with the time waited so far, so that a short run's lock is

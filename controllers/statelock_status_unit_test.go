@@ -312,6 +312,14 @@ func TestApplySlockResult(t *testing.T) {
 				Conditions: []metav1.Condition{lockedCond("False", "Expired", "Expired at 2026-03-01T11:59:00Z: released lock L of HttpBackend app.")},
 			},
 		},
+		"expiry finding the lock no longer its own": {
+			sl:  makeSlock().until(slockNow.Add(-time.Minute)).holds(heldSince).locked("True", "LockAcquired", 1, heldSince).build(),
+			res: slockResult{action: slockRelease, holder: alice},
+			want: backendsv1alpha1.StateLockStatus{
+				Conditions: []metav1.Condition{lockedCond("False", "Expired",
+					"Expired at 2026-03-01T11:59:00Z. Lock L was no longer held by the StateLock: nothing to release.")},
+			},
+		},
 	}
 	for name, tc := range cases {
 		t.Run(name, func(t *testing.T) {

@@ -28,7 +28,10 @@ func TestOwnsLock(t *testing.T) {
 			sl: unrecorded, holder: &backendsv1alpha1.LockInfo{ID: "M", Who: slockWho, Created: metaTime(slockCreated)}, want: true,
 		},
 		"unrecorded, its Who, taken before creation (an earlier StateLock of the name)": {
-			sl: unrecorded, holder: &backendsv1alpha1.LockInfo{ID: "M", Who: slockWho, Created: metaTime(slockCreated.Add(-time.Second))},
+			sl: unrecorded, holder: &backendsv1alpha1.LockInfo{ID: "M", Who: slockWho, Created: metaTime(slockCreated.Add(-adoptionClockSkew - time.Second))},
+		},
+		"unrecorded, its Who, Created behind creation within the clock skew allowed": {
+			sl: unrecorded, holder: &backendsv1alpha1.LockInfo{ID: "M", Who: slockWho, Created: metaTime(slockCreated.Add(-time.Second))}, want: true,
 		},
 		"unrecorded, its Who, no creation time": {
 			sl: unrecorded, holder: &backendsv1alpha1.LockInfo{ID: "M", Who: slockWho},
