@@ -17,7 +17,6 @@ package controllers
 // +kubebuilder:rbac:groups=backends.infrastate.io,resources=remotestates/finalizers,verbs=update
 // +kubebuilder:rbac:groups=backends.infrastate.io,resources=statelocks,verbs=get;list;watch;patch
 // +kubebuilder:rbac:groups=backends.infrastate.io,resources=statelocks/status,verbs=patch
-// +kubebuilder:rbac:groups=backends.infrastate.io,resources=statelocks/finalizers,verbs=update
 // +kubebuilder:rbac:groups="",resources=pods,verbs=get
 // +kubebuilder:rbac:groups="",resources=secrets;configmaps,verbs=get;list;watch;create;patch;delete
 // +kubebuilder:rbac:groups="",resources=events,verbs=create;patch

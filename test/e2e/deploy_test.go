@@ -105,6 +105,11 @@ var _ = Describe("config/default", Serial, func() {
 			"httpbackends/finalizers.backends.infrastate.io": {"update"},
 			"cosbackends/finalizers.backends.infrastate.io":  {"update"},
 			"remotestates/finalizers.backends.infrastate.io": {"update"},
+			// A StateLock's finalizer is added and removed with a patch;
+			// the holder-gone lock policy reads one Pod by name.
+			"statelocks.backends.infrastate.io":        {"get", "list", "patch", "watch"},
+			"statelocks/status.backends.infrastate.io": {"patch"},
+			"pods": {"get"},
 		}))
 
 		By("the Deployment: image, leader election, probes, resources, non-root, read-only root filesystem")
@@ -157,6 +162,10 @@ var _ = Describe("config/default", Serial, func() {
 			{"delete", "configmaps", "", true},
 			{"delete", "secrets", "", true},
 			{"patch", "httpbackends.backends.infrastate.io", "", false},
+			{"patch", "statelocks.backends.infrastate.io", "", true},
+			{"get", "pods", "", true},
+			{"list", "pods", "", false},
+			{"watch", "pods", "", false},
 			{"delete", "httpbackends.backends.infrastate.io", "", false},
 		} {
 			args := []string{"auth", "can-i", c.verb, c.resource, "--as", managerServiceAccount}
