@@ -8,6 +8,7 @@ import (
 
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/api/meta"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/client-go/tools/events"
 	ctrl "sigs.k8s.io/controller-runtime"
@@ -175,8 +176,8 @@ func (r *stateLockReconciler) reconcileLock(ctx context.Context, s *slockScope) 
 	}
 	s.requeueAfter = earliest(s.requeueAfter, next)
 	if c := meta.FindStatusCondition(sl.Status.Conditions, backendsv1alpha1.LockedCondition); c != nil && c.Reason == backendsv1alpha1.WaitingForLockReason {
-		s.waiting = &observation{status: c.Status, reason: c.Reason, message: c.Message}
-		s.waiting.status = "True"
+		// In progress (kstatus), though the generation was observed.
+		s.waiting = &observation{status: metav1.ConditionTrue, reason: c.Reason, message: c.Message}
 	}
 	if err == nil && lockLost(sl) {
 		c := meta.FindStatusCondition(sl.Status.Conditions, backendsv1alpha1.LockedCondition)
