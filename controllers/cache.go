@@ -9,6 +9,8 @@ import (
 	toolscache "k8s.io/client-go/tools/cache"
 	"sigs.k8s.io/controller-runtime/pkg/cache"
 	"sigs.k8s.io/controller-runtime/pkg/client"
+
+	"github.com/infrastate/backend-operator/internal/contenthash"
 )
 
 // CacheOptions are the manager's cache settings: the namespaces to watch
@@ -74,9 +76,9 @@ func cacheTransform() toolscache.TransformFunc {
 // the operator wrote (see ownedWriter), which holds no secret, and nothing
 // else.
 func keptAnnotations(in map[string]string) map[string]string {
-	hash, ok := in[contentHashAnnotation]
+	hash, ok := in[contenthash.Annotation]
 	if !ok {
 		return nil
 	}
-	return map[string]string{contentHashAnnotation: hash}
+	return map[string]string{contenthash.Annotation: hash}
 }

@@ -7,6 +7,7 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
 	backendsv1alpha1 "github.com/infrastate/backend-operator/api/v1alpha1"
+	"github.com/infrastate/backend-operator/internal/contenthash"
 )
 
 // TestCacheTransform checks what the manager's cache keeps of an object:
@@ -29,9 +30,9 @@ func TestCacheTransform(t *testing.T) {
 		},
 		"metadata of a Secret": {
 			in: &metav1.PartialObjectMetadata{ObjectMeta: metav1.ObjectMeta{Name: "s", ManagedFields: managed, Annotations: map[string]string{
-				lastAppliedAnnotation: `{"data":{"password":"x"}}`, contentHashAnnotation: "sha256:1", "team": "a",
+				lastAppliedAnnotation: `{"data":{"password":"x"}}`, contenthash.Annotation: "sha256:1", "team": "a",
 			}}},
-			want: &metav1.PartialObjectMetadata{ObjectMeta: metav1.ObjectMeta{Name: "s", Annotations: map[string]string{contentHashAnnotation: "sha256:1"}}},
+			want: &metav1.PartialObjectMetadata{ObjectMeta: metav1.ObjectMeta{Name: "s", Annotations: map[string]string{contenthash.Annotation: "sha256:1"}}},
 		},
 	}
 	for name, tc := range cases {

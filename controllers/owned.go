@@ -6,7 +6,6 @@ import (
 	"errors"
 	"fmt"
 	"maps"
-	"slices"
 
 	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
@@ -16,6 +15,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/controller/controllerutil"
 
 	backendsv1alpha1 "github.com/infrastate/backend-operator/api/v1alpha1"
+	"github.com/infrastate/backend-operator/internal/contenthash"
 	"github.com/infrastate/backend-operator/internal/render"
 )
 
@@ -24,7 +24,7 @@ import (
 // the API server and writes only when the content differs, so a resync
 // with nothing new performs no write.
 //
-// Every object it writes carries contentHashAnnotation, the hash of the
+// Every object it writes carries contenthash.Annotation, the hash of the
 // data it wrote. When an object's data no longer matches that hash,
 // another writer changed it: the writer then stops writing it and stalls
 // (ExternallyModified) instead of fighting over it, until the object is
@@ -43,18 +43,14 @@ type ownedWriter struct {
 // fieldOwner is the field manager of every write of the operator.
 const fieldOwner = client.FieldOwner("backend-operator")
 
-// contentHashAnnotation holds the hash of the data the operator last wrote
-// into a rendered or published object.
-const contentHashAnnotation = "backends.infrastate.io/content-hash"
-
 // applyConfigMap makes the ConfigMap match desired: data, labels and the
 // controller reference. It refuses to touch a ConfigMap another owner
 // controls or another writer changed, and reports whether it wrote.
 func (w ownedWriter) applyConfigMap(ctx context.Context, desired *corev1.ConfigMap) (bool, error) {
-	setContentHash(desired, configMapHash(desired.Data, nil))
+	setContentHash(desired, contenthash.ConfigMap(desired.Data, nil))
 	current := &corev1.ConfigMap{ObjectMeta: metav1.ObjectMeta{Namespace: desired.Namespace, Name: desired.Name}}
 	return w.apply(ctx, "ConfigMap", desired, current, objectContent{
-		hash:   func() string { return configMapHash(current.Data, current.BinaryData) },
+		hash:   func() string { return contenthash.ConfigMap(current.Data, current.BinaryData) },
 		create: func() { *current = *desired.DeepCopy() },
 		copyData: func() {
 			current.Data = desired.Data
@@ -65,10 +61,10 @@ func (w ownedWriter) applyConfigMap(ctx context.Context, desired *corev1.ConfigM
 
 // applySecret makes the Secret match desired, as applyConfigMap does.
 func (w ownedWriter) applySecret(ctx context.Context, desired *corev1.Secret) (bool, error) {
-	setContentHash(desired, secretHash(desired.Data))
+	setContentHash(desired, contenthash.Secret(desired.Data))
 	current := &corev1.Secret{ObjectMeta: metav1.ObjectMeta{Namespace: desired.Namespace, Name: desired.Name}}
 	return w.apply(ctx, "Secret", desired, current, objectContent{
-		hash:     func() string { return secretHash(current.Data) },
+		hash:     func() string { return contenthash.Secret(current.Data) },
 		create:   func() { *current = *desired.DeepCopy() },
 		copyData: func() { current.Data = desired.Data },
 	})
@@ -105,7 +101,7 @@ func (w ownedWriter) apply(ctx context.Context, kind string, desired, current cl
 	owner := metav1.GetControllerOf(desired)
 	writer := writerKey{kind: owner.Kind, NamespacedName: types.NamespacedName{Namespace: key.Namespace, Name: owner.Name}}
 	written := writtenKey{kind: kind, name: key.Name}
-	want := desired.GetAnnotations()[contentHashAnnotation]
+	want := desired.GetAnnotations()[contenthash.Annotation]
 	c := ownedClient{Client: client.WithFieldOwner(w.client, string(fieldOwner)), reader: w.reader, kind: kind}
 
 	recorded := w.versions.get(writer, written)
@@ -157,7 +153,7 @@ func (w ownedWriter) apply(ctx context.Context, kind string, desired, current cl
 		}
 		// An object written before the annotation existed, or whose
 		// annotation someone removed, is adopted as it is.
-		if written, marked := current.GetAnnotations()[contentHashAnnotation]; marked && written != have {
+		if written, marked := current.GetAnnotations()[contenthash.Annotation]; marked && written != have {
 			// The data is neither what the operator wrote last nor what
 			// it would write: someone else wrote it.
 			return stall(backendsv1alpha1.ExternallyModifiedReason,
@@ -284,7 +280,7 @@ func (p lockedPatch) Data(obj client.Object) ([]byte, error) {
 func asLeft(meta metav1.Object, owner types.UID, recorded, hash string) bool {
 	ref := metav1.GetControllerOfNoCopy(meta)
 	return ref != nil && ref.UID == owner && recorded != "" && meta.GetResourceVersion() == recorded &&
-		meta.GetAnnotations()[contentHashAnnotation] == hash
+		meta.GetAnnotations()[contenthash.Annotation] == hash
 }
 
 // controlledBy reports whether owner is obj's controller.
@@ -318,30 +314,9 @@ func apiMessage(err error) string {
 	return err.Error()
 }
 
-// setContentHash records hash in obj's contentHashAnnotation.
+// setContentHash records hash in obj's contenthash.Annotation.
 func setContentHash(obj client.Object, hash string) {
-	obj.SetAnnotations(mergeStrings(obj.GetAnnotations(), map[string]string{contentHashAnnotation: hash}))
-}
-
-// configMapHash hashes the data of a ConfigMap.
-func configMapHash(data map[string]string, binary map[string][]byte) string {
-	parts := make([][]byte, 0, 2*(len(data)+len(binary)))
-	for _, k := range slices.Sorted(maps.Keys(data)) {
-		parts = append(parts, []byte("data/"+k), []byte(data[k]))
-	}
-	for _, k := range slices.Sorted(maps.Keys(binary)) {
-		parts = append(parts, []byte("binaryData/"+k), binary[k])
-	}
-	return "sha256:" + fingerprint(parts...)
-}
-
-// secretHash hashes the data of a Secret.
-func secretHash(data map[string][]byte) string {
-	parts := make([][]byte, 0, 2*len(data))
-	for _, k := range slices.Sorted(maps.Keys(data)) {
-		parts = append(parts, []byte(k), data[k])
-	}
-	return "sha256:" + fingerprint(parts...)
+	obj.SetAnnotations(mergeStrings(obj.GetAnnotations(), map[string]string{contenthash.Annotation: hash}))
 }
 
 // mergeStrings returns a copy of have with every entry of want set.

@@ -18,6 +18,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client/interceptor"
 
 	backendsv1alpha1 "github.com/infrastate/backend-operator/api/v1alpha1"
+	"github.com/infrastate/backend-operator/internal/contenthash"
 	"github.com/infrastate/backend-operator/internal/render"
 	"github.com/infrastate/backend-operator/internal/testenv"
 )
@@ -129,7 +130,7 @@ func ownedConfigMap(owner *render.Owner, data map[string]string, hash string, la
 		cm.ObjectMeta = render.OwnedObjectMeta(*owner, "app-backend", labels)
 	}
 	if hash != "" {
-		cm.Annotations = map[string]string{contentHashAnnotation: hash}
+		cm.Annotations = map[string]string{contenthash.Annotation: hash}
 	}
 	return cm
 }
@@ -157,38 +158,38 @@ func TestApplyConfigMap(t *testing.T) {
 	}{
 		"absent: created without a read": {
 			wantWrote: true, wantVerbs: []string{"create"},
-			wantData: desired, wantAnnotation: configMapHash(desired, nil),
+			wantData: desired, wantAnnotation: contenthash.ConfigMap(desired, nil),
 		},
 		"as desired: no write": {
-			existing:  ownedConfigMap(&ownedTestOwner, desired, configMapHash(desired, nil), ownedTestLabels),
-			wantReads: 1, wantData: desired, wantAnnotation: configMapHash(desired, nil),
+			existing:  ownedConfigMap(&ownedTestOwner, desired, contenthash.ConfigMap(desired, nil), ownedTestLabels),
+			wantReads: 1, wantData: desired, wantAnnotation: contenthash.ConfigMap(desired, nil),
 		},
 		"as desired, and the version the operator checked last: neither read nor written": {
-			existing: ownedConfigMap(&ownedTestOwner, desired, configMapHash(desired, nil), ownedTestLabels),
+			existing: ownedConfigMap(&ownedTestOwner, desired, contenthash.ConfigMap(desired, nil), ownedTestLabels),
 			recorded: recordStored,
-			wantData: desired, wantAnnotation: configMapHash(desired, nil),
+			wantData: desired, wantAnnotation: contenthash.ConfigMap(desired, nil),
 		},
 		"as desired, but another version than the one the operator checked last: read": {
-			existing:  ownedConfigMap(&ownedTestOwner, desired, configMapHash(desired, nil), ownedTestLabels),
+			existing:  ownedConfigMap(&ownedTestOwner, desired, contenthash.ConfigMap(desired, nil), ownedTestLabels),
 			recorded:  "1",
-			wantReads: 1, wantData: desired, wantAnnotation: configMapHash(desired, nil),
+			wantReads: 1, wantData: desired, wantAnnotation: contenthash.ConfigMap(desired, nil),
 		},
 		"changed by another writer under the annotation the operator wrote: read and ExternallyModified": {
-			existing:   ownedConfigMap(&ownedTestOwner, map[string]string{"ca.crt": "theirs"}, configMapHash(desired, nil), ownedTestLabels),
+			existing:   ownedConfigMap(&ownedTestOwner, map[string]string{"ca.crt": "theirs"}, contenthash.ConfigMap(desired, nil), ownedTestLabels),
 			recorded:   "1",
 			wantReason: backendsv1alpha1.ExternallyModifiedReason, wantReads: 1,
-			wantData: map[string]string{"ca.crt": "theirs"}, wantAnnotation: configMapHash(desired, nil),
+			wantData: map[string]string{"ca.crt": "theirs"}, wantAnnotation: contenthash.ConfigMap(desired, nil),
 		},
 		"the version checked last, but a label missing: read and patched": {
-			existing:  ownedConfigMap(&ownedTestOwner, desired, configMapHash(desired, nil), nil),
+			existing:  ownedConfigMap(&ownedTestOwner, desired, contenthash.ConfigMap(desired, nil), nil),
 			recorded:  recordStored,
 			wantWrote: true, wantVerbs: []string{"patch"}, wantReads: 1,
-			wantData: desired, wantAnnotation: configMapHash(desired, nil),
+			wantData: desired, wantAnnotation: contenthash.ConfigMap(desired, nil),
 		},
 		"written once but deleted since: read, and created again": {
 			recorded:  "1",
 			wantWrote: true, wantVerbs: []string{"create"}, wantReads: 1,
-			wantData: desired, wantAnnotation: configMapHash(desired, nil),
+			wantData: desired, wantAnnotation: contenthash.ConfigMap(desired, nil),
 		},
 		"absent from the cache, but someone else's: NameConflict without reading its content": {
 			existing:      ownedConfigMap(nil, old, "", nil),
@@ -202,24 +203,24 @@ func TestApplyConfigMap(t *testing.T) {
 			wantReads: 1, wantData: desired,
 		},
 		"written by the operator, now stale: patched": {
-			existing:  ownedConfigMap(&ownedTestOwner, old, configMapHash(old, nil), ownedTestLabels),
+			existing:  ownedConfigMap(&ownedTestOwner, old, contenthash.ConfigMap(old, nil), ownedTestLabels),
 			wantWrote: true, wantVerbs: []string{"patch"}, wantReads: 1,
-			wantData: desired, wantAnnotation: configMapHash(desired, nil),
+			wantData: desired, wantAnnotation: contenthash.ConfigMap(desired, nil),
 		},
 		"as desired but a label missing: patched": {
-			existing:  ownedConfigMap(&ownedTestOwner, desired, configMapHash(desired, nil), nil),
+			existing:  ownedConfigMap(&ownedTestOwner, desired, contenthash.ConfigMap(desired, nil), nil),
 			wantWrote: true, wantVerbs: []string{"patch"}, wantReads: 1,
-			wantData: desired, wantAnnotation: configMapHash(desired, nil),
+			wantData: desired, wantAnnotation: contenthash.ConfigMap(desired, nil),
 		},
 		"without the annotation: adopted": {
 			existing:  ownedConfigMap(&ownedTestOwner, old, "", ownedTestLabels),
 			wantWrote: true, wantVerbs: []string{"patch"}, wantReads: 1,
-			wantData: desired, wantAnnotation: configMapHash(desired, nil),
+			wantData: desired, wantAnnotation: contenthash.ConfigMap(desired, nil),
 		},
 		"changed by another writer: ExternallyModified": {
-			existing:   ownedConfigMap(&ownedTestOwner, map[string]string{"ca.crt": "theirs"}, configMapHash(old, nil), ownedTestLabels),
+			existing:   ownedConfigMap(&ownedTestOwner, map[string]string{"ca.crt": "theirs"}, contenthash.ConfigMap(old, nil), ownedTestLabels),
 			wantReason: backendsv1alpha1.ExternallyModifiedReason, wantReads: 1,
-			wantData: map[string]string{"ca.crt": "theirs"}, wantAnnotation: configMapHash(old, nil),
+			wantData: map[string]string{"ca.crt": "theirs"}, wantAnnotation: contenthash.ConfigMap(old, nil),
 		},
 		"foreign, in the cache: NameConflict without reading its content": {
 			existing:   ownedConfigMap(&foreign, old, "", nil),
@@ -232,18 +233,18 @@ func TestApplyConfigMap(t *testing.T) {
 			wantReason: backendsv1alpha1.WriteRejectedReason,
 		},
 		"patch refused as invalid: WriteRejected": {
-			existing:   ownedConfigMap(&ownedTestOwner, old, configMapHash(old, nil), ownedTestLabels),
+			existing:   ownedConfigMap(&ownedTestOwner, old, contenthash.ConfigMap(old, nil), ownedTestLabels),
 			patchErr:   invalid,
 			wantVerbs:  []string{"patch"},
 			wantReason: backendsv1alpha1.WriteRejectedReason, wantReads: 1,
-			wantData: old, wantAnnotation: configMapHash(old, nil),
+			wantData: old, wantAnnotation: contenthash.ConfigMap(old, nil),
 		},
 		"patch failing otherwise: an error to retry": {
-			existing:  ownedConfigMap(&ownedTestOwner, old, configMapHash(old, nil), ownedTestLabels),
+			existing:  ownedConfigMap(&ownedTestOwner, old, contenthash.ConfigMap(old, nil), ownedTestLabels),
 			patchErr:  apierrors.NewServiceUnavailable("try again"),
 			wantVerbs: []string{"patch"},
 			wantErr:   apierrors.IsServiceUnavailable, wantReads: 1,
-			wantData: old, wantAnnotation: configMapHash(old, nil),
+			wantData: old, wantAnnotation: contenthash.ConfigMap(old, nil),
 		},
 	}
 	for name, tc := range cases {
@@ -302,8 +303,8 @@ func TestApplyConfigMap(t *testing.T) {
 			if diff := cmp.Diff(tc.wantData, got.Data); diff != "" {
 				t.Errorf("stored data (-want +got):\n%s", diff)
 			}
-			if a := got.Annotations[contentHashAnnotation]; a != tc.wantAnnotation {
-				t.Errorf("stored %s = %q, want %q", contentHashAnnotation, a, tc.wantAnnotation)
+			if a := got.Annotations[contenthash.Annotation]; a != tc.wantAnnotation {
+				t.Errorf("stored %s = %q, want %q", contenthash.Annotation, a, tc.wantAnnotation)
 			}
 			if tc.wantWrote && !controlledBy(got, metav1.GetControllerOf(want)) {
 				t.Errorf("the written ConfigMap is not controlled by its owner: %v", got.OwnerReferences)
@@ -339,7 +340,7 @@ func TestApplyPatchIsLocked(t *testing.T) {
 	key := client.ObjectKeyFromObject(desired)
 
 	t.Run("the patch names the version read", func(t *testing.T) {
-		h := newOwnedHarness(t, ownedConfigMap(&ownedTestOwner, old, configMapHash(old, nil), ownedTestLabels))
+		h := newOwnedHarness(t, ownedConfigMap(&ownedTestOwner, old, contenthash.ConfigMap(old, nil), ownedTestLabels))
 		read := &corev1.ConfigMap{}
 		if err := h.store.Get(context.Background(), key, read); err != nil {
 			t.Fatal(err)
@@ -353,7 +354,7 @@ func TestApplyPatchIsLocked(t *testing.T) {
 	})
 
 	t.Run("a write since the read conflicts", func(t *testing.T) {
-		h := newOwnedHarness(t, ownedConfigMap(&ownedTestOwner, old, configMapHash(old, nil), ownedTestLabels))
+		h := newOwnedHarness(t, ownedConfigMap(&ownedTestOwner, old, contenthash.ConfigMap(old, nil), ownedTestLabels))
 		h.afterRead = func(store client.WithWatch) {
 			h.afterRead = nil
 			theirs := &corev1.ConfigMap{}
@@ -412,8 +413,8 @@ func TestApplySecret(t *testing.T) {
 	if diff := cmp.Diff(want, got.Data); diff != "" {
 		t.Errorf("stored data (-want +got):\n%s", diff)
 	}
-	if got.Type != corev1.SecretTypeOpaque || got.Annotations[contentHashAnnotation] != secretHash(want) {
-		t.Errorf("stored type %q and hash %q, want %q and %q", got.Type, got.Annotations[contentHashAnnotation], corev1.SecretTypeOpaque, secretHash(want))
+	if got.Type != corev1.SecretTypeOpaque || got.Annotations[contenthash.Annotation] != contenthash.Secret(want) {
+		t.Errorf("stored type %q and hash %q, want %q and %q", got.Type, got.Annotations[contenthash.Annotation], corev1.SecretTypeOpaque, contenthash.Secret(want))
 	}
 	if n := len(h.writes); n != 2 {
 		t.Errorf("%d writes, want 2", n)

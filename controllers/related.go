@@ -13,6 +13,8 @@ import (
 	"k8s.io/apimachinery/pkg/watch"
 	"k8s.io/client-go/metadata"
 	toolscache "k8s.io/client-go/tools/cache"
+
+	"github.com/infrastate/backend-operator/internal/contenthash"
 )
 
 // relatedObjects watches the metadata of every Secret, or of every
@@ -381,7 +383,7 @@ func holdObject(obj metav1.Object) *heldObject {
 		c := *ref
 		h.controller = &c
 	}
-	h.contentHash, h.hashed = obj.GetAnnotations()[contentHashAnnotation]
+	h.contentHash, h.hashed = obj.GetAnnotations()[contenthash.Annotation]
 	return h
 }
 
@@ -399,7 +401,7 @@ func (h *heldObject) metadata(kind string, key types.NamespacedName) *metav1.Par
 		m.OwnerReferences = []metav1.OwnerReference{*h.controller}
 	}
 	if h.hashed {
-		m.Annotations = map[string]string{contentHashAnnotation: h.contentHash}
+		m.Annotations = map[string]string{contenthash.Annotation: h.contentHash}
 	}
 	return m
 }

@@ -11,6 +11,7 @@ import (
 	toolscache "k8s.io/client-go/tools/cache"
 
 	backendsv1alpha1 "github.com/infrastate/backend-operator/api/v1alpha1"
+	"github.com/infrastate/backend-operator/internal/contenthash"
 )
 
 // TestRelatedObjects drives the store of a related watch as a reflector
@@ -34,7 +35,7 @@ func TestRelatedObjects(t *testing.T) {
 		m.OwnerReferences = []metav1.OwnerReference{{APIVersion: "apps/v1", Kind: "Deployment", Name: "web", Controller: new(true)}}
 	}
 	annotated := func(m *metav1.PartialObjectMetadata) {
-		m.Annotations = map[string]string{contentHashAnnotation: "sha256:1", "kubectl.kubernetes.io/last-applied-configuration": `{"data":{"password":"x"}}`}
+		m.Annotations = map[string]string{contenthash.Annotation: "sha256:1", "kubectl.kubernetes.io/last-applied-configuration": `{"data":{"password":"x"}}`}
 	}
 
 	type step func(s *relatedStore) error
@@ -146,7 +147,7 @@ func TestRelatedObjects(t *testing.T) {
 			TypeMeta: metav1.TypeMeta{APIVersion: "v1", Kind: "Secret"},
 			ObjectMeta: metav1.ObjectMeta{Namespace: "ns", Name: "rendered", UID: "u-1", ResourceVersion: "7",
 				Labels: map[string]string{"a": "b"}, OwnerReferences: in.OwnerReferences,
-				Annotations: map[string]string{contentHashAnnotation: "sha256:1"}},
+				Annotations: map[string]string{contenthash.Annotation: "sha256:1"}},
 		}
 		if diff := cmp.Diff(want, got); diff != "" {
 			t.Errorf("held (-want +got):\n%s", diff)

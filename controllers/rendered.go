@@ -8,6 +8,7 @@ import (
 	"k8s.io/apimachinery/pkg/types"
 
 	backendsv1alpha1 "github.com/infrastate/backend-operator/api/v1alpha1"
+	"github.com/infrastate/backend-operator/internal/contenthash"
 	"github.com/infrastate/backend-operator/internal/render"
 )
 
@@ -102,7 +103,7 @@ func writeRenderedObjects(ctx context.Context, w ownedWriter, in renderedObjects
 	}
 	return renderMemo{
 		configMapName: configMapName, secretName: secretName,
-		configMapHash: cm.Annotations[contentHashAnnotation], secretHash: secret.Annotations[contentHashAnnotation],
+		configMapHash: cm.Annotations[contenthash.Annotation], secretHash: secret.Annotations[contenthash.Annotation],
 	}, nil
 }
 

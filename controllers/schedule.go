@@ -1,14 +1,13 @@
 package controllers
 
 import (
-	"crypto/sha256"
-	"encoding/hex"
-	"fmt"
 	"math/rand/v2"
 	"sync"
 	"time"
 
 	"k8s.io/apimachinery/pkg/types"
+
+	"github.com/infrastate/backend-operator/internal/contenthash"
 )
 
 // probeSchedule remembers, in memory, when each object was last probed and
@@ -116,13 +115,6 @@ func jitter(d time.Duration) time.Duration {
 
 // fingerprint hashes probe inputs, so that the schedule notices rotated
 // credentials without keeping them. A fingerprint of probe inputs never
-// leaves the process; the content hashes of the rendered objects (see
-// owned.go) use the same function on data that those objects hold anyway.
-func fingerprint(parts ...[]byte) string {
-	h := sha256.New()
-	for _, p := range parts {
-		h.Write(fmt.Appendf(nil, "%d:", len(p)))
-		h.Write(p)
-	}
-	return hex.EncodeToString(h.Sum(nil))
-}
+// leaves the process; the content hashes of the rendered objects use the
+// same function (contenthash.Sum) on data that those objects hold anyway.
+func fingerprint(parts ...[]byte) string { return contenthash.Sum(parts...) }

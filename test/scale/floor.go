@@ -2,13 +2,9 @@ package main
 
 import (
 	"context"
-	"crypto/sha256"
-	"encoding/hex"
 	"encoding/json"
 	"fmt"
 	"log"
-	"maps"
-	"slices"
 	"sync"
 	"time"
 
@@ -23,6 +19,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	backendsv1alpha1 "github.com/infrastate/backend-operator/api/v1alpha1"
+	"github.com/infrastate/backend-operator/internal/contenthash"
 	"github.com/infrastate/backend-operator/internal/render"
 	"github.com/infrastate/backend-operator/internal/testenv"
 )
@@ -176,45 +173,9 @@ func floorObjects(b *backendsv1alpha1.HttpBackend, password []byte) (*corev1.Con
 	}
 	cm := render.ConfigMap(owner, cmName, files)
 	secret := render.CredentialsSecret(owner, render.CredentialsSecretName(b.Name), render.HTTPCredentials(render.HTTPSecrets{Password: password}))
-	cm.Annotations = map[string]string{contentHashAnnotation: configMapContentHash(cm.Data)}
-	secret.Annotations = map[string]string{contentHashAnnotation: secretContentHash(secret.Data)}
+	cm.Annotations = map[string]string{contenthash.Annotation: contenthash.ConfigMap(cm.Data, nil)}
+	secret.Annotations = map[string]string{contenthash.Annotation: contenthash.Secret(secret.Data)}
 	return cm, secret, nil
-}
-
-// contentHashAnnotation is the annotation the operator writes on the
-// objects it renders (controllers/owned.go).
-const contentHashAnnotation = "backends.infrastate.io/content-hash"
-
-// configMapContentHash is the operator's hash of a ConfigMap's data
-// (controllers.configMapHash, without binaryData, which the operator
-// never renders).
-func configMapContentHash(data map[string]string) string {
-	parts := make([][]byte, 0, 2*len(data))
-	for _, k := range slices.Sorted(maps.Keys(data)) {
-		parts = append(parts, []byte("data/"+k), []byte(data[k]))
-	}
-	return "sha256:" + fingerprint(parts...)
-}
-
-// secretContentHash is the operator's hash of a Secret's data
-// (controllers.secretHash).
-func secretContentHash(data map[string][]byte) string {
-	parts := make([][]byte, 0, 2*len(data))
-	for _, k := range slices.Sorted(maps.Keys(data)) {
-		parts = append(parts, []byte(k), data[k])
-	}
-	return "sha256:" + fingerprint(parts...)
-}
-
-// fingerprint is the operator's length-prefixed SHA-256 of parts
-// (controllers.fingerprint).
-func fingerprint(parts ...[]byte) string {
-	h := sha256.New()
-	for _, p := range parts {
-		h.Write(fmt.Appendf(nil, "%d:", len(p)))
-		h.Write(p)
-	}
-	return hex.EncodeToString(h.Sum(nil))
 }
 
 // floorStatus is the part of an HttpBackend's status the floor writes.

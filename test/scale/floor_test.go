@@ -13,6 +13,7 @@ import (
 	"k8s.io/apimachinery/pkg/types"
 
 	backendsv1alpha1 "github.com/infrastate/backend-operator/api/v1alpha1"
+	"github.com/infrastate/backend-operator/internal/contenthash"
 	"github.com/infrastate/backend-operator/internal/render"
 )
 
@@ -38,7 +39,7 @@ func TestFloorObjects(t *testing.T) {
 		ObjectMeta: metav1.ObjectMeta{
 			Namespace: "ns", Name: "hb-00001-backend-credentials", OwnerReferences: owner,
 			Labels:      map[string]string{render.ManagedByLabel: render.ManagedByValue, render.BackendLabel: "hb-00001"},
-			Annotations: map[string]string{contentHashAnnotation: sum("16:TF_HTTP_PASSWORD2:pw")},
+			Annotations: map[string]string{contenthash.Annotation: sum("16:TF_HTTP_PASSWORD2:pw")},
 		},
 		Type: corev1.SecretTypeOpaque,
 		Data: map[string][]byte{"TF_HTTP_PASSWORD": []byte("pw")},
@@ -55,30 +56,8 @@ func TestFloorObjects(t *testing.T) {
 	if diff := cmp.Diff(owner, cm.OwnerReferences); diff != "" {
 		t.Errorf("ConfigMap owner mismatch (-want +got):\n%s", diff)
 	}
-	if got, want := cm.Annotations[contentHashAnnotation], configMapContentHash(files.Data()); got != want || len(got) != len("sha256:")+64 {
+	if got, want := cm.Annotations[contenthash.Annotation], contenthash.ConfigMap(files.Data(), nil); got != want || len(got) != len("sha256:")+64 {
 		t.Errorf("ConfigMap content hash = %q, want %q", got, want)
-	}
-}
-
-func TestContentHashes(t *testing.T) {
-	sum := func(s string) string { h := sha256.Sum256([]byte(s)); return "sha256:" + hex.EncodeToString(h[:]) }
-	cases := map[string]struct{ got, want string }{
-		"ConfigMap keys are sorted and prefixed": {
-			got:  configMapContentHash(map[string]string{"b": "2", "a": "11"}),
-			want: sum("6:data/a2:116:data/b1:2"),
-		},
-		"empty ConfigMap": {got: configMapContentHash(nil), want: sum("")},
-		"Secret keys are sorted": {
-			got:  secretContentHash(map[string][]byte{"B": []byte("x"), "A": nil}),
-			want: sum("1:A0:1:B1:x"),
-		},
-	}
-	for name, tc := range cases {
-		t.Run(name, func(t *testing.T) {
-			if tc.got != tc.want {
-				t.Errorf("hash = %s, want %s", tc.got, tc.want)
-			}
-		})
 	}
 }
 

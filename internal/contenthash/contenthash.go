@@ -1,0 +1,51 @@
+// Package contenthash is the hash the operator records on the ConfigMaps
+// and Secrets it writes, so that it can tell whether their data is still
+// what it wrote without comparing the data itself, and the length-prefixed
+// SHA-256 it is built on. Anything that writes such objects the way the
+// operator does (the scale benchmark's floor) uses this package, so that
+// the operator sees them as its own.
+package contenthash
+
+import (
+	"crypto/sha256"
+	"encoding/hex"
+	"fmt"
+	"maps"
+	"slices"
+)
+
+// Annotation holds the hash of the data the operator last wrote into a
+// rendered or published object.
+const Annotation = "backends.infrastate.io/content-hash"
+
+// Sum is the hex SHA-256 of parts, each prefixed with its length, so that
+// no two different lists of parts have the same input.
+func Sum(parts ...[]byte) string {
+	h := sha256.New()
+	for _, p := range parts {
+		h.Write(fmt.Appendf(nil, "%d:", len(p)))
+		h.Write(p)
+	}
+	return hex.EncodeToString(h.Sum(nil))
+}
+
+// ConfigMap hashes the data of a ConfigMap, its keys in order.
+func ConfigMap(data map[string]string, binary map[string][]byte) string {
+	parts := make([][]byte, 0, 2*(len(data)+len(binary)))
+	for _, k := range slices.Sorted(maps.Keys(data)) {
+		parts = append(parts, []byte("data/"+k), []byte(data[k]))
+	}
+	for _, k := range slices.Sorted(maps.Keys(binary)) {
+		parts = append(parts, []byte("binaryData/"+k), binary[k])
+	}
+	return "sha256:" + Sum(parts...)
+}
+
+// Secret hashes the data of a Secret, its keys in order.
+func Secret(data map[string][]byte) string {
+	parts := make([][]byte, 0, 2*len(data))
+	for _, k := range slices.Sorted(maps.Keys(data)) {
+		parts = append(parts, []byte(k), data[k])
+	}
+	return "sha256:" + Sum(parts...)
+}
