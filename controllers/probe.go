@@ -61,6 +61,10 @@ type probeTask struct {
 	inputs string
 	// interval between probes; 0 probes only on new inputs.
 	interval time.Duration
+	// intervalAfter, when set, is the interval once a result is written:
+	// for an object whose next probe depends on what the last one learned
+	// (a StateLock that took its lock checks it, rather than retrying).
+	intervalAfter func() time.Duration
 	// condition is the condition the probe sets (StateReachable,
 	// BucketReady, OutputsReady).
 	condition string
@@ -140,6 +144,9 @@ func (r *reconciler) advanceProbe(ctx context.Context, t probeTask, apply func(*
 		if err := apply(step.result); err != nil {
 			step.ack = nil
 			return step, err
+		}
+		if t.intervalAfter != nil {
+			step.requeueAfter = r.schedule.probed(client.ObjectKeyFromObject(t.obj), t.inputs, step.result.finished, t.intervalAfter())
 		}
 	case step.submit:
 		run, err := start()

@@ -14,6 +14,7 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/types"
 	clocktesting "k8s.io/utils/clock/testing"
+	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	backendsv1alpha1 "github.com/infrastate/backend-operator/api/v1alpha1"
 )
@@ -330,4 +331,49 @@ func TestProberAwait(t *testing.T) {
 			t.Error("await() of other inputs = true")
 		}
 	})
+}
+
+// TestAdvanceProbeIntervalAfter checks that a task whose next probe
+// depends on what the last one learned is scheduled with the interval it
+// has once the result is written, not with the one it had before: a lock
+// taken is checked an interval later, not retried two seconds later.
+func TestAdvanceProbeIntervalAfter(t *testing.T) {
+	backend := &backendsv1alpha1.HttpBackend{ObjectMeta: metav1.ObjectMeta{Name: "b", Namespace: "ns", Generation: 1}}
+	clk := clocktesting.NewFakePassiveClock(time.Unix(1000, 0))
+	for name, tc := range map[string]struct {
+		intervalAfter func() time.Duration
+		// min and max bound the wait until the next probe (with jitter).
+		min, max time.Duration
+	}{
+		"without intervalAfter: the interval before": {min: 2 * time.Second, max: 2200 * time.Millisecond},
+		"with intervalAfter: the interval after":     {intervalAfter: func() time.Duration { return time.Hour }, min: time.Hour, max: 66 * time.Minute},
+	} {
+		t.Run(name, func(t *testing.T) {
+			r := newReconciler(nil, nil, nil, []Option{withClock(clk)})
+			ctx := t.Context()
+			go func() { _ = r.probes.Start(ctx) }()
+			task := probeTask{kind: httpBackendKind, obj: backend, inputs: "v1", interval: 2 * time.Second,
+				condition: backendsv1alpha1.StateReachableCondition, intervalAfter: tc.intervalAfter}
+			apply := func(*probeResult) error { return nil }
+			start := func() (probeFunc, error) { return func(context.Context) any { return "learned" }, nil }
+			if step, err := r.advanceProbe(ctx, task, apply, start); err != nil || !step.pending {
+				t.Fatalf("advanceProbe() = %+v, %v; want a probe submitted", step, err)
+			}
+			select {
+			case <-r.wake:
+			case <-time.After(10 * time.Second):
+				t.Fatal("the probe never ended")
+			}
+			step, err := r.advanceProbe(ctx, task, apply, start)
+			if err != nil || step.ack == nil {
+				t.Fatalf("advanceProbe() = %+v, %v; want the result written", step, err)
+			}
+			if step.requeueAfter < tc.min || step.requeueAfter > tc.max {
+				t.Errorf("next probe in %s, want between %s and %s", step.requeueAfter, tc.min, tc.max)
+			}
+			if due, wait := r.schedule.due(client.ObjectKeyFromObject(backend), "v1", clk.Now()); due || wait != step.requeueAfter {
+				t.Errorf("schedule: due %v in %s, want not due, in %s", due, wait, step.requeueAfter)
+			}
+		})
+	}
 }

@@ -156,13 +156,12 @@ func (r *stateLockReconciler) reconcileLock(ctx context.Context, s *slockScope) 
 		append(s.resolved.inputs(), []byte(action.String()), []byte(sl.Annotations[backendsv1alpha1.ReacquireAnnotation]),
 			backendLockView(s.backend))...)...)
 	task := probeTask{kind: stateLockKind, obj: sl, inputs: inputs, interval: slockInterval(sl, action, checkEvery, now),
-		condition: backendsv1alpha1.LockedCondition}
-	var next time.Duration
-	apply := func(res *probeResult) error {
-		applySlockResult(sl, res.value.(slockResult), s.backendName())
+		condition: backendsv1alpha1.LockedCondition,
 		// The next operation depends on what this one learned: a lock
 		// taken is checked at the backend's probe interval, not retried.
-		next = r.schedule.probed(key.NamespacedName, inputs, res.finished, slockInterval(sl, planStateLock(sl, now), checkEvery, now))
+		intervalAfter: func() time.Duration { return slockInterval(sl, planStateLock(sl, now), checkEvery, now) }}
+	apply := func(res *probeResult) error {
+		applySlockResult(sl, res.value.(slockResult), s.backendName())
 		return nil
 	}
 	op := slockOperation{action: action, held: heldFromStatus(sl), take: newStateLockInfo(sl, now), owns: lockOwnedBy(sl)}
@@ -171,10 +170,7 @@ func (r *stateLockReconciler) reconcileLock(ctx context.Context, s *slockScope) 
 	}
 	step, err := r.advanceProbe(ctx, task, apply, start)
 	s.probePending, s.applied = step.pending, step.ack
-	if next == 0 {
-		next = step.requeueAfter
-	}
-	s.requeueAfter = earliest(s.requeueAfter, next)
+	s.requeueAfter = earliest(s.requeueAfter, step.requeueAfter)
 	if c := meta.FindStatusCondition(sl.Status.Conditions, backendsv1alpha1.LockedCondition); c != nil && c.Reason == backendsv1alpha1.WaitingForLockReason {
 		// In progress (kstatus), though the generation was observed.
 		s.waiting = &observation{status: metav1.ConditionTrue, reason: c.Reason, message: c.Message}
