@@ -55,16 +55,16 @@ type terraformOutput struct {
 	Value     json.RawMessage `json:"value"`
 }
 
-var _ = Describe("RemoteState with the real Terraform CLI", func() {
-	It("publishes what terraform output -json shows", func(ctx context.Context) {
-		terraform := testtools.Terraform(GinkgoT())
+var _ = Describe("RemoteState with the real Terraform and OpenTofu CLIs", func() {
+	DescribeTable("publishes what output -json shows", func(ctx context.Context, runnerName string) {
+		runner := runnerNamed(runnerName)
 		ns := newNamespace(ctx)
 		startManager(ctx, ns)
 		createPassword(ctx, ns)
 
 		dir := GinkgoT().TempDir()
 		Expect(os.WriteFile(filepath.Join(dir, "main.tf"), []byte(fmt.Sprintf(stackConfig, stateURL(ns))), 0o600)).To(Succeed())
-		w := testtools.Workdir{Terraform: terraform, Dir: dir,
+		w := testtools.Workdir{Bin: runner.Path, Dir: dir,
 			Env: append(testtools.TerraformEnv(GinkgoT(), dir), "TF_HTTP_USERNAME="+stateUser, "TF_HTTP_PASSWORD="+statePassword)}
 		w.MustRun(GinkgoT(), "init", "-input=false", "-no-color")
 		w.MustRun(GinkgoT(), "apply", "-auto-approve", "-input=false", "-no-color")
@@ -90,8 +90,23 @@ var _ = Describe("RemoteState with the real Terraform CLI", func() {
 				Expect(secret.Data).NotTo(HaveKey(name))
 			}
 		}
-	}, SpecTimeout(3*time.Minute))
+	},
+		Entry("terraform", "terraform", SpecTimeout(3*time.Minute)),
+		Entry("tofu", "tofu", SpecTimeout(3*time.Minute)),
+	)
 })
+
+// runnerNamed returns the runner of testtools.Runners called name, and fails
+// the spec when there is none.
+func runnerNamed(name string) testtools.Runner {
+	for _, r := range testtools.Runners(GinkgoT()) {
+		if r.Name == name {
+			return r
+		}
+	}
+	Fail("no runner named " + name)
+	return testtools.Runner{}
+}
 
 // published is how a RemoteState writes a value: a string raw, anything
 // else as compact JSON.

@@ -1,10 +1,11 @@
 #!/usr/bin/env bash
 # Builds the command-line tools the tests and the linter drive (terraform,
-# kubectl, golangci-lint) from Go modules, through the module proxy, into a
+# tofu, kubectl, golangci-lint) from Go modules, through the module proxy, into a
 # cache outside the repository, and prints the absolute path of the requested
 # binary. Progress goes to stderr; only the path goes to stdout, so callers can
 # write
 #   TERRAFORM="$(hack/install-tools.sh terraform)"
+#   TOFU="$(hack/install-tools.sh tofu)"
 #   KUBECTL="$(hack/install-tools.sh kubectl)"
 #   GOLANGCI_LINT="$(hack/install-tools.sh golangci-lint)"
 #
@@ -14,6 +15,7 @@
 # Environment:
 #   INFRASTATE_TOOLS_DIR  cache root (default ${XDG_DATA_HOME:-$HOME/.local/share}/infrastate-tools)
 #   TERRAFORM_VERSION     default 1.5.7
+#   TOFU_VERSION          default 1.12.6 (github.com/opentofu/opentofu)
 #   KUBECTL_VERSION       default 1.36.3 (built from k8s.io/kubectl v0.36.3)
 #   GOLANGCI_LINT_VERSION default 2.15.0 (github.com/golangci/golangci-lint/v2);
 #                         built with the Go on PATH and GOTOOLCHAIN=local, so a
@@ -22,6 +24,7 @@
 set -euo pipefail
 
 TERRAFORM_VERSION="${TERRAFORM_VERSION:-1.5.7}"
+TOFU_VERSION="${TOFU_VERSION:-1.12.6}"
 KUBECTL_VERSION="${KUBECTL_VERSION:-1.36.3}"
 GOLANGCI_LINT_VERSION="${GOLANGCI_LINT_VERSION:-2.15.0}"
 cache_root="${INFRASTATE_TOOLS_DIR:-${XDG_DATA_HOME:-$HOME/.local/share}/infrastate-tools}"
@@ -29,7 +32,7 @@ cache_root="${INFRASTATE_TOOLS_DIR:-${XDG_DATA_HOME:-$HOME/.local/share}/infrast
 log() { printf 'install-tools: %s\n' "$*" >&2; }
 
 usage() {
-  printf 'usage: %s terraform|kubectl|golangci-lint\n' "$0" >&2
+  printf 'usage: %s terraform|tofu|kubectl|golangci-lint\n' "$0" >&2
   exit 2
 }
 
@@ -76,6 +79,41 @@ go_install() {
 install_terraform() {
   go_install "$1" "github.com/hashicorp/terraform@v${TERRAFORM_VERSION}" \
     "about 2 minutes"
+}
+
+# install_tofu DEST: builds OpenTofu. `go install` refuses its module (its
+# go.mod has replace directives), so this builds inside a writable copy of the
+# module's own source from the module cache, where the replaces apply.
+# version.dev=no makes `tofu version` report the release, not "-dev".
+install_tofu() {
+  local dest="$1"
+  [[ -x "${dest}" ]] && return 0
+  local dir src mod
+  dir="$(dirname "${dest}")"
+  rm -rf "${cache_root}/src/tofu-${TOFU_VERSION}".* "${dest}".tmp.*
+  mkdir -p "${dir}" "${cache_root}/src"
+  src="$(mktemp -d "${cache_root}/src/tofu-${TOFU_VERSION}.XXXXXX")"
+  trap "rm -rf $(printf '%q %q' "${src}" "${dest}.tmp.$$")" EXIT
+  log "building OpenTofu v${TOFU_VERSION} from Go modules (several minutes the first time)"
+  if ! (
+    set -euo pipefail
+    cd "${src}"
+    mod="$(GOFLAGS= go mod download -json "github.com/opentofu/opentofu@v${TOFU_VERSION}" |
+      sed -n 's/^[[:space:]]*"Dir": "\(.*\)",\{0,1\}$/\1/p')"
+    [[ -n "${mod}" && -d "${mod}" ]] || { log "go mod download gave no directory for opentofu"; exit 1; }
+    cp -R "${mod}/." "${src}/module"
+    chmod -R u+w "${src}/module"
+    cd "${src}/module"
+    GOFLAGS=-mod=mod CGO_ENABLED=0 go build -trimpath \
+      -ldflags "-X github.com/opentofu/opentofu/version.dev=no" \
+      -o "${dest}.tmp.$$" ./cmd/tofu >&2
+  ); then
+    rm -rf "${src}" "${dest}.tmp.$$"
+    log "tofu build failed"
+    return 1
+  fi
+  mv "${dest}.tmp.$$" "${dest}"
+  rm -rf "${src}"
 }
 
 # install_golangci_lint DEST: builds golangci-lint with the Go on PATH
@@ -140,6 +178,10 @@ case "$1" in
   terraform)
     bin="${cache_root}/terraform-${TERRAFORM_VERSION}/terraform"
     [[ -x "${bin}" ]] || with_lock "terraform-${TERRAFORM_VERSION}" install_terraform "${bin}"
+    ;;
+  tofu)
+    bin="${cache_root}/tofu-${TOFU_VERSION}/tofu"
+    [[ -x "${bin}" ]] || with_lock "tofu-${TOFU_VERSION}" install_tofu "${bin}"
     ;;
   kubectl)
     bin="${cache_root}/kubectl-${KUBECTL_VERSION}/kubectl"

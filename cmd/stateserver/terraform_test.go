@@ -53,16 +53,15 @@ output "secret" {
 }
 `
 
-// newWorkdir writes mainTF for stateURL in a new temporary directory; env is
-// added to the clean terraform environment.
-func newWorkdir(t *testing.T, stateURL string, env ...string) *testtools.Workdir {
+// newWorkdir writes mainTF for stateURL in a new temporary directory where
+// runner's commands run; env is added to the clean terraform environment.
+func newWorkdir(t *testing.T, runner testtools.Runner, stateURL string, env ...string) *testtools.Workdir {
 	t.Helper()
-	bin := testtools.Terraform(t)
 	dir := t.TempDir()
 	if err := os.WriteFile(filepath.Join(dir, "main.tf"), fmt.Appendf(nil, mainTF, stateURL), 0o600); err != nil {
 		t.Fatal(err)
 	}
-	return &testtools.Workdir{Terraform: bin, Dir: dir, Env: append(testtools.TerraformEnv(t, dir), env...)}
+	return &testtools.Workdir{Bin: runner.Path, Dir: dir, Env: append(testtools.TerraformEnv(t, dir), env...)}
 }
 
 // pulledState is what the tests read of a state document.
@@ -99,11 +98,11 @@ func wantOutputs(n float64) map[string]output {
 	}
 }
 
-// TestTerraformCLI drives the real terraform binary against the stateserver
-// binary: plain HTTP, basic auth, TLS and mutual TLS. It fails when terraform
-// is missing; see internal/testtools.
+// TestTerraformCLI drives the real terraform and tofu binaries against the
+// stateserver binary: plain HTTP, basic auth, TLS and mutual TLS. It fails
+// when terraform or tofu is missing; see internal/testtools.
 func TestTerraformCLI(t *testing.T) {
-	testtools.Terraform(t) // fail early, before building anything
+	runners := testtools.Runners(t) // fail early, before building anything
 	pki := newTestPKI(t)
 	const password = "tf-password"
 
@@ -154,43 +153,46 @@ func TestTerraformCLI(t *testing.T) {
 			},
 		},
 	}
-	for name, tc := range cases {
-		t.Run(name, func(t *testing.T) {
-			t.Parallel()
-			dataDir := filepath.Join(t.TempDir(), "data")
-			args := append([]string{"--listen", "127.0.0.1:0", "--data-dir", dataDir}, tc.serverArgs...)
-			srv := startServerProcess(t, args, tc.serverEnv...)
-			c := newDirectClient(t, srv.url, nil)
-			if tc.client != nil {
-				tc.client(c)
-			}
-			const statePath = "/state/stack-a"
-			w := newWorkdir(t, srv.url+statePath, tc.tfEnv...)
+	for _, runner := range runners {
+		version := runner.Version(t)
+		for name, tc := range cases {
+			t.Run(runner.Name+"/"+name, func(t *testing.T) {
+				t.Parallel()
+				dataDir := filepath.Join(t.TempDir(), "data")
+				args := append([]string{"--listen", "127.0.0.1:0", "--data-dir", dataDir}, tc.serverArgs...)
+				srv := startServerProcess(t, args, tc.serverEnv...)
+				c := newDirectClient(t, srv.url, nil)
+				if tc.client != nil {
+					tc.client(c)
+				}
+				const statePath = "/state/stack-a"
+				w := newWorkdir(t, runner, srv.url+statePath, tc.tfEnv...)
 
-			exerciseTerraform(t, w, c, statePath)
+				exerciseTerraform(t, w, c, statePath, version)
 
-			if _, err := os.Stat(filepath.Join(dataDir, "stack-a.tfstate")); err != nil {
-				t.Errorf("state file in the data directory: %v", err)
-			}
-			for name, r := range tc.refusals {
-				t.Run("refused: "+name, func(t *testing.T) {
-					w := newWorkdir(t, srv.url+"/state/stack-b", r.env...)
-					out, initErr := w.Run(t, "init", "-input=false", "-no-color")
-					if initErr == nil {
-						var err error
-						if out, err = w.Run(t, "apply", "-auto-approve", "-input=false", "-no-color"); err == nil {
-							t.Fatalf("terraform init and apply succeeded, want a failure:\n%s", out)
+				if _, err := os.Stat(filepath.Join(dataDir, "stack-a.tfstate")); err != nil {
+					t.Errorf("state file in the data directory: %v", err)
+				}
+				for name, r := range tc.refusals {
+					t.Run("refused: "+name, func(t *testing.T) {
+						w := newWorkdir(t, runner, srv.url+"/state/stack-b", r.env...)
+						out, initErr := w.Run(t, "init", "-input=false", "-no-color")
+						if initErr == nil {
+							var err error
+							if out, err = w.Run(t, "apply", "-auto-approve", "-input=false", "-no-color"); err == nil {
+								t.Fatalf("%s init and apply succeeded, want a failure:\n%s", runner.Name, out)
+							}
 						}
-					}
-					if !strings.Contains(out, r.with) {
-						t.Errorf("terraform output does not mention %q:\n%s", r.with, out)
-					}
-					if !logMentions(srv.logs, r.log) {
-						t.Errorf("server log does not mention %q", r.log)
-					}
-				})
-			}
-		})
+						if !strings.Contains(out, r.with) {
+							t.Errorf("%s output does not mention %q:\n%s", runner.Name, r.with, out)
+						}
+						if !logMentions(srv.logs, r.log) {
+							t.Errorf("server log does not mention %q", r.log)
+						}
+					})
+				}
+			})
+		}
 	}
 }
 
@@ -205,18 +207,19 @@ func setTLS(c *directClient, cfg *tls.Config) {
 	c.client.Transport.(*http.Transport).TLSClientConfig = cfg
 }
 
-// exerciseTerraform runs the locking scenario through terraform in w, with c
-// holding and checking locks directly on statePath.
-func exerciseTerraform(t *testing.T, w *testtools.Workdir, c *directClient, statePath string) {
+// exerciseTerraform runs the locking scenario through the runner of w, whose
+// version is version, with c holding and checking locks directly on
+// statePath.
+func exerciseTerraform(t *testing.T, w *testtools.Workdir, c *directClient, statePath, version string) {
 	t.Helper()
 	var first pulledState
 	ok := t.Run("init, apply and state pull", func(t *testing.T) {
 		w.MustRun(t, "init", "-input=false", "-no-color")
 		w.MustRun(t, "apply", "-auto-approve", "-input=false", "-no-color")
 		first = parseState(t, w.MustRun(t, "state", "pull"))
-		if first.Version != 4 || first.Serial < 1 || first.Lineage == "" || first.TerraformVersion != "1.5.7" {
-			t.Errorf("state header: version %d, serial %d, lineage %q, terraform_version %q; want 4, >= 1, set, 1.5.7",
-				first.Version, first.Serial, first.Lineage, first.TerraformVersion)
+		if first.Version != 4 || first.Serial < 1 || first.Lineage == "" || first.TerraformVersion != version {
+			t.Errorf("state header: version %d, serial %d, lineage %q, terraform_version %q; want 4, >= 1, set, %s",
+				first.Version, first.Serial, first.Lineage, first.TerraformVersion, version)
 		}
 		if diff := cmp.Diff(wantOutputs(1), first.Outputs); diff != "" {
 			t.Errorf("outputs (-want +got):\n%s", diff)

@@ -1,5 +1,5 @@
 // Package testtools locates the command-line tools that test suites drive
-// (terraform, kubectl) and prepares a clean environment for them.
+// (terraform, tofu, kubectl) and prepares a clean environment for them.
 //
 // The tools are built from Go modules by hack/install-tools.sh and handed to
 // the tests through environment variables; `make test` does this. A test that
@@ -9,6 +9,7 @@ package testtools
 
 import (
 	"context"
+	"encoding/json"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -30,6 +31,56 @@ type T interface {
 func Terraform(t T) string {
 	t.Helper()
 	return tool(t, "TERRAFORM", "terraform")
+}
+
+// Tofu returns the path of the OpenTofu binary named by the TOFU environment
+// variable, and fails the test when it is unset or not an executable file.
+func Tofu(t T) string {
+	t.Helper()
+	return tool(t, "TOFU", "tofu")
+}
+
+// Runner is a command-line tool that runs Terraform configurations: the
+// terraform or the tofu binary. Tests that should hold for both run once per
+// Runner, as table rows.
+type Runner struct {
+	// Name is the command's name, "terraform" or "tofu", for test names and
+	// messages.
+	Name string
+	// Flavor is the runner as spec.runner.flavor names it: "terraform" or
+	// "opentofu".
+	Flavor string
+	// Path is the binary.
+	Path string
+}
+
+// Version returns the runner's version, such as 1.5.7, as `version -json`
+// reports it, and fails the test when it cannot tell.
+func (r Runner) Version(t T) string {
+	t.Helper()
+	dir, err := os.MkdirTemp("", "runner-version-")
+	if err != nil {
+		t.Fatalf("creating a directory for %s version: %v", r.Name, err)
+	}
+	defer func() { _ = os.RemoveAll(dir) }()
+	out := Workdir{Bin: r.Path, Dir: dir, Env: TerraformEnv(t, dir)}.MustRun(t, "version", "-json")
+	var v struct {
+		Version string `json:"terraform_version"`
+	}
+	if err := json.Unmarshal([]byte(out), &v); err != nil || v.Version == "" {
+		t.Fatalf("%s version -json: %v\n%s", r.Name, err, out)
+	}
+	return v.Version
+}
+
+// Runners returns terraform and tofu, in that order, and fails the test when
+// either is missing.
+func Runners(t T) []Runner {
+	t.Helper()
+	return []Runner{
+		{Name: "terraform", Flavor: "terraform", Path: Terraform(t)},
+		{Name: "tofu", Flavor: "opentofu", Path: Tofu(t)},
+	}
 }
 
 // Kubectl returns the path of the kubectl binary named by the KUBECTL
@@ -72,7 +123,8 @@ func tool(t T, env, name string) string {
 	return path
 }
 
-// TerraformEnv returns a clean environment for running terraform in dir: HOME
+// TerraformEnv returns a clean environment for running terraform or tofu in
+// dir: HOME
 // and the CLI configuration point into dir (an empty config, so no settings,
 // credentials or plugin caches leak in from the developer's machine), the
 // data directory is dir/.terraform, checkpoint calls and interactive hints are
@@ -106,40 +158,40 @@ func TerraformEnv(t T, dir string) []string {
 	return env
 }
 
-// terraformTimeout bounds one terraform command run through a Workdir;
+// terraformTimeout bounds one terraform or tofu command run through a Workdir;
 // generous because the tests may share the machine with long builds.
 const terraformTimeout = 3 * time.Minute
 
-// Workdir is a directory the real terraform runs in, with the environment
-// it runs with (usually TerraformEnv plus TF_HTTP_* variables).
+// Workdir is a directory the real terraform or tofu runs in, with the
+// environment it runs with (usually TerraformEnv plus TF_HTTP_* variables).
 type Workdir struct {
-	// Terraform is the binary, from Terraform(t).
-	Terraform string
+	// Bin is the runner's binary, from Terraform(t), Tofu(t) or Runners(t).
+	Bin string
 	// Dir is the working directory.
 	Dir string
 	// Env is the complete environment of the command.
 	Env []string
 }
 
-// Run runs terraform with args in Dir, bounded by the test's context and
+// Run runs the binary with args in Dir, bounded by the test's context and
 // a timeout, and returns its combined output.
 func (w Workdir) Run(t T, args ...string) (string, error) {
 	t.Helper()
 	ctx, cancel := context.WithTimeout(t.Context(), terraformTimeout)
 	defer cancel()
-	cmd := exec.CommandContext(ctx, w.Terraform, args...)
+	cmd := exec.CommandContext(ctx, w.Bin, args...)
 	cmd.Dir = w.Dir
 	cmd.Env = w.Env
 	out, err := cmd.CombinedOutput()
 	return string(out), err
 }
 
-// MustRun runs terraform and fails the test when it fails.
+// MustRun runs the binary and fails the test when it fails.
 func (w Workdir) MustRun(t T, args ...string) string {
 	t.Helper()
 	out, err := w.Run(t, args...)
 	if err != nil {
-		t.Fatalf("terraform %s: %v\n%s", strings.Join(args, " "), err, out)
+		t.Fatalf("%s %s: %v\n%s", filepath.Base(w.Bin), strings.Join(args, " "), err, out)
 	}
 	return out
 }

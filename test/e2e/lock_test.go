@@ -30,7 +30,7 @@ var _ = Describe("A state lock", func() {
 		kc.must(ctx, ns, "wait", "--for=condition=Locked=false", "httpbackend/locks", "--timeout=60s")
 
 		By("writing a state with Terraform")
-		tf := newRunner(ctx, GinkgoT().TempDir(), ns, "locks-backend", "locks-backend-credentials", backendTF)
+		tf := newRunner(ctx, GinkgoT().TempDir(), ns, "locks-backend", "locks-backend-credentials")
 		tf.init(ctx)
 		tf.apply(ctx)
 

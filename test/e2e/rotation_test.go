@@ -52,7 +52,7 @@ var _ = Describe("A password rotation", func() {
 		Expect(reason).To(Equal("Reachable"))
 
 		By("a runner with the rotated credentials writes state")
-		tf := newRunner(ctx, GinkgoT().TempDir(), ns, "rotating-backend", "rotating-backend-credentials", backendTF)
+		tf := newRunner(ctx, GinkgoT().TempDir(), ns, "rotating-backend", "rotating-backend-credentials")
 		tf.init(ctx)
 		tf.apply(ctx)
 	})

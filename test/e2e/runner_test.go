@@ -36,20 +36,25 @@ const (
 // runner is a Terraform working directory prepared exactly as a runner pod
 // sees it: the stack docs/examples/network, the rendered backend file from
 // the ConfigMap, and the credentials Secret's keys as environment
-// variables (envFrom).
+// variables (envFrom). Its commands run with terraform or tofu.
 type runner struct {
+	cli         testtools.Runner
 	dir         string
 	env         []string
 	initArgs    []string
 	credentials map[string]string
 }
 
-// newRunner prepares a runner for the backend whose rendered objects are
-// configMap and secret in namespace. Its files live in a new directory
-// under parent, which must last
-// as long as the runner is used (in an Ordered container, a directory made
-// in BeforeAll).
-func newRunner(ctx context.Context, parent, namespace, configMap, secret string, file backendFile) *runner {
+// newRunner prepares a terraform runner, with backend.tf, for the backend
+// whose rendered objects are configMap and secret in namespace. Its files live in a new
+// directory under parent, which must last as long as the runner is used (in
+// an Ordered container, a directory made in BeforeAll).
+func newRunner(ctx context.Context, parent, namespace, configMap, secret string) *runner {
+	return newRunnerWith(ctx, terraformCLI, parent, namespace, configMap, secret, backendTF)
+}
+
+// newRunnerWith is newRunner with the CLI cli: terraformCLI or tofuCLI.
+func newRunnerWith(ctx context.Context, cli testtools.Runner, parent, namespace, configMap, secret string, file backendFile) *runner {
 	root, err := os.MkdirTemp(parent, "runner-")
 	Expect(err).NotTo(HaveOccurred())
 	stack := filepath.Join(root, "stack")
@@ -60,7 +65,7 @@ func newRunner(ctx context.Context, parent, namespace, configMap, secret string,
 
 	files := kc.configMapData(ctx, namespace, configMap)
 	Expect(files).To(HaveKey(string(file)))
-	r := &runner{dir: stack}
+	r := &runner{cli: cli, dir: stack}
 	switch file {
 	case backendTF, backendTFJSON:
 		Expect(os.WriteFile(filepath.Join(stack, string(file)), []byte(files[string(file)]), 0o600)).To(Succeed())
@@ -90,24 +95,24 @@ func newRunner(ctx context.Context, parent, namespace, configMap, secret string,
 	return r
 }
 
-// run runs terraform with args in the stack directory.
+// run runs the runner's CLI with args in the stack directory.
 func (r *runner) run(ctx context.Context, args ...string) (string, error) {
 	ctx, cancel := context.WithTimeout(ctx, 2*time.Minute)
 	defer cancel()
-	cmd := exec.CommandContext(ctx, terraform, args...)
+	cmd := exec.CommandContext(ctx, r.cli.Path, args...)
 	cmd.Dir = r.dir
 	cmd.Env = r.env
 	var out bytes.Buffer
 	cmd.Stdout, cmd.Stderr = &out, &out
 	err := cmd.Run()
-	GinkgoWriter.Printf("$ terraform %s\n%s", strings.Join(args, " "), out.String())
+	GinkgoWriter.Printf("$ %s %s\n%s", r.cli.Name, strings.Join(args, " "), out.String())
 	return out.String(), err
 }
 
-// must runs terraform and expects success.
+// must runs the runner's CLI and expects success.
 func (r *runner) must(ctx context.Context, args ...string) string {
 	out, err := r.run(ctx, args...)
-	ExpectWithOffset(1, err).NotTo(HaveOccurred(), "terraform %s:\n%s", strings.Join(args, " "), out)
+	ExpectWithOffset(1, err).NotTo(HaveOccurred(), "%s %s:\n%s", r.cli.Name, strings.Join(args, " "), out)
 	return out
 }
 

@@ -12,6 +12,7 @@ import (
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 
 	"github.com/infrastate/backend-operator/internal/testenv"
+	"github.com/infrastate/backend-operator/internal/testtools"
 )
 
 // sampleAddress is the state server address the HttpBackend sample uses;
@@ -118,7 +119,7 @@ var _ = Describe("The samples", Ordered, func() {
 		rendered := kc.jsonpath(ctx, ns, "httpbackend/demo", "{.status.rendered.configMapName} {.status.rendered.secretName}")
 		Expect(rendered).To(Equal("demo-backend demo-backend-credentials"))
 
-		tf = newRunner(ctx, work, ns, "demo-backend", "demo-backend-credentials", backendTF)
+		tf = newRunner(ctx, work, ns, "demo-backend", "demo-backend-credentials")
 		Expect(tf.credentials).To(HaveKeyWithValue("TF_HTTP_PASSWORD", password))
 		Expect(tf.credentials).To(HaveKeyWithValue("TF_HTTP_CLIENT_CERTIFICATE_PEM", string(pki.ClientCert)))
 		Expect(tf.credentials).To(HaveKeyWithValue("TF_HTTP_CLIENT_PRIVATE_KEY_PEM", string(pki.ClientKey)))
@@ -142,13 +143,18 @@ var _ = Describe("The samples", Ordered, func() {
 		Expect(outputs["db_password"].Sensitive).To(BeTrue())
 	})
 
-	It("renders backend.tf.json and backend.tfbackend that reach the same state", func(ctx SpecContext) {
+	It("renders backend.tf, backend.tf.json and backend.tfbackend that terraform and tofu use to reach the same state", func(ctx SpecContext) {
 		want := tf.outputs(ctx)
-		for _, file := range []backendFile{backendTFJSON, backendTFBackend} {
-			By("terraform init with " + string(file))
-			other := newRunner(ctx, work, ns, "demo-backend", "demo-backend-credentials", file)
-			other.init(ctx)
-			Expect(other.outputs(ctx)).To(Equal(want))
+		for _, cli := range []testtools.Runner{terraformCLI, tofuCLI} {
+			for _, file := range []backendFile{backendTF, backendTFJSON, backendTFBackend} {
+				if cli == terraformCLI && file == backendTF {
+					continue // tf itself
+				}
+				By(cli.Name + " init with " + string(file))
+				other := newRunnerWith(ctx, cli, work, ns, "demo-backend", "demo-backend-credentials", file)
+				other.init(ctx)
+				Expect(other.outputs(ctx)).To(Equal(want))
+			}
 		}
 	})
 

@@ -40,7 +40,7 @@ var _ = Describe("A StateLock", func() {
 		kc.must(ctx, ns, "wait", "--for=condition=Ready", "httpbackend/frozen", "--timeout=60s")
 
 		By("writing a state with Terraform")
-		tf := newRunner(ctx, GinkgoT().TempDir(), ns, "frozen-backend", "frozen-backend-credentials", backendTF)
+		tf := newRunner(ctx, GinkgoT().TempDir(), ns, "frozen-backend", "frozen-backend-credentials")
 		tf.init(ctx)
 		tf.apply(ctx)
 

@@ -49,8 +49,8 @@ var (
 	bin struct{ manager, stateserver, cosdouble string }
 	// kc runs kubectl with the suite's admin kubeconfig.
 	kc *kubectl
-	// terraform is the path of the Terraform CLI.
-	terraform string
+	// terraformCLI and tofuCLI are the Terraform and OpenTofu CLIs.
+	terraformCLI, tofuCLI testtools.Runner
 	// pki is the CA, server and client certificates of the state servers.
 	pki      *devpki.PKI
 	pkiFiles devpki.Files
@@ -68,7 +68,8 @@ func TestE2E(t *testing.T) {
 }
 
 var _ = BeforeSuite(func(ctx SpecContext) {
-	terraform = testtools.Terraform(GinkgoT())
+	runners := testtools.Runners(GinkgoT())
+	terraformCLI, tofuCLI = runners[0], runners[1]
 	kubectlPath := testtools.Kubectl(GinkgoT())
 	var err error
 	testEnv, err = testenv.New()
