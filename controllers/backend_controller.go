@@ -1,9 +1,13 @@
 package controllers
 
 import (
+	"errors"
+
 	"context"
 	"strings"
 	"time"
+
+	"github.com/infrastate/backend-operator/internal/render"
 
 	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/builder"
@@ -93,6 +97,9 @@ func (r *backendReconciler) reconcileRender(ctx context.Context, s *backendScope
 	}
 	r.renders.forget(writerKey{kind: r.kind.name(), NamespacedName: client.ObjectKeyFromObject(s.obj)})
 	files, credentials, err := s.resolved.render()
+	if errors.Is(err, render.ErrUnsupportedByRunner) {
+		return stall(backendsv1alpha1.UnsupportedByRunnerReason, "Cannot render the backend configuration: %v", err)
+	}
 	if err != nil {
 		return stall(backendsv1alpha1.InvalidSpecReason, "Cannot render the backend configuration: %v", err)
 	}

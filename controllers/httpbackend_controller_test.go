@@ -92,7 +92,7 @@ var _ = Describe("HttpBackend controller", func() {
 			Present: true, Serial: 7, Lineage: "lineage-1", TerraformVersion: "1.5.7",
 			SizeBytes: int64(len(v4State(7, `"a":{"value":"x","type":"string"},"b":{"value":1,"type":"number","sensitive":true}`))), OutputCount: 2,
 		}))
-		Expect(backend.Status.Rendered).To(Equal(&backendsv1alpha1.RenderedObjects{ConfigMapName: "app-backend", SecretName: "app-backend-credentials"}))
+		Expect(backend.Status.Rendered).To(Equal(&backendsv1alpha1.RenderedObjects{ConfigMapName: "app-backend", SecretName: "app-backend-credentials", CompatibleRunners: everyRunner}))
 		Expect(backend.Status.Conditions).NotTo(ContainElement(HaveField("Type", "Locked")), "no lock check was asked for")
 
 		cm := renderedConfigMap(ctx, Default, ns, "app-backend")

@@ -187,7 +187,7 @@ func expectCosRendered(t *testing.T, e *reconcileEnv) {
 			t.Errorf("controller of %s = %v, want the CosBackend", obj.GetName(), ref)
 		}
 	}
-	wantRendered := &backendsv1alpha1.RenderedObjects{ConfigMapName: "net-backend", SecretName: "net-backend-credentials"}
+	wantRendered := &backendsv1alpha1.RenderedObjects{ConfigMapName: "net-backend", SecretName: "net-backend-credentials", CompatibleRunners: everyRunner}
 	if diff := cmp.Diff(wantRendered, backend.Status.Rendered); diff != "" {
 		t.Errorf("status.rendered (-want +got):\n%s", diff)
 	}

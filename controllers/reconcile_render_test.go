@@ -6,6 +6,8 @@ import (
 
 	"github.com/google/go-cmp/cmp"
 	corev1 "k8s.io/api/core/v1"
+	apiextensionsv1 "k8s.io/apiextensions-apiserver/pkg/apis/apiextensions/v1"
+	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
@@ -79,10 +81,17 @@ func expectRendered(t *testing.T, e *reconcileEnv, configMapName string) {
 			t.Errorf("owner references of %s (-want +got):\n%s", obj.GetName(), diff)
 		}
 	}
-	want := &backendsv1alpha1.RenderedObjects{ConfigMapName: configMapName, SecretName: webSecret}
+	want := &backendsv1alpha1.RenderedObjects{ConfigMapName: configMapName, SecretName: webSecret, CompatibleRunners: everyRunner}
 	if diff := cmp.Diff(want, backend.Status.Rendered); diff != "" {
 		t.Errorf("status.rendered (-want +got):\n%s", diff)
 	}
+}
+
+// everyRunner is status.rendered.compatibleRunners of a backend that needs
+// nothing of the runner table: every release the operator knows.
+var everyRunner = []backendsv1alpha1.CompatibleRunner{
+	{Flavor: backendsv1alpha1.RunnerTerraform, Versions: ">= 1.0.0"},
+	{Flavor: backendsv1alpha1.RunnerOpenTofu, Versions: ">= 1.6.0"},
 }
 
 // TestReconcileHttpBackendRender checks what an HttpBackend renders: the
@@ -249,6 +258,56 @@ func TestReconcileHttpBackendStalls(t *testing.T) {
 				wantConditions: reachable,
 				wantCalls:      []string{"FetchSummary"},
 				check:          func(t *testing.T, e *reconcileEnv) { expectRendered(t, e, webConfigMap) },
+			}},
+		},
+		"a runner that cannot read a setting stalls naming it, and keeps the previous render": {
+			objects: []client.Object{newWebBackend(), passwordSecret()},
+			target:  webBackend,
+			steps: []reconcileStep{{
+				name:      "rendered",
+				do:        reconcileUntilProbed,
+				wantCalls: []string{"FetchSummary"},
+				check:     keepRendered,
+			}, {
+				name: "an override of headers, which Terraform does not know, for a Terraform runner",
+				before: func(e *reconcileEnv) {
+					e.updateSpec(webBackend, func(obj client.Object) {
+						b := obj.(*backendsv1alpha1.HttpBackend)
+						b.Spec.Runner = &backendsv1alpha1.Runner{Flavor: backendsv1alpha1.RunnerTerraform, Version: "1.9"}
+						b.Spec.Overrides = []backendsv1alpha1.Override{{Path: "headers", Value: apiextensionsv1.JSON{Raw: []byte(`{"X-Stack":"web"}`)}}}
+					})
+				},
+				wantRequeue:    noRequeue,
+				wantConditions: withConditions(stalled("UnsupportedByRunner"), wantCond("StateReachable", metav1.ConditionTrue, "Reachable")),
+				wantEvents:     []recordedEvent{stallEvent("UnsupportedByRunner")},
+				check: func(t *testing.T, e *reconcileEnv) {
+					expectUntouched(t, e)
+					ready := meta.FindStatusCondition(e.httpBackend(webBackend.name).Status.Conditions, "Ready")
+					for _, want := range []string{"terraform 1.9", "headers", "opentofu >= 1.7.0"} {
+						if ready == nil || !strings.Contains(ready.Message, want) {
+							t.Errorf("Ready message %v does not name %q", ready, want)
+						}
+					}
+				},
+			}, {
+				name: "the runner is OpenTofu: the headers are rendered",
+				before: func(e *reconcileEnv) {
+					e.updateSpec(webBackend, func(obj client.Object) {
+						obj.(*backendsv1alpha1.HttpBackend).Spec.Runner = &backendsv1alpha1.Runner{Flavor: backendsv1alpha1.RunnerOpenTofu}
+					})
+				},
+				do:             reconcileUntilProbed,
+				wantConditions: reachable,
+				wantCalls:      []string{"FetchSummary"},
+				check: func(t *testing.T, e *reconcileEnv) {
+					want := []backendsv1alpha1.CompatibleRunner{{Flavor: backendsv1alpha1.RunnerOpenTofu, Versions: ">= 1.7.0"}}
+					if diff := cmp.Diff(want, e.httpBackend(webBackend.name).Status.Rendered.CompatibleRunners); diff != "" {
+						t.Errorf("compatibleRunners (-want +got):\n%s", diff)
+					}
+					if cm := e.configMap(webConfigMap); !strings.Contains(cm.Data["backend.tf"], "X-Stack") {
+						t.Errorf("backend.tf lacks the headers:\n%s", cm.Data["backend.tf"])
+					}
+				},
 			}},
 		},
 		"a Secret broken after a good render keeps the previous render": {

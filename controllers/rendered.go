@@ -34,13 +34,23 @@ func (r *reconciler) writeRendered(ctx context.Context, obj backendObject, kind,
 	}
 	written.inputs = inputs
 	r.renders.set(writerKey{kind: kind, NamespacedName: client.ObjectKeyFromObject(obj)}, written)
-	status.Rendered = &backendsv1alpha1.RenderedObjects{ConfigMapName: written.configMapName, SecretName: written.secretName}
+	status.Rendered = &backendsv1alpha1.RenderedObjects{
+		ConfigMapName:     written.configMapName,
+		SecretName:        written.secretName,
+		CompatibleRunners: render.Compatible(files.Needs),
+	}
 	return renderedMessage(status.Rendered), nil
 }
 
-// renderedMessage is the Ready message of a backend that rendered names.
+// renderedMessage is the Ready message of a backend that rendered names,
+// which says so when no runner the operator knows reads the files as the
+// spec means them.
 func renderedMessage(names *backendsv1alpha1.RenderedObjects) string {
-	return "Rendered ConfigMap " + names.ConfigMapName + " and Secret " + names.SecretName
+	message := "Rendered ConfigMap " + names.ConfigMapName + " and Secret " + names.SecretName
+	if len(names.CompatibleRunners) == 0 {
+		message += "; no Terraform or OpenTofu release the operator knows reads them as the spec means"
+	}
+	return message
 }
 
 // unchangedRender reports whether the backend's last render, from the same

@@ -60,6 +60,11 @@ const (
 	// validation cannot express.
 	InvalidSpecReason = "InvalidSpec"
 
+	// UnsupportedByRunnerReason means spec.runner names a runner (flavor
+	// and version) that cannot read a setting the spec renders; the
+	// message names each setting.
+	UnsupportedByRunnerReason = "UnsupportedByRunner"
+
 	// RegionMissingReason means a CosBackend has no region and the manager
 	// has no default region.
 	RegionMissingReason = "RegionMissing"

@@ -16,6 +16,11 @@ import (
 // +kubebuilder:validation:XValidation:rule="!has(self.overrides) || self.overrides.all(o, o.path != 'endpoint')",message="overrides cannot set endpoint: set spec.endpoint instead, which the probe and RemoteState read too",fieldPath=".overrides"
 // +kubebuilder:validation:XValidation:rule="!has(self.accelerate) || !self.accelerate || !has(self.endpoint)",message="accelerate and endpoint cannot be used together: choose the global acceleration domain or a private endpoint",fieldPath=".endpoint"
 // +kubebuilder:validation:XValidation:rule="!has(self.endpoint) || !self.endpoint.startsWith('http://') || (has(self.allowInsecureEndpoint) && self.allowInsecureEndpoint)",message="endpoint uses http://, which sends the security token and the state in clear text: use https:// or set allowInsecureEndpoint",fieldPath=".endpoint"
+// +kubebuilder:validation:XValidation:rule="!has(self.runner) || !has(self.endpoint) || (self.runner.flavor == 'terraform' && (!has(self.runner.version) || !self.runner.version.matches('^1[.][0-5]([.]|$)')))",message="endpoint is read only by Terraform 1.6 and later: the runner in spec.runner cannot read it",fieldPath=".endpoint"
+// +kubebuilder:validation:XValidation:rule="!has(self.runner) || !has(self.domain) || (self.runner.flavor == 'terraform' && (!has(self.runner.version) || !self.runner.version.matches('^1[.][0-5]([.]|$)')))",message="domain is read only by Terraform 1.6 and later: the runner in spec.runner cannot read it",fieldPath=".domain"
+// +kubebuilder:validation:XValidation:rule="!has(self.runner) || !has(self.assumeRole) || !has(self.assumeRole.externalId) || (self.runner.flavor == 'terraform' && (!has(self.runner.version) || !self.runner.version.matches('^1[.][0-9]([.]|$)')))",message="assumeRole.externalId is read only by Terraform 1.10 and later: the runner in spec.runner cannot read it",fieldPath=".assumeRole.externalId"
+// +kubebuilder:validation:XValidation:rule="!has(self.runner) || !has(self.accelerate) || self.runner.flavor != 'terraform' || !has(self.runner.version) || !self.runner.version.matches('^1[.][0-2]([.]|$)')",message="accelerate is read by Terraform 1.3 and later and by OpenTofu: the runner in spec.runner cannot read it",fieldPath=".accelerate"
+// +kubebuilder:validation:XValidation:rule="!has(self.runner) || !has(self.assumeRole) || self.runner.flavor != 'terraform' || !has(self.runner.version) || !self.runner.version.matches('^1[.][0-3]([.]|$)')",message="assumeRole is read by Terraform 1.4 and later and by OpenTofu: the runner in spec.runner cannot read it",fieldPath=".assumeRole"
 type CosBackendSpec struct {
 	// bucket holding the state, "<name>-<appid>". It must already exist.
 	// +required
@@ -122,6 +127,13 @@ type CosBackendSpec struct {
 	// runner pod is gone.
 	// +optional
 	LockPolicy *LockPolicy `json:"lockPolicy,omitempty"`
+
+	// runner says which program (terraform or opentofu) and version runs
+	// with the rendered files. Settings it cannot read are refused, and
+	// the files are rendered as it reads them. Unset renders what the spec
+	// says; status.rendered.compatibleRunners tells who can use it.
+	// +optional
+	Runner *Runner `json:"runner,omitempty"`
 
 	// configMapName is the name of the rendered ConfigMap. Defaults to
 	// "<name>-backend". Names that Kubernetes or cluster add-ons publish in

@@ -22,6 +22,8 @@ import (
 // +kubebuilder:validation:XValidation:rule="!has(self.overrides) || self.overrides.all(o, o.path != 'retry_max')",message="overrides cannot set retry_max: set spec.retryMax instead, which the probe and RemoteState read too",fieldPath=".overrides"
 // +kubebuilder:validation:XValidation:rule="!has(self.overrides) || self.overrides.all(o, o.path != 'retry_wait_min')",message="overrides cannot set retry_wait_min: set spec.retryWaitMin instead, which the probe and RemoteState read too",fieldPath=".overrides"
 // +kubebuilder:validation:XValidation:rule="!has(self.overrides) || self.overrides.all(o, o.path != 'retry_wait_max')",message="overrides cannot set retry_wait_max: set spec.retryWaitMax instead, which the probe and RemoteState read too",fieldPath=".overrides"
+// +kubebuilder:validation:XValidation:rule="!has(self.runner) || !has(self.tls) || !has(self.tls.clientCertificateSecretRef) || self.runner.flavor != 'terraform' || !has(self.runner.version) || !self.runner.version.matches('^1[.][0-3]([.]|$)')",message="tls.clientCertificateSecretRef is read by Terraform 1.4 and later and by OpenTofu: the runner in spec.runner cannot read it",fieldPath=".tls.clientCertificateSecretRef"
+// +kubebuilder:validation:XValidation:rule="!has(self.runner) || !has(self.tls) || !has(self.tls.caCertificate) || self.runner.flavor != 'terraform' || !has(self.runner.version) || !self.runner.version.matches('^1[.][0-3]([.]|$)')",message="tls.caCertificate is read by Terraform 1.4 and later and by OpenTofu: the runner in spec.runner cannot read it",fieldPath=".tls.caCertificate"
 type HttpBackendSpec struct {
 	// address of the state, the REST endpoint Terraform GETs and updates.
 	// It is configuration, published in the rendered ConfigMap and shown by
@@ -146,6 +148,13 @@ type HttpBackendSpec struct {
 	// shows the holder only to a lock attempt.
 	// +optional
 	LockPolicy *LockPolicy `json:"lockPolicy,omitempty"`
+
+	// runner says which program (terraform or opentofu) and version runs
+	// with the rendered files. Settings it cannot read are refused, and
+	// the files are rendered as it reads them. Unset renders what the spec
+	// says; status.rendered.compatibleRunners tells who can use it.
+	// +optional
+	Runner *Runner `json:"runner,omitempty"`
 
 	// configMapName is the name of the rendered ConfigMap. Defaults to
 	// "<name>-backend". Names that Kubernetes or cluster add-ons publish in

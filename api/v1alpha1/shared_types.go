@@ -276,4 +276,11 @@ type RenderedObjects struct {
 	// +optional
 	// +kubebuilder:validation:MaxLength=253
 	SecretName string `json:"secretName,omitempty"`
+
+	// compatibleRunners are the runners, and their versions, that read the
+	// rendered files as the spec means them. Empty when none does.
+	// +optional
+	// +listType=atomic
+	// +kubebuilder:validation:MaxItems=4
+	CompatibleRunners []CompatibleRunner `json:"compatibleRunners,omitempty"`
 }

@@ -32,8 +32,9 @@ var cosBlockTypes = map[string]bool{"assume_role": true}
 // cos.DefaultSessionDuration). The secret id, key and token are never written: see
 // [CosCredentials].
 //
-// Terraform v1.5.7 does not know endpoint, domain and
-// assume_role.external_id; they are rendered for the versions that do.
+// Not every runner knows endpoint, domain and assume_role.external_id:
+// [Files.Needs] records them, and a spec.runner that cannot read them is
+// refused with [ErrUnsupportedByRunner] (see [Features]).
 //
 // It fails with [ErrMissingRequired] when bucket or region is empty, or
 // when assume_role lacks role_arn or session_name, with
@@ -47,7 +48,7 @@ func CosFiles(spec backendsv1alpha1.CosBackendSpec, region string) (Files, error
 	if err := applyOverrides(b, spec.Overrides); err != nil {
 		return Files{}, fmt.Errorf("rendering the cos backend: %w", err)
 	}
-	files, err := renderFiles("cos", b)
+	files, err := renderFiles("cos", b, spec.Runner)
 	if err != nil {
 		return Files{}, fmt.Errorf("rendering the cos backend: %w", err)
 	}

@@ -140,7 +140,7 @@ func renderUnchecked(spec backendsv1alpha1.HttpBackendSpec) (Files, error) {
 	if err := applyOverrides(b, spec.Overrides); err != nil {
 		return Files{}, err
 	}
-	return writeFiles("http", b)
+	return writeFiles("http", b, escapesJSONTemplates(spec.Runner))
 }
 
 // filesSize is the total size of the three files.

@@ -5,6 +5,8 @@ import (
 	"fmt"
 
 	corev1 "k8s.io/api/core/v1"
+
+	backendsv1alpha1 "github.com/infrastate/backend-operator/api/v1alpha1"
 )
 
 // Names of the rendered files, the keys of [Files.Data] and of the rendered
@@ -57,6 +59,11 @@ type Files struct {
 	// BackendTFBackend is backend.tfbackend, the backend's attributes and
 	// nested blocks at top level.
 	BackendTFBackend []byte
+	// Needs are the features of the runner table ([Features]) that a
+	// runner must read for the files, and the credentials Secret, to mean
+	// what the spec says; sorted. [Compatible] turns them into the runners
+	// that can use them.
+	Needs []FeatureID
 }
 
 // Data returns the files as ConfigMap data, keyed by file name
@@ -91,13 +98,29 @@ func (f Files) CheckDataSize() error {
 }
 
 // renderFiles writes the backend block body b, of backend type backendType,
-// in the three formats, and refuses files too large for a ConfigMap with
-// [ErrRenderTooLarge].
-func renderFiles(backendType string, b *body) (Files, error) {
-	files, err := writeFiles(backendType, b)
+// in the three formats for runner (nil when the spec names none), records
+// what they need of the runner (the features of b, of the JSON strings and
+// extra), refuses a runner that cannot read them with
+// [ErrUnsupportedByRunner], and refuses files too large for a ConfigMap
+// with [ErrRenderTooLarge].
+func renderFiles(backendType string, b *body, runner *backendsv1alpha1.Runner, extra ...FeatureID) (Files, error) {
+	escape := escapesJSONTemplates(runner)
+	needs := append(bodyNeeds(backendType, b), extra...)
+	switch {
+	case escape && b.anyString(changedByEscaping):
+		needs = append(needs, FeatureJSONEscapedTemplates)
+	case !escape && b.anyString(hasTemplateIntroducer):
+		needs = append(needs, FeatureJSONLiteralTemplates)
+	}
+	needs = sortedNeeds(needs)
+	if err := checkRunner(runner, needs); err != nil {
+		return Files{}, err
+	}
+	files, err := writeFiles(backendType, b, escape)
 	if err != nil {
 		return Files{}, err
 	}
+	files.Needs = needs
 	if err := files.CheckDataSize(); err != nil {
 		return Files{}, err
 	}
@@ -105,9 +128,10 @@ func renderFiles(backendType string, b *body) (Files, error) {
 }
 
 // writeFiles writes the backend block body b, of backend type backendType,
-// in the three formats.
-func writeFiles(backendType string, b *body) (Files, error) {
-	js, err := backendJSON(backendType, b)
+// in the three formats; escapeJSON doubles "${" and "%{" in the strings of
+// backend.tf.json.
+func writeFiles(backendType string, b *body, escapeJSON bool) (Files, error) {
+	js, err := backendJSON(backendType, b, escapeJSON)
 	if err != nil {
 		return Files{}, err
 	}

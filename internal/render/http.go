@@ -31,11 +31,24 @@ func HTTPFiles(spec backendsv1alpha1.HttpBackendSpec) (Files, error) {
 	if err := applyOverrides(b, spec.Overrides); err != nil {
 		return Files{}, fmt.Errorf("rendering the http backend: %w", err)
 	}
-	files, err := renderFiles("http", b)
+	files, err := renderFiles("http", b, spec.Runner, httpNeeds(spec)...)
 	if err != nil {
 		return Files{}, fmt.Errorf("rendering the http backend: %w", err)
 	}
 	return files, nil
+}
+
+// httpNeeds returns the features of the runner table that spec needs
+// besides its attributes: the mutual TLS variables.
+func httpNeeds(spec backendsv1alpha1.HttpBackendSpec) []FeatureID {
+	var needs []FeatureID
+	if spec.TLS != nil && spec.TLS.ClientCertificateSecretRef != nil {
+		needs = append(needs, FeatureHTTPClientCertificate)
+	}
+	if spec.TLS != nil && spec.TLS.CACertificate != nil {
+		needs = append(needs, FeatureHTTPClientCA)
+	}
+	return needs
 }
 
 // httpBody returns the typed attributes of spec.

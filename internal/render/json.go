@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"encoding/json"
 	"fmt"
+	"strings"
 
 	"github.com/zclconf/go-cty/cty"
 )
@@ -14,18 +15,22 @@ import (
 // then nested blocks); members of object values come sorted by name, as cty
 // keeps them.
 //
-// Strings are written verbatim, without doubling "${" or "%{": Terraform
-// decodes backend blocks with no evaluation context, and the HCL JSON
-// decoder returns a string literally (does not parse it as a template) when
-// there is none. Doubling them would make Terraform read "$${".
-func backendJSON(backendType string, b *body) ([]byte, error) {
+// Strings are written verbatim, without doubling "${" or "%{", unless
+// escape is set: Terraform (and OpenTofu before 1.8) decodes backend blocks
+// with no evaluation context, and the HCL JSON decoder returns a string
+// literally (does not parse it as a template) when there is none; doubling
+// them would make it read "$${". OpenTofu 1.8 and later evaluates backend
+// blocks, so its decoder parses every string as a template: for it
+// (escape), "${" and "%{" are written "$${" and "%%{".
+func backendJSON(backendType string, b *body, escape bool) ([]byte, error) {
+	w := jsonWriter{escapeTemplates: escape}
 	var buf bytes.Buffer
 	buf.WriteString(`{"terraform":{"backend":{`)
 	if err := writeJSONString(&buf, backendType); err != nil {
 		return nil, err
 	}
 	buf.WriteByte(':')
-	if err := writeJSONBody(&buf, b); err != nil {
+	if err := w.body(&buf, b); err != nil {
 		return nil, err
 	}
 	buf.WriteString(`}}}`)
@@ -38,9 +43,15 @@ func backendJSON(backendType string, b *body) ([]byte, error) {
 	return out.Bytes(), nil
 }
 
-// writeJSONBody writes b as a JSON object: attributes, then nested blocks
-// as objects.
-func writeJSONBody(buf *bytes.Buffer, b *body) error {
+// jsonWriter writes the backend block's content as JSON.
+type jsonWriter struct {
+	// escapeTemplates doubles "${" and "%{" in string values.
+	escapeTemplates bool
+}
+
+// body writes b as a JSON object: attributes, then nested blocks as
+// objects.
+func (w jsonWriter) body(buf *bytes.Buffer, b *body) error {
 	buf.WriteByte('{')
 	first := true
 	member := func(name string) error {
@@ -58,7 +69,7 @@ func writeJSONBody(buf *bytes.Buffer, b *body) error {
 		if err := member(a.name); err != nil {
 			return err
 		}
-		if err := writeJSONValue(buf, a.value); err != nil {
+		if err := w.value(buf, a.value); err != nil {
 			return fmt.Errorf("attribute %q: %w", a.name, err)
 		}
 	}
@@ -66,7 +77,7 @@ func writeJSONBody(buf *bytes.Buffer, b *body) error {
 		if err := member(nb.name); err != nil {
 			return err
 		}
-		if err := writeJSONBody(buf, nb.block); err != nil {
+		if err := w.body(buf, nb.block); err != nil {
 			return fmt.Errorf("block %q: %w", nb.name, err)
 		}
 	}
@@ -74,10 +85,11 @@ func writeJSONBody(buf *bytes.Buffer, b *body) error {
 	return nil
 }
 
-// writeJSONValue writes the cty value v as JSON. Objects and maps become
-// objects, lists, sets and tuples become arrays, and numbers keep their
-// full precision.
-func writeJSONValue(buf *bytes.Buffer, v cty.Value) error {
+// value writes the cty value v as JSON. Objects and maps become objects,
+// lists, sets and tuples become arrays, and numbers keep their full
+// precision. Object keys are written as they are: they are attribute
+// names, never templates.
+func (w jsonWriter) value(buf *bytes.Buffer, v cty.Value) error {
 	if !v.IsKnown() {
 		return fmt.Errorf("unknown value")
 	}
@@ -88,6 +100,9 @@ func writeJSONValue(buf *bytes.Buffer, v cty.Value) error {
 	ty := v.Type()
 	switch {
 	case ty == cty.String:
+		if w.escapeTemplates {
+			return writeJSONString(buf, escapeTemplateSequences(v.AsString()))
+		}
 		return writeJSONString(buf, v.AsString())
 	case ty == cty.Number:
 		buf.WriteString(v.AsBigFloat().Text('f', -1))
@@ -110,7 +125,7 @@ func writeJSONValue(buf *bytes.Buffer, v cty.Value) error {
 				return err
 			}
 			buf.WriteByte(':')
-			if err := writeJSONValue(buf, ev); err != nil {
+			if err := w.value(buf, ev); err != nil {
 				return err
 			}
 		}
@@ -123,7 +138,7 @@ func writeJSONValue(buf *bytes.Buffer, v cty.Value) error {
 			if i > 0 {
 				buf.WriteByte(',')
 			}
-			if err := writeJSONValue(buf, ev); err != nil {
+			if err := w.value(buf, ev); err != nil {
 				return err
 			}
 		}
@@ -144,4 +159,27 @@ func writeJSONString(buf *bytes.Buffer, s string) error {
 	}
 	buf.Truncate(buf.Len() - 1) // Encode ends with a newline
 	return nil
+}
+
+// escapeTemplateSequences doubles the "$" of every "${" and the "%" of every
+// "%{" in s, as HCL's own writer does for quoted strings, and writes a
+// carriage return not followed by a line feed as the interpolation
+// ${"\r"}, so that a template parser reads s back: after a lone carriage
+// return HCL's template scanner no longer reads "$${" as an escape.
+func escapeTemplateSequences(s string) string {
+	if !hasTemplateIntroducer(s) && !strings.Contains(s, "\r") {
+		return s
+	}
+	var b strings.Builder
+	for i := range len(s) {
+		if (s[i] == '$' || s[i] == '%') && i+1 < len(s) && s[i+1] == '{' {
+			b.WriteByte(s[i])
+		}
+		if s[i] == '\r' && (i+1 == len(s) || s[i+1] != '\n') {
+			b.WriteString(`${"\r"}`)
+			continue
+		}
+		b.WriteByte(s[i])
+	}
+	return b.String()
 }

@@ -18,6 +18,7 @@ import (
 	"k8s.io/utils/ptr"
 
 	backendsv1alpha1 "github.com/infrastate/backend-operator/api/v1alpha1"
+	"github.com/infrastate/backend-operator/internal/testtools"
 )
 
 // The terraform tests of this package must send traffic to loopback
@@ -185,7 +186,8 @@ func TestTerraformRunsAreGuarded(t *testing.T) {
 // a host from it), then that terraform run in one sends its requests for a
 // non-loopback state server, over https and http, to that proxy alone.
 func TestNewWorkdirConfinesTerraform(t *testing.T) {
-	w := newWorkdir(t, nil, map[string][]byte{"TF_HTTP_PASSWORD": []byte("x")})
+	runners := testtools.Runners(t)
+	w := newWorkdir(t, runners[0], nil, map[string][]byte{"TF_HTTP_PASSWORD": []byte("x")})
 	env := map[string]string{}
 	for _, kv := range w.Env {
 		k, v, _ := strings.Cut(kv, "=")
@@ -203,27 +205,29 @@ func TestNewWorkdirConfinesTerraform(t *testing.T) {
 		}
 	}
 
-	for _, address := range []string{"https://state.example.com/state/app", "http://state.example.com:8080/state/app"} {
-		t.Run(address, func(t *testing.T) {
-			t.Parallel()
-			files, err := HTTPFiles(backendsv1alpha1.HttpBackendSpec{Address: address, RetryMax: ptr.To[int32](0)})
-			if err != nil {
-				t.Fatal(err)
-			}
-			w := newWorkdir(t, layouts[BackendTFKey].files(files, "http"), nil)
-			out, err := w.Run(t, "init", "-input=false", "-no-color")
-			if err == nil {
-				t.Fatalf("terraform init succeeded through a refusing proxy:\n%s", out)
-			}
-			u, _ := url.Parse(address)
-			want := "CONNECT state.example.com:443"
-			if u.Scheme == "http" {
-				want = "GET " + u.Host
-			}
-			if got := w.proxy.requests(); !slices.Contains(got, want) {
-				t.Errorf("the proxy saw %q, want %q; output:\n%s", got, want, out)
-			}
-		})
+	for _, runner := range runners {
+		for _, address := range []string{"https://state.example.com/state/app", "http://state.example.com:8080/state/app"} {
+			t.Run(runner.Name+"/"+address, func(t *testing.T) {
+				t.Parallel()
+				files, err := HTTPFiles(backendsv1alpha1.HttpBackendSpec{Address: address, RetryMax: ptr.To[int32](0)})
+				if err != nil {
+					t.Fatal(err)
+				}
+				w := newWorkdir(t, runner, layouts[BackendTFKey].files(files, "http"), nil)
+				out, err := w.Run(t, "init", "-input=false", "-no-color")
+				if err == nil {
+					t.Fatalf("%s init succeeded through a refusing proxy:\n%s", runner.Name, out)
+				}
+				u, _ := url.Parse(address)
+				want := "CONNECT state.example.com:443"
+				if u.Scheme == "http" {
+					want = "GET " + u.Host
+				}
+				if got := w.proxy.requests(); !slices.Contains(got, want) {
+					t.Errorf("the proxy saw %q, want %q; output:\n%s", got, want, out)
+				}
+			})
+		}
 	}
 }
 

@@ -54,7 +54,7 @@ var layouts = map[string]layout{
 	},
 }
 
-// workdir is a directory the real terraform runs in. Its environment sends
+// workdir is a directory the real terraform or tofu runs in. Its environment sends
 // every request for a non-loopback host to proxy, which refuses it: the
 // commands it runs can reach loopback addresses only.
 type workdir struct {
@@ -63,14 +63,13 @@ type workdir struct {
 	proxy *refusingProxy
 }
 
-// newWorkdir writes files into a new temporary directory, and starts the
-// refusing proxy of its commands. env (the credentials Secret) is added to
+// newWorkdir writes files into a new temporary directory where runner's
+// commands run, and starts the refusing proxy of its commands. env (the credentials Secret) is added to
 // the clean environment of testtools.TerraformEnv, as envFrom would; it
 // must not set proxy variables, which come only from proxyEnv. Every terraform command of this package's tests runs in
 // such a workdir (TestTerraformRunsAreGuarded).
-func newWorkdir(t *testing.T, files, env map[string][]byte) *workdir {
+func newWorkdir(t *testing.T, runner testtools.Runner, files, env map[string][]byte) *workdir {
 	t.Helper()
-	bin := testtools.Terraform(t)
 	dir := t.TempDir()
 	for name, content := range files {
 		if err := os.WriteFile(filepath.Join(dir, name), content, 0o600); err != nil {
@@ -88,7 +87,7 @@ func newWorkdir(t *testing.T, files, env map[string][]byte) *workdir {
 	}
 	proxy, proxyURL := startRefusingProxy(t)
 	return &workdir{
-		Workdir: testtools.Workdir{Terraform: bin, Dir: dir, Env: append(vars, proxyEnv(proxyURL)...)},
+		Workdir: testtools.Workdir{Bin: runner.Path, Dir: dir, Env: append(vars, proxyEnv(proxyURL)...)},
 		proxy:   proxy,
 	}
 }

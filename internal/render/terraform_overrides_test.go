@@ -34,11 +34,11 @@ const (
 // override value (string, number, bool, null, list, object), at top-level
 // and dotted paths, at attributes, at the cos backend's assume_role block
 // and at names Terraform does not know, and runs the real terraform init
-// on each of the three layouts. The three must get the same verdict, the
-// one the case expects: a runner must not see its configuration accepted
-// or refused depending on the file it mounts.
+// on each of the three layouts, with terraform and with tofu. All six must
+// get the same verdict, the one the case expects: a runner must not see its
+// configuration accepted or refused depending on the file it mounts.
 func TestTerraformOverrideVerdicts(t *testing.T) {
-	testtools.Terraform(t) // fail early
+	runners := testtools.Runners(t) // fail early
 	role := &backendsv1alpha1.AssumeRole{RoleArn: "qcs::cam::uin/100000000001:roleName/tfstate", SessionName: "backend-operator"}
 	o := overrideJSON
 	cases := map[string]struct {
@@ -120,16 +120,19 @@ func TestTerraformOverrideVerdicts(t *testing.T) {
 			}
 			got := map[string]verdict{}
 			outputs := map[string]string{}
-			for layoutName, l := range layouts {
-				backendType := "cos"
-				if tc.http {
-					backendType = "http"
-				}
-				got[layoutName], outputs[layoutName] = initVerdict(t, l, files, backendType)
+			backendType := "cos"
+			if tc.http {
+				backendType = "http"
 			}
-			for _, layoutName := range slices.Sorted(maps.Keys(got)) {
-				if got[layoutName] != tc.want {
-					t.Errorf("%s: %s, want %s; terraform said:\n%s", layoutName, got[layoutName], tc.want, outputs[layoutName])
+			for _, runner := range runners {
+				for layoutName, l := range layouts {
+					run := runner.Name + "/" + layoutName
+					got[run], outputs[run] = initVerdict(t, runner, l, files, backendType)
+				}
+			}
+			for _, run := range slices.Sorted(maps.Keys(got)) {
+				if got[run] != tc.want {
+					t.Errorf("%s: %s, want %s; it said:\n%s", run, got[run], tc.want, outputs[run])
 				}
 			}
 		})
@@ -149,19 +152,19 @@ func overrideFiles(http bool, address string, typedRole bool, role *backendsv1al
 	return CosFiles(spec, testRegion)
 }
 
-// initVerdict runs terraform init on files in layout l and tells whether
-// terraform accepted the configuration, with its output. An http backend
+// initVerdict runs runner's init on files in layout l and tells whether
+// the runner accepted the configuration, with its output. An http backend
 // (at a reference server) is accepted when init succeeds; a cos backend,
 // which can only fail behind the refusing proxy, when terraform asked the
 // proxy for a host. A refusal must fail init with an error before any
 // request.
-func initVerdict(t *testing.T, l layout, files Files, backendType string) (verdict, string) {
+func initVerdict(t *testing.T, runner testtools.Runner, l layout, files Files, backendType string) (verdict, string) {
 	t.Helper()
 	creds := CosCredentials(CosSecrets{SecretID: []byte("AKIDexample"), SecretKey: []byte("example-key")})
 	if backendType == "http" {
 		creds = nil
 	}
-	w := newWorkdir(t, l.files(files, backendType), creds)
+	w := newWorkdir(t, runner, l.files(files, backendType), creds)
 	out, err := w.Run(t, append([]string{"init", "-input=false", "-no-color"}, l.initArgs...)...)
 	requests := w.proxy.requests()
 	switch {

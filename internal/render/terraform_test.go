@@ -54,13 +54,13 @@ func (s *seen) wrap(next http.Handler) http.Handler {
 	})
 }
 
-// TestTerraformHTTP renders HttpBackends, gives the files and credentials to
-// the real terraform CLI as a runner pod would, in each of the three
-// layouts, and checks that `terraform init` and `terraform apply` store the
-// state on the reference server with exactly the rendered settings. It
-// fails, never skips, when terraform is missing; see internal/testtools.
+// TestTerraformHTTP renders HttpBackends for terraform and for tofu
+// (spec.runner), gives the files and credentials to that CLI as a runner
+// pod would, in each of the three layouts, and checks that `init` and `apply` store the state on the
+// reference server with exactly the rendered settings. It fails, never
+// skips, when terraform or tofu is missing; see internal/testtools.
 func TestTerraformHTTP(t *testing.T) {
-	testtools.Terraform(t) // fail early
+	runners := testtools.Runners(t) // fail early
 	client := newClientCert(t)
 	const password = "pa:ss \"word\" ${x}\n"
 
@@ -129,63 +129,66 @@ func TestTerraformHTTP(t *testing.T) {
 			wantRequests: []string{"LOCK " + statePath, "POST " + statePath, "UNLOCK " + statePath},
 		},
 	}
-	for name, tc := range cases {
-		for layoutName, l := range layouts {
-			t.Run(name+"/"+layoutName, func(t *testing.T) {
-				t.Parallel()
-				store := stateserver.NewMemoryStore()
-				var opts []stateserver.Option
-				if tc.user != "" {
-					opts = append(opts, stateserver.WithBasicAuth(tc.user, password))
-				}
-				var rec seen
-				srv := httptest.NewUnstartedServer(rec.wrap(stateserver.New(store, opts...)))
-				secrets := tc.secrets
-				switch tc.tls {
-				case plainHTTP:
-					srv.Start()
-				case serverOnly:
-					srv.StartTLS()
-				case mutualTLS:
-					srv.TLS = &tls.Config{ClientAuth: tls.RequireAndVerifyClientCert, ClientCAs: client.pool}
-					srv.StartTLS()
-					secrets.ClientCACertificatePEM = pem.EncodeToMemory(&pem.Block{Type: "CERTIFICATE", Bytes: srv.Certificate().Raw})
-				}
-				t.Cleanup(srv.Close)
-
-				spec := tc.spec(srv.URL + statePath)
-				files, err := HTTPFiles(spec)
-				if err != nil {
-					t.Fatal(err)
-				}
-				w := newWorkdir(t, l.files(files, "http"), HTTPCredentials(secrets))
-				w.MustRun(t, append([]string{"init", "-input=false", "-no-color"}, l.initArgs...)...)
-				w.MustRun(t, "apply", "-auto-approve", "-input=false", "-no-color")
-
-				checkStoredState(t, srv, tc.tls == mutualTLS, client.tls, spec, password)
-				rec.mu.Lock()
-				defer rec.mu.Unlock()
-				for _, want := range tc.wantRequests {
-					// A request matches with or without its query (updates
-					// carry ?ID=<lock id> while the lock is held).
-					if !slices.ContainsFunc(rec.requests, func(r string) bool { return r == want || strings.SplitN(r, "?", 2)[0] == want }) {
-						t.Errorf("the server did not receive %q; it received %q", want, rec.requests)
+	for _, runner := range runners {
+		for name, tc := range cases {
+			for layoutName, l := range layouts {
+				t.Run(runner.Name+"/"+name+"/"+layoutName, func(t *testing.T) {
+					t.Parallel()
+					store := stateserver.NewMemoryStore()
+					var opts []stateserver.Option
+					if tc.user != "" {
+						opts = append(opts, stateserver.WithBasicAuth(tc.user, password))
 					}
-				}
-				if tc.user != "" {
-					if len(rec.users) == 0 {
-						t.Error("terraform sent no basic auth")
+					var rec seen
+					srv := httptest.NewUnstartedServer(rec.wrap(stateserver.New(store, opts...)))
+					secrets := tc.secrets
+					switch tc.tls {
+					case plainHTTP:
+						srv.Start()
+					case serverOnly:
+						srv.StartTLS()
+					case mutualTLS:
+						srv.TLS = &tls.Config{ClientAuth: tls.RequireAndVerifyClientCert, ClientCAs: client.pool}
+						srv.StartTLS()
+						secrets.ClientCACertificatePEM = pem.EncodeToMemory(&pem.Block{Type: "CERTIFICATE", Bytes: srv.Certificate().Raw})
 					}
-					for _, u := range rec.users {
-						if u != tc.user {
-							t.Errorf("the server received username %q, want %q", u, tc.user)
+					t.Cleanup(srv.Close)
+
+					spec := tc.spec(srv.URL + statePath)
+					spec.Runner = &backendsv1alpha1.Runner{Flavor: backendsv1alpha1.RunnerFlavor(runner.Flavor)}
+					files, err := HTTPFiles(spec)
+					if err != nil {
+						t.Fatal(err)
+					}
+					w := newWorkdir(t, runner, l.files(files, "http"), HTTPCredentials(secrets))
+					w.MustRun(t, append([]string{"init", "-input=false", "-no-color"}, l.initArgs...)...)
+					w.MustRun(t, "apply", "-auto-approve", "-input=false", "-no-color")
+
+					checkStoredState(t, srv, tc.tls == mutualTLS, client.tls, spec, password)
+					rec.mu.Lock()
+					defer rec.mu.Unlock()
+					for _, want := range tc.wantRequests {
+						// A request matches with or without its query (updates
+						// carry ?ID=<lock id> while the lock is held).
+						if !slices.ContainsFunc(rec.requests, func(r string) bool { return r == want || strings.SplitN(r, "?", 2)[0] == want }) {
+							t.Errorf("the server did not receive %q; it received %q", want, rec.requests)
 						}
 					}
-				}
-				if r, err := store.Load("app"); err != nil || r.Lock != nil {
-					t.Errorf("lock after apply: %q, %v; want released", r.Lock, err)
-				}
-			})
+					if tc.user != "" {
+						if len(rec.users) == 0 {
+							t.Errorf("%s sent no basic auth", runner.Name)
+						}
+						for _, u := range rec.users {
+							if u != tc.user {
+								t.Errorf("the server received username %q, want %q", u, tc.user)
+							}
+						}
+					}
+					if r, err := store.Load("app"); err != nil || r.Lock != nil {
+						t.Errorf("lock after apply: %q, %v; want released", r.Lock, err)
+					}
+				})
+			}
 		}
 	}
 }
