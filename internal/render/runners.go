@@ -1,6 +1,7 @@
 package render
 
 import (
+	"cmp"
 	"errors"
 	"fmt"
 	"slices"
@@ -48,24 +49,13 @@ func (v Version) String() string {
 // compare returns -1, 0 or 1 as v is older than, the same as, or newer
 // than o.
 func (v Version) compare(o Version) int {
-	switch {
-	case v.Major != o.Major:
-		return cmpInt(v.Major, o.Major)
-	case v.Minor != o.Minor:
-		return cmpInt(v.Minor, o.Minor)
-	default:
-		return cmpInt(v.Patch, o.Patch)
+	if c := cmp.Compare(v.Major, o.Major); c != 0 {
+		return c
 	}
-}
-
-func cmpInt(a, b int) int {
-	switch {
-	case a < b:
-		return -1
-	case a > b:
-		return 1
+	if c := cmp.Compare(v.Minor, o.Minor); c != 0 {
+		return c
 	}
-	return 0
+	return cmp.Compare(v.Patch, o.Patch)
 }
 
 // Range is the versions from Since up to, not including, Until. A zero

@@ -47,6 +47,14 @@ var featureProofs = map[FeatureID]featureProof{
 // files as meant exactly when the row's range holds its version.
 func TestRunnerTable(t *testing.T) {
 	runners := testtools.Runners(t)
+	versions := make(map[string]Version, len(runners))
+	for _, runner := range runners {
+		v, err := ParseVersion(runner.Version(t))
+		if err != nil {
+			t.Fatal(err)
+		}
+		versions[runner.Name] = v
+	}
 	for _, f := range Features {
 		proof, ok := featureProofs[f.ID]
 		if !ok {
@@ -54,10 +62,7 @@ func TestRunnerTable(t *testing.T) {
 			continue
 		}
 		for _, runner := range runners {
-			version, err := ParseVersion(runner.Version(t))
-			if err != nil {
-				t.Fatal(err)
-			}
+			version := versions[runner.Name]
 			t.Run(string(f.ID)+"/"+runner.Name, func(t *testing.T) {
 				t.Parallel()
 				support, known := f.Support[backendsv1alpha1.RunnerFlavor(runner.Flavor)]

@@ -2,7 +2,6 @@ package validation
 
 import (
 	"context"
-	"fmt"
 
 	. "github.com/onsi/ginkgo/v2"
 	. "github.com/onsi/gomega"
@@ -80,7 +79,6 @@ var _ = Describe("Admission of spec.runner", func() {
 				Expect(err).NotTo(HaveOccurred())
 				obj := manifest()
 				obj.SetNamespace(ns)
-				obj.SetName(fmt.Sprintf("r-%d", len(f.ID)))
 				runnerField := map[string]any{"flavor": string(runner.Flavor)}
 				if runner.Version != "" {
 					runnerField["version"] = runner.Version
