@@ -18,6 +18,10 @@ const (
 	// holds the PEM bundle.
 	DefaultCAKey = "ca.crt"
 
+	// DefaultPassphraseKey is the key of spec.encryption's passphrase
+	// references when they set none.
+	DefaultPassphraseKey = "passphrase"
+
 	// DefaultWorkspace is the workspace a RemoteState reads, and the one a
 	// backend's probe reads: Terraform's default workspace, the only one
 	// the http backend has.

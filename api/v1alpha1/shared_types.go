@@ -148,9 +148,17 @@ type StateSummary struct {
 	// +optional
 	SizeBytes int64 `json:"sizeBytes,omitempty"`
 
-	// outputCount is the number of root module outputs in the state.
+	// outputCount is the number of root module outputs in the state. An
+	// encrypted state's outputs are counted only when spec.encryption
+	// decrypts it.
 	// +optional
 	OutputCount int32 `json:"outputCount,omitempty"`
+
+	// encrypted is true when the state is encrypted with OpenTofu's state
+	// encryption. Its serial and lineage stay in clear text; its Terraform
+	// version and outputs are known only when spec.encryption decrypts it.
+	// +optional
+	Encrypted bool `json:"encrypted,omitempty"`
 }
 
 // LockPolicy says how the controller treats a lock held too long, or held
