@@ -69,7 +69,7 @@ func streamCosSummary(ctx context.Context, cc *cos.Client, workspace string) (*b
 	var summary statefile.Summary
 	found, size, err := cc.StreamState(ctx, workspace, func(r io.Reader) error {
 		var err error
-		summary, err = statefile.ReadSummary(r)
+		summary, err = statefile.ReadSummary(r, nil)
 		return err
 	})
 	switch {

@@ -76,7 +76,7 @@ func runHTTPProbe(ctx context.Context, sc stateClient, plan httpProbeRun, log lo
 	if plan.fetch {
 		start := time.Now()
 		res.fetched = true
-		res.summary, res.fetchErr = sc.FetchSummary(ctx)
+		res.summary, res.fetchErr = sc.FetchSummary(ctx, nil)
 		probeDuration.WithLabelValues(httpBackendKind, stateObservation(res.summary, res.fetchErr).reason).Observe(time.Since(start).Seconds())
 	}
 	if plan.checkLock {

@@ -17,6 +17,7 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
 	"github.com/infrastate/backend-operator/internal/stateclient"
+	"github.com/infrastate/backend-operator/internal/statefile"
 	"github.com/infrastate/backend-operator/internal/stateserver"
 )
 
@@ -26,7 +27,7 @@ type fakeStateClient struct {
 	unlock func(ctx context.Context, id string) error
 }
 
-func (f *fakeStateClient) FetchSummary(context.Context) (*stateclient.StateSummary, error) {
+func (f *fakeStateClient) FetchSummary(context.Context, *statefile.Decryption) (*stateclient.StateSummary, error) {
 	return &stateclient.StateSummary{}, nil
 }
 

@@ -13,11 +13,12 @@ import (
 	"github.com/infrastate/backend-operator/internal/cos"
 	"github.com/infrastate/backend-operator/internal/netguard"
 	"github.com/infrastate/backend-operator/internal/stateclient"
+	"github.com/infrastate/backend-operator/internal/statefile"
 )
 
 // stateClient is what the HttpBackend kind uses of a state client.
 type stateClient interface {
-	FetchSummary(ctx context.Context) (*stateclient.StateSummary, error)
+	FetchSummary(ctx context.Context, dec *statefile.Decryption) (*stateclient.StateSummary, error)
 	StreamState(ctx context.Context, read func(io.Reader) error) (found bool, size int64, err error)
 	Lock(ctx context.Context, info stateclient.LockInfo) (string, error)
 	Unlock(ctx context.Context, id string) error

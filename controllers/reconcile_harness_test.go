@@ -40,6 +40,7 @@ import (
 	backendsv1alpha1 "github.com/infrastate/backend-operator/api/v1alpha1"
 	"github.com/infrastate/backend-operator/internal/cos/costest"
 	"github.com/infrastate/backend-operator/internal/stateclient"
+	"github.com/infrastate/backend-operator/internal/statefile"
 	"github.com/infrastate/backend-operator/internal/testenv"
 )
 
@@ -471,7 +472,7 @@ func (s *scriptedStateClient) recordedCalls() []string {
 	return append([]string(nil), s.calls...)
 }
 
-func (s *scriptedStateClient) FetchSummary(context.Context) (*stateclient.StateSummary, error) {
+func (s *scriptedStateClient) FetchSummary(context.Context, *statefile.Decryption) (*stateclient.StateSummary, error) {
 	a := nth(s.script.fetch, s.record("FetchSummary", ""))
 	if a.summary == nil && a.err == nil {
 		return &stateclient.StateSummary{}, nil

@@ -49,7 +49,7 @@ func TestBasicAuth(t *testing.T) {
 			}
 			for _, call := range []func() error{
 				func() error { _, err := fetchAll(ctx, c); return err },
-				func() error { _, err := c.FetchSummary(ctx); return err },
+				func() error { _, err := c.FetchSummary(ctx, nil); return err },
 				func() error { return c.Update(ctx, []byte("{}")) },
 				func() error { return c.Unlock(ctx, id) },
 				func() error { return c.ForceUnlock(ctx, id) },
@@ -161,7 +161,7 @@ func TestNoSecretsInErrorsOrLogs(t *testing.T) {
 				c := mustNew(t, cfg, WithLogger(logger))
 				_, err := fetchAll(ctx, c)
 				record(err)
-				_, err = c.FetchSummary(ctx)
+				_, err = c.FetchSummary(ctx, nil)
 				record(err)
 				record(c.Update(ctx, []byte(secretPassword)))
 				record(c.Purge(ctx))

@@ -269,12 +269,12 @@ func BenchmarkFetchSummary(b *testing.B) {
 		if err := c.Update(ctx, benchState(s.size)); err != nil {
 			b.Fatal(err)
 		}
-		warmUp(b, func() error { _, err := c.FetchSummary(ctx); return err })
+		warmUp(b, func() error { _, err := c.FetchSummary(ctx, nil); return err })
 		b.Run(s.name+"/client", func(b *testing.B) {
 			b.SetBytes(int64(s.size))
 			b.ReportAllocs()
 			for b.Loop() {
-				sum, err := c.FetchSummary(ctx)
+				sum, err := c.FetchSummary(ctx, nil)
 				if err != nil || sum.Serial != 7 || sum.OutputCount != 3 {
 					b.Fatalf("FetchSummary() = %+v, %v", sum, err)
 				}

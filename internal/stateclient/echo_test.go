@@ -151,7 +151,7 @@ func TestEchoServerLeaksNothing(t *testing.T) {
 			return err
 		})
 		record(name+": StreamState", err)
-		_, err = c.FetchSummary(ctx)
+		_, err = c.FetchSummary(ctx, nil)
 		record(name+": FetchSummary", err)
 		_, err = c.Lock(ctx, NewLockInfo("OperationTypeApply", "operator@cluster"))
 		record(name+": Lock", err)

@@ -23,14 +23,16 @@ type StateSummary struct {
 
 // FetchSummary reads the state's metadata without keeping the state: the
 // body is streamed through statefile.ReadSummary, within
-// Config.MaxStateBytes. No state gives Present false and no error; other
-// answers are handled as by StreamState. A malformed state or one in a
-// format other than version 4 is an error.
-func (c *Client) FetchSummary(ctx context.Context) (*StateSummary, error) {
+// Config.MaxStateBytes, and an encrypted state is decrypted with dec
+// (nil: summarized from its clear-text serial and lineage). No state gives
+// Present false and no error; other answers are handled as by
+// StreamState. A malformed state, one in a format other than version 4
+// and an encrypted state dec cannot open are errors.
+func (c *Client) FetchSummary(ctx context.Context, dec *statefile.Decryption) (*StateSummary, error) {
 	var sum statefile.Summary
 	found, size, err := c.StreamState(ctx, func(r io.Reader) error {
 		var err error
-		sum, err = statefile.ReadSummary(r)
+		sum, err = statefile.ReadSummary(r, dec)
 		return err
 	})
 	switch {

@@ -141,7 +141,7 @@ func TestFetchSummary(t *testing.T) {
 		t.Run(name, func(t *testing.T) {
 			t.Parallel()
 			srv := newServer(t, tc.handler)
-			got, err := mustNew(t, fastConfig(srv.URL)).FetchSummary(ctxT(t))
+			got, err := mustNew(t, fastConfig(srv.URL)).FetchSummary(ctxT(t), nil)
 			checkErr(t, err, tc.wantErr, tc.is)
 			if diff := cmp.Diff(tc.want, got, cmpopts.EquateEmpty()); diff != "" {
 				t.Errorf("FetchSummary() mismatch (-want +got):\n%s", diff)
@@ -177,7 +177,7 @@ func TestSizeLimit(t *testing.T) {
 			c := mustNew(t, cfg)
 			data, err := fetchAll(ctxT(t), c)
 			checkErr(t, err, tc.wantErr, nil)
-			s, serr := c.FetchSummary(ctxT(t))
+			s, serr := c.FetchSummary(ctxT(t), nil)
 			checkErr(t, serr, tc.wantErr, nil)
 			if tc.wantErr != "" {
 				if !errors.Is(err, ErrStateTooLarge) || !errors.Is(serr, ErrStateTooLarge) {

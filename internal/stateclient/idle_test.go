@@ -41,7 +41,7 @@ func TestCloseIdleConnections(t *testing.T) {
 		t.Fatal(err)
 	}
 	for range 3 {
-		if _, err := c.FetchSummary(t.Context()); err != nil {
+		if _, err := c.FetchSummary(t.Context(), nil); err != nil {
 			t.Fatal(err)
 		}
 	}

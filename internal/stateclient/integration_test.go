@@ -70,7 +70,7 @@ func TestReferenceLifecycle(t *testing.T) {
 			if data, err := fetchAll(ctx, c); data != nil || err != nil {
 				t.Fatalf("StreamState() of no state = %q, %v", data, err)
 			}
-			if s, err := c.FetchSummary(ctx); err != nil || s.Present {
+			if s, err := c.FetchSummary(ctx, nil); err != nil || s.Present {
 				t.Fatalf("FetchSummary() of no state = %+v, %v", s, err)
 			}
 			info := NewLockInfo("OperationTypeApply", "operator@test")
@@ -95,7 +95,7 @@ func TestReferenceLifecycle(t *testing.T) {
 			if diff := cmp.Diff(smallState, string(data)); diff != "" {
 				t.Errorf("StreamState() read (-want +got):\n%s", diff)
 			}
-			s, err := other.FetchSummary(ctx)
+			s, err := other.FetchSummary(ctx, nil)
 			if err != nil {
 				t.Fatal(err)
 			}

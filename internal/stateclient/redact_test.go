@@ -126,7 +126,7 @@ func TestNoResponseBytesInErrors(t *testing.T) {
 	t.Parallel()
 	const marker = "SERVERBYTES"
 	fetch := func(ctx context.Context, c *Client) error { _, err := fetchAll(ctx, c); return err }
-	summary := func(ctx context.Context, c *Client) error { _, err := c.FetchSummary(ctx); return err }
+	summary := func(ctx context.Context, c *Client) error { _, err := c.FetchSummary(ctx, nil); return err }
 	lock := func(ctx context.Context, c *Client) error {
 		_, err := c.Lock(ctx, NewLockInfo("OperationTypeApply", "me"))
 		return err

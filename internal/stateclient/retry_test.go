@@ -131,7 +131,7 @@ func TestContextCancellation(t *testing.T) {
 		"fetch during retry wait": {handler: respond(503, ""), wait: 20 * time.Second, call: func(ctx context.Context, c *Client) error { _, err := fetchAll(ctx, c); return err }},
 		"lock during retry wait":  {handler: respond(500, ""), wait: 20 * time.Second, call: func(ctx context.Context, c *Client) error { _, err := c.Lock(ctx, NewLockInfo("x", "y")); return err }},
 		"fetch slow answer":       {handler: slow, wait: time.Millisecond, call: func(ctx context.Context, c *Client) error { _, err := fetchAll(ctx, c); return err }},
-		"summary slow answer":     {handler: slow, wait: time.Millisecond, call: func(ctx context.Context, c *Client) error { _, err := c.FetchSummary(ctx); return err }},
+		"summary slow answer":     {handler: slow, wait: time.Millisecond, call: func(ctx context.Context, c *Client) error { _, err := c.FetchSummary(ctx, nil); return err }},
 		"update slow answer":      {handler: slow, wait: time.Millisecond, call: func(ctx context.Context, c *Client) error { return c.Update(ctx, []byte("{}")) }},
 	}
 	for name, tc := range cases {

@@ -82,7 +82,7 @@ func isTimeout(err error) bool {
 func TestAttemptTimeout(t *testing.T) {
 	t.Parallel()
 	fetch := func(ctx context.Context, c *Client) error { _, err := fetchAll(ctx, c); return err }
-	summary := func(ctx context.Context, c *Client) error { _, err := c.FetchSummary(ctx); return err }
+	summary := func(ctx context.Context, c *Client) error { _, err := c.FetchSummary(ctx, nil); return err }
 	lock := func(ctx context.Context, c *Client) error {
 		_, err := c.Lock(ctx, NewLockInfo("OperationTypeApply", "me"))
 		return err

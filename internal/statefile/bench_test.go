@@ -30,7 +30,7 @@ func BenchmarkReadSummary(b *testing.B) {
 		b.SetBytes(int64(len(doc)))
 		b.ReportAllocs()
 		for b.Loop() {
-			if _, err := ReadSummary(bytes.NewReader(doc)); err != nil {
+			if _, err := ReadSummary(bytes.NewReader(doc), nil); err != nil {
 				b.Fatal(err)
 			}
 		}

@@ -94,7 +94,7 @@ func TestReadSummaryMemoryIndependentOfOutputs(t *testing.T) {
 	const outputs = 300_000
 	before := liveHeap()
 	var atEOF uint64
-	sum, err := ReadSummary(outputsReader(outputs, `""`, false, func() { atEOF = liveHeap() }))
+	sum, err := ReadSummary(outputsReader(outputs, `""`, false, func() { atEOF = liveHeap() }), nil)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -261,7 +261,7 @@ func TestErrorsQuoteNoInput(t *testing.T) {
 	}
 	for name, in := range inputs {
 		t.Run(name, func(t *testing.T) {
-			_, errSummary := ReadSummary(strings.NewReader(in))
+			_, errSummary := ReadSummary(strings.NewReader(in), nil)
 			_, errOutputs := ReadOutputs(strings.NewReader(in), Options{})
 			for _, err := range []error{errSummary, errOutputs} {
 				if err == nil {
@@ -283,12 +283,12 @@ func TestLongMetadataIsRefused(t *testing.T) {
 	long := strings.Repeat("x", 2000)
 	for _, field := range []string{"lineage", "terraform_version"} {
 		in := fmt.Sprintf(`{"version":4,%q:%q}`, field, long)
-		if _, err := ReadSummary(strings.NewReader(in)); err == nil || !strings.Contains(err.Error(), field) {
+		if _, err := ReadSummary(strings.NewReader(in), nil); err == nil || !strings.Contains(err.Error(), field) {
 			t.Errorf("ReadSummary() with a 2000-byte %s: error %v, want one naming the field", field, err)
 		}
 	}
 	ok := fmt.Sprintf(`{"version":4,"lineage":%q}`, strings.Repeat("l", 200))
-	if sum, err := ReadSummary(bytes.NewReader([]byte(ok))); err != nil || len(sum.Lineage) != 200 {
+	if sum, err := ReadSummary(bytes.NewReader([]byte(ok)), nil); err != nil || len(sum.Lineage) != 200 {
 		t.Errorf("ReadSummary() with a 200-byte lineage = %q, %v; it is kept whole, the status clips it", sum.Lineage, err)
 	}
 }

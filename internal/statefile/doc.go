@@ -24,6 +24,14 @@
 // single tokens the walker has already validated and bounded (an object
 // key, an output's type).
 //
+// OpenTofu's encrypted state is an envelope (serial and lineage in clear
+// text, key parameters, an encrypted payload). Without a Decryption it is
+// summarized from its serial and lineage, its payload skipped while
+// streaming. With one, the payload is the one part read whole, within
+// Decryption.MaxBytes and after Decryption.Acquire (AES-GCM authenticates
+// the whole ciphertext before it yields a byte), decrypted, and the plain
+// state read from it as any other.
+//
 // Both modes reject malformed JSON, trailing data and any format version
 // other than 4, and validate every output type (see Kind). Their errors
 // never quote the input: a state's bytes may be secret.

@@ -21,6 +21,9 @@ type metadata struct {
 	serial           uint64
 	lineage          string
 	terraformVersion string
+	// encrypted is set for an OpenTofu envelope; decrypted when it was
+	// opened, and the other fields are then the plain state's.
+	encrypted, decrypted bool
 }
 
 // outputVisitor is called for each output of the outputs object, with the
@@ -32,13 +35,25 @@ type outputVisitor func(s *scanner, name string, index int) error
 // every output through visit. Everything else (resources, check results) is
 // validated and skipped without being kept. It reads r to the end and
 // rejects trailing data. An empty r gives ErrNoState.
-func readDocument(r io.Reader, visit outputVisitor) (metadata, error) {
+//
+// An OpenTofu envelope (see envelope.go) is read for its serial and
+// lineage, and, with dec, opened: its plain state is read with visit and
+// its metadata returned. Without dec its payload is skipped, streaming.
+func readDocument(r io.Reader, visit outputVisitor, dec *Decryption) (md metadata, err error) {
 	s := newScanner(r)
 	if _, err := s.r.Peek(1); errors.Is(err, io.EOF) {
 		return metadata{}, ErrNoState
 	}
-	var md metadata
-	err := s.object(func(key string) error {
+	var (
+		env        envelope
+		hasOutputs bool
+	)
+	defer func() {
+		if env.release != nil {
+			env.release()
+		}
+	}()
+	err = s.object(func(key string) error {
 		switch {
 		case strings.EqualFold(key, "version"):
 			v, err := s.readUint("version")
@@ -59,7 +74,14 @@ func readDocument(r io.Reader, visit outputVisitor) (metadata, error) {
 		case strings.EqualFold(key, "terraform_version"):
 			return s.readStringField("terraform_version", &md.terraformVersion)
 		case strings.EqualFold(key, "outputs"):
+			hasOutputs = true
 			return s.readOutputs(visit)
+		case key == "encryption_version":
+			return s.readStringField("encryption_version", &env.version)
+		case key == "meta" && dec != nil:
+			return s.readMeta(&env)
+		case key == "encrypted_data" && dec != nil:
+			return s.readPayload(&env, dec)
 		default:
 			return s.value(nil)
 		}
@@ -71,10 +93,34 @@ func readDocument(r io.Reader, visit outputVisitor) (metadata, error) {
 	if err != nil {
 		return metadata{}, fmt.Errorf("reading state: %w", err)
 	}
+	if env.version != "" {
+		return readEnvelope(md, &env, hasOutputs, dec, visit)
+	}
 	if err := checkVersion(md.version); err != nil {
 		return metadata{}, err
 	}
 	return md, nil
+}
+
+// readEnvelope finishes reading an envelope whose clear-text fields are in
+// md: it opens the payload with dec, or returns md marked encrypted
+// without dec. Outputs in clear text beside a payload are refused: they
+// would be mistaken for the state's.
+func readEnvelope(md metadata, env *envelope, hasOutputs bool, dec *Decryption, visit outputVisitor) (metadata, error) {
+	if err := checkEnvelope(env.version); err != nil {
+		return metadata{}, err
+	}
+	if hasOutputs {
+		return metadata{}, fmt.Errorf("%w: an encrypted state with outputs in clear text", ErrMalformed)
+	}
+	if dec == nil {
+		md.encrypted = true
+		return md, nil
+	}
+	if !env.kept {
+		return metadata{}, fmt.Errorf("%w: an encrypted state without encrypted_data", ErrMalformed)
+	}
+	return env.open(dec, visit)
 }
 
 // checkVersion accepts only SupportedVersion.
@@ -165,6 +211,17 @@ func (s *scanner) readUint(key string) (*uint64, error) {
 // readStringField reads a string of at most maxMetadataBytes, or null
 // (dst unchanged), into dst.
 func (s *scanner) readStringField(key string, dst *string) error {
+	err := s.readBoundedString(key, maxMetadataBytes, dst)
+	if errors.Is(err, errValueTooLong) {
+		return fmt.Errorf("%s is longer than %d bytes: not a Terraform state", key, maxMetadataBytes)
+	}
+	return err
+}
+
+// readBoundedString reads a string of at most limit bytes as written, or
+// null (dst unchanged), into dst. A longer one is an error wrapping
+// errValueTooLong.
+func (s *scanner) readBoundedString(key string, limit int, dst *string) error {
 	if null, err := s.isNull(); err != nil || null {
 		return err
 	}
@@ -175,10 +232,7 @@ func (s *scanner) readStringField(key string, dst *string) error {
 	if c != '"' {
 		return fmt.Errorf("%s: expected a string at offset %d", key, s.off)
 	}
-	v, err := s.readString(maxMetadataBytes)
-	if errors.Is(err, errValueTooLong) {
-		return fmt.Errorf("%s is longer than %d bytes: not a Terraform state", key, maxMetadataBytes)
-	}
+	v, err := s.readString(limit)
 	if err != nil {
 		return fmt.Errorf("%s: %w", key, err)
 	}

@@ -60,6 +60,9 @@ type Options struct {
 	// beyond its bytes, so many tiny outputs are bounded by count; 0 means
 	// no bound.
 	MaxOutputs int
+	// Decryption opens encrypted states; without it their outputs cannot
+	// be read (ErrEncrypted).
+	Decryption *Decryption
 }
 
 // ReadOutputs reads a state in format version 4 from r, streaming, and
@@ -71,8 +74,20 @@ type Options struct {
 // Once the kept outputs of a class exceed its budget, or more outputs than
 // MaxOutputs are to be kept, reading stops with an *OutputsTooLargeError:
 // outputs that cannot fit where they are published are refused before they
-// are built. Other errors are those of ReadSummary.
+// are built. An encrypted state is decrypted with opts.Decryption, within
+// its bounds; without one it gives ErrEncrypted. Other errors are those of
+// ReadSummary.
 func ReadOutputs(r io.Reader, opts Options) (*State, error) {
+	st, err := readOutputs(r, opts)
+	if err == nil && st.Encrypted && !st.decrypted {
+		return nil, fmt.Errorf("%w: its outputs cannot be read without its key", ErrEncrypted)
+	}
+	return st, err
+}
+
+// readOutputs is ReadOutputs, with an encrypted state that was not
+// decrypted returned with its clear-text metadata only.
+func readOutputs(r io.Reader, opts Options) (*State, error) {
 	var (
 		outputs = map[string]Output{}
 		used    [2]int64 // plain, sensitive
@@ -118,11 +133,13 @@ func ReadOutputs(r io.Reader, opts Options) (*State, error) {
 			return &OutputsTooLargeError{MaxOutputs: opts.MaxOutputs}
 		}
 		return nil
-	})
+	}, opts.Decryption)
 	if err != nil {
 		return nil, err
 	}
 	return &State{
+		Encrypted:        md.encrypted,
+		decrypted:        md.decrypted,
 		Version:          SupportedVersion,
 		TerraformVersion: md.terraformVersion,
 		Serial:           md.serial,

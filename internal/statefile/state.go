@@ -17,6 +17,12 @@ type State struct {
 	Outputs map[string]Output
 	// OutputCount is the number of outputs in the state, kept or not.
 	OutputCount int
+	// Encrypted reports a state encrypted with OpenTofu's state
+	// encryption, which was decrypted to read the rest.
+	Encrypted bool
+	// decrypted is false for an encrypted state read for its summary
+	// without a Decryption: only Serial and Lineage are known.
+	decrypted bool
 }
 
 // Output is one root module output.
@@ -41,5 +47,6 @@ func (st *State) Summary() Summary {
 		Lineage:          st.Lineage,
 		TerraformVersion: st.TerraformVersion,
 		OutputCount:      st.OutputCount,
+		Encrypted:        st.Encrypted,
 	}
 }

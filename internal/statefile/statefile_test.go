@@ -99,7 +99,7 @@ var summaryCases = map[string]struct {
 func TestReadSummary(t *testing.T) {
 	for name, tc := range summaryCases {
 		t.Run(name, func(t *testing.T) {
-			got, err := ReadSummary(strings.NewReader(tc.in))
+			got, err := ReadSummary(strings.NewReader(tc.in), nil)
 			checkErr(t, err, tc.wantErr, tc.is)
 			if tc.wantErr != "" {
 				return
@@ -289,7 +289,7 @@ func TestReadSummaryIgnoresHugeValues(t *testing.T) {
 		got Summary
 		err error
 	)
-	alloc := testtools.AllocatedBy(func() { got, err = ReadSummary(in) })
+	alloc := testtools.AllocatedBy(func() { got, err = ReadSummary(in, nil) })
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -306,7 +306,7 @@ func TestReadSummaryIgnoresHugeValues(t *testing.T) {
 // TestReadSummaryReadError checks that a failing reader's error is wrapped.
 func TestReadSummaryReadError(t *testing.T) {
 	boom := errors.New("boom")
-	_, err := ReadSummary(io.MultiReader(strings.NewReader(`{"version":4,`), &errReader{boom}))
+	_, err := ReadSummary(io.MultiReader(strings.NewReader(`{"version":4,`), &errReader{boom}), nil)
 	if !errors.Is(err, boom) {
 		t.Fatalf("error %v does not wrap the read error", err)
 	}
@@ -341,7 +341,7 @@ func FuzzReadSummary(f *testing.F) {
 		bound := uint64(128<<10 + 8*len(data))
 		var sum Summary
 		var err error
-		if alloc := testtools.AllocatedBy(func() { sum, err = ReadSummary(bytes.NewReader(data)) }); alloc > bound {
+		if alloc := testtools.AllocatedBy(func() { sum, err = ReadSummary(bytes.NewReader(data), nil) }); alloc > bound {
 			t.Fatalf("ReadSummary allocated %d bytes for %d bytes of input, more than %d", alloc, len(data), bound)
 		}
 		var st *State

@@ -28,6 +28,10 @@ type Summary struct {
 	// OutputCount is the number of root module outputs. An output name
 	// repeated in the document (which Terraform never writes) counts twice.
 	OutputCount int
+	// Encrypted reports a state encrypted with OpenTofu's state
+	// encryption. Unless it was decrypted, only Serial and Lineage are
+	// known.
+	Encrypted bool
 }
 
 // ReadSummary reads a state in format version 4 from r and returns its
@@ -36,12 +40,17 @@ type Summary struct {
 // so its memory does not depend on the size of the state or on the number
 // of its outputs. It reads r to the end and rejects trailing data.
 //
+// An encrypted state (OpenTofu's envelope) is decrypted with dec, within
+// its bounds, and summarized with Encrypted set; with a nil dec its payload
+// is skipped and only its serial and lineage are known.
+//
 // An empty r gives ErrNoState. Malformed JSON, a wrong field type, a format
 // version other than 4 (ErrUnsupportedVersion), an invalid output type and a
-// lineage or Terraform version longer than 1024 bytes are errors. Errors
-// never quote the input.
-func ReadSummary(r io.Reader) (Summary, error) {
-	st, err := ReadOutputs(r, Options{Want: func(string) bool { return false }})
+// lineage or Terraform version longer than 1024 bytes are errors, and so is
+// an encrypted state dec cannot open (ErrDecrypt). Errors never quote the
+// input.
+func ReadSummary(r io.Reader, dec *Decryption) (Summary, error) {
+	st, err := readOutputs(r, Options{Want: func(string) bool { return false }, Decryption: dec})
 	if err != nil {
 		return Summary{}, err
 	}
