@@ -382,3 +382,11 @@ func TestKeyringCopiesKeys(t *testing.T) {
 		t.Errorf("Decrypt (-want +got):\n%s", diff)
 	}
 }
+
+// decrypter is the interface statefile calls a Keyring through; it is
+// written out here so that a change of signature fails to compile.
+type decrypter interface {
+	Decrypt(meta map[string][]byte, payload []byte) ([]byte, error)
+}
+
+var _ decrypter = (*Keyring)(nil)
