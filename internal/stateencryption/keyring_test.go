@@ -8,6 +8,8 @@ import (
 	"testing"
 
 	"github.com/google/go-cmp/cmp"
+
+	"github.com/infrastate/backend-operator/internal/statefile"
 )
 
 // Passphrases and key providers of the unit tests. The passphrases are at
@@ -383,10 +385,5 @@ func TestKeyringCopiesKeys(t *testing.T) {
 	}
 }
 
-// decrypter is the interface statefile calls a Keyring through; it is
-// written out here so that a change of signature fails to compile.
-type decrypter interface {
-	Decrypt(meta map[string][]byte, payload []byte) ([]byte, error)
-}
-
-var _ decrypter = (*Keyring)(nil)
+// A Keyring is what statefile decrypts with.
+var _ statefile.Decrypter = (*Keyring)(nil)
