@@ -32,8 +32,9 @@ var cosBlockTypes = map[string]bool{"assume_role": true}
 // cos.DefaultSessionDuration). The secret id, key and token are never written: see
 // [CosCredentials].
 //
-// Not every runner knows endpoint, domain and assume_role.external_id:
-// [Files.Needs] records them, and a spec.runner that cannot read them is
+// Not every runner knows endpoint, domain and assume_role.external_id, nor
+// reads spec.encryption (TF_ENCRYPTION, see [EncryptionEnv]): [Files.Needs]
+// records them, and a spec.runner that cannot read them is
 // refused with [ErrUnsupportedByRunner] (see [Features]).
 //
 // It fails with [ErrMissingRequired] when bucket or region is empty, or
@@ -48,7 +49,7 @@ func CosFiles(spec backendsv1alpha1.CosBackendSpec, region string) (Files, error
 	if err := applyOverrides(b, spec.Overrides); err != nil {
 		return Files{}, fmt.Errorf("rendering the cos backend: %w", err)
 	}
-	files, err := renderFiles("cos", b, spec.Runner)
+	files, err := renderFiles("cos", b, spec.Runner, encryptionNeeds(spec.Encryption)...)
 	if err != nil {
 		return Files{}, fmt.Errorf("rendering the cos backend: %w", err)
 	}

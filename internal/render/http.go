@@ -39,9 +39,9 @@ func HTTPFiles(spec backendsv1alpha1.HttpBackendSpec) (Files, error) {
 }
 
 // httpNeeds returns the features of the runner table that spec needs
-// besides its attributes: the mutual TLS variables.
+// besides its attributes: the mutual TLS variables and state encryption.
 func httpNeeds(spec backendsv1alpha1.HttpBackendSpec) []FeatureID {
-	var needs []FeatureID
+	needs := encryptionNeeds(spec.Encryption)
 	if spec.TLS != nil && spec.TLS.ClientCertificateSecretRef != nil {
 		needs = append(needs, FeatureHTTPClientCertificate)
 	}

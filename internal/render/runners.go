@@ -129,6 +129,9 @@ const (
 	// "${" or "%{" written doubled, "$${" and "%%{": runners that evaluate
 	// the backend block read it as the original string.
 	FeatureJSONEscapedTemplates FeatureID = "json.escaped_templates"
+	// FeatureStateEncryption is OpenTofu's state encryption, configured
+	// by TF_ENCRYPTION in the credentials Secret.
+	FeatureStateEncryption FeatureID = "state_encryption"
 )
 
 // Feature is one row of the runner table.
@@ -227,6 +230,11 @@ var Features = []Feature{
 		ID:      FeatureJSONEscapedTemplates,
 		Setting: `a string holding "${" or "%{", written doubled in backend.tf.json`,
 		Support: map[backendsv1alpha1.RunnerFlavor]Range{backendsv1alpha1.RunnerOpenTofu: since(Version{1, 8, 0})},
+	},
+	{
+		ID:      FeatureStateEncryption,
+		Setting: "spec.encryption (TF_ENCRYPTION)",
+		Support: map[backendsv1alpha1.RunnerFlavor]Range{backendsv1alpha1.RunnerOpenTofu: since(Version{1, 7, 0})},
 	},
 }
 
