@@ -28,23 +28,29 @@ func goldenFiles(f Files) map[string][]byte {
 func checkGolden(t *testing.T, dir string, f Files) {
 	t.Helper()
 	for name, got := range goldenFiles(f) {
-		path := filepath.Join("testdata", dir, name)
-		if *update {
-			if err := os.MkdirAll(filepath.Dir(path), 0o755); err != nil {
-				t.Fatal(err)
-			}
-			if err := os.WriteFile(path, got, 0o644); err != nil {
-				t.Fatal(err)
-			}
-			continue
+		checkGoldenFile(t, filepath.Join("testdata", dir, name), got)
+	}
+}
+
+// checkGoldenFile compares got with the file at path byte for byte, or
+// rewrites the file with -update.
+func checkGoldenFile(t *testing.T, path string, got []byte) {
+	t.Helper()
+	if *update {
+		if err := os.MkdirAll(filepath.Dir(path), 0o755); err != nil {
+			t.Fatal(err)
 		}
-		want, err := os.ReadFile(path)
-		if err != nil {
-			t.Fatalf("reading the golden file (run `go test ./internal/render -update` to create it): %v", err)
+		if err := os.WriteFile(path, got, 0o644); err != nil {
+			t.Fatal(err)
 		}
-		if diff := cmp.Diff(string(want), string(got)); diff != "" {
-			t.Errorf("%s differs from %s (-want +got; `go test ./internal/render -update` rewrites it):\n%s", name, path, diff)
-		}
+		return
+	}
+	want, err := os.ReadFile(path)
+	if err != nil {
+		t.Fatalf("reading the golden file (run `go test ./internal/render -update` to create it): %v", err)
+	}
+	if diff := cmp.Diff(string(want), string(got)); diff != "" {
+		t.Errorf("%s differs from %s (-want +got; `go test ./internal/render -update` rewrites it):\n%s", filepath.Base(path), path, diff)
 	}
 }
 

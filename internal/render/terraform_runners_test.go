@@ -40,6 +40,7 @@ var featureProofs = map[FeatureID]featureProof{
 	FeatureHTTPClientCA:          mutualTLSProof,
 	FeatureJSONLiteralTemplates:  jsonTemplateProof(nil),
 	FeatureJSONEscapedTemplates:  jsonTemplateProof(&backendsv1alpha1.Runner{Flavor: backendsv1alpha1.RunnerOpenTofu}),
+	FeatureStateEncryption:       stateEncryptionProof,
 }
 
 // TestRunnerTable proves every row of the runner table (Features) with
