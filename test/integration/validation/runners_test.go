@@ -13,27 +13,48 @@ import (
 )
 
 // runnerFeatureManifests are, for each row of the runner table that a
-// typed field sets, a valid manifest needing the feature. The rows set
-// only by overrides or by how a file is written (featuresNotAtAdmission)
-// are refused by the controller, with Stalled, not at admission.
-var runnerFeatureManifests = map[render.FeatureID]func() *unstructured.Unstructured{
-	render.FeatureCosEndpoint: func() *unstructured.Unstructured {
+// typed field sets, valid manifests needing the feature, one per kind
+// that has the field. The rows set only by overrides or by how a file is
+// written (featuresNotAtAdmission) are refused by the controller, with
+// Stalled, not at admission.
+var runnerFeatureManifests = map[render.FeatureID][]func() *unstructured.Unstructured{
+	render.FeatureCosEndpoint: {func() *unstructured.Unstructured {
 		return cosBackend(set("spec.endpoint", "https://cos-internal.ap-guangzhou.tencentcos.cn"))
-	},
-	render.FeatureCosDomain: func() *unstructured.Unstructured { return cosBackend(set("spec.domain", "tencentcloudapi.com")) },
-	render.FeatureCosExternalID: func() *unstructured.Unstructured {
+	}},
+	render.FeatureCosDomain: {func() *unstructured.Unstructured { return cosBackend(set("spec.domain", "tencentcloudapi.com")) }},
+	render.FeatureCosExternalID: {func() *unstructured.Unstructured {
 		return cosBackend(assumeRole(map[string]any{"roleArn": "qcs::cam::uin/1:roleName/r", "sessionName": "s-1", "externalId": "e"}))
-	},
-	render.FeatureCosAccelerate: func() *unstructured.Unstructured { return cosBackend(set("spec.accelerate", false)) },
-	render.FeatureCosAssumeRole: func() *unstructured.Unstructured {
+	}},
+	render.FeatureCosAccelerate: {func() *unstructured.Unstructured { return cosBackend(set("spec.accelerate", false)) }},
+	render.FeatureCosAssumeRole: {func() *unstructured.Unstructured {
 		return cosBackend(assumeRole(map[string]any{"roleArn": "qcs::cam::uin/1:roleName/r", "sessionName": "s-1"}))
-	},
-	render.FeatureHTTPClientCertificate: func() *unstructured.Unstructured {
+	}},
+	render.FeatureHTTPClientCertificate: {func() *unstructured.Unstructured {
 		return httpBackend(set("spec.tls.clientCertificateSecretRef.name", "client-tls"))
-	},
-	render.FeatureHTTPClientCA: func() *unstructured.Unstructured {
+	}},
+	render.FeatureHTTPClientCA: {func() *unstructured.Unstructured {
 		return httpBackend(set("spec.tls.caCertificate.secretRef.name", "ca"))
+	}},
+	render.FeatureStateEncryption: {
+		func() *unstructured.Unstructured { return httpBackend(set("spec.encryption", encryptionSpec)) },
+		func() *unstructured.Unstructured { return cosBackend(set("spec.encryption", encryptionSpec)) },
 	},
+}
+
+// encryptionSpec is a spec.encryption with every field set.
+var encryptionSpec = map[string]any{
+	"passphraseSecretRef": map[string]any{"name": "tofu", "key": "new"},
+	"fallback": map[string]any{
+		"passphraseSecretRef": map[string]any{"name": "tofu", "key": "old"},
+		"unencrypted":         true,
+	},
+}
+
+// refusalMessages are the words of the refusal of a row whose admission
+// rules do not all say "the runner in spec.runner cannot read it": the
+// rule refusing encryption to Terraform says why instead.
+var refusalMessages = map[render.FeatureID]string{
+	render.FeatureStateEncryption: "cannot read",
 }
 
 // featuresNotAtAdmission are the rows no typed field sets.
@@ -61,6 +82,7 @@ var runnersToAdmit = []backendsv1alpha1.Runner{
 	{Flavor: backendsv1alpha1.RunnerTerraform, Version: "2.0"},
 	{Flavor: backendsv1alpha1.RunnerOpenTofu},
 	{Flavor: backendsv1alpha1.RunnerOpenTofu, Version: "1.6"},
+	{Flavor: backendsv1alpha1.RunnerOpenTofu, Version: "1.6.3"},
 	{Flavor: backendsv1alpha1.RunnerOpenTofu, Version: "1.7.0"},
 	{Flavor: backendsv1alpha1.RunnerOpenTofu, Version: "1.12.6"},
 }
@@ -69,26 +91,32 @@ var _ = Describe("Admission of spec.runner", func() {
 	It("refuses exactly the typed settings the runner table says the runner cannot read", func(ctx context.Context) {
 		ns := newNamespace(ctx)
 		for _, f := range render.Features {
-			manifest, ok := runnerFeatureManifests[f.ID]
+			manifests, ok := runnerFeatureManifests[f.ID]
 			if !ok {
 				Expect(featuresNotAtAdmission).To(HaveKey(f.ID), "feature %s has neither a manifest nor a reason to be left to the controller", f.ID)
 				continue
 			}
-			for _, runner := range runnersToAdmit {
-				unsupported, err := render.Unsupported(runner, []render.FeatureID{f.ID})
-				Expect(err).NotTo(HaveOccurred())
-				obj := manifest()
-				obj.SetNamespace(ns)
-				runnerField := map[string]any{"flavor": string(runner.Flavor)}
-				if runner.Version != "" {
-					runnerField["version"] = runner.Version
-				}
-				set("spec.runner", runnerField)(obj.Object)
-				err = k8sClient.Create(ctx, obj, client.DryRunAll)
-				if len(unsupported) == 0 {
-					Expect(err).NotTo(HaveOccurred(), "%s with runner %v", f.ID, runner)
-				} else {
-					Expect(err).To(beInvalid("spec", "the runner in spec.runner cannot read it"), "%s with runner %v", f.ID, runner)
+			refusal, ok := refusalMessages[f.ID]
+			if !ok {
+				refusal = "the runner in spec.runner cannot read it"
+			}
+			for _, manifest := range manifests {
+				for _, runner := range runnersToAdmit {
+					unsupported, err := render.Unsupported(runner, []render.FeatureID{f.ID})
+					Expect(err).NotTo(HaveOccurred())
+					obj := manifest()
+					obj.SetNamespace(ns)
+					runnerField := map[string]any{"flavor": string(runner.Flavor)}
+					if runner.Version != "" {
+						runnerField["version"] = runner.Version
+					}
+					set("spec.runner", runnerField)(obj.Object)
+					err = k8sClient.Create(ctx, obj, client.DryRunAll)
+					if len(unsupported) == 0 {
+						Expect(err).NotTo(HaveOccurred(), "%s of a %s with runner %v", f.ID, obj.GetKind(), runner)
+					} else {
+						Expect(err).To(beInvalid("spec", refusal), "%s of a %s with runner %v", f.ID, obj.GetKind(), runner)
+					}
 				}
 			}
 		}
