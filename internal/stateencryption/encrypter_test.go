@@ -55,36 +55,36 @@ type encrypted struct {
 // encrypt encrypts plain with passphrase under the parameters m as
 // OpenTofu's pbkdf2 key provider and aes_gcm method do (without
 // additional data), deriving the key independently of the package.
-func encrypt(t testing.TB, plain []byte, passphrase string, m tofuMetadata) encrypted {
-	t.Helper()
+func encrypt(tb testing.TB, plain []byte, passphrase string, m tofuMetadata) encrypted {
+	tb.Helper()
 	h := map[string]func() hash.Hash{"sha256": sha256.New, "sha512": sha512.New}[m.HashFunction]
 	key, err := pbkdf2.Key(h, passphrase, m.Salt, m.Iterations, m.KeyLength)
 	if err != nil {
-		t.Fatal(err)
+		tb.Fatal(err)
 	}
 	block, err := aes.NewCipher(key)
 	if err != nil {
-		t.Fatal(err)
+		tb.Fatal(err)
 	}
 	gcm, err := cipher.NewGCM(block)
 	if err != nil {
-		t.Fatal(err)
+		tb.Fatal(err)
 	}
 	nonce := randomBytes(gcm.NonceSize())
 	doc, err := json.Marshal(m)
 	if err != nil {
-		t.Fatal(err)
+		tb.Fatal(err)
 	}
 	return encrypted{doc: doc, payload: gcm.Seal(nonce, nonce, plain, nil), key: key}
 }
 
 // paramsDoc returns the JSON parameter document of m, for parameters that
 // need no encryption (out of bounds ones).
-func paramsDoc(t testing.TB, m tofuMetadata) []byte {
-	t.Helper()
+func paramsDoc(tb testing.TB, m tofuMetadata) []byte {
+	tb.Helper()
 	doc, err := json.Marshal(m)
 	if err != nil {
-		t.Fatal(err)
+		tb.Fatal(err)
 	}
 	return doc
 }

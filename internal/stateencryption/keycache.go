@@ -6,6 +6,7 @@ import (
 	"crypto/sha256"
 	"encoding/binary"
 	"fmt"
+	"strconv"
 	"sync"
 )
 
@@ -48,9 +49,9 @@ func newCacheKey(passphrase []byte, p params) cacheKey {
 	field([]byte("stateencryption pbkdf2 v1"))
 	field(passphrase)
 	field(p.Salt)
-	field(binary.BigEndian.AppendUint64(nil, uint64(p.Iterations)))
+	field(strconv.AppendInt(nil, int64(p.Iterations), 10))
 	field([]byte(p.HashFunction))
-	field(binary.BigEndian.AppendUint64(nil, uint64(p.KeyLength)))
+	field(strconv.AppendInt(nil, int64(p.KeyLength), 10))
 	return cacheKey(h.Sum(nil))
 }
 

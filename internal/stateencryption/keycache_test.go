@@ -1,6 +1,7 @@
 package stateencryption
 
 import (
+	"bytes"
 	"crypto/sha256"
 	"errors"
 	"fmt"
@@ -180,7 +181,7 @@ func TestKeyCacheConcurrentUse(t *testing.T) {
 			for i := range 500 {
 				p := saltParams(fmt.Sprint((g + i) % 10))
 				got, err := c.key(pass, p, d.derive)
-				if err == nil && string(got) != string(cheapKey(pass, p)) {
+				if err == nil && !bytes.Equal(got, cheapKey(pass, p)) {
 					err = fmt.Errorf("salt %q: wrong key", p.Salt)
 				}
 				if err != nil {

@@ -6,6 +6,7 @@ import (
 	"crypto/sha512"
 	"encoding/base64"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"hash"
 )
@@ -92,13 +93,18 @@ func (p params) validate() error {
 // jsonError keeps the kind and position of a JSON decoding error but not
 // the offending value, which comes from the state server.
 func jsonError(err error) error {
-	switch e := err.(type) {
-	case *json.SyntaxError:
-		return fmt.Errorf("syntax error at offset %d", e.Offset)
-	case *json.UnmarshalTypeError:
-		return fmt.Errorf("field %q holds a JSON %s", clip(e.Field), clip(e.Value))
-	case base64.CorruptInputError:
-		return fmt.Errorf("invalid base64 at offset %d", int64(e))
+	var (
+		syntax  *json.SyntaxError
+		typ     *json.UnmarshalTypeError
+		corrupt base64.CorruptInputError
+	)
+	switch {
+	case errors.As(err, &syntax):
+		return fmt.Errorf("syntax error at offset %d", syntax.Offset)
+	case errors.As(err, &typ):
+		return fmt.Errorf("field %q holds a JSON %s", clip(typ.Field), clip(typ.Value))
+	case errors.As(err, &corrupt):
+		return fmt.Errorf("invalid base64 at offset %d", int64(corrupt))
 	}
 	return fmt.Errorf("%T", err)
 }
