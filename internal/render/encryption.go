@@ -71,15 +71,16 @@ func (p Passphrase) providerName() string {
 	return stateencryption.KeyProviderName(p.SecretName, p.key())
 }
 
-// check fails when OpenTofu cannot use p as it is, naming what of the
-// spec holds p (role) and its Secret reference, never its value.
-func (p Passphrase) check(role string) error {
+// Check fails when OpenTofu cannot use p as it is (see EncryptionEnv's
+// errors), naming what of the spec holds p (role) and its Secret
+// reference, never its value or its length.
+func (p Passphrase) Check(role string) error {
 	ref := fmt.Sprintf("%s (Secret %q, key %q)", role, p.SecretName, p.key())
 	switch {
 	case p.SecretName == "":
 		return fmt.Errorf("%w: the Secret name of %s", ErrMissingRequired, role)
 	case len(p.Value) < MinPassphraseBytes:
-		return fmt.Errorf("%w: %s has %d bytes", ErrPassphraseTooShort, ref, len(p.Value))
+		return fmt.Errorf("%w: %s", ErrPassphraseTooShort, ref)
 	case !utf8.Valid(p.Value):
 		return fmt.Errorf("%w: %s is not valid UTF-8", ErrPassphraseEncoding, ref)
 	case cty.StringVal(string(p.Value)).AsString() != string(p.Value):
@@ -116,11 +117,11 @@ type EncryptionSecrets struct {
 // name, [ErrPassphraseTooShort], [ErrPassphraseEncoding] and
 // [ErrPassphraseReused]; no error holds a passphrase.
 func EncryptionEnv(e EncryptionSecrets) ([]byte, error) {
-	if err := e.Passphrase.check("the passphrase"); err != nil {
+	if err := e.Passphrase.Check("the passphrase"); err != nil {
 		return nil, fmt.Errorf("rendering %s: %w", EnvEncryption, err)
 	}
 	if e.Fallback != nil {
-		if err := e.Fallback.check("the fallback passphrase"); err != nil {
+		if err := e.Fallback.Check("the fallback passphrase"); err != nil {
 			return nil, fmt.Errorf("rendering %s: %w", EnvEncryption, err)
 		}
 		if e.Fallback.SecretName == e.Passphrase.SecretName && e.Fallback.key() == e.Passphrase.key() {
