@@ -47,12 +47,14 @@ func cosBackend(obj backendObject) *backendsv1alpha1.CosBackend {
 	return obj.(*backendsv1alpha1.CosBackend)
 }
 
-// references is the credentials Secret.
+// references are the credentials Secret and the passphrases' Secrets.
 func (cosKind) references(obj backendObject) []string {
-	if ref := cosBackend(obj).Spec.CredentialsSecretRef; ref != nil {
-		return []string{secretReference(ref.Name)}
+	spec := cosBackend(obj).Spec
+	var refs []string
+	if ref := spec.CredentialsSecretRef; ref != nil {
+		refs = append(refs, secretReference(ref.Name))
 	}
-	return nil
+	return append(refs, encryptionReferences(spec.Encryption)...)
 }
 
 // resolve decides the region in effect (status.region) and reads the
@@ -68,25 +70,36 @@ func (cosKind) resolve(ctx context.Context, env kindEnv, obj backendObject) (res
 	if err != nil {
 		return nil, err
 	}
-	return &cosResolved{backend: backend, region: region, secrets: secrets, env: env}, nil
+	encryption, err := resolveEncryption(ctx, env.refs, backend.Spec.Encryption)
+	if err != nil {
+		return nil, err
+	}
+	return &cosResolved{backend: backend, region: region, secrets: secrets, encryption: encryption, env: env}, nil
 }
 
 // cosResolved is a CosBackend with its region and credentials.
 type cosResolved struct {
-	backend *backendsv1alpha1.CosBackend
-	region  string
-	secrets render.CosSecrets
-	env     kindEnv
+	backend    *backendsv1alpha1.CosBackend
+	region     string
+	secrets    render.CosSecrets
+	encryption *stateEncryption
+	env        kindEnv
 }
 
 func (c *cosResolved) inputs() [][]byte {
-	return [][]byte{[]byte(c.region), c.secrets.SecretID, c.secrets.SecretKey, c.secrets.SecurityToken}
+	return append([][]byte{[]byte(c.region), c.secrets.SecretID, c.secrets.SecretKey, c.secrets.SecurityToken}, c.encryption.inputs()...)
 }
 
 func (c *cosResolved) render() (render.Files, map[string][]byte, error) {
 	files, err := render.CosFiles(c.backend.Spec, c.region)
-	return files, render.CosCredentials(c.secrets), err
+	if err != nil {
+		return files, nil, err
+	}
+	credentials := render.CosCredentials(c.secrets)
+	return files, credentials, c.encryption.addEnv(credentials)
 }
+
+func (c *cosResolved) stateEncryption() *stateEncryption { return c.encryption }
 
 // openState reads a workspace's state object with the backend's keys. A
 // backend whose only credentials are a role cannot be read (see
@@ -154,7 +167,10 @@ func (c *cosResolved) probe(interval time.Duration) probePlan {
 		if err != nil {
 			return nil, stall(backendsv1alpha1.InvalidSpecReason, "Cannot build a COS client: %v", err)
 		}
-		return func(ctx context.Context) any { return runCosProbe(ctx, cc, forceUnlock, holder) }, nil
+		encryption, decryptions := c.encryption, c.env.opts.decryptions
+		return func(ctx context.Context) any {
+			return runCosProbe(ctx, cc, encryption.decryption(ctx, decryptions), forceUnlock, holder)
+		}, nil
 	}
 	plan.apply = func(value any, finished time.Time) { applyCosProbe(backend, value.(cosProbeResult), finished) }
 	plan.nextProbeBy = func() time.Time { return holderReleaseAt(&backend.Status.BackendStatus, backend.Spec.LockPolicy) }

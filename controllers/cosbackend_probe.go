@@ -30,11 +30,11 @@ type cosProbeResult struct {
 }
 
 // runCosProbe checks the bucket, then streams the state object into a
-// summary and reads the lock object, within probeTimeout; when the lock's
+// summary (decrypting an encrypted one with dec, when set) and reads the lock object, within probeTimeout; when the lock's
 // ID is the one forceUnlock names, or its holder's Pod holder (nil when
 // lockPolicy does not release gone holders) finds gone, it releases it
 // (see settleHeldLock). Memory does not depend on the size of the state.
-func runCosProbe(ctx context.Context, cc *cos.Client, forceUnlock string, holder *holderCheck) cosProbeResult {
+func runCosProbe(ctx context.Context, cc *cos.Client, dec *statefile.Decryption, forceUnlock string, holder *holderCheck) cosProbeResult {
 	ctx, cancel := context.WithTimeout(ctx, probeTimeout)
 	defer cancel()
 	start := time.Now()
@@ -44,7 +44,7 @@ func runCosProbe(ctx context.Context, cc *cos.Client, forceUnlock string, holder
 	if res.bucketErr != nil {
 		return res
 	}
-	res.state, res.stateErr = streamCosSummary(ctx, cc, backendsv1alpha1.DefaultWorkspace)
+	res.state, res.stateErr = streamCosSummary(ctx, cc, backendsv1alpha1.DefaultWorkspace, dec)
 	res.lock = readCosLock(ctx, cc, backendsv1alpha1.DefaultWorkspace)
 	settleHeldLock(ctx, &res.lock, forceUnlock, holder, func(ctx context.Context, id string) error {
 		return cc.ReleaseLock(ctx, backendsv1alpha1.DefaultWorkspace, id)
@@ -65,11 +65,11 @@ func readCosLock(ctx context.Context, cc *cos.Client, workspace string) lockRead
 // streamCosSummary streams a workspace's state object into status.state.
 // The summary is trusted only once the object's checksum matched, which
 // StreamState checks at its end.
-func streamCosSummary(ctx context.Context, cc *cos.Client, workspace string) (*backendsv1alpha1.StateSummary, error) {
+func streamCosSummary(ctx context.Context, cc *cos.Client, workspace string, dec *statefile.Decryption) (*backendsv1alpha1.StateSummary, error) {
 	var summary statefile.Summary
 	found, size, err := cc.StreamState(ctx, workspace, func(r io.Reader) error {
 		var err error
-		summary, err = statefile.ReadSummary(r, nil)
+		summary, err = statefile.ReadSummary(r, dec)
 		return err
 	})
 	switch {
@@ -94,11 +94,18 @@ func applyCosProbe(backend *backendsv1alpha1.CosBackend, res cosProbeResult, fin
 		applyLock(backend, cosBackendKind, lockReading{err: res.bucketErr}, backend.Spec.ForceUnlock, backend.Spec.LockPolicy, finished)
 		return
 	case res.stateErr != nil:
-		bucket = observation{status: metav1.ConditionFalse, reason: backendsv1alpha1.StateUnreadableReason,
+		reason := backendsv1alpha1.StateUnreadableReason
+		if errors.Is(res.stateErr, statefile.ErrDecrypt) {
+			reason = backendsv1alpha1.DecryptionFailedReason
+		}
+		bucket = observation{status: metav1.ConditionFalse, reason: reason,
 			message: fmt.Sprintf("The bucket exists, but its state object cannot be used: %v", res.stateErr)}
 	default:
 		backend.Status.State = res.state
 		stateSize.WithLabelValues(cosBackendKind, backend.Namespace, backend.Name).Set(float64(res.state.SizeBytes))
+		if obs, ok := unencryptedState(backend.Spec.Encryption, res.state); ok {
+			bucket = obs
+		}
 	}
 	setCondition(conds, backend.Generation, backendsv1alpha1.BucketReadyCondition, bucket)
 	applyLock(backend, cosBackendKind, res.lock, backend.Spec.ForceUnlock, backend.Spec.LockPolicy, finished)

@@ -56,7 +56,7 @@ func (httpKind) references(obj backendObject) []string {
 			refs = append(refs, configMapReference(ca.ConfigMapRef.Name))
 		}
 	}
-	return refs
+	return append(refs, encryptionReferences(spec.Encryption)...)
 }
 
 // httpBackend is obj, an object of httpKind, as an HttpBackend.
@@ -72,25 +72,36 @@ func (httpKind) resolve(ctx context.Context, env kindEnv, obj backendObject) (re
 	if err != nil {
 		return nil, err
 	}
-	return &httpResolved{backend: backend, secrets: secrets, env: env}, nil
+	encryption, err := resolveEncryption(ctx, env.refs, backend.Spec.Encryption)
+	if err != nil {
+		return nil, err
+	}
+	return &httpResolved{backend: backend, secrets: secrets, encryption: encryption, env: env}, nil
 }
 
 // httpResolved is an HttpBackend with its credential material.
 type httpResolved struct {
-	backend *backendsv1alpha1.HttpBackend
-	secrets render.HTTPSecrets
-	env     kindEnv
+	backend    *backendsv1alpha1.HttpBackend
+	secrets    render.HTTPSecrets
+	encryption *stateEncryption
+	env        kindEnv
 }
 
 func (h *httpResolved) inputs() [][]byte {
 	s := h.secrets
-	return [][]byte{s.Password, s.ClientCertificatePEM, s.ClientPrivateKeyPEM, s.ClientCACertificatePEM}
+	return append([][]byte{s.Password, s.ClientCertificatePEM, s.ClientPrivateKeyPEM, s.ClientCACertificatePEM}, h.encryption.inputs()...)
 }
 
 func (h *httpResolved) render() (render.Files, map[string][]byte, error) {
 	files, err := render.HTTPFiles(h.backend.Spec)
-	return files, render.HTTPCredentials(h.secrets), err
+	if err != nil {
+		return files, nil, err
+	}
+	credentials := render.HTTPCredentials(h.secrets)
+	return files, credentials, h.encryption.addEnv(credentials)
 }
+
+func (h *httpResolved) stateEncryption() *stateEncryption { return h.encryption }
 
 // openState reads the state through the backend's own address,
 // credentials, TLS and retry settings. The http backend has one
@@ -150,6 +161,8 @@ func (h *httpResolved) probe(interval time.Duration) probePlan {
 	}
 	run := httpProbeRun{
 		fetch:       interval > 0,
+		encryption:  h.encryption,
+		decryptions: h.env.opts.decryptions,
 		checkLock:   lockWork,
 		forceUnlock: forceUnlockID(backend.Spec.ForceUnlock),
 		holder:      newHolderCheck(h.env, backend, backend.Spec.LockPolicy),

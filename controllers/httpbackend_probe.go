@@ -44,6 +44,10 @@ func lockCheckID(uid types.UID) string {
 type httpProbeRun struct {
 	// fetch reads the state (probing is enabled).
 	fetch bool
+	// encryption, when set, decrypts the state within decryptions'
+	// bound.
+	encryption  *stateEncryption
+	decryptions *decryptions
 	// checkLock learns the lock holder by taking the lock.
 	checkLock bool
 	// forceUnlock is the lock ID forceUnlock names, or "".
@@ -76,7 +80,7 @@ func runHTTPProbe(ctx context.Context, sc stateClient, plan httpProbeRun, log lo
 	if plan.fetch {
 		start := time.Now()
 		res.fetched = true
-		res.summary, res.fetchErr = sc.FetchSummary(ctx, nil)
+		res.summary, res.fetchErr = sc.FetchSummary(ctx, plan.encryption.decryption(ctx, plan.decryptions))
 		probeDuration.WithLabelValues(httpBackendKind, stateObservation(res.summary, res.fetchErr).reason).Observe(time.Since(start).Seconds())
 	}
 	if plan.checkLock {
@@ -177,6 +181,9 @@ func applyHTTPProbe(backend *backendsv1alpha1.HttpBackend, res httpProbeResult, 
 		if res.fetchErr == nil {
 			backend.Status.State = stateSummary(res.summary)
 			stateSize.WithLabelValues(httpBackendKind, backend.Namespace, backend.Name).Set(float64(res.summary.SizeBytes))
+			if obs, ok := unencryptedState(backend.Spec.Encryption, backend.Status.State); ok {
+				setCondition(&backend.Status.Conditions, backend.Generation, backendsv1alpha1.StateReachableCondition, obs)
+			}
 		}
 	}
 	if !res.lockChecked {
@@ -221,7 +228,7 @@ func stateObservation(summary *stateclient.StateSummary, err error) observation 
 			message: "The backend answers; it holds no state yet"}
 	}
 	return observation{status: metav1.ConditionTrue, reason: backendsv1alpha1.ReachableReason,
-		message: fmt.Sprintf("The backend answers; state serial %d, lineage %s", summary.Serial, summary.Lineage)}
+		message: fmt.Sprintf("The backend answers; state serial %d, lineage %s%s", summary.Serial, summary.Lineage, encryptedSuffix(summary.Encrypted))}
 }
 
 // stateSummary is status.state for a fetch result.

@@ -71,6 +71,11 @@ type options struct {
 	// probeGrace is how long a reconcile waits for the first probe of a
 	// generation it submitted (see reconciler.probeGrace); 0 waits not.
 	probeGrace time.Duration
+	// maxConcurrentDecryptions bounds the encrypted states read at once;
+	// decryptions is the bound SetupAll shares (newOptions makes one when
+	// it shares none).
+	maxConcurrentDecryptions int
+	decryptions              *decryptions
 }
 
 // Defaults of WithMaxConcurrentProbes.
@@ -136,6 +141,16 @@ func withResolver(r netguard.Resolver) Option { return func(o *options) { o.reso
 // demos; nil, the default, uses the real service.
 func WithCosServiceURL(u *url.URL) Option { return func(o *options) { o.cosServiceURL = u } }
 
+// WithMaxConcurrentDecryptions bounds the encrypted states read at once,
+// across kinds: each is held whole while it is decrypted (see
+// statefile.Decryption), where a plain state is streamed.
+func WithMaxConcurrentDecryptions(n int) Option {
+	return func(o *options) { o.maxConcurrentDecryptions = n }
+}
+
+// withDecryptions shares d between reconcilers.
+func withDecryptions(d *decryptions) Option { return func(o *options) { o.decryptions = d } }
+
 // withProber shares p between reconcilers.
 func withProber(p *prober) Option { return func(o *options) { o.prober = p } }
 
@@ -195,9 +210,13 @@ func newOptions(opts []Option) options {
 		lockReleaseWait:                 DefaultLockReleaseWait,
 		referencePolicy:                 ReferencePolicyNamespace,
 		addressPolicy:                   netguard.DefaultPolicy(),
+		maxConcurrentDecryptions:        DefaultMaxConcurrentDecryptions,
 	}
 	for _, opt := range opts {
 		opt(&o)
+	}
+	if o.decryptions == nil {
+		o.decryptions = newDecryptions(o.maxConcurrentDecryptions)
 	}
 	// The clients connect only where the address policy allows, checked on
 	// the resolved address at connection time.

@@ -21,6 +21,7 @@ import (
 	"github.com/infrastate/backend-operator/internal/netguard"
 	"github.com/infrastate/backend-operator/internal/render"
 	"github.com/infrastate/backend-operator/internal/stateclient"
+	"github.com/infrastate/backend-operator/internal/stateencryption"
 	"github.com/infrastate/backend-operator/internal/statefile"
 )
 
@@ -40,7 +41,14 @@ func TestProbeFailure(t *testing.T) {
 		"too large":         {err: &stateclient.SizeError{Limit: 1}, want: "StateUnreadable"},
 		"not a v4 state":    {err: fmt.Errorf("read: %w", statefile.ErrUnsupportedVersion), want: "StateUnreadable"},
 		"not JSON":          {err: fmt.Errorf("read: %w", statefile.ErrMalformed), want: "StateUnreadable"},
-		"address denied":    {err: &stateclient.RetryError{Err: &netguard.DeniedError{Host: "metadata.test", Port: "80"}}, want: "AddressDenied"},
+		"no key opens it": {err: fmt.Errorf("read: %w: %w", statefile.ErrDecrypt, stateencryption.ErrDecryptionFailed),
+			want: "DecryptionFailed"},
+		"no key named": {err: fmt.Errorf("read: %w: %w", statefile.ErrDecrypt, stateencryption.ErrNoMatchingKey),
+			want: "DecryptionFailed"},
+		"hostile key parameters": {err: fmt.Errorf("read: %w: %w", statefile.ErrDecrypt, stateencryption.ErrInvalidParameters),
+			want: "DecryptionFailed"},
+		"encrypted state too large": {err: fmt.Errorf("read: %w", statefile.ErrEncryptedTooLarge), want: "StateUnreadable"},
+		"address denied":            {err: &stateclient.RetryError{Err: &netguard.DeniedError{Host: "metadata.test", Port: "80"}}, want: "AddressDenied"},
 		"client certificate required": {err: &stateclient.RetryError{Err: &url.Error{Op: "Get", URL: "u",
 			Err: &net.OpError{Op: "remote error", Err: errors.New("tls: certificate required")}}}, want: "TLSError"},
 		"COS access denied": {err: fmt.Errorf("read: %w", cos.ErrAccessDenied), want: "AccessDenied"},
@@ -162,6 +170,16 @@ func TestStateSummaryAndLockInfo(t *testing.T) {
 				Serial: 9, Lineage: "l", TerraformVersion: "1.5.7", OutputCount: 2,
 			}},
 			want: &backendsv1alpha1.StateSummary{Present: true, Serial: 9, Lineage: "l", TerraformVersion: "1.5.7", SizeBytes: 42, OutputCount: 2},
+		},
+		"an encrypted state not decrypted": {
+			in:   &stateclient.StateSummary{Present: true, SizeBytes: 42, Summary: statefile.Summary{Serial: 9, Lineage: "l", Encrypted: true}},
+			want: &backendsv1alpha1.StateSummary{Present: true, Serial: 9, Lineage: "l", SizeBytes: 42, Encrypted: true},
+		},
+		"an encrypted state decrypted": {
+			in: &stateclient.StateSummary{Present: true, SizeBytes: 42, Summary: statefile.Summary{
+				Serial: 9, Lineage: "l", TerraformVersion: "1.12.6", OutputCount: 2, Encrypted: true,
+			}},
+			want: &backendsv1alpha1.StateSummary{Present: true, Serial: 9, Lineage: "l", TerraformVersion: "1.12.6", SizeBytes: 42, OutputCount: 2, Encrypted: true},
 		},
 	}
 	for name, tc := range cases {

@@ -39,7 +39,9 @@ func probeFailure(err error) observation {
 		obs.reason = backendsv1alpha1.BucketNotFoundReason
 	case isTLSError(err):
 		obs.reason = backendsv1alpha1.TLSErrorReason
-	case errors.Is(err, stateclient.ErrStateTooLarge), isStateFormatError(err):
+	case errors.Is(err, statefile.ErrDecrypt):
+		obs.reason = backendsv1alpha1.DecryptionFailedReason
+	case errors.Is(err, stateclient.ErrStateTooLarge), errors.Is(err, statefile.ErrEncryptedTooLarge), isStateFormatError(err):
 		obs.reason = backendsv1alpha1.StateUnreadableReason
 	case errors.Is(err, cos.ErrUnreachable), isNetworkError(err):
 		obs.reason = backendsv1alpha1.UnreachableReason

@@ -51,6 +51,9 @@ type remoteScope struct {
 	// newStream builds the reader of the workspace's state, with the
 	// backend's own client and settings, filled by reconcileBackend.
 	newStream func() (stateStreamer, error)
+	// encryption decrypts the state; nil when the backend sets no
+	// spec.encryption. Filled by reconcileBackend.
+	encryption *stateEncryption
 	// inputs fingerprints everything the read depends on, filled by
 	// reconcileBackend: a change makes a read due at once.
 	inputs string

@@ -49,6 +49,7 @@ func (r *remoteStateReconciler) reconcileBackend(ctx context.Context, s *remoteS
 		}
 		return stream, nil
 	}
+	s.encryption = resolved.stateEncryption()
 	parts := append(identity(s.remote), identity(backend)...)
 	s.inputs = fingerprint(append(parts, resolved.inputs()...)...)
 	return nil
@@ -129,7 +130,10 @@ func (r *remoteStateReconciler) reconcileOutputs(ctx context.Context, s *remoteS
 			return nil, err
 		}
 		selectors := selectorsOf(remote.Spec.Outputs)
-		return func(ctx context.Context) any { return readOutputs(ctx, stream, defaults, selectors) }, nil
+		encryption, decryptions := s.encryption, r.opts.decryptions
+		return func(ctx context.Context) any {
+			return readOutputs(ctx, stream, encryption.decryption(ctx, decryptions), defaults, selectors)
+		}, nil
 	}
 	step, err := r.advanceProbe(ctx, task, apply, start)
 	s.requeueAfter, s.probePending, s.applied = step.requeueAfter, step.pending, step.ack
@@ -153,13 +157,14 @@ type remoteRead struct {
 	values []outputs.Value
 }
 
-// readOutputs streams the state through outputs.Read, within probeTimeout.
-func readOutputs(ctx context.Context, stream stateStreamer, defaults map[string]json.RawMessage, selectors []outputs.Selector) remoteRead {
+// readOutputs streams the state through outputs.Read, within probeTimeout,
+// decrypting an encrypted one with dec when set.
+func readOutputs(ctx context.Context, stream stateStreamer, dec *statefile.Decryption, defaults map[string]json.RawMessage, selectors []outputs.Selector) remoteRead {
 	ctx, cancel := context.WithTimeout(ctx, probeTimeout)
 	defer cancel()
 	var res remoteRead
 	found, size, err := stream(ctx, func(r io.Reader) error {
-		res.state, res.values, res.contentErr = outputs.Read(r, defaults, selectors)
+		res.state, res.values, res.contentErr = outputs.Read(r, dec, defaults, selectors)
 		return res.contentErr
 	})
 	res.found, res.size = found, size
@@ -258,6 +263,13 @@ func contentFailure(err error) observation {
 		obs.reason, obs.message = backendsv1alpha1.OutputKeyInvalidReason, err.Error()+"; rename it with spec.outputs[].key or leave it out"
 	case errors.Is(err, outputs.ErrInvalidDefault):
 		obs.reason, obs.message = backendsv1alpha1.InvalidSpecReason, err.Error()
+	case errors.Is(err, statefile.ErrEncrypted):
+		obs.reason = backendsv1alpha1.StateEncryptedReason
+		obs.message = "The state is encrypted with OpenTofu's state encryption: set spec.encryption on the backend " +
+			"to the passphrase its runners encrypt with"
+	case errors.Is(err, statefile.ErrDecrypt):
+		obs.reason = backendsv1alpha1.DecryptionFailedReason
+		obs.message = "The state is encrypted and spec.encryption of the backend cannot decrypt it: " + err.Error()
 	}
 	return obs
 }

@@ -47,7 +47,7 @@ func SetupAll(ctx context.Context, mgr ctrl.Manager, opts ...Option) error {
 		return fmt.Errorf("adding the watches of Secrets and ConfigMaps: %w", err)
 	}
 	opts = append([]Option{withProbeGrace(defaultProbeGrace)}, opts...) // a new array: never into the caller's
-	opts = append(opts, withProber(probes), withContents(contents), withRelated(related))
+	opts = append(opts, withProber(probes), withContents(contents), withRelated(related), withDecryptions(o.decryptions))
 
 	recorder := mgr.GetEventRecorder("backend-operator")
 	c, reader := mgr.GetClient(), mgr.GetAPIReader()

@@ -29,6 +29,7 @@ func stateStatus(summary statefile.Summary, size int64) *backendsv1alpha1.StateS
 		TerraformVersion: clip(summary.TerraformVersion, 64),
 		SizeBytes:        size,
 		OutputCount:      int32(min(max(summary.OutputCount, 0), math.MaxInt32)),
+		Encrypted:        summary.Encrypted,
 	}
 }
 

@@ -95,6 +95,23 @@ const (
 	// reconciliation; it is retried with backoff.
 	ReconcileErrorReason = "ReconcileError"
 
+	// InvalidPassphraseReason means spec.encryption references a
+	// passphrase OpenTofu refuses: shorter than 16 bytes.
+	InvalidPassphraseReason = "InvalidPassphrase"
+
+	// DecryptionFailedReason means the state is encrypted and the
+	// passphrases of spec.encryption cannot decrypt it.
+	DecryptionFailedReason = "DecryptionFailed"
+
+	// StateNotEncryptedReason means spec.encryption does not accept
+	// unencrypted state (no fallback.unencrypted) and the state is not
+	// encrypted: OpenTofu will refuse to read it.
+	StateNotEncryptedReason = "StateNotEncrypted"
+
+	// StateEncryptedReason means a RemoteState's state is encrypted and
+	// its backend sets no spec.encryption to decrypt it with.
+	StateEncryptedReason = "StateEncrypted"
+
 	// StateUnreadableReason means the state object exists but cannot be
 	// used: its checksum is missing or wrong, it is too large, or it does
 	// not parse.

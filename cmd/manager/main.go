@@ -82,6 +82,7 @@ func setupControllers(ctx context.Context, mgr ctrl.Manager, opts options) error
 		controllers.WithWatchNamespaces(opts.watchNamespaces),
 		controllers.WithMaxConcurrentReconciles(opts.maxConcurrentReconciles),
 		controllers.WithMaxConcurrentProbes(opts.maxConcurrentProbes, opts.maxConcurrentProbesPerNamespace),
+		controllers.WithMaxConcurrentDecryptions(opts.maxConcurrentDecryptions),
 		controllers.WithCosDefaultRegion(opts.cosDefaultRegion),
 		controllers.WithDefaultProbeInterval(opts.defaultProbeInterval),
 		controllers.WithLockReleaseWait(opts.lockReleaseWait),

@@ -18,6 +18,7 @@ import (
 	"github.com/infrastate/backend-operator/controllers"
 	"github.com/infrastate/backend-operator/internal/cos"
 	"github.com/infrastate/backend-operator/internal/netguard"
+	"github.com/infrastate/backend-operator/internal/statefile"
 )
 
 // leaderElectionID names the Lease the manager replicas compete for.
@@ -34,6 +35,7 @@ type options struct {
 	maxConcurrentReconciles         int
 	maxConcurrentProbes             int
 	maxConcurrentProbesPerNamespace int
+	maxConcurrentDecryptions        int
 	cosDefaultRegion                string
 	defaultProbeInterval            time.Duration
 	lockReleaseWait                 time.Duration
@@ -74,6 +76,9 @@ func parseOptions(fs *flag.FlagSet, args []string, getenv func(string) string) (
 		"Maximum number of probes and state reads running at the same time, across kinds.")
 	fs.IntVar(&o.maxConcurrentProbesPerNamespace, "max-concurrent-probes-per-namespace", controllers.DefaultMaxConcurrentProbesPerNamespace,
 		"Maximum number of probes and state reads of one namespace running at the same time: a tenant whose servers hang holds at most this many.")
+	fs.IntVar(&o.maxConcurrentDecryptions, "max-concurrent-decryptions", controllers.DefaultMaxConcurrentDecryptions,
+		fmt.Sprintf("Maximum number of OpenTofu-encrypted states decrypted at the same time, across kinds. Each is held whole "+
+			"while it is decrypted, up to %d MiB as stored, where a plain state is streamed.", statefile.DefaultMaxEncryptedBytes>>20))
 	fs.DurationVar(&o.defaultProbeInterval, "default-probe-interval", controllers.DefaultProbeInterval,
 		fmt.Sprintf("Probe interval of the backends and RemoteStates whose spec.probe.interval is unset, between %s and %s.",
 			shortDuration(backendsv1alpha1.MinProbeInterval), shortDuration(backendsv1alpha1.MaxProbeInterval)))
@@ -121,6 +126,9 @@ func parseOptions(fs *flag.FlagSet, args []string, getenv func(string) string) (
 	if o.maxConcurrentProbes < 1 || o.maxConcurrentProbesPerNamespace < 1 {
 		return options{}, fmt.Errorf("--max-concurrent-probes and --max-concurrent-probes-per-namespace must be at least 1, got %d and %d",
 			o.maxConcurrentProbes, o.maxConcurrentProbesPerNamespace)
+	}
+	if o.maxConcurrentDecryptions < 1 {
+		return options{}, fmt.Errorf("--max-concurrent-decryptions must be at least 1, got %d", o.maxConcurrentDecryptions)
 	}
 	if o.defaultProbeInterval < backendsv1alpha1.MinProbeInterval || o.defaultProbeInterval > backendsv1alpha1.MaxProbeInterval {
 		return options{}, fmt.Errorf("--default-probe-interval must be between %s and %s, as spec.probe.interval, got %s",

@@ -26,7 +26,7 @@ func TestParseOptions(t *testing.T) {
 		o := options{
 			metricsAddr: "0", secureMetrics: true, probeAddr: ":8081", pprofAddr: "0", maxConcurrentReconciles: 4,
 			maxConcurrentProbes: 16, maxConcurrentProbesPerNamespace: 4, defaultProbeInterval: 5 * time.Minute,
-			lockReleaseWait: 2 * time.Minute, referencePolicy: controllers.ReferencePolicyNamespace,
+			maxConcurrentDecryptions: 2, lockReleaseWait: 2 * time.Minute, referencePolicy: controllers.ReferencePolicyNamespace,
 			addressPolicy: netguard.Policy{Denied: netguard.DefaultDenied()},
 		}
 		if edit != nil {
@@ -59,12 +59,13 @@ func TestParseOptions(t *testing.T) {
 				"--max-concurrent-probes=32", "--max-concurrent-probes-per-namespace=2", "--secret-reference-policy=labeled",
 				"--allowed-address-cidrs=10.0.0.0/8, 192.168.1.7", "--denied-address-cidrs=10.96.0.0/12",
 				"--default-probe-interval=90s", "--pprof-bind-address=127.0.0.1:6060", "--lock-release-wait=30s",
+				"--max-concurrent-decryptions=3",
 			},
 			want: options{
 				metricsAddr: ":8443", probeAddr: ":9000", pprofAddr: "127.0.0.1:6060", leaderElect: true,
 				watchNamespaces: []string{"team-a", "team-b"}, maxConcurrentReconciles: 8,
 				maxConcurrentProbes: 32, maxConcurrentProbesPerNamespace: 2, defaultProbeInterval: 90 * time.Second,
-				lockReleaseWait: 30 * time.Second, referencePolicy: controllers.ReferencePolicyLabeled,
+				maxConcurrentDecryptions: 3, lockReleaseWait: 30 * time.Second, referencePolicy: controllers.ReferencePolicyLabeled,
 				addressPolicy: netguard.Policy{
 					Allowed: []netip.Prefix{netip.MustParsePrefix("10.0.0.0/8"), netip.MustParsePrefix("192.168.1.7/32")},
 					Denied:  []netip.Prefix{netip.MustParsePrefix("10.96.0.0/12")},
@@ -98,6 +99,10 @@ func TestParseOptions(t *testing.T) {
 		"lock release wait below 1s": {
 			args:    []string{"--lock-release-wait=500ms"},
 			wantErr: "--lock-release-wait must be at least 1s, got 500ms",
+		},
+		"zero decryption concurrency": {
+			args:    []string{"--max-concurrent-decryptions=0"},
+			wantErr: "--max-concurrent-decryptions must be at least 1, got 0",
 		},
 		"zero probe concurrency": {
 			args:    []string{"--max-concurrent-probes-per-namespace=0"},

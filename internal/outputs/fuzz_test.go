@@ -24,7 +24,7 @@ func FuzzRead(f *testing.F) {
 		for _, selectors := range [][]Selector{nil, {{Name: "a", Type: TypeAny}, {Name: "region"}}} {
 			var values []Value
 			var err error
-			alloc := testtools.AllocatedBy(func() { _, values, err = Read(bytes.NewReader(data), defaults, selectors) })
+			alloc := testtools.AllocatedBy(func() { _, values, err = Read(bytes.NewReader(data), nil, defaults, selectors) })
 			if bound := uint64(256<<10 + 10*len(data)); alloc > bound {
 				t.Fatalf("Read allocated %d bytes for %d bytes of input, more than %d", alloc, len(data), bound)
 			}

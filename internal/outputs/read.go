@@ -56,12 +56,15 @@ func (e *TooLargeError) Is(target error) bool { return target == ErrTooLarge }
 // cannot fit in a ConfigMap (plain) or a Secret (sensitive), or more than
 // MaxOutputs of them, with an error matching ErrTooLarge, before they are
 // built: its memory is bounded by twice MaxObjectBytes per class and by
-// MaxOutputs, not by the state. Other errors are statefile's and Select's.
-func Read(r io.Reader, defaults map[string]json.RawMessage, selectors []Selector) (*statefile.State, []Value, error) {
+// MaxOutputs, not by the state. An encrypted state is decrypted with dec
+// (see statefile.Decryption); without one it is an error matching
+// statefile.ErrEncrypted. Other errors are statefile's and Select's.
+func Read(r io.Reader, dec *statefile.Decryption, defaults map[string]json.RawMessage, selectors []Selector) (*statefile.State, []Value, error) {
 	opts := statefile.Options{
 		MaxPlainBytes:     maxReadBytes,
 		MaxSensitiveBytes: maxReadBytes,
 		MaxOutputs:        MaxOutputs,
+		Decryption:        dec,
 	}
 	if len(selectors) > 0 {
 		wanted := make(map[string]bool, len(selectors))

@@ -86,7 +86,7 @@ func TestRead(t *testing.T) {
 	}
 	for name, tc := range cases {
 		t.Run(name, func(t *testing.T) {
-			st, got, err := Read(tc.state, tc.defaults, tc.selectors)
+			st, got, err := Read(tc.state, nil, tc.defaults, tc.selectors)
 			if tc.wantErr != nil {
 				if !errors.Is(err, tc.wantErr) {
 					t.Fatalf("Read() error = %v, want %v", err, tc.wantErr)

@@ -1,0 +1,186 @@
+package controllers
+
+import (
+	"context"
+	"fmt"
+
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+
+	backendsv1alpha1 "github.com/infrastate/backend-operator/api/v1alpha1"
+	"github.com/infrastate/backend-operator/internal/render"
+	"github.com/infrastate/backend-operator/internal/stateencryption"
+	"github.com/infrastate/backend-operator/internal/statefile"
+)
+
+// DefaultMaxConcurrentDecryptions is the default of
+// WithMaxConcurrentDecryptions.
+const DefaultMaxConcurrentDecryptions = 2
+
+// decryptions bounds the encrypted states held in memory at once, across
+// kinds, and keeps the keys derived for them: an encrypted state is read
+// whole (see statefile.Decryption), and deriving a key costs 600,000
+// PBKDF2 iterations that an unchanged state need not pay again.
+type decryptions struct {
+	slots chan struct{}
+	keys  *stateencryption.KeyCache
+}
+
+// derivedKeysKept bounds the derived keys kept: one per state written
+// since, per passphrase, which a few hundred encrypted backends fill.
+const derivedKeysKept = 256
+
+// newDecryptions admits n encrypted states at once.
+func newDecryptions(n int) *decryptions {
+	return &decryptions{slots: make(chan struct{}, max(n, 1)), keys: stateencryption.NewKeyCache(derivedKeysKept)}
+}
+
+// acquire waits for a slot, or for ctx, and returns its release.
+func (d *decryptions) acquire(ctx context.Context) (func(), error) {
+	select {
+	case d.slots <- struct{}{}:
+		return func() { <-d.slots }, nil
+	case <-ctx.Done():
+		return nil, fmt.Errorf("waiting to decrypt the state: %w", context.Cause(ctx))
+	}
+}
+
+// stateEncryption is a backend's spec.encryption with its passphrases
+// read: what renders TF_ENCRYPTION and decrypts the state. nil means the
+// backend sets no encryption.
+type stateEncryption struct {
+	secrets render.EncryptionSecrets
+}
+
+// resolveEncryption reads the passphrases spec.encryption references. A
+// missing Secret or key is a stall as for any reference, a passphrase
+// OpenTofu refuses (shorter than 16 bytes, or text OpenTofu would read as
+// other bytes: see render.Passphrase.Check) one with reason
+// InvalidPassphrase that never quotes it.
+func resolveEncryption(ctx context.Context, refs referenceReader, enc *backendsv1alpha1.StateEncryption) (*stateEncryption, error) {
+	if enc == nil {
+		return nil, nil
+	}
+	primary, err := readPassphrase(ctx, refs, enc.PassphraseSecretRef, "spec.encryption.passphraseSecretRef")
+	if err != nil {
+		return nil, err
+	}
+	out := &stateEncryption{secrets: render.EncryptionSecrets{Passphrase: primary}}
+	if fb := enc.Fallback; fb != nil {
+		if fb.PassphraseSecretRef != nil {
+			previous, err := readPassphrase(ctx, refs, *fb.PassphraseSecretRef, "spec.encryption.fallback.passphraseSecretRef")
+			if err != nil {
+				return nil, err
+			}
+			out.secrets.Fallback = &previous
+		}
+		out.secrets.FallbackUnencrypted = fb.Unencrypted
+	}
+	return out, nil
+}
+
+// readPassphrase reads and checks one passphrase reference.
+func readPassphrase(ctx context.Context, refs referenceReader, ref backendsv1alpha1.SecretKeyRef, field string) (render.Passphrase, error) {
+	key := ref.Key
+	if key == "" {
+		key = backendsv1alpha1.DefaultPassphraseKey
+	}
+	value, err := refs.secretKey(ctx, ref.Name, key, field)
+	if err != nil {
+		return render.Passphrase{}, err
+	}
+	p := render.Passphrase{SecretName: ref.Name, Key: key, Value: value}
+	if err := p.Check(field); err != nil {
+		return render.Passphrase{}, stall(backendsv1alpha1.InvalidPassphraseReason, "%v", err)
+	}
+	return p, nil
+}
+
+// inputs are the passphrases, for the fingerprint of what a render, a
+// probe or a read depends on.
+func (e *stateEncryption) inputs() [][]byte {
+	if e == nil {
+		return nil
+	}
+	out := [][]byte{e.secrets.Passphrase.Value, nil, {0}}
+	if fb := e.secrets.Fallback; fb != nil {
+		out[1] = fb.Value
+	}
+	if e.secrets.FallbackUnencrypted {
+		out[2] = []byte{1}
+	}
+	return out
+}
+
+// addEnv adds TF_ENCRYPTION to the credentials Secret's data.
+func (e *stateEncryption) addEnv(credentials map[string][]byte) error {
+	if e == nil {
+		return nil
+	}
+	value, err := render.EncryptionEnv(e.secrets)
+	if err != nil {
+		return err
+	}
+	credentials[render.EnvEncryption] = value
+	return nil
+}
+
+// keys are the passphrases as the decrypter takes them: the primary,
+// then the previous one, under the names TF_ENCRYPTION gives them.
+func (e *stateEncryption) keys() []stateencryption.Key {
+	keys := []stateencryption.Key{passphraseKey(e.secrets.Passphrase)}
+	if fb := e.secrets.Fallback; fb != nil {
+		keys = append(keys, passphraseKey(*fb))
+	}
+	return keys
+}
+
+// passphraseKey is a passphrase under its key provider's name.
+func passphraseKey(p render.Passphrase) stateencryption.Key {
+	return stateencryption.Key{Provider: stateencryption.KeyProviderName(p.SecretName, p.Key), Passphrase: p.Value}
+}
+
+// decryption is how a read within ctx opens an encrypted state; nil (no
+// decryption: only its serial and lineage are read) without encryption.
+func (e *stateEncryption) decryption(ctx context.Context, d *decryptions) *statefile.Decryption {
+	if e == nil {
+		return nil
+	}
+	return &statefile.Decryption{
+		Decrypter: stateencryption.NewKeyring(e.keys(), d.keys),
+		Acquire:   func() (func(), error) { return d.acquire(ctx) },
+	}
+}
+
+// encryptionReferences are the Secrets spec.encryption references, as
+// secretReference values.
+func encryptionReferences(enc *backendsv1alpha1.StateEncryption) []string {
+	if enc == nil {
+		return nil
+	}
+	refs := []string{secretReference(enc.PassphraseSecretRef.Name)}
+	if fb := enc.Fallback; fb != nil && fb.PassphraseSecretRef != nil {
+		refs = append(refs, secretReference(fb.PassphraseSecretRef.Name))
+	}
+	return refs
+}
+
+// unencryptedState is the observation of a plain state that OpenTofu will
+// refuse: encryption is configured without fallback.unencrypted, and
+// OpenTofu then reads only encrypted state. ok is false otherwise.
+func unencryptedState(enc *backendsv1alpha1.StateEncryption, state *backendsv1alpha1.StateSummary) (observation, bool) {
+	if enc == nil || (enc.Fallback != nil && enc.Fallback.Unencrypted) || state == nil || !state.Present || state.Encrypted {
+		return observation{}, false
+	}
+	return observation{status: metav1.ConditionFalse, reason: backendsv1alpha1.StateNotEncryptedReason,
+		message: fmt.Sprintf("The state (serial %d) is not encrypted, and spec.encryption does not accept unencrypted state: "+
+			"OpenTofu will refuse to read it. Set spec.encryption.fallback.unencrypted: true until the next apply writes it encrypted",
+			state.Serial)}, true
+}
+
+// encryptedSuffix marks an encrypted state in a message.
+func encryptedSuffix(encrypted bool) string {
+	if encrypted {
+		return " (encrypted)"
+	}
+	return ""
+}

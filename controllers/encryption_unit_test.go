@@ -1,0 +1,221 @@
+package controllers
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/google/go-cmp/cmp"
+	corev1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"sigs.k8s.io/controller-runtime/pkg/client/fake"
+
+	backendsv1alpha1 "github.com/infrastate/backend-operator/api/v1alpha1"
+	"github.com/infrastate/backend-operator/internal/render"
+	"github.com/infrastate/backend-operator/internal/stateencryption"
+	"github.com/infrastate/backend-operator/internal/statefile"
+	"github.com/infrastate/backend-operator/internal/testenv"
+)
+
+func TestResolveEncryption(t *testing.T) {
+	const (
+		current  = "current-passphrase-0123"
+		previous = "previous-passphrase-456"
+	)
+	secrets := []*corev1.Secret{
+		{ObjectMeta: metav1.ObjectMeta{Namespace: "ns", Name: "pass"}, Data: map[string][]byte{"passphrase": []byte(current), "old": []byte(previous)}},
+		{ObjectMeta: metav1.ObjectMeta{Namespace: "ns", Name: "short"}, Data: map[string][]byte{"passphrase": []byte("fifteen-bytes!!")}},
+	}
+	ref := func(name, key string) backendsv1alpha1.SecretKeyRef {
+		return backendsv1alpha1.SecretKeyRef{Name: name, Key: key}
+	}
+	tests := []struct {
+		name       string
+		enc        *backendsv1alpha1.StateEncryption
+		want       *render.EncryptionSecrets
+		wantReason string
+	}{
+		{name: "no encryption"},
+		{name: "the default key", enc: &backendsv1alpha1.StateEncryption{PassphraseSecretRef: ref("pass", "")},
+			want: &render.EncryptionSecrets{Passphrase: render.Passphrase{SecretName: "pass", Key: "passphrase", Value: []byte(current)}}},
+		{name: "a rotation with unencrypted state still read",
+			enc: &backendsv1alpha1.StateEncryption{PassphraseSecretRef: ref("pass", "passphrase"),
+				Fallback: &backendsv1alpha1.EncryptionFallback{PassphraseSecretRef: new(ref("pass", "old")), Unencrypted: true}},
+			want: &render.EncryptionSecrets{
+				Passphrase:          render.Passphrase{SecretName: "pass", Key: "passphrase", Value: []byte(current)},
+				Fallback:            &render.Passphrase{SecretName: "pass", Key: "old", Value: []byte(previous)},
+				FallbackUnencrypted: true,
+			}},
+		{name: "a passphrase shorter than 16 bytes", enc: &backendsv1alpha1.StateEncryption{PassphraseSecretRef: ref("short", "")},
+			wantReason: backendsv1alpha1.InvalidPassphraseReason},
+		{name: "a short previous passphrase",
+			enc: &backendsv1alpha1.StateEncryption{PassphraseSecretRef: ref("pass", ""),
+				Fallback: &backendsv1alpha1.EncryptionFallback{PassphraseSecretRef: new(ref("short", ""))}},
+			wantReason: backendsv1alpha1.InvalidPassphraseReason},
+		{name: "a missing key", enc: &backendsv1alpha1.StateEncryption{PassphraseSecretRef: ref("pass", "nope")},
+			wantReason: backendsv1alpha1.SecretKeyMissingReason},
+		{name: "a missing Secret", enc: &backendsv1alpha1.StateEncryption{PassphraseSecretRef: ref("gone", "")},
+			wantReason: backendsv1alpha1.SecretNotFoundReason},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			builder := fake.NewClientBuilder().WithScheme(testenv.Scheme())
+			for _, s := range secrets {
+				builder = builder.WithObjects(s.DeepCopy())
+			}
+			c := builder.Build()
+			refs := referenceReader{reader: c, metadata: c, contents: newReferencedContents(), namespace: "ns", policy: ReferencePolicyNamespace}
+			got, err := resolveEncryption(t.Context(), refs, tt.enc)
+			if tt.wantReason != "" {
+				se, ok := asStall(err)
+				if !ok || se.reason != tt.wantReason {
+					t.Fatalf("resolveEncryption() error %v, want a %s stall", err, tt.wantReason)
+				}
+				for _, s := range []string{current, previous, "fifteen-bytes!!"} {
+					if strings.Contains(se.message, s) {
+						t.Errorf("the stall quotes a passphrase: %s", se.message)
+					}
+				}
+				return
+			}
+			if err != nil {
+				t.Fatal(err)
+			}
+			if tt.want == nil {
+				if got != nil {
+					t.Errorf("resolveEncryption() = %+v, want nil", got)
+				}
+				return
+			}
+			if diff := cmp.Diff(*tt.want, got.secrets); diff != "" {
+				t.Errorf("resolveEncryption() mismatch (-want +got):\n%s", diff)
+			}
+		})
+	}
+}
+
+func TestStateEncryptionKeysAndInputs(t *testing.T) {
+	primary := render.Passphrase{SecretName: "pass", Key: "passphrase", Value: []byte("current-passphrase-0123")}
+	old := render.Passphrase{SecretName: "pass", Key: "old", Value: []byte("previous-passphrase-456")}
+	rotating := &stateEncryption{secrets: render.EncryptionSecrets{Passphrase: primary, Fallback: &old}}
+	want := []stateencryption.Key{
+		{Provider: stateencryption.KeyProviderName("pass", "passphrase"), Passphrase: primary.Value},
+		{Provider: stateencryption.KeyProviderName("pass", "old"), Passphrase: old.Value},
+	}
+	if diff := cmp.Diff(want, rotating.keys()); diff != "" {
+		t.Errorf("keys() mismatch (-want +got):\n%s", diff)
+	}
+
+	// Every change of what decrypts or renders changes the inputs.
+	variants := map[string]*stateEncryption{
+		"none":             nil,
+		"primary":          {secrets: render.EncryptionSecrets{Passphrase: primary}},
+		"rotating":         rotating,
+		"with unencrypted": {secrets: render.EncryptionSecrets{Passphrase: primary, FallbackUnencrypted: true}},
+		"other primary":    {secrets: render.EncryptionSecrets{Passphrase: old}},
+	}
+	seen := map[string]string{}
+	for name, v := range variants {
+		fp := fingerprint(v.inputs()...)
+		if other, ok := seen[fp]; ok {
+			t.Errorf("%s and %s have the same inputs", name, other)
+		}
+		seen[fp] = name
+	}
+	if (*stateEncryption)(nil).decryption(t.Context(), newDecryptions(1)) != nil {
+		t.Error("decryption() without encryption is not nil: encrypted states would need a key")
+	}
+}
+
+func TestEncryptionReferences(t *testing.T) {
+	got := encryptionReferences(&backendsv1alpha1.StateEncryption{
+		PassphraseSecretRef: backendsv1alpha1.SecretKeyRef{Name: "new"},
+		Fallback:            &backendsv1alpha1.EncryptionFallback{PassphraseSecretRef: &backendsv1alpha1.SecretKeyRef{Name: "old"}},
+	})
+	if diff := cmp.Diff([]string{secretReference("new"), secretReference("old")}, got); diff != "" {
+		t.Errorf("encryptionReferences() mismatch (-want +got):\n%s", diff)
+	}
+	if got := encryptionReferences(nil); got != nil {
+		t.Errorf("encryptionReferences(nil) = %v", got)
+	}
+}
+
+// TestDecryptionsBound holds every slot and checks that the next read waits
+// for one, until its context ends, and gets one once a slot is released.
+func TestDecryptionsBound(t *testing.T) {
+	d := newDecryptions(2)
+	var releases []func()
+	for range 2 {
+		release, err := d.acquire(t.Context())
+		if err != nil {
+			t.Fatal(err)
+		}
+		releases = append(releases, release)
+	}
+	ctx, cancel := context.WithTimeout(t.Context(), 20*time.Millisecond)
+	defer cancel()
+	if _, err := d.acquire(ctx); !errors.Is(err, context.DeadlineExceeded) {
+		t.Fatalf("a third acquire with every slot held: error %v, want the context's", err)
+	}
+	releases[0]()
+	release, err := d.acquire(t.Context())
+	if err != nil {
+		t.Fatalf("acquire after a release: %v", err)
+	}
+	release()
+	releases[1]()
+}
+
+func TestContentFailureOfEncryptedStates(t *testing.T) {
+	tests := []struct {
+		err  error
+		want string
+	}{
+		{err: fmt.Errorf("x: %w", statefile.ErrEncrypted), want: backendsv1alpha1.StateEncryptedReason},
+		{err: fmt.Errorf("x: %w: %w", statefile.ErrDecrypt, stateencryption.ErrNoMatchingKey), want: backendsv1alpha1.DecryptionFailedReason},
+		{err: fmt.Errorf("x: %w: %w", statefile.ErrDecrypt, stateencryption.ErrDecryptionFailed), want: backendsv1alpha1.DecryptionFailedReason},
+		{err: fmt.Errorf("x: %w", statefile.ErrEncryptedTooLarge), want: backendsv1alpha1.StateUnreadableReason},
+	}
+	for _, tt := range tests {
+		t.Run(tt.want+"/"+tt.err.Error(), func(t *testing.T) {
+			got := contentFailure(tt.err)
+			if got.reason != tt.want || got.status != metav1.ConditionFalse {
+				t.Errorf("contentFailure(%v) = %+v, want %s, False", tt.err, got, tt.want)
+			}
+		})
+	}
+}
+
+func TestUnencryptedState(t *testing.T) {
+	enc := &backendsv1alpha1.StateEncryption{PassphraseSecretRef: backendsv1alpha1.SecretKeyRef{Name: "pass"}}
+	migrating := &backendsv1alpha1.StateEncryption{PassphraseSecretRef: enc.PassphraseSecretRef,
+		Fallback: &backendsv1alpha1.EncryptionFallback{Unencrypted: true}}
+	plain := &backendsv1alpha1.StateSummary{Present: true, Serial: 3}
+	encrypted := &backendsv1alpha1.StateSummary{Present: true, Serial: 3, Encrypted: true}
+	tests := []struct {
+		name  string
+		enc   *backendsv1alpha1.StateEncryption
+		state *backendsv1alpha1.StateSummary
+		want  bool
+	}{
+		{name: "a plain state OpenTofu will refuse", enc: enc, state: plain, want: true},
+		{name: "an encrypted state", enc: enc, state: encrypted},
+		{name: "no state yet", enc: enc, state: &backendsv1alpha1.StateSummary{}},
+		{name: "migrating from a plain state", enc: migrating, state: plain},
+		{name: "no encryption", state: plain},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			obs, ok := unencryptedState(tt.enc, tt.state)
+			if ok != tt.want {
+				t.Fatalf("unencryptedState() = %+v, %t; want %t", obs, ok, tt.want)
+			}
+			if ok && (obs.reason != backendsv1alpha1.StateNotEncryptedReason || obs.status != metav1.ConditionFalse) {
+				t.Errorf("unencryptedState() = %+v, want False, StateNotEncrypted", obs)
+			}
+		})
+	}
+}
