@@ -76,11 +76,11 @@ func readDocument(r io.Reader, visit outputVisitor, dec *Decryption) (md metadat
 		case strings.EqualFold(key, "outputs"):
 			hasOutputs = true
 			return s.readOutputs(visit)
-		case key == "encryption_version":
+		case strings.EqualFold(key, "encryption_version"):
 			return s.readStringField("encryption_version", &env.version)
-		case key == "meta" && dec != nil:
+		case strings.EqualFold(key, "meta") && dec != nil:
 			return s.readMeta(&env)
-		case key == "encrypted_data" && dec != nil:
+		case strings.EqualFold(key, "encrypted_data") && dec != nil:
 			return s.readPayload(&env, dec)
 		default:
 			return s.value(nil)

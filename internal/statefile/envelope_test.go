@@ -66,6 +66,8 @@ func TestReadEnvelope(t *testing.T) {
 		{name: "decrypted", in: envelopeDoc("ciphertext", "v0", ""), dec: &Decryption{Decrypter: stub()}, want: decrypted},
 		{name: "fields in any order", dec: &Decryption{Decrypter: stub()}, want: decrypted,
 			in: fmt.Sprintf(`{"encryption_version":"v0","encrypted_data":%q,"meta":{},"lineage":"lin","serial":7}`, b64("ciphertext"))},
+		{name: "keys in any case, as encoding/json matches them", dec: &Decryption{Decrypter: stub()}, want: decrypted,
+			in: fmt.Sprintf(`{"Serial":7,"LINEAGE":"lin","Meta":{},"Encrypted_Data":%q,"Encryption_Version":"v0"}`, b64("ciphertext"))},
 		{name: "a plain state with a decryption", in: plainForEnvelope, dec: &Decryption{Decrypter: stub()},
 			want: Summary{Serial: 7, Lineage: "lin", TerraformVersion: "1.12.6", OutputCount: 2}},
 		{name: "no key opens it", in: envelopeDoc("other", "v0", ""), dec: &Decryption{Decrypter: stub()},
