@@ -97,9 +97,9 @@ type resolvedBackend interface {
 	// openState returns the reader of a workspace's state, with the
 	// backend's own client and settings. It connects only when called.
 	openState(workspace string) (stateStreamer, error)
-	// stateEncryption is the backend's spec.encryption with its
-	// passphrases, which decrypts its state; nil without encryption.
-	stateEncryption() *stateEncryption
+	// decrypter decrypts the backend's encrypted states with its
+	// spec.encryption; the zero value without encryption.
+	decrypter() stateDecrypter
 	// locker returns the locker of a workspace's lock for the StateLock
 	// owner, with the backend's own client and settings. It connects only
 	// when used. A backend whose lock cannot be taken is a stallError.

@@ -99,7 +99,9 @@ func (c *cosResolved) render() (render.Files, map[string][]byte, error) {
 	return files, credentials, c.encryption.addEnv(credentials)
 }
 
-func (c *cosResolved) stateEncryption() *stateEncryption { return c.encryption }
+func (c *cosResolved) decrypter() stateDecrypter {
+	return stateDecrypter{encryption: c.encryption, decryptions: c.env.opts.decryptions, namespace: c.backend.Namespace}
+}
 
 // openState reads a workspace's state object with the backend's keys. A
 // backend whose only credentials are a role cannot be read (see
@@ -167,10 +169,8 @@ func (c *cosResolved) probe(interval time.Duration) probePlan {
 		if err != nil {
 			return nil, stall(backendsv1alpha1.InvalidSpecReason, "Cannot build a COS client: %v", err)
 		}
-		encryption, decryptions := c.encryption, c.env.opts.decryptions
-		return func(ctx context.Context) any {
-			return runCosProbe(ctx, cc, encryption.decryption(ctx, decryptions), forceUnlock, holder)
-		}, nil
+		dec := c.decrypter()
+		return func(ctx context.Context) any { return runCosProbe(ctx, cc, dec, forceUnlock, holder) }, nil
 	}
 	plan.apply = func(value any, finished time.Time) { applyCosProbe(backend, value.(cosProbeResult), finished) }
 	plan.nextProbeBy = func() time.Time { return holderReleaseAt(&backend.Status.BackendStatus, backend.Spec.LockPolicy) }

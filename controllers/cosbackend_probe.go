@@ -30,11 +30,12 @@ type cosProbeResult struct {
 }
 
 // runCosProbe checks the bucket, then streams the state object into a
-// summary (decrypting an encrypted one with dec, when set) and reads the lock object, within probeTimeout; when the lock's
+// summary (decrypting an encrypted one with dec) and reads the lock object, within probeTimeout; when the lock's
 // ID is the one forceUnlock names, or its holder's Pod holder (nil when
 // lockPolicy does not release gone holders) finds gone, it releases it
-// (see settleHeldLock). Memory does not depend on the size of the state.
-func runCosProbe(ctx context.Context, cc *cos.Client, dec *statefile.Decryption, forceUnlock string, holder *holderCheck) cosProbeResult {
+// (see settleHeldLock). Memory does not depend on the size of a plain
+// state; an encrypted one is held whole within dec's bounds.
+func runCosProbe(ctx context.Context, cc *cos.Client, dec stateDecrypter, forceUnlock string, holder *holderCheck) cosProbeResult {
 	ctx, cancel := context.WithTimeout(ctx, probeTimeout)
 	defer cancel()
 	start := time.Now()
@@ -44,7 +45,7 @@ func runCosProbe(ctx context.Context, cc *cos.Client, dec *statefile.Decryption,
 	if res.bucketErr != nil {
 		return res
 	}
-	res.state, res.stateErr = streamCosSummary(ctx, cc, backendsv1alpha1.DefaultWorkspace, dec)
+	res.state, res.stateErr = streamCosSummary(ctx, cc, backendsv1alpha1.DefaultWorkspace, dec.forRead(ctx))
 	res.lock = readCosLock(ctx, cc, backendsv1alpha1.DefaultWorkspace)
 	settleHeldLock(ctx, &res.lock, forceUnlock, holder, func(ctx context.Context, id string) error {
 		return cc.ReleaseLock(ctx, backendsv1alpha1.DefaultWorkspace, id)

@@ -3,6 +3,7 @@ package controllers
 import (
 	"context"
 	"fmt"
+	"sync"
 
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
@@ -14,15 +15,27 @@ import (
 
 // DefaultMaxConcurrentDecryptions is the default of
 // WithMaxConcurrentDecryptions.
-const DefaultMaxConcurrentDecryptions = 2
+const DefaultMaxConcurrentDecryptions = 4
+
+// decryptionsPerNamespace bounds the encrypted states of one namespace
+// held at once: a tenant whose server sends its state slowly holds one
+// slot, not every one.
+const decryptionsPerNamespace = 1
 
 // decryptions bounds the encrypted states held in memory at once, across
-// kinds, and keeps the keys derived for them: an encrypted state is read
-// whole (see statefile.Decryption), and deriving a key costs 600,000
-// PBKDF2 iterations that an unchanged state need not pay again.
+// kinds and per namespace, and keeps the keys derived for them: an
+// encrypted state is read whole (see statefile.Decryption), and deriving a
+// key costs 600,000 PBKDF2 iterations that an unchanged state need not pay
+// again.
 type decryptions struct {
-	slots chan struct{}
-	keys  *stateencryption.KeyCache
+	keys *stateencryption.KeyCache
+
+	mu    sync.Mutex
+	total int
+	inUse int
+	held  map[string]int // by namespace; no entry when 0
+	// released is closed, and replaced, whenever a slot is released.
+	released chan struct{}
 }
 
 // derivedKeysKept bounds the derived keys kept: one per state written
@@ -31,16 +44,68 @@ const derivedKeysKept = 256
 
 // newDecryptions admits n encrypted states at once.
 func newDecryptions(n int) *decryptions {
-	return &decryptions{slots: make(chan struct{}, max(n, 1)), keys: stateencryption.NewKeyCache(derivedKeysKept)}
+	return &decryptions{
+		keys:     stateencryption.NewKeyCache(derivedKeysKept),
+		total:    max(n, 1),
+		held:     map[string]int{},
+		released: make(chan struct{}),
+	}
 }
 
-// acquire waits for a slot, or for ctx, and returns its release.
-func (d *decryptions) acquire(ctx context.Context) (func(), error) {
-	select {
-	case d.slots <- struct{}{}:
-		return func() { <-d.slots }, nil
-	case <-ctx.Done():
-		return nil, fmt.Errorf("waiting to decrypt the state: %w", context.Cause(ctx))
+// acquire waits for a slot of namespace, or for ctx, and returns its
+// release, which may be called more than once.
+func (d *decryptions) acquire(ctx context.Context, namespace string) (func(), error) {
+	for {
+		d.mu.Lock()
+		if d.inUse < d.total && d.held[namespace] < decryptionsPerNamespace {
+			d.inUse++
+			d.held[namespace]++
+			d.mu.Unlock()
+			var once sync.Once
+			return func() { once.Do(func() { d.release(namespace) }) }, nil
+		}
+		released := d.released
+		d.mu.Unlock()
+		select {
+		case <-released:
+		case <-ctx.Done():
+			return nil, fmt.Errorf("waiting for one of the %d decryption slots (--max-concurrent-decryptions): %w", d.total, context.Cause(ctx))
+		}
+	}
+}
+
+// release returns a slot of namespace and wakes the waiters.
+func (d *decryptions) release(namespace string) {
+	d.mu.Lock()
+	defer d.mu.Unlock()
+	d.inUse--
+	d.held[namespace]--
+	if d.held[namespace] <= 0 {
+		delete(d.held, namespace)
+	}
+	close(d.released)
+	d.released = make(chan struct{})
+}
+
+// stateDecrypter decrypts one object's encrypted states: its backend's
+// encryption, within the manager's decryption bounds. The zero value
+// (no encryption) decrypts nothing.
+type stateDecrypter struct {
+	encryption  *stateEncryption
+	decryptions *decryptions
+	namespace   string
+}
+
+// forRead is how a read within ctx, which bounds the wait for a slot,
+// opens an encrypted state; nil (no decryption: only its serial and
+// lineage are read) without encryption.
+func (s stateDecrypter) forRead(ctx context.Context) *statefile.Decryption {
+	if s.encryption == nil {
+		return nil
+	}
+	return &statefile.Decryption{
+		Decrypter: stateencryption.NewKeyring(s.encryption.keys(), s.decryptions.keys),
+		Acquire:   func() (func(), error) { return s.decryptions.acquire(ctx, s.namespace) },
 	}
 }
 
@@ -137,18 +202,6 @@ func (e *stateEncryption) keys() []stateencryption.Key {
 // passphraseKey is a passphrase under its key provider's name.
 func passphraseKey(p render.Passphrase) stateencryption.Key {
 	return stateencryption.Key{Provider: stateencryption.KeyProviderName(p.SecretName, p.Key), Passphrase: p.Value}
-}
-
-// decryption is how a read within ctx opens an encrypted state; nil (no
-// decryption: only its serial and lineage are read) without encryption.
-func (e *stateEncryption) decryption(ctx context.Context, d *decryptions) *statefile.Decryption {
-	if e == nil {
-		return nil
-	}
-	return &statefile.Decryption{
-		Decrypter: stateencryption.NewKeyring(e.keys(), d.keys),
-		Acquire:   func() (func(), error) { return d.acquire(ctx) },
-	}
 }
 
 // encryptionReferences are the Secrets spec.encryption references, as

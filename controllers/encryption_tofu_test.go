@@ -125,7 +125,7 @@ var _ = Describe("OpenTofu state encryption with the real tofu", func() {
 		eventuallyCondition(ctx, remote, "OutputsReady", metav1.ConditionTrue, "OutputsPublished")
 		expectOutputsAsShown(ctx, Default, ns, "stack-outputs", shown)
 
-		By("refusing, by name, a state no key of spec.encryption opens")
+		By("reporting StateEncrypted to a RemoteState whose backend sets no spec.encryption")
 		plain := makeStateBackend("unkeyed", ns).build()
 		unkeyed := makeRemoteState("unkeyed", ns, "HttpBackend", "unkeyed")
 		create(ctx, plain, unkeyed)

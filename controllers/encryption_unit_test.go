@@ -10,11 +10,13 @@ import (
 
 	"github.com/google/go-cmp/cmp"
 	corev1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"sigs.k8s.io/controller-runtime/pkg/client/fake"
 
 	backendsv1alpha1 "github.com/infrastate/backend-operator/api/v1alpha1"
 	"github.com/infrastate/backend-operator/internal/render"
+	"github.com/infrastate/backend-operator/internal/stateclient"
 	"github.com/infrastate/backend-operator/internal/stateencryption"
 	"github.com/infrastate/backend-operator/internal/statefile"
 	"github.com/infrastate/backend-operator/internal/testenv"
@@ -32,36 +34,33 @@ func TestResolveEncryption(t *testing.T) {
 	ref := func(name, key string) backendsv1alpha1.SecretKeyRef {
 		return backendsv1alpha1.SecretKeyRef{Name: name, Key: key}
 	}
-	tests := []struct {
-		name       string
+	cases := map[string]struct {
 		enc        *backendsv1alpha1.StateEncryption
 		want       *render.EncryptionSecrets
 		wantReason string
 	}{
-		{name: "no encryption"},
-		{name: "the default key", enc: &backendsv1alpha1.StateEncryption{PassphraseSecretRef: ref("pass", "")},
+		"no encryption": {},
+		"the default key": {enc: &backendsv1alpha1.StateEncryption{PassphraseSecretRef: ref("pass", "")},
 			want: &render.EncryptionSecrets{Passphrase: render.Passphrase{SecretName: "pass", Key: "passphrase", Value: []byte(current)}}},
-		{name: "a rotation with unencrypted state still read",
-			enc: &backendsv1alpha1.StateEncryption{PassphraseSecretRef: ref("pass", "passphrase"),
-				Fallback: &backendsv1alpha1.EncryptionFallback{PassphraseSecretRef: new(ref("pass", "old")), Unencrypted: true}},
+		"a rotation with unencrypted state still read": {enc: &backendsv1alpha1.StateEncryption{PassphraseSecretRef: ref("pass", "passphrase"),
+			Fallback: &backendsv1alpha1.EncryptionFallback{PassphraseSecretRef: new(ref("pass", "old")), Unencrypted: true}},
 			want: &render.EncryptionSecrets{
 				Passphrase:          render.Passphrase{SecretName: "pass", Key: "passphrase", Value: []byte(current)},
 				Fallback:            &render.Passphrase{SecretName: "pass", Key: "old", Value: []byte(previous)},
 				FallbackUnencrypted: true,
 			}},
-		{name: "a passphrase shorter than 16 bytes", enc: &backendsv1alpha1.StateEncryption{PassphraseSecretRef: ref("short", "")},
+		"a passphrase shorter than 16 bytes": {enc: &backendsv1alpha1.StateEncryption{PassphraseSecretRef: ref("short", "")},
 			wantReason: backendsv1alpha1.InvalidPassphraseReason},
-		{name: "a short previous passphrase",
-			enc: &backendsv1alpha1.StateEncryption{PassphraseSecretRef: ref("pass", ""),
-				Fallback: &backendsv1alpha1.EncryptionFallback{PassphraseSecretRef: new(ref("short", ""))}},
+		"a short previous passphrase": {enc: &backendsv1alpha1.StateEncryption{PassphraseSecretRef: ref("pass", ""),
+			Fallback: &backendsv1alpha1.EncryptionFallback{PassphraseSecretRef: new(ref("short", ""))}},
 			wantReason: backendsv1alpha1.InvalidPassphraseReason},
-		{name: "a missing key", enc: &backendsv1alpha1.StateEncryption{PassphraseSecretRef: ref("pass", "nope")},
+		"a missing key": {enc: &backendsv1alpha1.StateEncryption{PassphraseSecretRef: ref("pass", "nope")},
 			wantReason: backendsv1alpha1.SecretKeyMissingReason},
-		{name: "a missing Secret", enc: &backendsv1alpha1.StateEncryption{PassphraseSecretRef: ref("gone", "")},
+		"a missing Secret": {enc: &backendsv1alpha1.StateEncryption{PassphraseSecretRef: ref("gone", "")},
 			wantReason: backendsv1alpha1.SecretNotFoundReason},
 	}
-	for _, tt := range tests {
-		t.Run(tt.name, func(t *testing.T) {
+	for name, tt := range cases {
+		t.Run(name, func(t *testing.T) {
 			builder := fake.NewClientBuilder().WithScheme(testenv.Scheme())
 			for _, s := range secrets {
 				builder = builder.WithObjects(s.DeepCopy())
@@ -125,8 +124,8 @@ func TestStateEncryptionKeysAndInputs(t *testing.T) {
 		}
 		seen[fp] = name
 	}
-	if (*stateEncryption)(nil).decryption(t.Context(), newDecryptions(1)) != nil {
-		t.Error("decryption() without encryption is not nil: encrypted states would need a key")
+	if (stateDecrypter{}).forRead(t.Context()) != nil {
+		t.Error("forRead() without encryption is not nil: encrypted states would need a key")
 	}
 }
 
@@ -143,47 +142,80 @@ func TestEncryptionReferences(t *testing.T) {
 	}
 }
 
-// TestDecryptionsBound holds every slot and checks that the next read waits
-// for one, until its context ends, and gets one once a slot is released.
+// TestDecryptionsBound holds slots and checks that the next read waits for
+// one, until its context ends, and gets one once a slot is released: at
+// most the total across namespaces, and one per namespace, so that a
+// tenant whose server is slow holds one slot, not every one.
 func TestDecryptionsBound(t *testing.T) {
 	d := newDecryptions(2)
-	var releases []func()
-	for range 2 {
-		release, err := d.acquire(t.Context())
-		if err != nil {
-			t.Fatal(err)
+	waits := func(ns string) bool {
+		t.Helper()
+		ctx, cancel := context.WithTimeout(t.Context(), 20*time.Millisecond)
+		defer cancel()
+		release, err := d.acquire(ctx, ns)
+		if err == nil {
+			release()
+			return false
 		}
-		releases = append(releases, release)
+		if !errors.Is(err, context.DeadlineExceeded) {
+			t.Fatalf("acquire(%s): error %v, want the context's", ns, err)
+		}
+		return true
 	}
-	ctx, cancel := context.WithTimeout(t.Context(), 20*time.Millisecond)
-	defer cancel()
-	if _, err := d.acquire(ctx); !errors.Is(err, context.DeadlineExceeded) {
-		t.Fatalf("a third acquire with every slot held: error %v, want the context's", err)
-	}
-	releases[0]()
-	release, err := d.acquire(t.Context())
+	releaseA, err := d.acquire(t.Context(), "a")
 	if err != nil {
+		t.Fatal(err)
+	}
+	if !waits("a") {
+		t.Error("a namespace took a second slot")
+	}
+	releaseB, err := d.acquire(t.Context(), "b")
+	if err != nil {
+		t.Fatalf("another namespace waits behind the first: %v", err)
+	}
+	if !waits("c") {
+		t.Error("a third slot was given with a total of 2")
+	}
+
+	// A waiter wakes when a slot is released.
+	got := make(chan error, 1)
+	go func() {
+		release, err := d.acquire(t.Context(), "c")
+		if err == nil {
+			release()
+		}
+		got <- err
+	}()
+	releaseA()
+	releaseA() // releasing twice gives back one slot
+	if err := <-got; err != nil {
 		t.Fatalf("acquire after a release: %v", err)
 	}
-	release()
-	releases[1]()
+	releaseB()
+	if d.inUse != 0 || len(d.held) != 0 {
+		t.Errorf("after every release: %d slots in use, held %v; want none", d.inUse, d.held)
+	}
 }
 
 func TestContentFailureOfEncryptedStates(t *testing.T) {
-	tests := []struct {
+	cases := map[string]struct {
 		err  error
 		want string
 	}{
-		{err: fmt.Errorf("x: %w", statefile.ErrEncrypted), want: backendsv1alpha1.StateEncryptedReason},
-		{err: fmt.Errorf("x: %w: %w", statefile.ErrDecrypt, stateencryption.ErrNoMatchingKey), want: backendsv1alpha1.DecryptionFailedReason},
-		{err: fmt.Errorf("x: %w: %w", statefile.ErrDecrypt, stateencryption.ErrDecryptionFailed), want: backendsv1alpha1.DecryptionFailedReason},
-		{err: fmt.Errorf("x: %w", statefile.ErrEncryptedTooLarge), want: backendsv1alpha1.StateUnreadableReason},
+		"encrypted, no encryption configured": {err: fmt.Errorf("x: %w", statefile.ErrEncrypted), want: backendsv1alpha1.StateEncryptedReason},
+		"no configured key named by the state": {err: fmt.Errorf("x: %w: %w", statefile.ErrDecrypt, stateencryption.ErrNoMatchingKey),
+			want: backendsv1alpha1.DecryptionFailedReason},
+		"the wrong passphrase": {err: fmt.Errorf("x: %w: %w", statefile.ErrDecrypt, stateencryption.ErrDecryptionFailed),
+			want: backendsv1alpha1.DecryptionFailedReason},
+		"key parameters out of bounds": {err: fmt.Errorf("x: %w: %w", statefile.ErrDecrypt, stateencryption.ErrInvalidParameters),
+			want: backendsv1alpha1.DecryptionFailedReason},
+		"too large to decrypt": {err: fmt.Errorf("x: %w", statefile.ErrEncryptedTooLarge), want: backendsv1alpha1.StateUnreadableReason},
 	}
-	for _, tt := range tests {
-		t.Run(tt.want+"/"+tt.err.Error(), func(t *testing.T) {
-			got := contentFailure(tt.err)
-			if got.reason != tt.want || got.status != metav1.ConditionFalse {
-				t.Errorf("contentFailure(%v) = %+v, want %s, False", tt.err, got, tt.want)
+	for name, tc := range cases {
+		t.Run(name, func(t *testing.T) {
+			got := contentFailure(tc.err)
+			if got.reason != tc.want || got.status != metav1.ConditionFalse {
+				t.Errorf("contentFailure(%v) = %+v, want %s, False", tc.err, got, tc.want)
 			}
 		})
 	}
@@ -195,20 +227,19 @@ func TestUnencryptedState(t *testing.T) {
 		Fallback: &backendsv1alpha1.EncryptionFallback{Unencrypted: true}}
 	plain := &backendsv1alpha1.StateSummary{Present: true, Serial: 3}
 	encrypted := &backendsv1alpha1.StateSummary{Present: true, Serial: 3, Encrypted: true}
-	tests := []struct {
-		name  string
+	cases := map[string]struct {
 		enc   *backendsv1alpha1.StateEncryption
 		state *backendsv1alpha1.StateSummary
 		want  bool
 	}{
-		{name: "a plain state OpenTofu will refuse", enc: enc, state: plain, want: true},
-		{name: "an encrypted state", enc: enc, state: encrypted},
-		{name: "no state yet", enc: enc, state: &backendsv1alpha1.StateSummary{}},
-		{name: "migrating from a plain state", enc: migrating, state: plain},
-		{name: "no encryption", state: plain},
+		"a plain state OpenTofu will refuse": {enc: enc, state: plain, want: true},
+		"an encrypted state":                 {enc: enc, state: encrypted},
+		"no state yet":                       {enc: enc, state: &backendsv1alpha1.StateSummary{}},
+		"migrating from a plain state":       {enc: migrating, state: plain},
+		"no encryption":                      {state: plain},
 	}
-	for _, tt := range tests {
-		t.Run(tt.name, func(t *testing.T) {
+	for name, tt := range cases {
+		t.Run(name, func(t *testing.T) {
 			obs, ok := unencryptedState(tt.enc, tt.state)
 			if ok != tt.want {
 				t.Fatalf("unencryptedState() = %+v, %t; want %t", obs, ok, tt.want)
@@ -217,5 +248,27 @@ func TestUnencryptedState(t *testing.T) {
 				t.Errorf("unencryptedState() = %+v, want False, StateNotEncrypted", obs)
 			}
 		})
+	}
+}
+
+// TestApplyHTTPProbeOfAPlainStateOpenTofuRefuses applies the same probe
+// twice: StateReachable says StateNotEncrypted, and does not move between
+// probes that learn the same.
+func TestApplyHTTPProbeOfAPlainStateOpenTofuRefuses(t *testing.T) {
+	backend := &backendsv1alpha1.HttpBackend{ObjectMeta: metav1.ObjectMeta{Name: "b", Namespace: "ns", Generation: 1}}
+	backend.Spec.Encryption = &backendsv1alpha1.StateEncryption{PassphraseSecretRef: backendsv1alpha1.SecretKeyRef{Name: "pass"}}
+	res := httpProbeResult{fetched: true, summary: &stateclient.StateSummary{Present: true, SizeBytes: 10,
+		Summary: statefile.Summary{Serial: 4, Lineage: "l"}}}
+	applyHTTPProbe(backend, res, time.Now())
+	cond := meta.FindStatusCondition(backend.Status.Conditions, backendsv1alpha1.StateReachableCondition)
+	if cond == nil || cond.Status != metav1.ConditionFalse || cond.Reason != backendsv1alpha1.StateNotEncryptedReason {
+		t.Fatalf("StateReachable = %+v, want False, StateNotEncrypted", cond)
+	}
+	since := metav1.NewTime(time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC))
+	cond.LastTransitionTime = since
+	applyHTTPProbe(backend, res, time.Now())
+	cond = meta.FindStatusCondition(backend.Status.Conditions, backendsv1alpha1.StateReachableCondition)
+	if !cond.LastTransitionTime.Equal(&since) {
+		t.Errorf("StateReachable moved from %s to %s on a probe that learned the same", since, cond.LastTransitionTime)
 	}
 }

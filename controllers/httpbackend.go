@@ -101,7 +101,9 @@ func (h *httpResolved) render() (render.Files, map[string][]byte, error) {
 	return files, credentials, h.encryption.addEnv(credentials)
 }
 
-func (h *httpResolved) stateEncryption() *stateEncryption { return h.encryption }
+func (h *httpResolved) decrypter() stateDecrypter {
+	return stateDecrypter{encryption: h.encryption, decryptions: h.env.opts.decryptions, namespace: h.backend.Namespace}
+}
 
 // openState reads the state through the backend's own address,
 // credentials, TLS and retry settings. The http backend has one
@@ -161,8 +163,7 @@ func (h *httpResolved) probe(interval time.Duration) probePlan {
 	}
 	run := httpProbeRun{
 		fetch:       interval > 0,
-		encryption:  h.encryption,
-		decryptions: h.env.opts.decryptions,
+		decrypter:   h.decrypter(),
 		checkLock:   lockWork,
 		forceUnlock: forceUnlockID(backend.Spec.ForceUnlock),
 		holder:      newHolderCheck(h.env, backend, backend.Spec.LockPolicy),

@@ -44,10 +44,8 @@ func lockCheckID(uid types.UID) string {
 type httpProbeRun struct {
 	// fetch reads the state (probing is enabled).
 	fetch bool
-	// encryption, when set, decrypts the state within decryptions'
-	// bound.
-	encryption  *stateEncryption
-	decryptions *decryptions
+	// decrypter decrypts an encrypted state.
+	decrypter stateDecrypter
 	// checkLock learns the lock holder by taking the lock.
 	checkLock bool
 	// forceUnlock is the lock ID forceUnlock names, or "".
@@ -80,7 +78,7 @@ func runHTTPProbe(ctx context.Context, sc stateClient, plan httpProbeRun, log lo
 	if plan.fetch {
 		start := time.Now()
 		res.fetched = true
-		res.summary, res.fetchErr = sc.FetchSummary(ctx, plan.encryption.decryption(ctx, plan.decryptions))
+		res.summary, res.fetchErr = sc.FetchSummary(ctx, plan.decrypter.forRead(ctx))
 		probeDuration.WithLabelValues(httpBackendKind, stateObservation(res.summary, res.fetchErr).reason).Observe(time.Since(start).Seconds())
 	}
 	if plan.checkLock {
@@ -176,15 +174,15 @@ func releaseNamedLock(ctx context.Context, sc stateClient, id string) error {
 // and the lock (see applyLock) when it was checked.
 func applyHTTPProbe(backend *backendsv1alpha1.HttpBackend, res httpProbeResult, finished time.Time) {
 	if res.fetched {
-		setCondition(&backend.Status.Conditions, backend.Generation, backendsv1alpha1.StateReachableCondition,
-			stateObservation(res.summary, res.fetchErr))
+		reachable := stateObservation(res.summary, res.fetchErr)
 		if res.fetchErr == nil {
 			backend.Status.State = stateSummary(res.summary)
 			stateSize.WithLabelValues(httpBackendKind, backend.Namespace, backend.Name).Set(float64(res.summary.SizeBytes))
 			if obs, ok := unencryptedState(backend.Spec.Encryption, backend.Status.State); ok {
-				setCondition(&backend.Status.Conditions, backend.Generation, backendsv1alpha1.StateReachableCondition, obs)
+				reachable = obs
 			}
 		}
+		setCondition(&backend.Status.Conditions, backend.Generation, backendsv1alpha1.StateReachableCondition, reachable)
 	}
 	if !res.lockChecked {
 		clearLock(backend, httpBackendKind)

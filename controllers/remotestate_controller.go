@@ -51,9 +51,9 @@ type remoteScope struct {
 	// newStream builds the reader of the workspace's state, with the
 	// backend's own client and settings, filled by reconcileBackend.
 	newStream func() (stateStreamer, error)
-	// encryption decrypts the state; nil when the backend sets no
-	// spec.encryption. Filled by reconcileBackend.
-	encryption *stateEncryption
+	// decrypter decrypts the state with the backend's spec.encryption.
+	// Filled by reconcileBackend.
+	decrypter stateDecrypter
 	// inputs fingerprints everything the read depends on, filled by
 	// reconcileBackend: a change makes a read due at once.
 	inputs string

@@ -49,7 +49,7 @@ func (r *remoteStateReconciler) reconcileBackend(ctx context.Context, s *remoteS
 		}
 		return stream, nil
 	}
-	s.encryption = resolved.stateEncryption()
+	s.decrypter = resolved.decrypter()
 	parts := append(identity(s.remote), identity(backend)...)
 	s.inputs = fingerprint(append(parts, resolved.inputs()...)...)
 	return nil
@@ -130,10 +130,8 @@ func (r *remoteStateReconciler) reconcileOutputs(ctx context.Context, s *remoteS
 			return nil, err
 		}
 		selectors := selectorsOf(remote.Spec.Outputs)
-		encryption, decryptions := s.encryption, r.opts.decryptions
-		return func(ctx context.Context) any {
-			return readOutputs(ctx, stream, encryption.decryption(ctx, decryptions), defaults, selectors)
-		}, nil
+		dec := s.decrypter
+		return func(ctx context.Context) any { return readOutputs(ctx, stream, dec, defaults, selectors) }, nil
 	}
 	step, err := r.advanceProbe(ctx, task, apply, start)
 	s.requeueAfter, s.probePending, s.applied = step.requeueAfter, step.pending, step.ack
@@ -158,13 +156,13 @@ type remoteRead struct {
 }
 
 // readOutputs streams the state through outputs.Read, within probeTimeout,
-// decrypting an encrypted one with dec when set.
-func readOutputs(ctx context.Context, stream stateStreamer, dec *statefile.Decryption, defaults map[string]json.RawMessage, selectors []outputs.Selector) remoteRead {
+// decrypting an encrypted one with dec.
+func readOutputs(ctx context.Context, stream stateStreamer, dec stateDecrypter, defaults map[string]json.RawMessage, selectors []outputs.Selector) remoteRead {
 	ctx, cancel := context.WithTimeout(ctx, probeTimeout)
 	defer cancel()
 	var res remoteRead
 	found, size, err := stream(ctx, func(r io.Reader) error {
-		res.state, res.values, res.contentErr = outputs.Read(r, dec, defaults, selectors)
+		res.state, res.values, res.contentErr = outputs.Read(r, dec.forRead(ctx), defaults, selectors)
 		return res.contentErr
 	})
 	res.found, res.size = found, size

@@ -96,7 +96,8 @@ const (
 	ReconcileErrorReason = "ReconcileError"
 
 	// InvalidPassphraseReason means spec.encryption references a
-	// passphrase OpenTofu refuses: shorter than 16 bytes.
+	// passphrase OpenTofu refuses (shorter than 16 bytes), or would read
+	// as other bytes (not UTF-8 text in Unicode normalization form C).
 	InvalidPassphraseReason = "InvalidPassphrase"
 
 	// DecryptionFailedReason means the state is encrypted and the

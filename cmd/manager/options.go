@@ -77,7 +77,7 @@ func parseOptions(fs *flag.FlagSet, args []string, getenv func(string) string) (
 	fs.IntVar(&o.maxConcurrentProbesPerNamespace, "max-concurrent-probes-per-namespace", controllers.DefaultMaxConcurrentProbesPerNamespace,
 		"Maximum number of probes and state reads of one namespace running at the same time: a tenant whose servers hang holds at most this many.")
 	fs.IntVar(&o.maxConcurrentDecryptions, "max-concurrent-decryptions", controllers.DefaultMaxConcurrentDecryptions,
-		fmt.Sprintf("Maximum number of OpenTofu-encrypted states decrypted at the same time, across kinds. Each is held whole "+
+		fmt.Sprintf("Maximum number of OpenTofu-encrypted states decrypted at the same time, across kinds, and at most one per namespace. Each is held whole "+
 			"while it is decrypted, up to %d MiB as stored, where a plain state is streamed.", statefile.DefaultMaxEncryptedBytes>>20))
 	fs.DurationVar(&o.defaultProbeInterval, "default-probe-interval", controllers.DefaultProbeInterval,
 		fmt.Sprintf("Probe interval of the backends and RemoteStates whose spec.probe.interval is unset, between %s and %s.",

@@ -26,7 +26,7 @@ func TestParseOptions(t *testing.T) {
 		o := options{
 			metricsAddr: "0", secureMetrics: true, probeAddr: ":8081", pprofAddr: "0", maxConcurrentReconciles: 4,
 			maxConcurrentProbes: 16, maxConcurrentProbesPerNamespace: 4, defaultProbeInterval: 5 * time.Minute,
-			maxConcurrentDecryptions: 2, lockReleaseWait: 2 * time.Minute, referencePolicy: controllers.ReferencePolicyNamespace,
+			maxConcurrentDecryptions: 4, lockReleaseWait: 2 * time.Minute, referencePolicy: controllers.ReferencePolicyNamespace,
 			addressPolicy: netguard.Policy{Denied: netguard.DefaultDenied()},
 		}
 		if edit != nil {

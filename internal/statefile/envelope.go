@@ -17,6 +17,7 @@ import (
 // meta entry per key provider, each a short JSON document.
 const (
 	maxMetaEntries    = 16
+	maxMetaKeyBytes   = 256
 	maxMetaValueBytes = 4 << 10
 	// DefaultMaxEncryptedBytes bounds encrypted_data as written (base64)
 	// when Decryption.MaxBytes is 0. Decrypting needs the whole payload,
@@ -45,7 +46,8 @@ type Decrypter interface {
 	// Decrypt returns the plain state (a state document) of an encrypted
 	// one: meta maps each key of the envelope's meta to its value,
 	// base64-decoded; payload is encrypted_data, base64-decoded. Its
-	// errors must not quote what they were given.
+	// errors may name meta keys, clipped, but never quote a meta value,
+	// the payload or the plain state.
 	Decrypt(meta map[string][]byte, payload []byte) ([]byte, error)
 }
 
@@ -82,13 +84,17 @@ type envelope struct {
 	release func()
 }
 
-// readMeta reads the meta object: at most maxMetaEntries string values of
-// at most maxMetaValueBytes, each base64-decoded.
+// readMeta reads the meta object: at most maxMetaEntries keys of at most
+// maxMetaKeyBytes with string values of at most maxMetaValueBytes, each
+// base64-decoded.
 func (s *scanner) readMeta(env *envelope) error {
 	env.meta = map[string][]byte{}
 	return s.object(func(key string) error {
 		if len(env.meta) == maxMetaEntries {
 			return fmt.Errorf("meta has more than %d entries: not an OpenTofu state", maxMetaEntries)
+		}
+		if len(key) > maxMetaKeyBytes {
+			return fmt.Errorf("a meta key is longer than %d bytes: not an OpenTofu state", maxMetaKeyBytes)
 		}
 		var v string
 		if err := s.readBoundedString("meta value", maxMetaValueBytes, &v); err != nil {

@@ -53,47 +53,50 @@ func TestReadEnvelope(t *testing.T) {
 		}}
 	}
 	decrypted := Summary{Serial: 7, Lineage: "lin", TerraformVersion: "1.12.6", OutputCount: 2, Encrypted: true}
-	tests := []struct {
-		name    string
+	cases := map[string]struct {
 		in      string
 		dec     *Decryption
 		want    Summary
 		is      error
 		wantErr string
 	}{
-		{name: "without a decryption only serial and lineage", in: envelopeDoc("ciphertext", "v0", ""),
+		"without a decryption only serial and lineage": {in: envelopeDoc("ciphertext", "v0", ""),
 			want: Summary{Serial: 7, Lineage: "lin", Encrypted: true}},
-		{name: "decrypted", in: envelopeDoc("ciphertext", "v0", ""), dec: &Decryption{Decrypter: stub()}, want: decrypted},
-		{name: "fields in any order", dec: &Decryption{Decrypter: stub()}, want: decrypted,
+		"decrypted": {in: envelopeDoc("ciphertext", "v0", ""), dec: &Decryption{Decrypter: stub()}, want: decrypted},
+		"fields in any order": {dec: &Decryption{Decrypter: stub()}, want: decrypted,
 			in: fmt.Sprintf(`{"encryption_version":"v0","encrypted_data":%q,"meta":{},"lineage":"lin","serial":7}`, b64("ciphertext"))},
-		{name: "keys in any case, as encoding/json matches them", dec: &Decryption{Decrypter: stub()}, want: decrypted,
+		"keys in any case, as encoding/json matches them": {dec: &Decryption{Decrypter: stub()}, want: decrypted,
 			in: fmt.Sprintf(`{"Serial":7,"LINEAGE":"lin","Meta":{},"Encrypted_Data":%q,"Encryption_Version":"v0"}`, b64("ciphertext"))},
-		{name: "a plain state with a decryption", in: plainForEnvelope, dec: &Decryption{Decrypter: stub()},
+		"a plain state with a decryption": {in: plainForEnvelope, dec: &Decryption{Decrypter: stub()},
 			want: Summary{Serial: 7, Lineage: "lin", TerraformVersion: "1.12.6", OutputCount: 2}},
-		{name: "no key opens it", in: envelopeDoc("other", "v0", ""), dec: &Decryption{Decrypter: stub()},
+		"no key opens it": {in: envelopeDoc("other", "v0", ""), dec: &Decryption{Decrypter: stub()},
 			is: ErrDecrypt, wantErr: "no key opens it"},
-		{name: "another encryption version", in: envelopeDoc("ciphertext", "v1", ""), is: ErrUnsupportedVersion},
-		{name: "another encryption version with a decryption", in: envelopeDoc("ciphertext", "v1", ""),
+		"another encryption version": {in: envelopeDoc("ciphertext", "v1", ""), is: ErrUnsupportedVersion},
+		"another encryption version with a decryption": {in: envelopeDoc("ciphertext", "v1", ""),
 			dec: &Decryption{Decrypter: stub()}, is: ErrUnsupportedVersion},
-		{name: "outputs in clear text beside the payload", is: ErrMalformed,
+		"outputs in clear text beside the payload": {is: ErrMalformed,
 			in: envelopeDoc("ciphertext", "v0", `"outputs":{"x":{"value":1,"type":"number"}},`)},
-		{name: "payload over the bound", in: envelopeDoc("ciphertext", "v0", ""),
+		"payload over the bound": {in: envelopeDoc("ciphertext", "v0", ""),
 			dec: &Decryption{Decrypter: stub(), MaxBytes: 8}, is: ErrEncryptedTooLarge},
-		{name: "payload not base64", dec: &Decryption{Decrypter: stub()}, is: ErrMalformed,
+		"payload not base64": {dec: &Decryption{Decrypter: stub()}, is: ErrMalformed,
 			in: `{"serial":1,"meta":{},"encrypted_data":"!!!","encryption_version":"v0"}`},
-		{name: "meta value not base64", dec: &Decryption{Decrypter: stub()}, is: ErrMalformed,
+		"meta value not base64": {dec: &Decryption{Decrypter: stub()}, is: ErrMalformed,
 			in: fmt.Sprintf(`{"meta":{"k":"!!!"},"encrypted_data":%q,"encryption_version":"v0"}`, b64("ciphertext"))},
-		{name: "meta value not a string", dec: &Decryption{Decrypter: stub()}, wantErr: "meta value: expected a string",
+		"meta value not a string": {dec: &Decryption{Decrypter: stub()}, wantErr: "meta value: expected a string",
 			in: fmt.Sprintf(`{"meta":{"k":1},"encrypted_data":%q,"encryption_version":"v0"}`, b64("ciphertext"))},
-		{name: "too many meta entries", dec: &Decryption{Decrypter: stub()}, wantErr: "more than 16 entries",
+		"too many meta entries": {dec: &Decryption{Decrypter: stub()}, wantErr: "more than 16 entries",
 			in: `{"meta":{` + manyMeta(17) + `},"encrypted_data":"","encryption_version":"v0"}`},
-		{name: "no payload", dec: &Decryption{Decrypter: stub()}, is: ErrMalformed,
+		"a meta key too long": {dec: &Decryption{Decrypter: stub()}, wantErr: "meta key is longer than 256 bytes",
+			in: `{"meta":{"` + strings.Repeat("k", 257) + `":""},"encrypted_data":"","encryption_version":"v0"}`},
+		"an empty encryption version is a plain state, as OpenTofu reads it": {dec: &Decryption{Decrypter: stub()},
+			is: ErrUnsupportedVersion, in: envelopeDoc("ciphertext", "", "")},
+		"no payload": {dec: &Decryption{Decrypter: stub()}, is: ErrMalformed,
 			in: `{"serial":1,"meta":{},"encryption_version":"v0"}`},
-		{name: "encrypted twice", in: envelopeDoc("nested", "v0", ""), dec: &Decryption{Decrypter: stub()}, is: ErrMalformed},
-		{name: "plain state not JSON", in: envelopeDoc("not json", "v0", ""), dec: &Decryption{Decrypter: stub()}, is: ErrMalformed},
+		"encrypted twice":      {in: envelopeDoc("nested", "v0", ""), dec: &Decryption{Decrypter: stub()}, is: ErrMalformed},
+		"plain state not JSON": {in: envelopeDoc("not json", "v0", ""), dec: &Decryption{Decrypter: stub()}, is: ErrMalformed},
 	}
-	for _, tt := range tests {
-		t.Run(tt.name, func(t *testing.T) {
+	for name, tt := range cases {
+		t.Run(name, func(t *testing.T) {
 			got, err := ReadSummary(strings.NewReader(tt.in), tt.dec)
 			if tt.is == nil && tt.wantErr == "" {
 				if err != nil {
@@ -162,6 +165,34 @@ func TestReadOutputsEncrypted(t *testing.T) {
 	}
 	if acquired != 1 || released != 1 {
 		t.Errorf("Acquire called %d times, release %d times; want 1 and 1", acquired, released)
+	}
+
+	// The slot is given back on every way out, and taken once per state.
+	failing := map[string]struct {
+		in       string
+		maxBytes int64
+	}{
+		"no key opens it":          {in: envelopeDoc("other", "v0", "")},
+		"a payload over the bound": {in: envelopeDoc("ciphertext", "v0", ""), maxBytes: 8},
+		"trailing data":            {in: envelopeDoc("ciphertext", "v0", "") + "x"},
+		"the payload twice": {in: fmt.Sprintf(`{"meta":{},"encrypted_data":%q,"encrypted_data":%q,"encryption_version":"v0"}`,
+			b64("other"), b64("other"))},
+	}
+	for name, tc := range failing {
+		acquired, released = 0, 0
+		_, err := ReadOutputs(strings.NewReader(tc.in), Options{Decryption: &Decryption{
+			Decrypter: dec, MaxBytes: tc.maxBytes,
+			Acquire: func() (func(), error) {
+				acquired++
+				return func() { released++ }, nil
+			},
+		}})
+		if err == nil {
+			t.Errorf("%s: ReadOutputs() succeeded", name)
+		}
+		if acquired != 1 || released != 1 {
+			t.Errorf("%s: Acquire called %d times, release %d times; want 1 and 1", name, acquired, released)
+		}
 	}
 
 	refused := errors.New("budget exhausted")
