@@ -34,5 +34,6 @@
 //
 // Both modes reject malformed JSON, trailing data and any format version
 // other than 4, and validate every output type (see Kind). Their errors
-// never quote the input: a state's bytes may be secret.
+// never quote the input (a state's bytes may be secret), except the names
+// of an encrypted state's key providers, which a Decrypter may name.
 package statefile

@@ -48,7 +48,7 @@ type Summary struct {
 // version other than 4 (ErrUnsupportedVersion), an invalid output type and a
 // lineage or Terraform version longer than 1024 bytes are errors, and so is
 // an encrypted state dec cannot open (ErrDecrypt). Errors never quote the
-// input.
+// input, but for the key provider names dec's errors may give.
 func ReadSummary(r io.Reader, dec *Decryption) (Summary, error) {
 	st, err := readOutputs(r, Options{Want: func(string) bool { return false }, Decryption: dec})
 	if err != nil {
