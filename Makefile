@@ -1,6 +1,6 @@
 # backend-operator Makefile. Every tool comes from the Go module proxy:
 # controller-gen is a go.mod tool, and the envtest control plane, kubectl,
-# terraform, tofu and golangci-lint are built from Go modules by hack/ scripts into
+# terraform, tofu, helm and golangci-lint are built from Go modules by hack/ scripts into
 # a cache outside the repository.
 
 IMG ?= ghcr.io/infrastate/backend-operator:latest
@@ -66,11 +66,12 @@ lint: ## Run golangci-lint (.golangci.yml) on every package.
 	@linter="$$(hack/install-tools.sh golangci-lint)" && "$$linter" run $(LINT_FLAGS) ./...
 
 .PHONY: test-tools
-test-tools: ## Build (once, cached outside the repository) the control plane, terraform, tofu, kubectl and golangci-lint.
+test-tools: ## Build (once, cached outside the repository) the control plane, terraform, tofu, kubectl, helm and golangci-lint.
 	@hack/setup-envtest.sh >/dev/null
 	@hack/install-tools.sh terraform >/dev/null
 	@hack/install-tools.sh tofu >/dev/null
 	@hack/install-tools.sh kubectl >/dev/null
+	@hack/install-tools.sh helm >/dev/null
 	@hack/install-tools.sh golangci-lint >/dev/null
 
 .PHONY: unit
@@ -82,18 +83,21 @@ unit: ## Run every test that needs no control plane: all but the envtest suites 
 	@hack/install-tools.sh terraform >/dev/null
 	@hack/install-tools.sh tofu >/dev/null
 	@hack/install-tools.sh kubectl >/dev/null
+	@hack/install-tools.sh helm >/dev/null
 	KUBEBUILDER_ASSETS=$(NO_CONTROL_PLANE) \
 	TERRAFORM="$$(hack/install-tools.sh terraform)" \
 	TOFU="$$(hack/install-tools.sh tofu)" \
 	KUBECTL="$$(hack/install-tools.sh kubectl)" \
+	HELM="$$(hack/install-tools.sh helm)" \
 	$(GO) test $(GO_TEST_FLAGS) -skip '^($(subst $(space),|,$(strip $(ENVTEST_SUITES))))$$' ./...
 
 .PHONY: test
-test: verify-generated verify-fmt vet lint test-tools ## Run the linter and every test against a real kube-apiserver, etcd, terraform, tofu and kubectl.
+test: verify-generated verify-fmt vet lint test-tools ## Run the linter and every test against a real kube-apiserver, etcd, terraform, tofu, kubectl and helm.
 	KUBEBUILDER_ASSETS="$$(hack/setup-envtest.sh)" \
 	TERRAFORM="$$(hack/install-tools.sh terraform)" \
 	TOFU="$$(hack/install-tools.sh tofu)" \
 	KUBECTL="$$(hack/install-tools.sh kubectl)" \
+	HELM="$$(hack/install-tools.sh helm)" \
 	$(GO) test $(GO_TEST_FLAGS) ./...
 
 .PHONY: e2e
@@ -102,6 +106,7 @@ e2e: test-tools ## Run only the end to end suite (test/e2e): the binaries, kubec
 	TERRAFORM="$$(hack/install-tools.sh terraform)" \
 	TOFU="$$(hack/install-tools.sh tofu)" \
 	KUBECTL="$$(hack/install-tools.sh kubectl)" \
+	HELM="$$(hack/install-tools.sh helm)" \
 	$(GO) test -count=1 -timeout 15m ./test/e2e/... $(E2E_FLAGS)
 
 ##@ Benchmarks

@@ -8,6 +8,7 @@
 #   TOFU="$(hack/install-tools.sh tofu)"
 #   KUBECTL="$(hack/install-tools.sh kubectl)"
 #   GOLANGCI_LINT="$(hack/install-tools.sh golangci-lint)"
+#   HELM="$(hack/install-tools.sh helm)"
 #
 # A binary already in the cache is reused. Builds go to a temporary name and are
 # renamed into place, so an interrupted build never leaves a half-written binary.
@@ -21,18 +22,20 @@
 #                         built with the Go on PATH and GOTOOLCHAIN=local, so a
 #                         version that needs a newer Go fails instead of
 #                         fetching another toolchain
+#   HELM_VERSION          default 3.22.0 (helm.sh/helm/v3)
 set -euo pipefail
 
 TERRAFORM_VERSION="${TERRAFORM_VERSION:-1.5.7}"
 TOFU_VERSION="${TOFU_VERSION:-1.12.6}"
 KUBECTL_VERSION="${KUBECTL_VERSION:-1.36.3}"
 GOLANGCI_LINT_VERSION="${GOLANGCI_LINT_VERSION:-2.15.0}"
+HELM_VERSION="${HELM_VERSION:-3.22.0}"
 cache_root="${INFRASTATE_TOOLS_DIR:-${XDG_DATA_HOME:-$HOME/.local/share}/infrastate-tools}"
 
 log() { printf 'install-tools: %s\n' "$*" >&2; }
 
 usage() {
-  printf 'usage: %s terraform|tofu|kubectl|golangci-lint\n' "$0" >&2
+  printf 'usage: %s terraform|tofu|kubectl|golangci-lint|helm\n' "$0" >&2
   exit 2
 }
 
@@ -51,12 +54,13 @@ with_lock() {
   fi
 }
 
-# go_install DEST PACKAGE@VERSION DURATION: go install PACKAGE into a
-# temporary GOBIN next to DEST, then renames the binary into place. Runs under
-# the tool's lock, so leftovers of an interrupted build can be removed first.
-# DURATION is how long a first build takes, for the progress message.
+# go_install DEST PACKAGE@VERSION DURATION [LDFLAGS]: go install PACKAGE into
+# a temporary GOBIN next to DEST, then renames the binary into place. Runs
+# under the tool's lock, so leftovers of an interrupted build can be removed
+# first. DURATION is how long a first build takes, for the progress message;
+# LDFLAGS, if given, are passed to the linker.
 go_install() {
-  local dest="$1" pkg="$2" duration="$3"
+  local dest="$1" pkg="$2" duration="$3" ldflags="${4:-}"
   [[ -x "${dest}" ]] && return 0
   local dir tmp
   dir="$(dirname "${dest}")"
@@ -66,7 +70,7 @@ go_install() {
   trap "rm -rf $(printf '%q' "${tmp}")" EXIT
   log "building ${pkg} from Go modules (${duration} the first time)"
   if ! (cd "${tmp}" && GOFLAGS= CGO_ENABLED=0 GOBIN="${tmp}" \
-      go install -trimpath "${pkg}" >&2); then
+      go install -trimpath -ldflags="${ldflags}" "${pkg}" >&2); then
     rm -rf "${tmp}"
     log "${pkg} build failed"
     return 1
@@ -123,6 +127,25 @@ install_golangci_lint() {
   GOTOOLCHAIN=local go_install "$1" \
     "github.com/golangci/golangci-lint/v2/cmd/golangci-lint@v${GOLANGCI_LINT_VERSION}" \
     "1 to 2 minutes"
+}
+
+# install_helm DEST: builds helm, with the -ldflags of helm's own Makefile
+# that matter here: the release version (the module alone reports "v3.22")
+# and the Kubernetes version `helm lint` checks deprecations against and
+# `helm template` renders for by default, the one after the client-go the
+# release is built with (Helm's default is 1.20 otherwise).
+install_helm() {
+  local dest="$1" gomod client_go minor
+  [[ -x "${dest}" ]] && return 0
+  gomod="$(cd "${cache_root}" && GOFLAGS= go mod download -json "helm.sh/helm/v3@v${HELM_VERSION}" |
+    sed -n 's/^[[:space:]]*"GoMod": "\(.*\)",\{0,1\}$/\1/p')"
+  client_go="$(sed -n 's/^[[:space:]]*k8s.io\/client-go v0\.\([0-9]*\)\..*/\1/p' "${gomod}" | head -n 1)"
+  [[ -n "${client_go}" ]] || { log "no k8s.io/client-go requirement in helm's go.mod (${gomod})"; return 1; }
+  minor="${client_go}"
+  go_install "${dest}" "helm.sh/helm/v3/cmd/helm@v${HELM_VERSION}" "1 to 3 minutes" \
+    "-X helm.sh/helm/v3/internal/version.version=v${HELM_VERSION}
+     -X helm.sh/helm/v3/pkg/lint/rules.k8sVersionMajor=1 -X helm.sh/helm/v3/pkg/lint/rules.k8sVersionMinor=${minor}
+     -X helm.sh/helm/v3/pkg/chartutil.k8sVersionMajor=1 -X helm.sh/helm/v3/pkg/chartutil.k8sVersionMinor=${minor}"
 }
 
 # install_kubectl DEST: builds kubectl from a small generated module (in the
@@ -186,6 +209,10 @@ case "$1" in
   kubectl)
     bin="${cache_root}/kubectl-${KUBECTL_VERSION}/kubectl"
     [[ -x "${bin}" ]] || with_lock "kubectl-${KUBECTL_VERSION}" install_kubectl "${bin}"
+    ;;
+  helm)
+    bin="${cache_root}/helm-${HELM_VERSION}/helm"
+    [[ -x "${bin}" ]] || with_lock "helm-${HELM_VERSION}" install_helm "${bin}"
     ;;
   golangci-lint)
     bin="${cache_root}/golangci-lint-${GOLANGCI_LINT_VERSION}/golangci-lint"
