@@ -1,5 +1,5 @@
 // Package testtools locates the command-line tools that test suites drive
-// (terraform, tofu, kubectl) and prepares a clean environment for them.
+// (terraform, tofu, kubectl, helm) and prepares a clean environment for them.
 //
 // The tools are built from Go modules by hack/install-tools.sh and handed to
 // the tests through environment variables; `make test` does this. A test that
@@ -89,6 +89,13 @@ func Runners(t T) []Runner {
 func Kubectl(t T) string {
 	t.Helper()
 	return tool(t, "KUBECTL", "kubectl")
+}
+
+// Helm returns the path of the helm binary named by the HELM environment
+// variable, and fails the test when it is unset or not an executable file.
+func Helm(t T) string {
+	t.Helper()
+	return tool(t, "HELM", "helm")
 }
 
 // tool resolves the binary named by the environment variable env. A bare
