@@ -11,8 +11,14 @@ KUBECTL ?= kubectl
 KUSTOMIZE ?= $(KUBECTL) kustomize
 GO_TEST_FLAGS ?= -race -count=1 -timeout 30m
 
-# Paths controller-gen writes. make test fails when they are stale.
-GENERATED_PATHS := api config/crd/bases config/rbac/role.yaml
+# CHART is the Helm chart. Its crds/ and files/ are copies that make
+# manifests writes; everything else in it is written by hand.
+CHART := charts/backend-operator
+
+# Paths controller-gen writes, and the chart's copies of them (and of the
+# admission policy) that make manifests keeps identical. make test fails
+# when they are stale.
+GENERATED_PATHS := api config/crd/bases config/rbac/role.yaml $(CHART)/crds $(CHART)/files
 
 # ENVTEST_SUITES names every top-level test that starts a kube-apiserver and
 # etcd (through internal/testenv). make unit skips exactly these, so a test
@@ -38,8 +44,13 @@ help: ## Show this help.
 ##@ Development
 
 .PHONY: manifests
-manifests: ## Generate the CRDs and the manager's RBAC role.
+manifests: ## Generate the CRDs and the manager's RBAC role, and copy them and the admission policy into the chart.
 	$(CONTROLLER_GEN) rbac:roleName=manager-role crd paths="./..." output:crd:artifacts:config=config/crd/bases
+	rm -rf $(CHART)/crds $(CHART)/files
+	mkdir -p $(CHART)/crds $(CHART)/files
+	cp config/crd/bases/*.yaml $(CHART)/crds/
+	cp config/rbac/role.yaml $(CHART)/files/manager-role.yaml
+	cp config/admission/validating_admission_policy.yaml $(CHART)/files/validating-admission-policy.yaml
 
 .PHONY: generate
 generate: ## Generate the DeepCopy methods of the API types.
@@ -55,7 +66,7 @@ vet: ## Run go vet.
 
 .PHONY: verify-generated
 verify-generated: ## Fail when make manifests generate would change tracked files.
-	hack/verify-generated.sh
+	hack/verify-generated.sh $(GENERATED_PATHS)
 
 .PHONY: verify-fmt
 verify-fmt: ## Fail when a Go file is not gofmt-formatted.

@@ -1,7 +1,9 @@
 #!/usr/bin/env bash
-# Fails when `make manifests generate` would change the tree. It generates in
-# a scratch copy, so it never rewrites a file in the working tree.
+# Fails when `make manifests generate` would change the tree under the paths
+# it is given (the Makefile's GENERATED_PATHS). It generates in a scratch
+# copy, so it never rewrites a file in the working tree.
 set -euo pipefail
+[[ $# -gt 0 ]] || { echo "usage: $0 PATH... (make verify-generated passes GENERATED_PATHS)" >&2; exit 2; }
 
 root="$(cd "$(dirname "$0")/.." && pwd)"
 scratch="$(mktemp -d)"
@@ -12,7 +14,7 @@ git ls-files -z --cached --others --exclude-standard | xargs -0 -I{} cp --parent
 make -s -C "${scratch}" manifests generate >/dev/null
 
 status=0
-for path in api config/crd/bases config/rbac/role.yaml; do
+for path in "$@"; do
   if ! diff -ru --exclude='*_test.go' "${root}/${path}" "${scratch}/${path}"; then
     status=1
   fi

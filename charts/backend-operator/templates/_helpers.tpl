@@ -1,0 +1,85 @@
+{{/*
+The chart's name, or nameOverride.
+*/}}
+{{- define "backend-operator.name" -}}
+{{- default .Chart.Name .Values.nameOverride | trunc 63 | trimSuffix "-" }}
+{{- end }}
+
+{{/*
+The prefix of every object's name: fullnameOverride, or the release name
+followed by the chart's name unless the release name already holds it.
+*/}}
+{{- define "backend-operator.fullname" -}}
+{{- if .Values.fullnameOverride }}
+{{- .Values.fullnameOverride | trunc 63 | trimSuffix "-" }}
+{{- else }}
+{{- $name := default .Chart.Name .Values.nameOverride }}
+{{- if contains $name .Release.Name }}
+{{- .Release.Name | trunc 63 | trimSuffix "-" }}
+{{- else }}
+{{- printf "%s-%s" .Release.Name $name | trunc 63 | trimSuffix "-" }}
+{{- end }}
+{{- end }}
+{{- end }}
+
+{{/*
+Labels of every object.
+*/}}
+{{- define "backend-operator.labels" -}}
+helm.sh/chart: {{ printf "%s-%s" .Chart.Name .Chart.Version | replace "+" "_" | trunc 63 | trimSuffix "-" }}
+app.kubernetes.io/name: {{ include "backend-operator.name" . }}
+app.kubernetes.io/instance: {{ .Release.Name }}
+app.kubernetes.io/version: {{ .Chart.AppVersion | quote }}
+app.kubernetes.io/managed-by: {{ .Release.Service }}
+{{- end }}
+
+{{/*
+Labels that select the manager's Pods.
+*/}}
+{{- define "backend-operator.selectorLabels" -}}
+app.kubernetes.io/name: {{ include "backend-operator.name" . }}
+app.kubernetes.io/instance: {{ .Release.Name }}
+app.kubernetes.io/component: manager
+{{- end }}
+
+{{/*
+The manager's ServiceAccount.
+*/}}
+{{- define "backend-operator.serviceAccountName" -}}
+{{- if .Values.serviceAccount.create }}
+{{- default (include "backend-operator.fullname" .) .Values.serviceAccount.name }}
+{{- else }}
+{{- required "serviceAccount.name must name an existing ServiceAccount when serviceAccount.create is false" .Values.serviceAccount.name }}
+{{- end }}
+{{- end }}
+
+{{/*
+The manager's image: repository@digest when a digest is set, else
+repository:tag, the tag defaulting to the chart's appVersion.
+*/}}
+{{- define "backend-operator.image" -}}
+{{- if .Values.image.digest }}
+{{- printf "%s@%s" .Values.image.repository .Values.image.digest }}
+{{- else }}
+{{- printf "%s:%s" .Values.image.repository (default .Chart.AppVersion .Values.image.tag) }}
+{{- end }}
+{{- end }}
+
+{{/*
+The manager's rules, the same in a ClusterRole and in the Role of each
+watched namespace: those of config/rbac/role.yaml, which controller-gen
+generates from the controllers' RBAC markers and `make manifests` copies
+into files/.
+*/}}
+{{- define "backend-operator.managerRules" -}}
+{{- (.Files.Get "files/manager-role.yaml" | fromYaml).rules | toYaml }}
+{{- end }}
+
+{{/*
+The subject of the manager's bindings.
+*/}}
+{{- define "backend-operator.subject" -}}
+- kind: ServiceAccount
+  name: {{ include "backend-operator.serviceAccountName" . }}
+  namespace: {{ .Release.Namespace }}
+{{- end }}
