@@ -27,7 +27,7 @@ GENERATED_PATHS := api config/crd/bases config/rbac/role.yaml $(CHART)/crds $(CH
 # - make unit points KUBEBUILDER_ASSETS at a path that cannot exist, so an
 #   envtest suite missing from the list fails to start instead of running;
 # - a stale or duplicated name fails the check, so the skip can hide nothing.
-ENVTEST_SUITES := TestControllers TestE2E TestValidation
+ENVTEST_SUITES := TestChartApply TestControllers TestE2E TestValidation
 NO_CONTROL_PLANE := /dev/null/make-unit-starts-no-control-plane
 empty :=
 space := $(empty) $(empty)

@@ -1,0 +1,81 @@
+package chart
+
+import (
+	"strings"
+	"testing"
+)
+
+// TestLint checks that helm lint --strict passes with the default values
+// and with the namespaced ones.
+func TestLint(t *testing.T) {
+	cases := map[string][]string{
+		"defaults":           nil,
+		"watched namespaces": {"watchNamespaces={team-a,team-b}"},
+		"ServiceMonitor":     {"metrics.serviceMonitor.enabled=true"},
+	}
+	for name, set := range cases {
+		t.Run(name, func(t *testing.T) {
+			args := []string{"lint", "--strict", chartDir, "--namespace", releaseNamespace}
+			for _, s := range set {
+				args = append(args, "--set", s)
+			}
+			stdout, stderr, err := runHelm(t, args...)
+			if err != nil {
+				t.Fatalf("helm %s: %v\n%s%s", strings.Join(args, " "), err, stdout, stderr)
+			}
+		})
+	}
+}
+
+// TestSchemaRejects checks that values.schema.json refuses wrong values at
+// helm template (and so at helm install), naming what is wrong.
+func TestSchemaRejects(t *testing.T) {
+	cases := map[string]struct {
+		set []string
+		// want is part of helm's message.
+		want string
+	}{
+		"a replica count that is not a number": {set: []string{"replicaCount=two"}, want: "at '/replicaCount': got string, want integer"},
+		"an unknown top-level key":             {set: []string{"replicas=2"}, want: "additional properties 'replicas' not allowed"},
+		"an unknown nested key":                {set: []string{"image.name=x"}, want: "additional properties 'name' not allowed"},
+		"an unknown key in a list item":        {set: []string{"tolerations[0].keyy=x"}, want: "additional properties 'keyy' not allowed"},
+		"a digest that is not sha256":          {set: []string{"image.digest=latest"}, want: "at '/image/digest'"},
+		"an invalid namespace":                 {set: []string{"watchNamespaces={Team_A}"}, want: "at '/watchNamespaces/0'"},
+		"an unknown reference policy":          {set: []string{"secretReferencePolicy=any"}, want: "at '/secretReferencePolicy'"},
+		"a probe interval that is no duration": {set: []string{"defaultProbeInterval=often"}, want: "at '/defaultProbeInterval'"},
+		"a chart-managed flag in extraArgs":    {set: []string{"extraArgs={--watch-namespaces=a}"}, want: "at '/extraArgs/0'"},
+		"a longer chart-managed flag":          {set: []string{"extraArgs={--max-concurrent-probes-per-namespace=2}"}, want: "at '/extraArgs/0'"},
+		"an extra argument that is no flag":    {set: []string{"extraArgs={verbose}"}, want: "at '/extraArgs/0'"},
+		"a port out of range":                  {set: []string{"metrics.service.port=70000"}, want: "at '/metrics/service/port'"},
+	}
+	for name, tc := range cases {
+		t.Run(name, func(t *testing.T) {
+			_, stderr, err := runHelm(t, templateArgs(tc.set...)...)
+			if err == nil {
+				t.Fatalf("helm template --set %v succeeded, want the schema to refuse it", tc.set)
+			}
+			if !strings.Contains(stderr, tc.want) {
+				t.Errorf("helm template --set %v failed with\n%s\nwant a message containing %q", tc.set, stderr, tc.want)
+			}
+		})
+	}
+}
+
+// TestSchemaAccepts checks that values the schema must not refuse render:
+// flags the chart does not set, and flags that merely start like one it
+// does.
+func TestSchemaAccepts(t *testing.T) {
+	cases := map[string][]string{
+		"other flags":                  {"extraArgs={--lock-release-wait=1m,--max-concurrent-reconciles=8,--zap-log-level=debug}"},
+		"a digest":                     {"image.digest=sha256:" + strings.Repeat("ab", 32)},
+		"no resources":                 {"resources=null"},
+		"a toleration":                 {"tolerations[0].key=dedicated", "tolerations[0].operator=Exists", "tolerations[0].effect=NoSchedule"},
+		"an allow list of addresses":   {"allowedAddressCIDRs={10.0.0.0/8,2001:db8::/32}"},
+		"the labeled reference policy": {"secretReferencePolicy=labeled"},
+	}
+	for name, set := range cases {
+		t.Run(name, func(t *testing.T) {
+			template(t, set...)
+		})
+	}
+}
