@@ -135,13 +135,13 @@ install_golangci_lint() {
 # `helm template` renders for by default, the one after the client-go the
 # release is built with (Helm's default is 1.20 otherwise).
 install_helm() {
-  local dest="$1" gomod client_go minor
+  local dest="$1" gomod minor
   [[ -x "${dest}" ]] && return 0
   gomod="$(cd "${cache_root}" && GOFLAGS= go mod download -json "helm.sh/helm/v3@v${HELM_VERSION}" |
     sed -n 's/^[[:space:]]*"GoMod": "\(.*\)",\{0,1\}$/\1/p')"
-  client_go="$(sed -n 's/^[[:space:]]*k8s.io\/client-go v0\.\([0-9]*\)\..*/\1/p' "${gomod}" | head -n 1)"
-  [[ -n "${client_go}" ]] || { log "no k8s.io/client-go requirement in helm's go.mod (${gomod})"; return 1; }
-  minor="${client_go}"
+  # client-go v0.N.x is Kubernetes 1.N.
+  minor="$(sed -n 's/^[[:space:]]*k8s.io\/client-go v0\.\([0-9]*\)\..*/\1/p' "${gomod}" | head -n 1)"
+  [[ -n "${minor}" ]] || { log "no k8s.io/client-go requirement in helm's go.mod (${gomod})"; return 1; }
   go_install "${dest}" "helm.sh/helm/v3/cmd/helm@v${HELM_VERSION}" "1 to 3 minutes" \
     "-X helm.sh/helm/v3/internal/version.version=v${HELM_VERSION}
      -X helm.sh/helm/v3/pkg/lint/rules.k8sVersionMajor=1 -X helm.sh/helm/v3/pkg/lint/rules.k8sVersionMinor=${minor}
