@@ -97,12 +97,12 @@ func TestDeploymentValues(t *testing.T) {
 			set: []string{
 				"deniedAddressCIDRs={10.96.0.0/12}", "allowedAddressCIDRs={192.0.2.0/24}",
 				"secretReferencePolicy=labeled", "maxConcurrentProbes=32", "maxConcurrentProbesPerNamespace=2",
-				"defaultProbeInterval=1m",
+				"maxConcurrentDecryptions=1", "defaultProbeInterval=1m",
 			},
 			check: wantArgs([]string{
 				"--denied-address-cidrs=10.96.0.0/12", "--allowed-address-cidrs=192.0.2.0/24",
 				"--secret-reference-policy=labeled", "--max-concurrent-probes=32",
-				"--max-concurrent-probes-per-namespace=2", "--default-probe-interval=1m",
+				"--max-concurrent-probes-per-namespace=2", "--max-concurrent-decryptions=1", "--default-probe-interval=1m",
 			}, nil),
 		},
 		"extra args come last": {
