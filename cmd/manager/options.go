@@ -21,8 +21,9 @@ import (
 	"github.com/infrastate/backend-operator/internal/statefile"
 )
 
-// leaderElectionID names the Lease the manager replicas compete for.
-const leaderElectionID = "backend-operator.backends.infrastate.io"
+// defaultLeaderElectionID names the Lease the manager replicas compete for,
+// unless --leader-election-id names another.
+const defaultLeaderElectionID = "backend-operator.backends.infrastate.io"
 
 // options are the manager's command-line settings.
 type options struct {
@@ -31,6 +32,7 @@ type options struct {
 	probeAddr                       string
 	pprofAddr                       string
 	leaderElect                     bool
+	leaderElectionID                string
 	watchNamespaces                 []string
 	maxConcurrentReconciles         int
 	maxConcurrentProbes             int
@@ -68,6 +70,8 @@ func parseOptions(fs *flag.FlagSet, args []string, getenv func(string) string) (
 			"Unauthenticated: bind it to loopback only.")
 	fs.BoolVar(&o.leaderElect, "leader-elect", false,
 		"Enable leader election, so that only one replica reconciles at a time.")
+	fs.StringVar(&o.leaderElectionID, "leader-election-id", defaultLeaderElectionID,
+		"Name of the Lease the replicas compete for, in the manager's namespace. Two installations in one namespace need different names.")
 	fs.StringVar(&namespaces, "watch-namespaces", "",
 		"Comma-separated namespaces to watch. Empty watches all namespaces.")
 	fs.IntVar(&o.maxConcurrentReconciles, "max-concurrent-reconciles", 4,
@@ -126,6 +130,9 @@ func parseOptions(fs *flag.FlagSet, args []string, getenv func(string) string) (
 	if o.maxConcurrentProbes < 1 || o.maxConcurrentProbesPerNamespace < 1 {
 		return options{}, fmt.Errorf("--max-concurrent-probes and --max-concurrent-probes-per-namespace must be at least 1, got %d and %d",
 			o.maxConcurrentProbes, o.maxConcurrentProbesPerNamespace)
+	}
+	if msgs := validation.IsDNS1123Subdomain(o.leaderElectionID); len(msgs) > 0 {
+		return options{}, fmt.Errorf("--leader-election-id %q is not a valid Lease name: %s", o.leaderElectionID, strings.Join(msgs, "; "))
 	}
 	if o.maxConcurrentDecryptions < 1 {
 		return options{}, fmt.Errorf("--max-concurrent-decryptions must be at least 1, got %d", o.maxConcurrentDecryptions)
@@ -190,7 +197,7 @@ func managerOptions(o options) ctrl.Options {
 		HealthProbeBindAddress: o.probeAddr,
 		PprofBindAddress:       o.pprofAddr,
 		LeaderElection:         o.leaderElect,
-		LeaderElectionID:       leaderElectionID,
+		LeaderElectionID:       o.leaderElectionID,
 		// The manager exits right after it stops reconciling, so releasing
 		// the Lease early is safe and lets a new leader start at once.
 		LeaderElectionReleaseOnCancel: true,

@@ -26,7 +26,7 @@ func TestParseOptions(t *testing.T) {
 		o := options{
 			metricsAddr: "0", secureMetrics: true, probeAddr: ":8081", pprofAddr: "0", maxConcurrentReconciles: 4,
 			maxConcurrentProbes: 16, maxConcurrentProbesPerNamespace: 4, defaultProbeInterval: 5 * time.Minute,
-			maxConcurrentDecryptions: 4, lockReleaseWait: 2 * time.Minute, referencePolicy: controllers.ReferencePolicyNamespace,
+			maxConcurrentDecryptions: 4, lockReleaseWait: 2 * time.Minute, leaderElectionID: defaultLeaderElectionID, referencePolicy: controllers.ReferencePolicyNamespace,
 			addressPolicy: netguard.Policy{Denied: netguard.DefaultDenied()},
 		}
 		if edit != nil {
@@ -59,13 +59,13 @@ func TestParseOptions(t *testing.T) {
 				"--max-concurrent-probes=32", "--max-concurrent-probes-per-namespace=2", "--secret-reference-policy=labeled",
 				"--allowed-address-cidrs=10.0.0.0/8, 192.168.1.7", "--denied-address-cidrs=10.96.0.0/12",
 				"--default-probe-interval=90s", "--pprof-bind-address=127.0.0.1:6060", "--lock-release-wait=30s",
-				"--max-concurrent-decryptions=3",
+				"--max-concurrent-decryptions=3", "--leader-election-id=team-a-operator",
 			},
 			want: options{
 				metricsAddr: ":8443", probeAddr: ":9000", pprofAddr: "127.0.0.1:6060", leaderElect: true,
 				watchNamespaces: []string{"team-a", "team-b"}, maxConcurrentReconciles: 8,
 				maxConcurrentProbes: 32, maxConcurrentProbesPerNamespace: 2, defaultProbeInterval: 90 * time.Second,
-				maxConcurrentDecryptions: 3, lockReleaseWait: 30 * time.Second, referencePolicy: controllers.ReferencePolicyLabeled,
+				maxConcurrentDecryptions: 3, lockReleaseWait: 30 * time.Second, leaderElectionID: "team-a-operator", referencePolicy: controllers.ReferencePolicyLabeled,
 				addressPolicy: netguard.Policy{
 					Allowed: []netip.Prefix{netip.MustParsePrefix("10.0.0.0/8"), netip.MustParsePrefix("192.168.1.7/32")},
 					Denied:  []netip.Prefix{netip.MustParsePrefix("10.96.0.0/12")},
@@ -99,6 +99,10 @@ func TestParseOptions(t *testing.T) {
 		"lock release wait below 1s": {
 			args:    []string{"--lock-release-wait=500ms"},
 			wantErr: "--lock-release-wait must be at least 1s, got 500ms",
+		},
+		"a leader election ID that is no Lease name": {
+			args:    []string{"--leader-election-id=Team_A"},
+			wantErr: `--leader-election-id "Team_A" is not a valid Lease name`,
 		},
 		"zero decryption concurrency": {
 			args:    []string{"--max-concurrent-decryptions=0"},
@@ -190,8 +194,8 @@ func TestManagerOptions(t *testing.T) {
 			if got.PprofBindAddress != tc.in.pprofAddr {
 				t.Errorf("pprof address = %q, want %q", got.PprofBindAddress, tc.in.pprofAddr)
 			}
-			if got.LeaderElection != tc.in.leaderElect || got.LeaderElectionID != leaderElectionID {
-				t.Errorf("leader election = %v %q, want %v %q", got.LeaderElection, got.LeaderElectionID, tc.in.leaderElect, leaderElectionID)
+			if got.LeaderElection != tc.in.leaderElect || got.LeaderElectionID != tc.in.leaderElectionID {
+				t.Errorf("leader election = %v %q, want %v %q", got.LeaderElection, got.LeaderElectionID, tc.in.leaderElect, tc.in.leaderElectionID)
 			}
 			if diff := cmp.Diff(tc.wantNamespaces, got.Cache.DefaultNamespaces); diff != "" {
 				t.Errorf("cache namespaces mismatch (-want +got):\n%s", diff)

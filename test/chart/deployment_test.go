@@ -89,6 +89,10 @@ func TestDeploymentValues(t *testing.T) {
 			set:   []string{"watchNamespaces={team-a,team-b}"},
 			check: wantArgs([]string{"--watch-namespaces=team-a,team-b"}, nil),
 		},
+		"a Lease of its own": {
+			set:   []string{"leaderElectionID=team-a-operator"},
+			check: wantArgs([]string{"--leader-elect", "--leader-election-id=team-a-operator"}, nil),
+		},
 		"no leader election": {
 			set:   []string{"leaderElection=false"},
 			check: wantArgs(nil, []string{"--leader-elect"}),

@@ -41,6 +41,7 @@ func TestSchemaRejects(t *testing.T) {
 		"an unknown key in a list item":        {set: []string{"tolerations[0].keyy=x"}, want: "additional properties 'keyy' not allowed"},
 		"a digest that is not sha256":          {set: []string{"image.digest=latest"}, want: "at '/image/digest'"},
 		"an invalid namespace":                 {set: []string{"watchNamespaces={Team_A}"}, want: "at '/watchNamespaces/0'"},
+		"a Lease name that is no name":         {set: []string{"leaderElectionID=Team_A"}, want: "at '/leaderElectionID'"},
 		"an unknown reference policy":          {set: []string{"secretReferencePolicy=any"}, want: "at '/secretReferencePolicy'"},
 		"a probe interval that is no duration": {set: []string{"defaultProbeInterval=often"}, want: "at '/defaultProbeInterval'"},
 		"a chart-managed flag in extraArgs":    {set: []string{"extraArgs={--watch-namespaces=a}"}, want: "at '/extraArgs/0'"},
