@@ -93,7 +93,7 @@ var _ = Describe("Broken input", func() {
 
 	It("stalls with SecretNotFound when a referenced Secret is deleted, keeping the last good render", func(ctx SpecContext) {
 		ns := newNamespace(ctx, "stall")
-		mgr := startManager(kc.kubeconfig, ns)
+		mgr := startManager(ns)
 		DeferCleanup(mgr.stop)
 		createStateServerSecrets(ctx, ns, statePassword)
 		kc.apply(ctx, ns, suiteBackend("app", ns+"-app").manifest())

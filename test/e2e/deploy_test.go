@@ -29,8 +29,12 @@ import (
 // deployNamespace is where config/default deploys the manager.
 const deployNamespace = "backend-operator-system"
 
+// managerServiceAccountName is the ServiceAccount config/default runs the
+// manager as, in deployNamespace.
+const managerServiceAccountName = "backend-operator-controller-manager"
+
 // managerServiceAccount is the user the deployed manager runs as.
-const managerServiceAccount = "system:serviceaccount:" + deployNamespace + ":backend-operator-controller-manager"
+const managerServiceAccount = "system:serviceaccount:" + deployNamespace + ":" + managerServiceAccountName
 
 // The specs of config/default apply it to the suite's one API server, in
 // namespaces of fixed names: they run one at a time.

@@ -16,7 +16,7 @@ var _ = Describe("OpenTofu state encryption", func() {
 			passphrase = "a passphrase of more than 16 bytes"
 		)
 		ns := newNamespace(ctx, "encrypt")
-		mgr := startManager(kc.kubeconfig, ns)
+		mgr := startManager(ns)
 		DeferCleanup(mgr.stop)
 		dataDir := GinkgoT().TempDir()
 		server := startStateServer(stateServerOptions{dataDir: dataDir, username: "tofu", password: password, tls: true})

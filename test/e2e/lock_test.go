@@ -20,7 +20,7 @@ import (
 var _ = Describe("A state lock", func() {
 	It("is shown with its holder, and released with forceUnlock.lockID", func(ctx SpecContext) {
 		ns := newNamespace(ctx, "lock")
-		mgr := startManager(kc.kubeconfig, ns)
+		mgr := startManager(ns)
 		DeferCleanup(mgr.stop)
 		createStateServerSecrets(ctx, ns, statePassword)
 		backend := suiteBackend("locks", ns+"-locks")

@@ -43,7 +43,7 @@ var _ = Describe("A state of 1.7 million outputs", func() {
 		Expect(sc.Update(ctx, state)).To(Succeed())
 
 		By("running the manager as shipped: GOMEMLIMIT=256MiB")
-		mgr := startManagerWithEnv(kc.kubeconfig, ns, []string{"GOMEMLIMIT=256MiB"})
+		mgr := startManagerWithEnv(ns, []string{"GOMEMLIMIT=256MiB"})
 		DeferCleanup(mgr.stop)
 		kc.apply(ctx, ns, httpBackend{name: "huge", address: server.stateURL("huge")}.manifest()+`---
 apiVersion: backends.infrastate.io/v1alpha1

@@ -182,20 +182,22 @@ type managerProcess struct{ *process }
 var loopbackOnly = []string{"--allowed-address-cidrs=127.0.0.0/8,::1/128"}
 
 // startManager runs cmd/manager against the suite's API server, watching
-// only namespace. Nothing it sends may leave the machine: its address
-// policy allows loopback only, and its proxy is the suite's egress
-// recorder. When the spec (or ordered container) that started it ends,
-// after it stopped, the spec fails if the recorder got a request or the
-// manager logged a refused address (expectLoopbackOnly). A CosBackend
+// only namespace, as the ServiceAccount config/default ships with exactly
+// the RBAC it ships (managerKubeconfig). Nothing it sends may leave the
+// machine: its address policy allows loopback only, and its proxy is the
+// suite's egress recorder. When the spec (or ordered container) that
+// started it ends, after it stopped, the spec fails if the recorder got a
+// request, the manager logged a refused address (expectLoopbackOnly) or
+// the API server denied it a request (expectNeverForbidden). A CosBackend
 // needs a COS double: pass --cos-service-url.
-func startManager(kubeconfig, namespace string, extraArgs ...string) *managerProcess {
-	return startManagerWithEnv(kubeconfig, namespace, nil, extraArgs...)
+func startManager(namespace string, extraArgs ...string) *managerProcess {
+	return startManagerWithEnv(namespace, nil, extraArgs...)
 }
 
 // startManagerWithEnv is startManager with extra environment variables.
-func startManagerWithEnv(kubeconfig, namespace string, extraEnv []string, extraArgs ...string) *managerProcess {
+func startManagerWithEnv(namespace string, extraEnv []string, extraArgs ...string) *managerProcess {
 	args := append([]string{
-		"--kubeconfig", kubeconfig,
+		"--kubeconfig", managerKubeconfig,
 		"--watch-namespaces", namespace,
 		"--health-probe-bind-address", "127.0.0.1:0",
 		"--metrics-bind-address", "0",
@@ -207,6 +209,7 @@ func startManagerWithEnv(kubeconfig, namespace string, extraEnv []string, extraA
 	// Registered before the caller's DeferCleanup(m.stop): runs after it.
 	DeferCleanup(func() {
 		expectLoopbackOnly(m)
+		expectNeverForbidden(m)
 		expectNoEgress()
 	})
 	p.waitForLog(regexp.MustCompile(`Starting workers`), 30*time.Second)

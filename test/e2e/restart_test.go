@@ -32,7 +32,7 @@ var _ = Describe("A manager killed in the middle of reconciling", func() {
 		kc.apply(ctx, ns, strings.Join(docs, "---\n"))
 
 		By("starting the manager and killing it with SIGKILL mid-way")
-		mgr := startManager(kc.kubeconfig, ns, "--max-concurrent-reconciles=2")
+		mgr := startManager(ns, "--max-concurrent-reconciles=2")
 		rendered := 0
 		Eventually(func(g Gomega) {
 			rendered = countRendered(ctx, g, ns)
@@ -44,7 +44,7 @@ var _ = Describe("A manager killed in the middle of reconciling", func() {
 		Expect(rendered).To(BeNumerically("<", count), "the manager finished before it was killed: nothing was interrupted")
 
 		By("starting it again")
-		mgr = startManager(kc.kubeconfig, ns)
+		mgr = startManager(ns)
 		DeferCleanup(mgr.stop)
 		kc.must(ctx, ns, "wait", "--for=condition=Ready", "httpbackend", "--all", "--timeout=120s")
 

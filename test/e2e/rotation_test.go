@@ -9,7 +9,7 @@ var _ = Describe("A password rotation", func() {
 	It("reaches the credentials Secret, and the backend recovers once the server has the new password", func(ctx SpecContext) {
 		const oldPassword, newPassword = "rotate-me-Old-1", "rotated-New-2"
 		ns := newNamespace(ctx, "rotate")
-		mgr := startManager(kc.kubeconfig, ns)
+		mgr := startManager(ns)
 		DeferCleanup(mgr.stop)
 
 		By("a state server of its own: HTTPS with basic auth, no client certificates")

@@ -68,7 +68,7 @@ var _ = Describe("The samples", Ordered, func() {
 		cosDouble := startCosDouble(secretID, secretKey, bucket)
 		DeferCleanup(cosDouble.stop)
 
-		mgr := startManager(kc.kubeconfig, ns, "--cos-service-url="+cosDouble.url)
+		mgr := startManager(ns, "--cos-service-url="+cosDouble.url)
 		DeferCleanup(mgr.stop)
 
 		By("starting a state server with the samples' credentials, as make run does")

@@ -32,7 +32,7 @@ spec:
 var _ = Describe("A StateLock", func() {
 	It("fails terraform apply naming its lock, and -lock-timeout waits until it is deleted", func(ctx SpecContext) {
 		ns := newNamespace(ctx, "slock")
-		mgr := startManager(kc.kubeconfig, ns)
+		mgr := startManager(ns)
 		DeferCleanup(mgr.stop)
 		createStateServerSecrets(ctx, ns, statePassword)
 		backend := suiteBackend("frozen", ns+"-frozen")

@@ -49,6 +49,9 @@ var (
 	bin struct{ manager, stateserver, cosdouble string }
 	// kc runs kubectl with the suite's admin kubeconfig.
 	kc *kubectl
+	// managerKubeconfig authenticates as the manager's ServiceAccount,
+	// bound to exactly the RBAC config/default ships.
+	managerKubeconfig string
 	// terraformCLI and tofuCLI are the Terraform and OpenTofu CLIs.
 	terraformCLI, tofuCLI testtools.Runner
 	// pki is the CA, server and client certificates of the state servers.
@@ -99,6 +102,9 @@ var _ = BeforeSuite(func(ctx SpecContext) {
 	kubeconfig, err := admin.KubeConfig()
 	Expect(err).NotTo(HaveOccurred())
 	kc = newKubectl(kubectlPath, dir, kubeconfig)
+
+	By("giving the manager its ServiceAccount and the RBAC config/default ships")
+	managerKubeconfig = setUpManagerIdentity(ctx, dir)
 
 	By("starting the state server with basic auth and mutual TLS")
 	pki, err = devpki.New("terraform-runner", 24*time.Hour)
