@@ -10,7 +10,10 @@ package controllers
 
 // The permissions every reconciler of this package needs; each backend
 // kind's file adds those of its own resource. The manager's ClusterRole in
-// config/rbac/role.yaml is generated from these markers.
+// config/rbac/role.yaml is generated from these markers. Events are written
+// through the events.k8s.io API only (mgr.GetEventRecorder): the core API's
+// Events are leader election's, in the manager's own namespace, which
+// config/rbac/leader_election_role.yaml grants.
 //
 // +kubebuilder:rbac:groups=backends.infrastate.io,resources=remotestates,verbs=get;list;watch
 // +kubebuilder:rbac:groups=backends.infrastate.io,resources=remotestates/status,verbs=patch
@@ -19,5 +22,4 @@ package controllers
 // +kubebuilder:rbac:groups=backends.infrastate.io,resources=statelocks/status,verbs=patch
 // +kubebuilder:rbac:groups="",resources=pods,verbs=get
 // +kubebuilder:rbac:groups="",resources=secrets;configmaps,verbs=get;list;watch;create;patch;delete
-// +kubebuilder:rbac:groups="",resources=events,verbs=create;patch
 // +kubebuilder:rbac:groups=events.k8s.io,resources=events,verbs=create;patch

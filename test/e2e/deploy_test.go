@@ -98,7 +98,6 @@ var _ = Describe("config/default", Serial, func() {
 		Expect(grants(role.Rules)).To(Equal(map[string][]string{
 			"configmaps":                                     {"create", "delete", "get", "list", "patch", "watch"},
 			"secrets":                                        {"create", "delete", "get", "list", "patch", "watch"},
-			"events":                                         {"create", "patch"},
 			"events.events.k8s.io":                           {"create", "patch"},
 			"httpbackends.backends.infrastate.io":            {"get", "list", "watch"},
 			"cosbackends.backends.infrastate.io":             {"get", "list", "watch"},
@@ -165,6 +164,10 @@ var _ = Describe("config/default", Serial, func() {
 			{"patch", "remotestates.backends.infrastate.io", "status", true},
 			{"delete", "configmaps", "", true},
 			{"delete", "secrets", "", true},
+			// Its Events go through events.k8s.io; the core API's are leader
+			// election's, in its own namespace only.
+			{"create", "events.events.k8s.io", "", true},
+			{"create", "events", "", false},
 			{"patch", "httpbackends.backends.infrastate.io", "", false},
 			{"patch", "statelocks.backends.infrastate.io", "", true},
 			{"get", "pods", "", true},
