@@ -199,9 +199,10 @@ func (e *stateEncryption) keys() []stateencryption.Key {
 	return keys
 }
 
-// passphraseKey is a passphrase under its key provider's name.
+// passphraseKey is a passphrase under the key provider name TF_ENCRYPTION
+// gives it.
 func passphraseKey(p render.Passphrase) stateencryption.Key {
-	return stateencryption.Key{Provider: stateencryption.KeyProviderName(p.SecretName, p.Key), Passphrase: p.Value}
+	return stateencryption.Key{Provider: p.ProviderName(), Passphrase: p.Value}
 }
 
 // encryptionReferences are the Secrets spec.encryption references, as

@@ -66,8 +66,11 @@ func (p Passphrase) key() string {
 	return p.Key
 }
 
-// providerName is the name of p's pbkdf2 key provider and aes_gcm method.
-func (p Passphrase) providerName() string {
+// ProviderName is the name of p's pbkdf2 key provider and aes_gcm method
+// in TF_ENCRYPTION, and so the name OpenTofu records a state's key
+// parameters under (see stateencryption.MetaKey): whoever decrypts a state
+// looks it up by this name.
+func (p Passphrase) ProviderName() string {
 	return stateencryption.KeyProviderName(p.SecretName, p.key())
 }
 
@@ -142,7 +145,7 @@ func writeEncryption(e EncryptionSecrets) []byte {
 	root := f.Body()
 	var chain []hcl.Traversal // the methods, primary first
 	for _, p := range passphrases {
-		name := p.providerName()
+		name := p.ProviderName()
 		kp := appendBlock(root, "key_provider", "pbkdf2", name)
 		kp.SetAttributeValue("passphrase", cty.StringVal(string(p.Value)))
 		m := appendBlock(root, "method", "aes_gcm", name)

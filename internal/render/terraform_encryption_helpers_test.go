@@ -142,9 +142,9 @@ func (e encryptedState) metaKeys() []string {
 // the key that pbkdf2 derives from passphrase, byte for byte, and the
 // parameters recorded under the key provider of p.
 func (e encryptedState) decrypt(p Passphrase, passphrase []byte) ([]byte, error) {
-	raw, ok := e.Meta[stateencryption.MetaKey(p.providerName())]
+	raw, ok := e.Meta[stateencryption.MetaKey(p.ProviderName())]
 	if !ok {
-		return nil, fmt.Errorf("no meta for %s among %q", p.providerName(), e.metaKeys())
+		return nil, fmt.Errorf("no meta for %s among %q", p.ProviderName(), e.metaKeys())
 	}
 	var m pbkdf2Meta
 	if err := json.Unmarshal(raw, &m); err != nil {

@@ -60,7 +60,7 @@ func TestTofuEncryptsWithThePassphrase(t *testing.T) {
 			if !ok {
 				t.Fatalf("the stored state is not encrypted:\n%s", doc)
 			}
-			if diff := cmp.Diff([]string{stateencryption.MetaKey(p.providerName())}, envelope.metaKeys()); diff != "" {
+			if diff := cmp.Diff([]string{stateencryption.MetaKey(p.ProviderName())}, envelope.metaKeys()); diff != "" {
 				t.Errorf("meta keys (-want +got):\n%s", diff)
 			}
 			plain, err := envelope.decrypt(p, p.Value)
@@ -161,7 +161,7 @@ func TestTofuEncryptionMigrations(t *testing.T) {
 		if !encrypted {
 			t.Fatalf("%s: the stored state is not encrypted:\n%s", step.name, doc)
 		}
-		if diff := cmp.Diff([]string{stateencryption.MetaKey(step.wantKey.providerName())}, envelope.metaKeys()); diff != "" {
+		if diff := cmp.Diff([]string{stateencryption.MetaKey(step.wantKey.ProviderName())}, envelope.metaKeys()); diff != "" {
 			t.Errorf("%s: meta keys (-want +got):\n%s", step.name, diff)
 		}
 		plain, err := envelope.decrypt(*step.wantKey, step.wantKey.Value)

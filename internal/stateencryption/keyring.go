@@ -99,11 +99,7 @@ func (k *Keyring) open(key Key, doc, payload []byte) ([]byte, error) {
 	if err != nil {
 		return nil, err
 	}
-	derive := k.derive
-	if derive == nil {
-		derive = deriveKey
-	}
-	dk, err := k.cache.key(key.Passphrase, p, derive)
+	dk, err := k.cache.key(key.Passphrase, p, k.derive)
 	if err != nil {
 		return nil, err
 	}
