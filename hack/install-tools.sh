@@ -85,39 +85,50 @@ install_terraform() {
     "about 2 minutes"
 }
 
+# build_in_scratch DEST NAME LABEL BUILD: builds a tool that go install
+# cannot: runs the function BUILD in a new scratch directory under the cache
+# (never in the repository), with the path it must write the binary to, then
+# renames the binary into place. Runs under the tool's lock, so leftovers of
+# an interrupted build can be removed first. LABEL is for the progress
+# message.
+build_in_scratch() {
+  local dest="$1" name="$2" label="$3" build="$4"
+  [[ -x "${dest}" ]] && return 0
+  local src
+  rm -rf "${cache_root}/src/${name}".* "${dest}".tmp.*
+  mkdir -p "$(dirname "${dest}")" "${cache_root}/src"
+  src="$(mktemp -d "${cache_root}/src/${name}.XXXXXX")"
+  trap "rm -rf $(printf '%q %q' "${src}" "${dest}.tmp.$$")" EXIT
+  log "building ${label} from Go modules (minutes the first time)"
+  if ! (cd "${src}" && "${build}" "${dest}.tmp.$$"); then
+    rm -rf "${src}" "${dest}.tmp.$$"
+    log "${name} build failed"
+    return 1
+  fi
+  mv "${dest}.tmp.$$" "${dest}"
+  rm -rf "${src}"
+}
+
 # install_tofu DEST: builds OpenTofu. `go install` refuses its module (its
 # go.mod has replace directives), so this builds inside a writable copy of the
 # module's own source from the module cache, where the replaces apply.
 # version.dev=no makes `tofu version` report the release, not "-dev".
 install_tofu() {
-  local dest="$1"
-  [[ -x "${dest}" ]] && return 0
-  local dir src mod
-  dir="$(dirname "${dest}")"
-  rm -rf "${cache_root}/src/tofu-${TOFU_VERSION}".* "${dest}".tmp.*
-  mkdir -p "${dir}" "${cache_root}/src"
-  src="$(mktemp -d "${cache_root}/src/tofu-${TOFU_VERSION}.XXXXXX")"
-  trap "rm -rf $(printf '%q %q' "${src}" "${dest}.tmp.$$")" EXIT
-  log "building OpenTofu v${TOFU_VERSION} from Go modules (several minutes the first time)"
-  if ! (
-    set -euo pipefail
-    cd "${src}"
-    mod="$(GOFLAGS= go mod download -json "github.com/opentofu/opentofu@v${TOFU_VERSION}" |
-      sed -n 's/^[[:space:]]*"Dir": "\(.*\)",\{0,1\}$/\1/p')"
-    [[ -n "${mod}" && -d "${mod}" ]] || { log "go mod download gave no directory for opentofu"; exit 1; }
-    cp -R "${mod}/." "${src}/module"
-    chmod -R u+w "${src}/module"
-    cd "${src}/module"
+  build_in_scratch "$1" "tofu-${TOFU_VERSION}" "OpenTofu v${TOFU_VERSION}" build_tofu
+}
+
+# build_tofu OUT: build_in_scratch's BUILD for OpenTofu.
+build_tofu() {
+  local out="$1" mod
+  mod="$(GOFLAGS= go mod download -json "github.com/opentofu/opentofu@v${TOFU_VERSION}" |
+    sed -n 's/^[[:space:]]*"Dir": "\(.*\)",\{0,1\}$/\1/p')"
+  [[ -n "${mod}" && -d "${mod}" ]] || { log "go mod download gave no directory for opentofu"; return 1; }
+  cp -R "${mod}/." module &&
+    chmod -R u+w module &&
+    cd module &&
     GOFLAGS=-mod=mod CGO_ENABLED=0 go build -trimpath \
       -ldflags "-X github.com/opentofu/opentofu/version.dev=no" \
-      -o "${dest}.tmp.$$" ./cmd/tofu >&2
-  ); then
-    rm -rf "${src}" "${dest}.tmp.$$"
-    log "tofu build failed"
-    return 1
-  fi
-  mv "${dest}.tmp.$$" "${dest}"
-  rm -rf "${src}"
+      -o "${out}" ./cmd/tofu >&2
 }
 
 # install_golangci_lint DEST: builds golangci-lint with the Go on PATH
@@ -149,20 +160,16 @@ install_helm() {
 }
 
 # install_kubectl DEST: builds kubectl from a small generated module (in the
-# cache, never in the repository) that requires k8s.io/kubectl. Runs under the
-# tool's lock, so leftovers of an interrupted build can be removed first.
+# scratch directory, never in the repository) that requires k8s.io/kubectl.
 install_kubectl() {
-  local dest="$1"
-  [[ -x "${dest}" ]] && return 0
-  local dir src minor
-  dir="$(dirname "${dest}")"
-  rm -rf "${cache_root}/src/kubectl-${KUBECTL_VERSION}".* "${dest}".tmp.*
-  mkdir -p "${dir}" "${cache_root}/src"
-  src="$(mktemp -d "${cache_root}/src/kubectl-${KUBECTL_VERSION}.XXXXXX")"
-  trap "rm -rf $(printf '%q %q' "${src}" "${dest}.tmp.$$")" EXIT
-  minor="${KUBECTL_VERSION#1.}"
+  build_in_scratch "$1" "kubectl-${KUBECTL_VERSION}" "kubectl v${KUBECTL_VERSION}" build_kubectl
+}
+
+# build_kubectl OUT: build_in_scratch's BUILD for kubectl.
+build_kubectl() {
+  local out="$1" minor="${KUBECTL_VERSION#1.}"
   minor="${minor%%.*}"
-  cat >"${src}/main.go" <<'GO'
+  cat >main.go <<'GO'
 package main
 
 import (
@@ -176,21 +183,11 @@ func main() {
 	os.Exit(cli.Run(cmd.NewDefaultKubectlCommand()))
 }
 GO
-  printf 'module tools.local/kubectl\n\ngo 1.26\n\nrequire k8s.io/kubectl v0.%s\n' "${KUBECTL_VERSION#1.}" >"${src}/go.mod"
-  log "building kubectl v${KUBECTL_VERSION} from Go modules (minutes the first time)"
-  if ! (
-    cd "${src}"
-    GOFLAGS=-mod=mod go mod tidy >&2
+  printf 'module tools.local/kubectl\n\ngo 1.26\n\nrequire k8s.io/kubectl v0.%s\n' "${KUBECTL_VERSION#1.}" >go.mod &&
+    GOFLAGS=-mod=mod go mod tidy >&2 &&
     CGO_ENABLED=0 GOFLAGS=-mod=mod go build -trimpath \
       -ldflags "-X k8s.io/component-base/version.gitVersion=v${KUBECTL_VERSION} -X k8s.io/component-base/version.gitMajor=1 -X k8s.io/component-base/version.gitMinor=${minor}" \
-      -o "${dest}.tmp.$$" . >&2
-  ); then
-    rm -rf "${src}" "${dest}.tmp.$$"
-    log "kubectl build failed"
-    return 1
-  fi
-  mv "${dest}.tmp.$$" "${dest}"
-  rm -rf "${src}"
+      -o "${out}" . >&2
 }
 
 [[ $# -eq 1 ]] || usage
