@@ -3,7 +3,6 @@ package e2e
 import (
 	"net/http"
 	"net/http/httptest"
-	"strings"
 	"sync"
 
 	. "github.com/onsi/gomega"
@@ -69,11 +68,5 @@ const addressRefusal = "refused by the address policy"
 // (startManager), so any refusal is an attempt to leave the machine that
 // did not go through the proxy.
 func expectLoopbackOnly(m *managerProcess) {
-	var refused []string
-	for line := range strings.SplitSeq(m.logs(), "\n") {
-		if strings.Contains(line, addressRefusal) {
-			refused = append(refused, line)
-		}
-	}
-	Expect(refused).To(BeEmpty(), "the manager tried to connect to addresses other than loopback")
+	Expect(m.logLinesWith(addressRefusal)).To(BeEmpty(), "the manager tried to connect to addresses other than loopback")
 }

@@ -5,7 +5,6 @@ import (
 	"encoding/json"
 	"os"
 	"path/filepath"
-	"strings"
 
 	. "github.com/onsi/gomega"
 	authenticationv1 "k8s.io/api/authentication/v1"
@@ -65,13 +64,7 @@ const forbidden = "is forbidden: "
 // could not write, a watch it could not start), so a permission the shipped
 // RBAC lacks does not always fail the spec that needs it by itself.
 func expectNeverForbidden(m *managerProcess) {
-	var denied []string
-	for line := range strings.SplitSeq(m.logs(), "\n") {
-		if strings.Contains(line, forbidden) {
-			denied = append(denied, line)
-		}
-	}
-	Expect(denied).To(BeEmpty(), "the API server denied the manager a request: the RBAC config/rbac ships lacks a permission")
+	Expect(m.logLinesWith(forbidden)).To(BeEmpty(), "the API server denied the manager a request: the RBAC config/rbac ships lacks a permission")
 }
 
 // serviceAccountKubeconfig writes to path a kubeconfig for the suite's API

@@ -71,6 +71,17 @@ func (p *process) logs() string {
 	return p.output.String()
 }
 
+// logLinesWith returns the lines of the output holding s.
+func (p *process) logLinesWith(s string) []string {
+	var lines []string
+	for line := range strings.SplitSeq(p.logs(), "\n") {
+		if strings.Contains(line, s) {
+			lines = append(lines, line)
+		}
+	}
+	return lines
+}
+
 // waitForLog waits until the output matches re and returns the first
 // submatch (or the whole match). It fails when the process exits first.
 func (p *process) waitForLog(re *regexp.Regexp, within time.Duration) string {
