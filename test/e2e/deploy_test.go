@@ -149,7 +149,7 @@ var _ = Describe("config/default", Serial, func() {
 
 	It("is deployed by make deploy with the image IMG names", func(ctx SpecContext) {
 		const image = "example.test/backend-operator:v1.2.3"
-		r := makeDeploy(ctx, "deploy", "IMG="+image)
+		r := makeDeploy(ctx, "IMG="+image)
 		Expect(r.err).NotTo(HaveOccurred(), "make deploy:\n%s", r.stderr)
 		Expect(managerImages(ctx)).To(Equal([]string{image}))
 
@@ -187,12 +187,12 @@ var _ = Describe("config/default", Serial, func() {
 
 	It("refuses to deploy an IMG that is not an image reference, and applies nothing", func(ctx SpecContext) {
 		before := managerImages(ctx)
-		r := makeDeploy(ctx, "deploy", "IMG=example.test/Backend-Operator:v1")
+		r := makeDeploy(ctx, "IMG=example.test/Backend-Operator:v1")
 		Expect(r.err).To(HaveOccurred(), "make deploy should fail:\n%s", r.stdout)
 		Expect(r.stderr).To(ContainSubstring("IMG=example.test/Backend-Operator:v1 is not an image reference"))
 		Expect(managerImages(ctx)).To(Equal(before))
 
-		r = makeDeploy(ctx, "deploy", "IMG=example.test/backend-operator")
+		r = makeDeploy(ctx, "IMG=example.test/backend-operator")
 		Expect(r.err).To(HaveOccurred(), "make deploy should fail:\n%s", r.stdout)
 		Expect(r.stderr).To(ContainSubstring("IMG=example.test/backend-operator has neither a tag nor a digest"))
 		Expect(managerImages(ctx)).To(Equal(before))
@@ -264,12 +264,12 @@ func managerImages(ctx context.Context) []string {
 	return images
 }
 
-// makeDeploy runs the Makefile's target (deploy or undeploy) from the
-// repository root with the suite's kubectl and kubeconfig. It does not
+// makeDeploy runs make deploy with vars from the repository root with the
+// suite's kubectl and kubeconfig. It does not
 // remake manifests: make test checks them before it runs the tests, and
 // rewriting them here would race with the suites that read them.
-func makeDeploy(ctx context.Context, target string, vars ...string) result {
-	args := append([]string{"--no-print-directory", "-o", "manifests", target, "KUBECTL=" + kc.path}, vars...)
+func makeDeploy(ctx context.Context, vars ...string) result {
+	args := append([]string{"--no-print-directory", "-o", "manifests", "deploy", "KUBECTL=" + kc.path}, vars...)
 	return runInRepo(ctx, nil, "make", args...)
 }
 

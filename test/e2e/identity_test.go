@@ -6,6 +6,7 @@ import (
 	"os"
 	"path/filepath"
 
+	. "github.com/onsi/ginkgo/v2"
 	. "github.com/onsi/gomega"
 	authenticationv1 "k8s.io/api/authentication/v1"
 	corev1 "k8s.io/api/core/v1"
@@ -18,7 +19,7 @@ import (
 	"github.com/infrastate/backend-operator/internal/testenv"
 )
 
-// identityKinds are the kinds of config/default that make up the manager's
+// identityKinds are the kinds of an install that make up the manager's
 // identity and what it may do: its namespace, its ServiceAccount and the
 // RBAC objects that bind it.
 var identityKinds = map[string]bool{
@@ -30,30 +31,86 @@ var identityKinds = map[string]bool{
 	"ClusterRoleBinding": true,
 }
 
+// managerIdentity is a ServiceAccount the manager can run as, bound to the
+// RBAC of one way of installing it.
+type managerIdentity struct {
+	// source names that install, for messages: config/default, the chart.
+	source string
+	// namespace and name are the ServiceAccount's.
+	namespace, name string
+	// kubeconfig authenticates as the ServiceAccount.
+	kubeconfig string
+}
+
+// chartRelease is the release name of the chart's identity in the suite:
+// not the chart's name, so that its objects' names differ from those of
+// config/default, applied beside them.
+const chartRelease = "infrastate"
+
+// The environment variable E2E_MANAGER_RBAC says whose RBAC the suite's
+// managers run with: the chart's (the default) or config/default's
+// ("kustomize"). Both are applied, and "The manager's effective
+// permissions" proves they grant the same.
+const managerRBACEnv = "E2E_MANAGER_RBAC"
+
+// suiteIdentity applies the identities of config/default and of the chart
+// (rendered for the release chartRelease in deployNamespace) and returns
+// the one E2E_MANAGER_RBAC selects, then the other.
+func suiteIdentity(ctx context.Context, dir string) (selected, other managerIdentity) {
+	kustomized := setUpManagerIdentity(ctx, dir, "config/default", kustomize(ctx, filepath.Join(testenv.RepoRoot(), "config", "default")))
+	charted := setUpManagerIdentity(ctx, dir, "the chart", helmTemplate(ctx, chartRelease, deployNamespace))
+	switch os.Getenv(managerRBACEnv) {
+	case "", "chart":
+		return charted, kustomized
+	case "kustomize":
+		return kustomized, charted
+	default:
+		Fail(managerRBACEnv + " must be chart or kustomize")
+		return managerIdentity{}, managerIdentity{}
+	}
+}
+
+// kustomize renders the kustomization in dir with `kubectl kustomize`.
+func kustomize(ctx context.Context, dir string) []*unstructured.Unstructured {
+	r := kc.run(ctx, "", "", "kustomize", dir)
+	Expect(r.err).NotTo(HaveOccurred(), "kubectl kustomize %s:\n%s", dir, r.stderr)
+	Expect(r.stderr).To(BeEmpty(), "warnings of kubectl kustomize %s", dir)
+	return decodeDocuments([]byte(r.stdout))
+}
+
 // setUpManagerIdentity applies the Namespace, ServiceAccount and RBAC
-// objects of config/default exactly as `kubectl kustomize` renders them,
-// and writes into dir a kubeconfig that authenticates as the manager's
-// ServiceAccount with a token from the TokenRequest API. It returns that
-// kubeconfig's path: startManager runs every manager with it, so a
-// permission the shipped RBAC lacks fails the spec that needs it.
-func setUpManagerIdentity(ctx context.Context, dir string) string {
-	r := kc.run(ctx, "", "", "kustomize", filepath.Join(testenv.RepoRoot(), "config", "default"))
-	Expect(r.err).NotTo(HaveOccurred(), "kubectl kustomize config/default:\n%s", r.stderr)
+// objects of an install (objs, exactly as its tool renders them; source
+// names it), and writes into dir a kubeconfig that authenticates as its
+// one ServiceAccount with a token from the TokenRequest API. Managers run
+// with that kubeconfig: a permission the install lacks fails the spec
+// that needs it.
+func setUpManagerIdentity(ctx context.Context, dir, source string, objs []*unstructured.Unstructured) managerIdentity {
 	list := unstructured.UnstructuredList{Object: map[string]any{"apiVersion": "v1", "kind": "List"}}
-	for _, o := range decodeDocuments([]byte(r.stdout)) {
+	var accounts []*unstructured.Unstructured
+	for _, o := range objs {
 		if identityKinds[o.GetKind()] {
 			list.Items = append(list.Items, *o)
 		}
+		if o.GetKind() == "ServiceAccount" {
+			accounts = append(accounts, o)
+		}
 	}
+	Expect(accounts).To(HaveLen(1), "%s should have one ServiceAccount", source)
 	manifest, err := json.Marshal(&list)
 	Expect(err).NotTo(HaveOccurred())
-	// Server-side, as hack/deploy.sh and the config/default specs apply it.
+	// Server-side, as hack/deploy.sh, helm and the config/default specs apply it.
 	applied := kc.run(ctx, "", string(manifest), "apply", "--server-side", "-f", "-")
-	Expect(applied.err).NotTo(HaveOccurred(), "applying the manager's RBAC:\n%s", applied.stderr)
+	Expect(applied.err).NotTo(HaveOccurred(), "applying the manager's RBAC of %s:\n%s", source, applied.stderr)
 
-	kubeconfig := serviceAccountKubeconfig(ctx, deployNamespace, managerServiceAccountName, filepath.Join(dir, "manager.kubeconfig"))
-	Expect(kc.as(kubeconfig).must(ctx, "", "auth", "whoami", "-o", "jsonpath={.status.userInfo.username}")).To(Equal(managerServiceAccount))
-	return kubeconfig
+	id := managerIdentity{source: source, namespace: accounts[0].GetNamespace(), name: accounts[0].GetName()}
+	id.kubeconfig = serviceAccountKubeconfig(ctx, id.namespace, id.name, filepath.Join(dir, id.namespace+"."+id.name+".kubeconfig"))
+	Expect(kc.as(id.kubeconfig).must(ctx, "", "auth", "whoami", "-o", "jsonpath={.status.userInfo.username}")).To(Equal(id.user()))
+	return id
+}
+
+// user is the identity's user name.
+func (id managerIdentity) user() string {
+	return "system:serviceaccount:" + id.namespace + ":" + id.name
 }
 
 // forbidden is what the API server answers a request RBAC denies.
@@ -64,7 +121,7 @@ const forbidden = "is forbidden: "
 // could not write, a watch it could not start), so a permission the shipped
 // RBAC lacks does not always fail the spec that needs it by itself.
 func expectNeverForbidden(m *managerProcess) {
-	Expect(m.logLinesWith(forbidden)).To(BeEmpty(), "the API server denied the manager a request: the RBAC config/rbac ships lacks a permission")
+	Expect(m.logLinesWith(forbidden)).To(BeEmpty(), "the API server denied the manager, running with the RBAC of %s, a request: it lacks a permission", m.identity.source)
 }
 
 // serviceAccountKubeconfig writes to path a kubeconfig for the suite's API

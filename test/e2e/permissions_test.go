@@ -14,58 +14,88 @@ import (
 )
 
 // permissionsFile is the checked-in list of the manager's effective
-// permissions.
+// permissions when it watches every namespace.
 var permissionsFile = filepath.Join("testdata", "manager-permissions.txt")
+
+// updatePermissionsHint says how to regenerate the permission files.
+const updatePermissionsHint = `UPDATE_PERMISSIONS=1 go test -count=1 ./test/e2e/ -ginkgo.focus "effective permissions"`
 
 // The manager's effective permissions, as the API server answers
 // `kubectl auth can-i --list` for its ServiceAccount's token, less what
 // every ServiceAccount gets without a binding, must be exactly
-// testdata/manager-permissions.txt: a new verb, resource or namespace the
-// manager may touch is a decision made visibly, in that file's diff. When
-// the shipped RBAC changes on purpose (a +kubebuilder:rbac marker or a
-// file of config/rbac), regenerate the file and commit it with the change:
+// testdata/manager-permissions.txt, with the RBAC of the chart and with
+// that of config/default: a new verb, resource or namespace the manager
+// may touch is a decision made visibly, in that file's diff, and the two
+// installs grant the same. When the shipped RBAC changes on purpose (a
+// +kubebuilder:rbac marker, a file of config/rbac or of the chart),
+// regenerate the file and commit it with the change:
 //
 //	UPDATE_PERMISSIONS=1 go test -count=1 ./test/e2e/ -ginkgo.focus "effective permissions"
 var _ = Describe("The manager's effective permissions", func() {
-	It("are exactly testdata/manager-permissions.txt, in a watched namespace and in its own", func(ctx SpecContext) {
-		watched := newNamespace(ctx, "permissions")
-		manager := kc.as(managerKubeconfig)
-
-		By("asking, for a ServiceAccount with no binding, what every ServiceAccount may do")
-		elsewhere := newNamespace(ctx, "unbound")
-		kc.must(ctx, elsewhere, "create", "serviceaccount", "unbound")
-		unbound := kc.as(serviceAccountKubeconfig(ctx, elsewhere, "unbound", filepath.Join(GinkgoT().TempDir(), "unbound.kubeconfig")))
-
-		got := "# The manager's effective permissions: `kubectl auth can-i --list` as its\n" +
-			"# ServiceAccount, less what a ServiceAccount with no binding may do.\n" +
-			"# Regenerate with UPDATE_PERMISSIONS=1 (see test/e2e/permissions_test.go).\n"
-		for _, where := range []struct{ title, namespace string }{
-			{"in a namespace it watches", watched},
+	It("are exactly testdata/manager-permissions.txt, in a watched namespace and in its own, with the chart's RBAC and config/default's", func(ctx SpecContext) {
+		sections := []permissionSection{
+			{"in a namespace it watches", newNamespace(ctx, "permissions")},
 			{"in its own namespace, " + deployNamespace, deployNamespace},
-		} {
-			own := permissions(ctx, manager, where.namespace)
-			for key, verbs := range permissions(ctx, unbound, where.namespace) {
-				own[key] = slices.DeleteFunc(own[key], func(v string) bool { return slices.Contains(verbs, v) })
-			}
-			got += "\n[" + where.title + "]\n"
-			for _, key := range slices.Sorted(maps.Keys(own)) {
-				if len(own[key]) > 0 {
-					got += key + ": " + strings.Join(own[key], " ") + "\n"
-				}
-			}
 		}
-
-		if os.Getenv("UPDATE_PERMISSIONS") != "" {
-			Expect(os.WriteFile(permissionsFile, []byte(got), 0o600)).To(Succeed())
-		}
-		want, err := os.ReadFile(permissionsFile)
-		Expect(err).NotTo(HaveOccurred())
-		Expect(cmp.Diff(strings.Split(string(want), "\n"), strings.Split(got, "\n"))).To(BeEmpty(),
-			"The manager's effective permissions (+) differ from %s (-). If the new ones are a deliberate decision, regenerate the file with\n"+
-				"  UPDATE_PERMISSIONS=1 go test -count=1 ./test/e2e/ -ginkgo.focus \"effective permissions\"\n"+
-				"and commit it with the RBAC change; if not, fix the +kubebuilder:rbac markers or config/rbac.", permissionsFile)
+		expectPermissionsFile(ctx, permissionsFile, sections, managerID, otherManagerID)
 	})
 })
+
+// permissionSection is a namespace the effective permissions are listed
+// in, with the title the file gives it.
+type permissionSection struct{ title, namespace string }
+
+// unboundServiceAccount returns kubectl as a new ServiceAccount with no
+// binding: what it may do, every ServiceAccount may.
+func unboundServiceAccount(ctx context.Context) *kubectl {
+	ns := newNamespace(ctx, "unbound")
+	kc.must(ctx, ns, "create", "serviceaccount", "unbound")
+	return kc.as(serviceAccountKubeconfig(ctx, ns, "unbound", filepath.Join(GinkgoT().TempDir(), "unbound.kubeconfig")))
+}
+
+// effectivePermissions lists, section by section, what id may do less
+// what unbound may, in the format of the checked-in permission files.
+func effectivePermissions(ctx context.Context, id managerIdentity, unbound *kubectl, sections []permissionSection) string {
+	got := "# The manager's effective permissions: `kubectl auth can-i --list` as its\n" +
+		"# ServiceAccount, less what a ServiceAccount with no binding may do.\n" +
+		"# Regenerate with UPDATE_PERMISSIONS=1 (see test/e2e/permissions_test.go).\n"
+	manager := kc.as(id.kubeconfig)
+	for _, section := range sections {
+		own := permissions(ctx, manager, section.namespace)
+		for key, verbs := range permissions(ctx, unbound, section.namespace) {
+			own[key] = slices.DeleteFunc(own[key], func(v string) bool { return slices.Contains(verbs, v) })
+		}
+		got += "\n[" + section.title + "]\n"
+		for _, key := range slices.Sorted(maps.Keys(own)) {
+			if len(own[key]) > 0 {
+				got += key + ": " + strings.Join(own[key], " ") + "\n"
+			}
+		}
+	}
+	return got
+}
+
+// expectPermissionsFile fails unless the effective permissions of each of
+// ids, listed in sections, are the content of file. With
+// UPDATE_PERMISSIONS set it first writes those of the first identity to
+// file.
+func expectPermissionsFile(ctx context.Context, file string, sections []permissionSection, ids ...managerIdentity) {
+	GinkgoHelper()
+	unbound := unboundServiceAccount(ctx)
+	for i, id := range ids {
+		By("listing the manager's effective permissions with the RBAC of " + id.source)
+		got := effectivePermissions(ctx, id, unbound, sections)
+		if i == 0 && os.Getenv("UPDATE_PERMISSIONS") != "" {
+			Expect(os.WriteFile(file, []byte(got), 0o600)).To(Succeed())
+		}
+		want, err := os.ReadFile(file)
+		Expect(err).NotTo(HaveOccurred())
+		Expect(cmp.Diff(strings.Split(string(want), "\n"), strings.Split(got, "\n"))).To(BeEmpty(),
+			"The effective permissions (+) of the manager with the RBAC of %s differ from %s (-). If the new ones are a deliberate decision, regenerate the file with\n"+
+				"  %s\n"+
+				"and commit it with the RBAC change; if not, fix the +kubebuilder:rbac markers, config/ or the chart.", id.source, file, updatePermissionsHint)
+	}
+}
 
 // permissions runs `kubectl auth can-i --list` in namespace with k's
 // credentials and returns the sorted verbs allowed on each resource, keyed

@@ -186,15 +186,19 @@ func (s *stateServerProcess) restart(password string) *stateServerProcess {
 func (s *stateServerProcess) stateURL(name string) string { return s.url + "/state/" + name }
 
 // managerProcess is a running cmd/manager.
-type managerProcess struct{ *process }
+type managerProcess struct {
+	*process
+	// identity is the ServiceAccount it runs as.
+	identity managerIdentity
+}
 
 // loopbackOnly are the manager flags that let its probes and reads connect
 // to loopback addresses only.
 var loopbackOnly = []string{"--allowed-address-cidrs=127.0.0.0/8,::1/128"}
 
 // startManager runs cmd/manager against the suite's API server, watching
-// only namespace, as the ServiceAccount config/default ships with exactly
-// the RBAC it ships (managerKubeconfig). Nothing it sends may leave the
+// only namespace, as the suite's manager ServiceAccount with exactly the
+// RBAC the chart ships (managerID). Nothing it sends may leave the
 // machine: its address policy allows loopback only, and its proxy is the
 // suite's egress recorder. When the spec (or ordered container) that
 // started it ends, after it stopped, the spec fails if the recorder got a
@@ -207,16 +211,22 @@ func startManager(namespace string, extraArgs ...string) *managerProcess {
 
 // startManagerWithEnv is startManager with extra environment variables.
 func startManagerWithEnv(namespace string, extraEnv []string, extraArgs ...string) *managerProcess {
+	return startManagerAs(managerID, namespace, extraEnv, extraArgs...)
+}
+
+// startManagerAs is startManagerWithEnv running as id, watching the
+// comma-separated namespaces.
+func startManagerAs(id managerIdentity, namespaces string, extraEnv []string, extraArgs ...string) *managerProcess {
 	args := append([]string{
-		"--kubeconfig", managerKubeconfig,
-		"--watch-namespaces", namespace,
+		"--kubeconfig", id.kubeconfig,
+		"--watch-namespaces", namespaces,
 		"--health-probe-bind-address", "127.0.0.1:0",
 		"--metrics-bind-address", "0",
 	}, loopbackOnly...)
 	args = append(args, extraArgs...)
 	env := append(egress.env(), extraEnv...)
 	p := startProcess("manager", bin.manager, args, env)
-	m := &managerProcess{p}
+	m := &managerProcess{process: p, identity: id}
 	// Registered before the caller's DeferCleanup(m.stop): runs after it.
 	DeferCleanup(func() {
 		expectLoopbackOnly(m)

@@ -49,9 +49,11 @@ var (
 	bin struct{ manager, stateserver, cosdouble string }
 	// kc runs kubectl with the suite's admin kubeconfig.
 	kc *kubectl
-	// managerKubeconfig authenticates as the manager's ServiceAccount,
-	// bound to exactly the RBAC config/default ships.
-	managerKubeconfig string
+	// managerID is the identity the specs' managers run as: a
+	// ServiceAccount bound to exactly the RBAC the chart ships (or, with
+	// E2E_MANAGER_RBAC=kustomize, config/default). otherManagerID is the
+	// other install's, applied beside it.
+	managerID, otherManagerID managerIdentity
 	// terraformCLI and tofuCLI are the Terraform and OpenTofu CLIs.
 	terraformCLI, tofuCLI testtools.Runner
 	// pki is the CA, server and client certificates of the state servers.
@@ -103,8 +105,9 @@ var _ = BeforeSuite(func(ctx SpecContext) {
 	Expect(err).NotTo(HaveOccurred())
 	kc = newKubectl(kubectlPath, dir, kubeconfig)
 
-	By("giving the manager its ServiceAccount and the RBAC config/default ships")
-	managerKubeconfig = setUpManagerIdentity(ctx, dir)
+	By("giving the manager the ServiceAccounts and RBAC of the chart and of config/default")
+	managerID, otherManagerID = suiteIdentity(ctx, dir)
+	GinkgoWriter.Printf("The managers run with the RBAC of %s\n", managerID.source)
 
 	By("starting the state server with basic auth and mutual TLS")
 	pki, err = devpki.New("terraform-runner", 24*time.Hour)
