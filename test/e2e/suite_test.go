@@ -94,6 +94,10 @@ var _ = BeforeSuite(func(ctx SpecContext) {
 	})
 
 	By("starting kube-apiserver and etcd with the CRDs")
+	// As OpenShift and other hardened clusters do: an owner reference that
+	// blocks its owner's deletion needs the right to update the owner's
+	// finalizers, so that the RBAC the manager ships is proved to hold it.
+	testEnv.ControlPlane.GetAPIServer().Configure().Append("enable-admission-plugins", "OwnerReferencesPermissionEnforcement")
 	cfg, err = testEnv.Start()
 	Expect(err).NotTo(HaveOccurred())
 	DeferCleanup(func() { Expect(testEnv.Stop()).To(Succeed()) })
