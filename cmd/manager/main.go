@@ -10,6 +10,7 @@ import (
 	"k8s.io/apimachinery/pkg/runtime"
 	utilruntime "k8s.io/apimachinery/pkg/util/runtime"
 	clientgoscheme "k8s.io/client-go/kubernetes/scheme"
+	"k8s.io/klog/v2"
 	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/log/zap"
 
@@ -43,7 +44,11 @@ func run() error {
 	}
 	// Bounded: client-go logs request headers and bodies through this
 	// logger at high verbosity, Secrets and the manager's token included.
-	ctrl.SetLogger(logging.Bounded(zap.New(zap.UseFlagOptions(&zapOpts)), logging.MaxVerbosity))
+	logger := logging.Bounded(zap.New(zap.UseFlagOptions(&zapOpts)), logging.MaxVerbosity)
+	ctrl.SetLogger(logger)
+	// client-go (leader election, watches, warnings) logs through klog:
+	// send it to the same structured, bounded logger.
+	klog.SetLogger(logger)
 	log := ctrl.Log.WithName("setup")
 
 	ctx := ctrl.SetupSignalHandler()
