@@ -33,6 +33,7 @@ type options struct {
 	pprofAddr                       string
 	leaderElect                     bool
 	leaderElectionID                string
+	leaderElectionNamespace         string
 	watchNamespaces                 []string
 	maxConcurrentReconciles         int
 	maxConcurrentProbes             int
@@ -72,6 +73,8 @@ func parseOptions(fs *flag.FlagSet, args []string, getenv func(string) string) (
 		"Enable leader election, so that only one replica reconciles at a time.")
 	fs.StringVar(&o.leaderElectionID, "leader-election-id", defaultLeaderElectionID,
 		"Name of the Lease the replicas compete for, in the manager's namespace. Two installations in one namespace need different names.")
+	fs.StringVar(&o.leaderElectionNamespace, "leader-election-namespace", "",
+		"Namespace of the leader election Lease. Empty uses the namespace the manager's Pod runs in; a manager run outside a cluster must set it.")
 	fs.StringVar(&namespaces, "watch-namespaces", "",
 		"Comma-separated namespaces to watch. Empty watches all namespaces.")
 	fs.IntVar(&o.maxConcurrentReconciles, "max-concurrent-reconciles", 4,
@@ -133,6 +136,11 @@ func parseOptions(fs *flag.FlagSet, args []string, getenv func(string) string) (
 	}
 	if msgs := validation.IsDNS1123Subdomain(o.leaderElectionID); len(msgs) > 0 {
 		return options{}, fmt.Errorf("--leader-election-id %q is not a valid Lease name: %s", o.leaderElectionID, strings.Join(msgs, "; "))
+	}
+	if o.leaderElectionNamespace != "" {
+		if msgs := validation.IsDNS1123Label(o.leaderElectionNamespace); len(msgs) > 0 {
+			return options{}, fmt.Errorf("--leader-election-namespace %q is not a valid namespace: %s", o.leaderElectionNamespace, strings.Join(msgs, "; "))
+		}
 	}
 	if o.maxConcurrentDecryptions < 1 {
 		return options{}, fmt.Errorf("--max-concurrent-decryptions must be at least 1, got %d", o.maxConcurrentDecryptions)
@@ -198,6 +206,8 @@ func managerOptions(o options) ctrl.Options {
 		PprofBindAddress:       o.pprofAddr,
 		LeaderElection:         o.leaderElect,
 		LeaderElectionID:       o.leaderElectionID,
+		// Empty: controller-runtime reads the Pod's namespace.
+		LeaderElectionNamespace: o.leaderElectionNamespace,
 		// The manager exits right after it stops reconciling, so releasing
 		// the Lease early is safe and lets a new leader start at once.
 		LeaderElectionReleaseOnCancel: true,

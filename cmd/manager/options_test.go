@@ -59,13 +59,14 @@ func TestParseOptions(t *testing.T) {
 				"--max-concurrent-probes=32", "--max-concurrent-probes-per-namespace=2", "--secret-reference-policy=labeled",
 				"--allowed-address-cidrs=10.0.0.0/8, 192.168.1.7", "--denied-address-cidrs=10.96.0.0/12",
 				"--default-probe-interval=90s", "--pprof-bind-address=127.0.0.1:6060", "--lock-release-wait=30s",
-				"--max-concurrent-decryptions=3", "--leader-election-id=team-a-operator",
+				"--max-concurrent-decryptions=3", "--leader-election-id=team-a-operator", "--leader-election-namespace=operators",
 			},
 			want: options{
 				metricsAddr: ":8443", probeAddr: ":9000", pprofAddr: "127.0.0.1:6060", leaderElect: true,
 				watchNamespaces: []string{"team-a", "team-b"}, maxConcurrentReconciles: 8,
 				maxConcurrentProbes: 32, maxConcurrentProbesPerNamespace: 2, defaultProbeInterval: 90 * time.Second,
-				maxConcurrentDecryptions: 3, lockReleaseWait: 30 * time.Second, leaderElectionID: "team-a-operator", referencePolicy: controllers.ReferencePolicyLabeled,
+				maxConcurrentDecryptions: 3, lockReleaseWait: 30 * time.Second, leaderElectionID: "team-a-operator", leaderElectionNamespace: "operators",
+				referencePolicy: controllers.ReferencePolicyLabeled,
 				addressPolicy: netguard.Policy{
 					Allowed: []netip.Prefix{netip.MustParsePrefix("10.0.0.0/8"), netip.MustParsePrefix("192.168.1.7/32")},
 					Denied:  []netip.Prefix{netip.MustParsePrefix("10.96.0.0/12")},
@@ -103,6 +104,10 @@ func TestParseOptions(t *testing.T) {
 		"a leader election ID that is no Lease name": {
 			args:    []string{"--leader-election-id=Team_A"},
 			wantErr: `--leader-election-id "Team_A" is not a valid Lease name`,
+		},
+		"invalid leader election namespace": {
+			args:    []string{"--leader-election-namespace=Operators"},
+			wantErr: `--leader-election-namespace "Operators" is not a valid namespace`,
 		},
 		"zero decryption concurrency": {
 			args:    []string{"--max-concurrent-decryptions=0"},
@@ -174,7 +179,10 @@ func TestManagerOptions(t *testing.T) {
 		wantFilter     bool
 	}{
 		"all namespaces, secure metrics": {
-			in:         options{metricsAddr: ":8443", secureMetrics: true, probeAddr: ":8081", pprofAddr: "127.0.0.1:6060", leaderElect: true},
+			in: options{
+				metricsAddr: ":8443", secureMetrics: true, probeAddr: ":8081", pprofAddr: "127.0.0.1:6060",
+				leaderElect: true, leaderElectionID: "team-a-operator", leaderElectionNamespace: "operators",
+			},
 			wantFilter: true,
 		},
 		"some namespaces, plain metrics": {
@@ -194,8 +202,9 @@ func TestManagerOptions(t *testing.T) {
 			if got.PprofBindAddress != tc.in.pprofAddr {
 				t.Errorf("pprof address = %q, want %q", got.PprofBindAddress, tc.in.pprofAddr)
 			}
-			if got.LeaderElection != tc.in.leaderElect || got.LeaderElectionID != tc.in.leaderElectionID {
-				t.Errorf("leader election = %v %q, want %v %q", got.LeaderElection, got.LeaderElectionID, tc.in.leaderElect, tc.in.leaderElectionID)
+			if got.LeaderElection != tc.in.leaderElect || got.LeaderElectionID != tc.in.leaderElectionID || got.LeaderElectionNamespace != tc.in.leaderElectionNamespace {
+				t.Errorf("leader election = %v %q in %q, want %v %q in %q", got.LeaderElection, got.LeaderElectionID, got.LeaderElectionNamespace,
+					tc.in.leaderElect, tc.in.leaderElectionID, tc.in.leaderElectionNamespace)
 			}
 			if diff := cmp.Diff(tc.wantNamespaces, got.Cache.DefaultNamespaces); diff != "" {
 				t.Errorf("cache namespaces mismatch (-want +got):\n%s", diff)

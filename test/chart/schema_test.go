@@ -35,19 +35,20 @@ func TestSchemaRejects(t *testing.T) {
 		// want is part of helm's message.
 		want string
 	}{
-		"a replica count that is not a number": {set: []string{"replicaCount=two"}, want: "at '/replicaCount': got string, want integer"},
-		"an unknown top-level key":             {set: []string{"replicas=2"}, want: "additional properties 'replicas' not allowed"},
-		"an unknown nested key":                {set: []string{"image.name=x"}, want: "additional properties 'name' not allowed"},
-		"an unknown key in a list item":        {set: []string{"tolerations[0].keyy=x"}, want: "additional properties 'keyy' not allowed"},
-		"a digest that is not sha256":          {set: []string{"image.digest=latest"}, want: "at '/image/digest'"},
-		"an invalid namespace":                 {set: []string{"watchNamespaces={Team_A}"}, want: "at '/watchNamespaces/0'"},
-		"a Lease name that is no name":         {set: []string{"leaderElectionID=Team_A"}, want: "at '/leaderElectionID'"},
-		"an unknown reference policy":          {set: []string{"secretReferencePolicy=any"}, want: "at '/secretReferencePolicy'"},
-		"a probe interval that is no duration": {set: []string{"defaultProbeInterval=often"}, want: "at '/defaultProbeInterval'"},
-		"a chart-managed flag in extraArgs":    {set: []string{"extraArgs={--watch-namespaces=a}"}, want: "at '/extraArgs/0'"},
-		"a longer chart-managed flag":          {set: []string{"extraArgs={--max-concurrent-probes-per-namespace=2}"}, want: "at '/extraArgs/0'"},
-		"an extra argument that is no flag":    {set: []string{"extraArgs={verbose}"}, want: "at '/extraArgs/0'"},
-		"a port out of range":                  {set: []string{"metrics.service.port=70000"}, want: "at '/metrics/service/port'"},
+		"a replica count that is not a number":  {set: []string{"replicaCount=two"}, want: "at '/replicaCount': got string, want integer"},
+		"an unknown top-level key":              {set: []string{"replicas=2"}, want: "additional properties 'replicas' not allowed"},
+		"an unknown nested key":                 {set: []string{"image.name=x"}, want: "additional properties 'name' not allowed"},
+		"an unknown key in a list item":         {set: []string{"tolerations[0].keyy=x"}, want: "additional properties 'keyy' not allowed"},
+		"a digest that is not sha256":           {set: []string{"image.digest=latest"}, want: "at '/image/digest'"},
+		"an invalid namespace":                  {set: []string{"watchNamespaces={Team_A}"}, want: "at '/watchNamespaces/0'"},
+		"a Lease name that is no name":          {set: []string{"leaderElectionID=Team_A"}, want: "at '/leaderElectionID'"},
+		"an unknown reference policy":           {set: []string{"secretReferencePolicy=any"}, want: "at '/secretReferencePolicy'"},
+		"a probe interval that is no duration":  {set: []string{"defaultProbeInterval=often"}, want: "at '/defaultProbeInterval'"},
+		"a chart-managed flag in extraArgs":     {set: []string{"extraArgs={--watch-namespaces=a}"}, want: "at '/extraArgs/0'"},
+		"a longer chart-managed flag":           {set: []string{"extraArgs={--max-concurrent-probes-per-namespace=2}"}, want: "at '/extraArgs/0'"},
+		"an extra argument that is no flag":     {set: []string{"extraArgs={verbose}"}, want: "at '/extraArgs/0'"},
+		"a Lease outside the release namespace": {set: []string{"extraArgs={--leader-election-namespace=elsewhere}"}, want: "at '/extraArgs/0'"},
+		"a port out of range":                   {set: []string{"metrics.service.port=70000"}, want: "at '/metrics/service/port'"},
 	}
 	for name, tc := range cases {
 		t.Run(name, func(t *testing.T) {
