@@ -76,6 +76,53 @@ var _ = Describe("A state lock", func() {
 	})
 })
 
+var _ = Describe("A lock held from a runner Pod", func() {
+	It("is traced to its Pod, with the Pod read as the shipped RBAC allows, until the Pod is gone", func(ctx SpecContext) {
+		ns := newNamespace(ctx, "holder")
+		mgr := startManager(ns)
+		DeferCleanup(mgr.stop)
+		createStateServerSecrets(ctx, ns, statePassword)
+
+		By("a runner Pod (there is no kubelet: it stays Pending), then a lock its hostname holds")
+		// The API server admits a Pod only with its ServiceAccount, which
+		// no controller creates here.
+		kc.must(ctx, ns, "create", "serviceaccount", "default")
+		kc.apply(ctx, ns, `apiVersion: v1
+kind: Pod
+metadata:
+  name: runner-7
+spec:
+  containers:
+    - name: terraform
+      image: example.test/terraform:1.9
+`)
+		uid := kc.jsonpath(ctx, ns, "pod/runner-7", "{.metadata.uid}")
+		backend := suiteBackend("held", ns+"-held")
+		backend.lockCheck = true
+		holder := lockInfo{
+			ID: uuid.NewString(), Operation: "OperationTypeApply", Who: "runner@runner-7",
+			Version: "1.9.8", Created: time.Now().UTC().Format(time.RFC3339Nano),
+		}
+		Expect(sendLock(ctx, backend.address, "LOCK", holder)).To(Equal(http.StatusOK))
+		kc.apply(ctx, ns, backend.manifest()+"  lockPolicy:\n    releaseWhenHolderGone: true\n")
+
+		By("the probe finds the holder's Pod by its hostname")
+		Eventually(func(g Gomega) {
+			g.Expect(kc.jsonpath(ctx, ns, "httpbackend/held", "{.status.holderPod.name} {.status.holderPod.uid} {.status.holderPod.phase}")).
+				To(Equal("runner-7 " + uid + " Pending"))
+		}).WithTimeout(probeTimeout).Should(Succeed())
+
+		By("deleting the Pod: the next probe sees it gone and starts the grace period")
+		kc.must(ctx, ns, "delete", "pod", "runner-7", "--wait")
+		Eventually(func(g Gomega) {
+			g.Expect(kc.jsonpath(ctx, ns, "httpbackend/held", "{.status.holderPod.phase}")).To(Equal("Gone"))
+			g.Expect(kc.jsonpath(ctx, ns, "httpbackend/held", "{.status.holderPod.goneSince}")).NotTo(BeEmpty())
+		}).WithTimeout(probeTimeout).Should(Succeed())
+		_, _, message := kc.condition(ctx, ns, "httpbackend/held", "Locked")
+		Expect(message).To(ContainSubstring("runner-7"))
+	})
+})
+
 // lockInfo is Terraform's LockInfo JSON.
 type lockInfo struct {
 	ID        string `json:"ID"`

@@ -3,6 +3,7 @@ package e2e
 import (
 	"bufio"
 	"bytes"
+	"encoding/json"
 	"errors"
 	"fmt"
 	"io"
@@ -82,9 +83,13 @@ func (p *process) logLinesWith(s string) []string {
 	return lines
 }
 
-// waitForLog waits until the output matches re and returns the first
-// submatch (or the whole match). It fails when the process exits first.
-func (p *process) waitForLog(re *regexp.Regexp, within time.Duration) string {
+// logWait bounds how long waitForLog waits for a line.
+const logWait = 30 * time.Second
+
+// waitForLog waits up to logWait until the output matches re and returns
+// the first submatch (or the whole match). It fails when the process exits
+// first.
+func (p *process) waitForLog(re *regexp.Regexp) string {
 	var found string
 	Eventually(func(g Gomega) {
 		select {
@@ -96,7 +101,7 @@ func (p *process) waitForLog(re *regexp.Regexp, within time.Duration) string {
 		m := re.FindStringSubmatch(p.logs())
 		g.Expect(m).NotTo(BeNil(), "%s has not logged %q yet", p.name, re)
 		found = m[len(m)-1]
-	}).WithTimeout(within).Should(Succeed())
+	}).WithTimeout(logWait).Should(Succeed())
 	return found
 }
 
@@ -168,7 +173,7 @@ func startStateServer(opts stateServerOptions) *stateServerProcess {
 	}
 	p := startProcess("stateserver", bin.stateserver, args, env)
 	s := &stateServerProcess{process: p, opts: opts}
-	s.url = p.waitForLog(listeningOn, 30*time.Second)
+	s.url = p.waitForLog(listeningOn)
 	return s
 }
 
@@ -217,6 +222,17 @@ func startManagerWithEnv(namespace string, extraEnv []string, extraArgs ...strin
 // startManagerAs is startManagerWithEnv running as id, watching the
 // comma-separated namespaces.
 func startManagerAs(id managerIdentity, namespaces string, extraEnv []string, extraArgs ...string) *managerProcess {
+	m := launchManagerAs(id, namespaces, extraEnv, extraArgs...)
+	m.waitForLog(workersStarted)
+	return m
+}
+
+// workersStarted is the log line of a manager whose controllers reconcile.
+var workersStarted = regexp.MustCompile(`Starting workers`)
+
+// launchManagerAs is startManagerAs returning at once, before the manager
+// reconciles (a manager that waits to be elected leader never does).
+func launchManagerAs(id managerIdentity, namespaces string, extraEnv []string, extraArgs ...string) *managerProcess {
 	args := append([]string{
 		"--kubeconfig", id.kubeconfig,
 		"--watch-namespaces", namespaces,
@@ -231,10 +247,24 @@ func startManagerAs(id managerIdentity, namespaces string, extraEnv []string, ex
 	DeferCleanup(func() {
 		expectLoopbackOnly(m)
 		expectNeverForbidden(m)
+		expectStructuredLogs(m)
 		expectNoEgress()
 	})
-	p.waitForLog(regexp.MustCompile(`Starting workers`), 30*time.Second)
 	return m
+}
+
+// expectStructuredLogs fails when a line the manager wrote is not a JSON
+// object: client-go's own messages (leader election, watches) included,
+// every line is structured, for log pipelines to parse.
+func expectStructuredLogs(m *managerProcess) {
+	var unstructured []string
+	for line := range strings.Lines(m.logs()) {
+		var entry map[string]any
+		if json.Unmarshal([]byte(line), &entry) != nil {
+			unstructured = append(unstructured, line)
+		}
+	}
+	Expect(unstructured).To(BeEmpty(), "the manager wrote lines that are not JSON objects")
 }
 
 // cosDoubleProcess is a running hack/cosdouble.
@@ -251,5 +281,5 @@ func startCosDouble(secretID, secretKey string, buckets ...string) *cosDoublePro
 	p := startProcess("cosdouble", bin.cosdouble,
 		[]string{"--secret-id", secretID, "--bucket", strings.Join(buckets, ",")},
 		[]string{"COSDOUBLE_SECRET_KEY=" + secretKey})
-	return &cosDoubleProcess{process: p, url: p.waitForLog(listeningOn, 30*time.Second)}
+	return &cosDoubleProcess{process: p, url: p.waitForLog(listeningOn)}
 }
