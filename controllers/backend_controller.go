@@ -112,7 +112,8 @@ func (r *backendReconciler) reconcileRender(ctx context.Context, s *backendScope
 // submitted, and the reconcile that its end triggers applies what it
 // learned to status. It sets scope.requeueAfter to the next probe (brought
 // forward to the plan's nextProbeBy) and scope.probePending while one is
-// under way.
+// under way, and infrastate_backend_reachable from the probe condition
+// (see recordReachable).
 func (r *backendReconciler) reconcileProbe(ctx context.Context, s *backendScope) error {
 	obj, status := s.obj, s.obj.SharedStatus()
 	interval := probeInterval(r.kind.probeSpec(obj), r.opts.defaultProbeInterval)
@@ -124,6 +125,7 @@ func (r *backendReconciler) reconcileProbe(ctx context.Context, s *backendScope)
 	key := probeKey{kind: r.kind.name(), NamespacedName: client.ObjectKeyFromObject(obj)}
 	if plan.start == nil {
 		clearLock(obj, r.kind.name())
+		recordReachable(r.kind.name(), obj, plan)
 		r.probes.forget(key)
 		return nil
 	}
@@ -135,6 +137,7 @@ func (r *backendReconciler) reconcileProbe(ctx context.Context, s *backendScope)
 		return nil
 	}
 	step, err := r.advanceProbe(ctx, task, apply, plan.start)
+	recordReachable(r.kind.name(), obj, plan)
 	s.requeueAfter, s.probePending, s.applied = step.requeueAfter, step.pending, step.ack
 	if err == nil && !s.probePending && plan.nextProbeBy != nil {
 		if at := plan.nextProbeBy(); !at.IsZero() {

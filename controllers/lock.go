@@ -16,7 +16,8 @@ import (
 // applyLock writes what a probe that ended at finished learned of the
 // lock: the verdict of reading under the spec's forceUnlock and policy
 // (see lockStatus) into the Locked condition, status.lock,
-// status.holderPod and the lock metrics, and a release into
+// status.holderPod and the lock metrics (the stale threshold of the
+// policy included), and a release into
 // status.lastForceUnlock. A verdict that learned nothing of the holder
 // leaves status.lock, status.holderPod and the metrics as they were:
 // status.holderPod always describes the lock status.lock names, as both
@@ -29,6 +30,7 @@ func applyLock(obj backendObject, kind string, reading lockReading, forceUnlock 
 		status.LastForceUnlock = &backendsv1alpha1.ForceUnlockStatus{LockID: reading.holder.ID, Time: metav1.NewTime(finished)}
 	}
 	v := lockStatus(reading, lockTermsOf(forceUnlock, policy, finished))
+	recordLockStaleAfter(kind, obj, policy)
 	if v.known {
 		status.Lock, status.HolderPod = v.holder, v.holderPod
 		held := 0.0
@@ -52,6 +54,7 @@ func clearLock(obj backendObject, kind string) {
 	status.Lock, status.HolderPod = nil, nil
 	lockHeld.DeleteLabelValues(kind, obj.GetNamespace(), obj.GetName())
 	lockAges.forget(kind, obj.GetNamespace(), obj.GetName())
+	lockStaleAfter.DeleteLabelValues(kind, obj.GetNamespace(), obj.GetName())
 }
 
 // forceUnlockID is the lock ID a backend's spec.forceUnlock names, or "".

@@ -5,6 +5,7 @@ import (
 	"time"
 
 	"github.com/prometheus/client_golang/prometheus"
+	"k8s.io/apimachinery/pkg/types"
 	"sigs.k8s.io/controller-runtime/pkg/metrics"
 )
 
@@ -28,17 +29,40 @@ var (
 	}, []string{"kind", "namespace", "name"})
 
 	lockAges = newLockAgeCollector(time.Now)
+
+	// backendReachable is decided by reachableValue (metrics_status.go).
+	backendReachable = prometheus.NewGaugeVec(prometheus.GaugeOpts{
+		Name: "infrastate_backend_reachable",
+		Help: "1 when the last probe reached the backend's state: it answered the read with a state (even one that " +
+			"cannot be used: StateUnreadable, DecryptionFailed, StateNotEncrypted) or with none yet (HTTP 404 or 204, " +
+			"no state object); 0 when it did not (StateReachable or BucketReady False for any other reason). " +
+			"No series while probing is disabled.",
+	}, []string{"kind", "namespace", "name"})
+
+	lockStaleAfter = prometheus.NewGaugeVec(prometheus.GaugeOpts{
+		Name: "infrastate_backend_lock_stale_after_seconds",
+		Help: "spec.lockPolicy.staleAfter of a backend whose lock the probe checks; no series when it is unset. " +
+			"Compare with infrastate_state_lock_age_seconds on kind, namespace and name.",
+	}, []string{"kind", "namespace", "name"})
+
+	remoteStateRefresh = newRefreshCollector()
 )
 
 func init() {
-	metrics.Registry.MustRegister(probeDuration, lockHeld, stateSize, lockAges)
+	metrics.Registry.MustRegister(probeDuration, lockHeld, stateSize, lockAges, backendReachable, lockStaleAfter, remoteStateRefresh)
 }
 
-// forgetMetrics removes the series of a deleted backend.
+// forgetMetrics removes the series of a deleted object of kind.
 func forgetMetrics(kind, namespace, name string) {
+	if kind == remoteStateKind {
+		remoteStateRefresh.forget(types.NamespacedName{Namespace: namespace, Name: name})
+		return
+	}
 	lockHeld.DeleteLabelValues(kind, namespace, name)
 	stateSize.DeleteLabelValues(kind, namespace, name)
 	lockAges.forget(kind, namespace, name)
+	backendReachable.DeleteLabelValues(kind, namespace, name)
+	lockStaleAfter.DeleteLabelValues(kind, namespace, name)
 }
 
 // lockAgeCollector serves infrastate_state_lock_age_seconds: the age of

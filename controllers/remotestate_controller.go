@@ -68,15 +68,27 @@ type remoteScope struct {
 }
 
 // Reconcile resolves the backend, then reads the state and publishes the
-// outputs when a read is due. Status is patched once, at the end.
+// outputs when a read is due. Status is patched once, at the end. The
+// refresh metrics are recorded first, whatever the phases do: a
+// RemoteState that stalls is not refreshed either.
 func (r *remoteStateReconciler) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.Result, error) {
 	remote := &backendsv1alpha1.RemoteState{}
 	return r.reconcile(ctx, req, remote, remoteStateKind, func(ctx context.Context) (outcome, time.Duration, error) {
+		r.observeRefresh(remote)
 		s := &remoteScope{remote: remote}
 		err := runPhases(ctx, s, r.reconcileSpec, r.reconcileBackend, r.reconcileOutputs)
 		return outcome{readyMessage: "Outputs are published", gates: remoteStateGates, probePending: s.probePending, applied: s.applied},
 			s.requeueAfter, err
 	})
+}
+
+// observeRefresh records the refresh interval of remote and, for one the
+// manager has no record of, its last success as its status tells (see
+// lastSuccessSeed).
+func (r *remoteStateReconciler) observeRefresh(remote *backendsv1alpha1.RemoteState) {
+	now := r.opts.clock.Now()
+	remoteStateRefresh.observe(client.ObjectKeyFromObject(remote), remoteStateInterval(remote, r.opts.defaultProbeInterval),
+		func() time.Time { return lastSuccessSeed(remote, now) })
 }
 
 // remoteStateGates are the conditions that gate a RemoteState's Ready.

@@ -103,14 +103,15 @@ func backendNotReady(ref backendsv1alpha1.BackendReference, err error) error {
 // (OutputsTooLarge) before they are built. A failed read, a missing state
 // or a missing or mistyped output sets OutputsReady=False and keeps the
 // last published values. It sets status.outputs, status.state,
-// status.rendered, scope.requeueAfter and scope.probePending.
+// status.rendered, scope.requeueAfter and scope.probePending, and records
+// a publication in infrastate_remotestate_last_success_timestamp_seconds.
 func (r *remoteStateReconciler) reconcileOutputs(ctx context.Context, s *remoteScope) error {
 	remote := s.remote
 	defaults := defaultsOf(remote.Spec.Defaults)
 	if err := outputs.CheckDefaults(defaults); err != nil {
 		return stall(backendsv1alpha1.InvalidSpecReason, "spec.defaults: %v", err)
 	}
-	interval := probeInterval(remote.Spec.EffectiveProbe(), r.opts.defaultProbeInterval)
+	interval := remoteStateInterval(remote, r.opts.defaultProbeInterval)
 	task := probeTask{kind: remoteStateKind, obj: remote, inputs: s.inputs, interval: interval,
 		condition: backendsv1alpha1.OutputsReadyCondition}
 	apply := func(res *probeResult) error {
@@ -122,6 +123,9 @@ func (r *remoteStateReconciler) reconcileOutputs(ctx context.Context, s *remoteS
 			return err
 		}
 		setCondition(&remote.Status.Conditions, remote.Generation, backendsv1alpha1.OutputsReadyCondition, obs)
+		if obs.status == metav1.ConditionTrue {
+			remoteStateRefresh.succeeded(client.ObjectKeyFromObject(remote), res.finished)
+		}
 		return nil
 	}
 	start := func() (probeFunc, error) {
