@@ -224,7 +224,7 @@ func TestToggles(t *testing.T) {
 				"ValidatingAdmissionPolicyBinding /values.backends.infrastate.io",
 				"Service ops/" + prefix + "-metrics",
 			},
-			absent: []string{"ServiceMonitor ops/" + prefix},
+			absent: []string{"ServiceMonitor ops/" + prefix, "PrometheusRule ops/" + prefix},
 		},
 		"no leader election": {
 			set:    []string{"leaderElection=false"},
@@ -245,6 +245,12 @@ func TestToggles(t *testing.T) {
 		"ServiceMonitor": {
 			set:     []string{"metrics.serviceMonitor.enabled=true"},
 			present: []string{"ServiceMonitor ops/" + prefix},
+			absent:  []string{"PrometheusRule ops/" + prefix},
+		},
+		"PrometheusRule": {
+			set:     []string{"metrics.prometheusRule.enabled=true"},
+			present: []string{"PrometheusRule ops/" + prefix},
+			absent:  []string{"ServiceMonitor ops/" + prefix},
 		},
 	}
 	for name, tc := range cases {

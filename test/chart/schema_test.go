@@ -12,6 +12,7 @@ func TestLint(t *testing.T) {
 		"defaults":           nil,
 		"watched namespaces": {"watchNamespaces={team-a,team-b}"},
 		"ServiceMonitor":     {"metrics.serviceMonitor.enabled=true"},
+		"PrometheusRule":     {"metrics.prometheusRule.enabled=true"},
 	}
 	for name, set := range cases {
 		t.Run(name, func(t *testing.T) {
@@ -49,6 +50,15 @@ func TestSchemaRejects(t *testing.T) {
 		"an extra argument that is no flag":     {set: []string{"extraArgs={verbose}"}, want: "at '/extraArgs/0'"},
 		"a Lease outside the release namespace": {set: []string{"extraArgs={--leader-election-namespace=elsewhere}"}, want: "at '/extraArgs/0'"},
 		"a port out of range":                   {set: []string{"metrics.service.port=70000"}, want: "at '/metrics/service/port'"},
+		"an unknown alert":                      {set: []string{"metrics.prometheusRule.lockHeld.for=5m"}, want: "additional properties 'lockHeld' not allowed"},
+		"a for that is no Prometheus duration":  {set: []string{"metrics.prometheusRule.backendUnreachable.for=15 minutes"}, want: "at '/metrics/prometheusRule/backendUnreachable/for'"},
+		"a for with its units out of order":     {set: []string{"metrics.prometheusRule.staleLock.for=30m1h"}, want: "at '/metrics/prometheusRule/staleLock/for'"},
+		"a for with Go's fractions":             {set: []string{"metrics.prometheusRule.reconcileErrors.for=1.5h"}, want: "at '/metrics/prometheusRule/reconcileErrors/for'"},
+		"an empty severity":                     {set: []string{"metrics.prometheusRule.staleLock.severity="}, want: "at '/metrics/prometheusRule/staleLock/severity'"},
+		"a factor below 1":                      {set: []string{"metrics.prometheusRule.remoteStateNotRefreshed.intervalFactor=0"}, want: "at '/metrics/prometheusRule/remoteStateNotRefreshed/intervalFactor'"},
+		"a negative floor":                      {set: []string{"metrics.prometheusRule.remoteStateNotRefreshed.minimumAgeSeconds=-1"}, want: "at '/metrics/prometheusRule/remoteStateNotRefreshed/minimumAgeSeconds'"},
+		"a severity among the alert labels":     {set: []string{"metrics.prometheusRule.alertLabels.severity=critical"}, want: "invalid propertyName 'severity'"},
+		"a runbook URL that is no URL":          {set: []string{"metrics.prometheusRule.runbookURL=docs/monitoring.md"}, want: "at '/metrics/prometheusRule/runbookURL'"},
 	}
 	for name, tc := range cases {
 		t.Run(name, func(t *testing.T) {
