@@ -1,0 +1,337 @@
+package e2e
+
+import (
+	"bytes"
+	"context"
+	"crypto/tls"
+	"fmt"
+	"net"
+	"net/http"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"slices"
+	"time"
+
+	"github.com/google/uuid"
+	. "github.com/onsi/ginkgo/v2"
+	. "github.com/onsi/gomega"
+	dto "github.com/prometheus/client_model/go"
+	"github.com/prometheus/common/expfmt"
+	"github.com/prometheus/common/model"
+	"github.com/prometheus/prometheus/promql/parser"
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+	"k8s.io/client-go/tools/clientcmd"
+
+	"github.com/infrastate/backend-operator/internal/stateclient"
+	"github.com/infrastate/backend-operator/internal/testenv"
+	"github.com/infrastate/backend-operator/internal/testtools"
+)
+
+// metricsReaderRole is config/rbac/metrics_reader_role.yaml as
+// config/default names it; setUpManagerIdentity applied it with the
+// manager's RBAC.
+const metricsReaderRole = "backend-operator-metrics-reader"
+
+var _ = Describe("Metrics and alerts", func() {
+	It("serve every series and label the chart's alerts read, to a metrics reader only", func(ctx SpecContext) {
+		ns := newNamespace(ctx, "metrics")
+
+		By("giving a scraper a ServiceAccount bound to the shipped metrics-reader ClusterRole, and a stranger one bound to nothing")
+		kc.apply(ctx, ns, fmt.Sprintf(`apiVersion: v1
+kind: ServiceAccount
+metadata:
+  name: prometheus
+---
+apiVersion: v1
+kind: ServiceAccount
+metadata:
+  name: stranger
+---
+apiVersion: rbac.authorization.k8s.io/v1
+kind: ClusterRoleBinding
+metadata:
+  name: %[1]s-metrics-reader
+roleRef:
+  apiGroup: rbac.authorization.k8s.io
+  kind: ClusterRole
+  name: %[2]s
+subjects:
+  - kind: ServiceAccount
+    name: prometheus
+    namespace: %[1]s
+`, ns, metricsReaderRole))
+		DeferCleanup(func(ctx SpecContext) {
+			kc.must(ctx, "", "delete", "clusterrolebinding", ns+"-metrics-reader")
+		})
+		dir := GinkgoT().TempDir()
+		scraper := serviceAccountToken(ctx, ns, "prometheus", filepath.Join(dir, "prometheus.kubeconfig"))
+		stranger := serviceAccountToken(ctx, ns, "stranger", filepath.Join(dir, "stranger.kubeconfig"))
+
+		By("a state server holding a state and a lock a crashed run left behind two hours ago")
+		server := startStateServer(stateServerOptions{dataDir: filepath.Join(dir, "states")})
+		DeferCleanup(server.stop)
+		cfg := stateclient.DefaultConfig(server.stateURL("app"))
+		cfg.LockAddress, cfg.UnlockAddress = cfg.Address, cfg.Address
+		sc, err := stateclient.New(cfg)
+		Expect(err).NotTo(HaveOccurred())
+		DeferCleanup(sc.CloseIdleConnections)
+		Expect(sc.Update(ctx, []byte(`{"version":4,"terraform_version":"1.5.7","serial":1,"lineage":"metrics",`+
+			`"outputs":{"vpc_id":{"value":"vpc-0a1b","type":"string"}},"resources":[],"check_results":null}`))).To(Succeed())
+		_, err = sc.Lock(ctx, stateclient.LockInfo{
+			ID: uuid.NewString(), Operation: "OperationTypeApply", Who: "ci-runner@build-9", Version: "1.5.7",
+			Created: time.Now().Add(-2 * time.Hour).UTC(),
+		})
+		Expect(err).NotTo(HaveOccurred())
+
+		By("running the manager with its metrics endpoint as shipped: HTTPS, authentication and authorization")
+		metricsAddress := freeLoopbackAddress()
+		started := time.Now()
+		mgr := startManager(ns, "--metrics-bind-address", metricsAddress)
+		DeferCleanup(mgr.stop)
+
+		By("a backend holding a stale lock, one that cannot be reached, and a RemoteState that publishes")
+		locked := httpBackend{name: "locked", address: server.stateURL("app"), locking: true, lockCheck: true}.manifest() +
+			"  lockPolicy:\n    staleAfter: 1m\n"
+		gone := httpBackend{name: "gone", address: "http://" + freeLoopbackAddress() + "/state/gone"}.manifest() + "  retryMax: 0\n"
+		remote := "apiVersion: backends.infrastate.io/v1alpha1\nkind: RemoteState\nmetadata:\n  name: outputs\nspec:\n" +
+			"  backendRef:\n    kind: HttpBackend\n    name: locked\n  probe:\n    interval: 10s\n"
+		kc.apply(ctx, ns, locked+"---\n"+gone+"---\n"+remote)
+		kc.must(ctx, ns, "wait", "--for=condition=Locked", "httpbackend/locked", "--timeout=60s")
+		kc.must(ctx, ns, "wait", "--for=condition=Ready", "remotestate/outputs", "--timeout=60s")
+
+		By("refusing a scrape without a token, and one whose ServiceAccount may not GET /metrics")
+		Expect(scrapeStatus(ctx, metricsAddress, "")).To(Equal(http.StatusUnauthorized))
+		Expect(scrapeStatus(ctx, metricsAddress, stranger)).To(Equal(http.StatusForbidden))
+
+		By("serving the series of every object to the metrics reader")
+		var families map[string]*dto.MetricFamily
+		object := func(name string) map[string]string { return map[string]string{"namespace": ns, "name": name} }
+		Eventually(func(g Gomega) {
+			families = scrape(ctx, g, metricsAddress, scraper)
+			g.Expect(seriesValue(families, "infrastate_backend_reachable", object("gone"))).To(HaveValue(BeEquivalentTo(0)))
+			g.Expect(seriesValue(families, "infrastate_backend_reachable", object("locked"))).To(HaveValue(BeEquivalentTo(1)))
+			g.Expect(seriesValue(families, "infrastate_backend_lock_stale_after_seconds", object("locked"))).To(HaveValue(BeEquivalentTo(60)))
+			g.Expect(seriesValue(families, "infrastate_state_lock_age_seconds", object("locked"))).To(HaveValue(BeNumerically(">", 7000)))
+			g.Expect(seriesValue(families, "infrastate_remotestate_refresh_interval_seconds", object("outputs"))).To(HaveValue(BeEquivalentTo(10)))
+			g.Expect(seriesValue(families, "infrastate_remotestate_last_success_timestamp_seconds", object("outputs"))).
+				To(HaveValue(BeNumerically(">=", float64(started.Unix()))))
+			g.Expect(seriesValue(families, "controller_runtime_reconcile_errors_total", map[string]string{"controller": "remotestate"})).
+				NotTo(BeNil())
+		}).WithTimeout(probeTimeout).Should(Succeed())
+		Expect(seriesValue(families, "infrastate_backend_lock_stale_after_seconds", object("gone"))).To(BeNil(),
+			"a backend whose lock is not checked has no stale threshold")
+
+		By("finding, for each alert of the chart, its metrics in the scrape with every label its expression names")
+		rules := chartAlerts(ctx)
+		Expect(rules).To(HaveLen(4))
+		for alert, expr := range rules {
+			uses := promQLUses(expr)
+			Expect(uses).NotTo(BeEmpty(), "%s reads no metric: %s", alert, expr)
+			for metric, labels := range uses {
+				family, ok := families[metric]
+				Expect(ok).To(BeTrue(), "%s reads %s, which the manager does not serve", alert, metric)
+				Expect(family.GetMetric()).NotTo(BeEmpty(), "%s reads %s, which has no series", alert, metric)
+				for _, label := range labels {
+					for _, m := range family.GetMetric() {
+						Expect(labelNames(m)).To(ContainElement(label), "%s reads label %s of %s, which its series lack", alert, label, metric)
+					}
+				}
+			}
+		}
+	})
+
+	It("are checked by a PromQL walk that sees selectors, by and on clauses", func() {
+		uses := promQLUses(`sum by (kind) (a{x="1"}) > on(name) b * 2 or c`)
+		Expect(uses).To(Equal(map[string][]string{"a": {"kind", "name", "x"}, "b": {"name"}, "c": {}}))
+	})
+})
+
+// freeLoopbackAddress returns 127.0.0.1:port for a port that was free a
+// moment ago: the manager's metrics endpoint, or an address nothing
+// answers on.
+func freeLoopbackAddress() string {
+	l, err := net.Listen("tcp", "127.0.0.1:0")
+	Expect(err).NotTo(HaveOccurred())
+	defer l.Close()
+	return l.Addr().String()
+}
+
+// serviceAccountToken returns a token of the ServiceAccount
+// namespace/name, from the kubeconfig serviceAccountKubeconfig writes to
+// path.
+func serviceAccountToken(ctx context.Context, namespace, name, path string) string {
+	config, err := clientcmd.LoadFromFile(serviceAccountKubeconfig(ctx, namespace, name, path))
+	Expect(err).NotTo(HaveOccurred())
+	auth, ok := config.AuthInfos[name]
+	Expect(ok).To(BeTrue(), "the kubeconfig of %s has no user %s", path, name)
+	return auth.Token
+}
+
+// getMetrics sends GET /metrics to the manager's endpoint at address,
+// with token as a bearer token unless it is empty. The manager serves
+// metrics with a certificate it makes at start, which no one signed.
+func getMetrics(ctx context.Context, address, token string) (*http.Response, error) {
+	hc := &http.Client{Timeout: 10 * time.Second, Transport: &http.Transport{
+		TLSClientConfig: &tls.Config{InsecureSkipVerify: true, MinVersion: tls.VersionTLS12}, //nolint:gosec // loopback, self-signed
+	}}
+	defer hc.CloseIdleConnections()
+	req, err := http.NewRequestWithContext(ctx, http.MethodGet, "https://"+address+"/metrics", nil)
+	Expect(err).NotTo(HaveOccurred())
+	if token != "" {
+		req.Header.Set("Authorization", "Bearer "+token)
+	}
+	return hc.Do(req)
+}
+
+// scrapeStatus is the status of a scrape with token.
+func scrapeStatus(ctx context.Context, address, token string) int {
+	resp, err := getMetrics(ctx, address, token)
+	Expect(err).NotTo(HaveOccurred())
+	defer resp.Body.Close()
+	return resp.StatusCode
+}
+
+// scrape reads the metrics with token and parses the text exposition
+// format.
+func scrape(ctx context.Context, g Gomega, address, token string) map[string]*dto.MetricFamily {
+	resp, err := getMetrics(ctx, address, token)
+	g.Expect(err).NotTo(HaveOccurred())
+	defer resp.Body.Close()
+	g.Expect(resp.StatusCode).To(Equal(http.StatusOK))
+	parser := expfmt.NewTextParser(model.UTF8Validation)
+	families, err := parser.TextToMetricFamilies(resp.Body)
+	g.Expect(err).NotTo(HaveOccurred())
+	return families
+}
+
+// seriesValue returns the value of the series of name whose labels
+// include want, or nil when there is none.
+func seriesValue(families map[string]*dto.MetricFamily, name string, want map[string]string) *float64 {
+	for _, m := range families[name].GetMetric() {
+		labels := map[string]string{}
+		for _, l := range m.GetLabel() {
+			labels[l.GetName()] = l.GetValue()
+		}
+		matches := true
+		for k, v := range want {
+			matches = matches && labels[k] == v
+		}
+		if !matches {
+			continue
+		}
+		var v float64
+		switch {
+		case m.GetGauge() != nil:
+			v = m.GetGauge().GetValue()
+		case m.GetCounter() != nil:
+			v = m.GetCounter().GetValue()
+		case m.GetUntyped() != nil:
+			v = m.GetUntyped().GetValue()
+		}
+		return &v
+	}
+	return nil
+}
+
+// labelNames are the label names of a series.
+func labelNames(m *dto.Metric) []string {
+	out := make([]string, 0, len(m.GetLabel()))
+	for _, l := range m.GetLabel() {
+		out = append(out, l.GetName())
+	}
+	return out
+}
+
+// chartAlerts renders the chart's PrometheusRule with helm template and
+// returns its alerts' expressions by alert name.
+func chartAlerts(ctx context.Context) map[string]string {
+	home := GinkgoT().TempDir()
+	ctx, cancel := context.WithTimeout(ctx, 2*time.Minute)
+	defer cancel()
+	cmd := exec.CommandContext(ctx, testtools.Helm(GinkgoT()), "template", "r", filepath.Join(testenv.RepoRoot(), "charts", "backend-operator"),
+		"--namespace", "ops", "--set", "metrics.prometheusRule.enabled=true")
+	cmd.Env = []string{"HOME=" + home, "HELM_CONFIG_HOME=" + filepath.Join(home, "config"), "HELM_CACHE_HOME=" + filepath.Join(home, "cache"),
+		"HELM_DATA_HOME=" + filepath.Join(home, "data"), "KUBECONFIG=" + filepath.Join(home, "no-kubeconfig"), "PATH=" + os.Getenv("PATH")}
+	var stdout, stderr bytes.Buffer
+	cmd.Stdout, cmd.Stderr = &stdout, &stderr
+	Expect(cmd.Run()).To(Succeed(), "helm template:\n%s", stderr.String())
+
+	alerts := map[string]string{}
+	for _, obj := range decodeDocuments(stdout.Bytes()) {
+		if obj.GetKind() != "PrometheusRule" {
+			continue
+		}
+		groups, _, err := unstructured.NestedSlice(obj.Object, "spec", "groups")
+		Expect(err).NotTo(HaveOccurred())
+		for _, group := range groups {
+			rules, _, err := unstructured.NestedSlice(group.(map[string]any), "rules")
+			Expect(err).NotTo(HaveOccurred())
+			for _, rule := range rules {
+				r := rule.(map[string]any)
+				alert, expr := r["alert"].(string), r["expr"].(string)
+				Expect(alerts).NotTo(HaveKey(alert))
+				alerts[alert] = expr
+			}
+		}
+	}
+	return alerts
+}
+
+// promQLUses parses a PromQL expression and returns the metrics it reads,
+// each with the labels the expression needs of it: those its selectors
+// match on, and those of every by and on clause above it.
+func promQLUses(expr string) map[string][]string {
+	parsed, err := parser.ParseExpr(expr)
+	Expect(err).NotTo(HaveOccurred(), "PromQL %q", expr)
+	uses := map[string][]string{}
+	need := func(metric string, labels ...string) {
+		if _, ok := uses[metric]; !ok {
+			uses[metric] = []string{}
+		}
+		for _, l := range labels {
+			if l != model.MetricNameLabel && !slices.Contains(uses[metric], l) {
+				uses[metric] = append(uses[metric], l)
+			}
+		}
+	}
+	parser.Inspect(parsed, func(node parser.Node, _ []parser.Node) error {
+		switch n := node.(type) {
+		case *parser.VectorSelector:
+			Expect(n.Name).NotTo(BeEmpty(), "a selector without a metric name in %q", expr)
+			need(n.Name)
+			for _, m := range n.LabelMatchers {
+				need(n.Name, m.Name)
+			}
+		case *parser.AggregateExpr:
+			if !n.Without {
+				for _, metric := range metricsUnder(n.Expr) {
+					need(metric, n.Grouping...)
+				}
+			}
+		case *parser.BinaryExpr:
+			if n.VectorMatching != nil && n.VectorMatching.On {
+				for _, metric := range append(metricsUnder(n.LHS), metricsUnder(n.RHS)...) {
+					need(metric, n.VectorMatching.MatchingLabels...)
+				}
+			}
+		}
+		return nil
+	})
+	for _, labels := range uses {
+		slices.Sort(labels)
+	}
+	return uses
+}
+
+// metricsUnder returns the metric names an expression selects.
+func metricsUnder(expr parser.Node) []string {
+	var out []string
+	parser.Inspect(expr, func(node parser.Node, _ []parser.Node) error {
+		if vs, ok := node.(*parser.VectorSelector); ok {
+			out = append(out, vs.Name)
+		}
+		return nil
+	})
+	return out
+}
