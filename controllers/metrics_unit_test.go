@@ -1,6 +1,9 @@
 package controllers
 
 import (
+	"os"
+	"path/filepath"
+	"regexp"
 	"sort"
 	"strings"
 	"testing"
@@ -210,5 +213,41 @@ func TestBackendSeries(t *testing.T) {
 				t.Errorf("series (-want +got):\n%s", diff)
 			}
 		})
+	}
+}
+
+// TestMetricsAreDocumented checks that docs/monitoring.md names every
+// metric of this package, with each of its labels.
+func TestMetricsAreDocumented(t *testing.T) {
+	doc, err := os.ReadFile(filepath.Join("..", "docs", "monitoring.md"))
+	if err != nil {
+		t.Fatalf("reading docs/monitoring.md: %v", err)
+	}
+	descs := make(chan *prometheus.Desc, 64)
+	for _, c := range []prometheus.Collector{probeDuration, lockHeld, stateSize, lockAges, backendReachable, lockStaleAfter, remoteStateRefresh} {
+		c.Describe(descs)
+	}
+	close(descs)
+	described := regexp.MustCompile(`fqName: "([^"]+)".*variableLabels: \{([^}]*)\}`)
+	count := 0
+	for d := range descs {
+		m := described.FindStringSubmatch(d.String())
+		if m == nil {
+			t.Fatalf("cannot read the name and labels of %s", d)
+		}
+		count++
+		row := regexp.MustCompile("(?m)^\\| `" + regexp.QuoteMeta(m[1]) + "` \\|.*$").Find(doc)
+		if row == nil {
+			t.Errorf("docs/monitoring.md has no row for %s", m[1])
+			continue
+		}
+		for _, label := range strings.Split(m[2], ",") {
+			if !strings.Contains(string(row), "`"+label+"`") {
+				t.Errorf("the row of %s in docs/monitoring.md does not name its label %s: %s", m[1], label, row)
+			}
+		}
+	}
+	if count != 8 {
+		t.Errorf("described %d metrics, want 8", count)
 	}
 }
