@@ -241,7 +241,7 @@ func TestMetricsAreDocumented(t *testing.T) {
 			t.Errorf("docs/monitoring.md has no row for %s", m[1])
 			continue
 		}
-		for _, label := range strings.Split(m[2], ",") {
+		for label := range strings.SplitSeq(m[2], ",") {
 			if !strings.Contains(string(row), "`"+label+"`") {
 				t.Errorf("the row of %s in docs/monitoring.md does not name its label %s: %s", m[1], label, row)
 			}

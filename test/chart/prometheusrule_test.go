@@ -3,6 +3,7 @@ package chart
 import (
 	"bytes"
 	"io/fs"
+	"maps"
 	"os"
 	"path/filepath"
 	"slices"
@@ -160,9 +161,7 @@ func TestPrometheusRule(t *testing.T) {
 					t.Errorf("%s: for %q is no Prometheus duration: %v", name, a.For, err)
 				}
 				wantLabels := map[string]string{"severity": tc.want.severity[name]}
-				for k, v := range tc.want.alertLabels {
-					wantLabels[k] = v
-				}
+				maps.Copy(wantLabels, tc.want.alertLabels)
 				if diff := cmp.Diff(wantLabels, a.Labels); diff != "" {
 					t.Errorf("%s: labels (-want +got):\n%s", name, diff)
 				}

@@ -85,7 +85,7 @@ subjects:
 		Expect(err).NotTo(HaveOccurred())
 
 		By("running the manager with its metrics endpoint as shipped: HTTPS, authentication and authorization")
-		metricsAddress := freeLoopbackAddress()
+		metricsAddress := freeLoopbackAddress(ctx)
 		started := time.Now()
 		mgr := startManager(ns, "--metrics-bind-address", metricsAddress)
 		DeferCleanup(mgr.stop)
@@ -93,7 +93,7 @@ subjects:
 		By("a backend holding a stale lock, one that cannot be reached, and a RemoteState that publishes")
 		locked := httpBackend{name: "locked", address: server.stateURL("app"), locking: true, lockCheck: true}.manifest() +
 			"  lockPolicy:\n    staleAfter: 1m\n"
-		gone := httpBackend{name: "gone", address: "http://" + freeLoopbackAddress() + "/state/gone"}.manifest() + "  retryMax: 0\n"
+		gone := httpBackend{name: "gone", address: "http://" + freeLoopbackAddress(ctx) + "/state/gone"}.manifest() + "  retryMax: 0\n"
 		remote := "apiVersion: backends.infrastate.io/v1alpha1\nkind: RemoteState\nmetadata:\n  name: outputs\nspec:\n" +
 			"  backendRef:\n    kind: HttpBackend\n    name: locked\n  probe:\n    interval: 10s\n"
 		kc.apply(ctx, ns, locked+"---\n"+gone+"---\n"+remote)
@@ -150,8 +150,8 @@ subjects:
 // freeLoopbackAddress returns 127.0.0.1:port for a port that was free a
 // moment ago: the manager's metrics endpoint, or an address nothing
 // answers on.
-func freeLoopbackAddress() string {
-	l, err := net.Listen("tcp", "127.0.0.1:0")
+func freeLoopbackAddress(ctx context.Context) string {
+	l, err := new(net.ListenConfig).Listen(ctx, "tcp", "127.0.0.1:0")
 	Expect(err).NotTo(HaveOccurred())
 	defer l.Close()
 	return l.Addr().String()
@@ -173,10 +173,10 @@ func serviceAccountToken(ctx context.Context, namespace, name, path string) stri
 // metrics with a certificate it makes at start, which no one signed.
 func getMetrics(ctx context.Context, address, token string) (*http.Response, error) {
 	hc := &http.Client{Timeout: 10 * time.Second, Transport: &http.Transport{
-		TLSClientConfig: &tls.Config{InsecureSkipVerify: true, MinVersion: tls.VersionTLS12}, //nolint:gosec // loopback, self-signed
+		TLSClientConfig: &tls.Config{InsecureSkipVerify: true, MinVersion: tls.VersionTLS12},
 	}}
 	defer hc.CloseIdleConnections()
-	req, err := http.NewRequestWithContext(ctx, http.MethodGet, "https://"+address+"/metrics", nil)
+	req, err := http.NewRequestWithContext(ctx, http.MethodGet, "https://"+address+"/metrics", http.NoBody)
 	Expect(err).NotTo(HaveOccurred())
 	if token != "" {
 		req.Header.Set("Authorization", "Bearer "+token)
@@ -199,8 +199,8 @@ func scrape(ctx context.Context, g Gomega, address, token string) map[string]*dt
 	g.Expect(err).NotTo(HaveOccurred())
 	defer resp.Body.Close()
 	g.Expect(resp.StatusCode).To(Equal(http.StatusOK))
-	parser := expfmt.NewTextParser(model.UTF8Validation)
-	families, err := parser.TextToMetricFamilies(resp.Body)
+	text := expfmt.NewTextParser(model.UTF8Validation)
+	families, err := text.TextToMetricFamilies(resp.Body)
 	g.Expect(err).NotTo(HaveOccurred())
 	return families
 }
