@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"os"
 	"path/filepath"
+	"strings"
 
 	. "github.com/onsi/ginkgo/v2"
 	. "github.com/onsi/gomega"
@@ -40,6 +41,9 @@ type managerIdentity struct {
 	namespace, name string
 	// kubeconfig authenticates as the ServiceAccount.
 	kubeconfig string
+	// metricsReader is the install's ClusterRole that may scrape the
+	// manager's metrics, empty when it has none.
+	metricsReader string
 }
 
 // chartRelease is the release name of the chart's identity in the suite:
@@ -87,12 +91,16 @@ func kustomize(ctx context.Context, dir string) []*unstructured.Unstructured {
 func setUpManagerIdentity(ctx context.Context, dir, source string, objs []*unstructured.Unstructured) managerIdentity {
 	list := unstructured.UnstructuredList{Object: map[string]any{"apiVersion": "v1", "kind": "List"}}
 	var accounts []*unstructured.Unstructured
+	var metricsReader string
 	for _, o := range objs {
 		if identityKinds[o.GetKind()] {
 			list.Items = append(list.Items, *o)
 		}
 		if o.GetKind() == "ServiceAccount" {
 			accounts = append(accounts, o)
+		}
+		if o.GetKind() == "ClusterRole" && strings.HasSuffix(o.GetName(), "-metrics-reader") {
+			metricsReader = o.GetName()
 		}
 	}
 	Expect(accounts).To(HaveLen(1), "%s should have one ServiceAccount", source)
@@ -102,7 +110,7 @@ func setUpManagerIdentity(ctx context.Context, dir, source string, objs []*unstr
 	applied := kc.run(ctx, "", string(manifest), "apply", "--server-side", "-f", "-")
 	Expect(applied.err).NotTo(HaveOccurred(), "applying the manager's RBAC of %s:\n%s", source, applied.stderr)
 
-	id := managerIdentity{source: source, namespace: accounts[0].GetNamespace(), name: accounts[0].GetName()}
+	id := managerIdentity{source: source, namespace: accounts[0].GetNamespace(), name: accounts[0].GetName(), metricsReader: metricsReader}
 	id.kubeconfig = serviceAccountKubeconfig(ctx, id.namespace, id.name, filepath.Join(dir, id.namespace+"."+id.name+".kubeconfig"))
 	Expect(kc.as(id.kubeconfig).must(ctx, "", "auth", "whoami", "-o", "jsonpath={.status.userInfo.username}")).To(Equal(id.user()))
 	return id

@@ -1,14 +1,11 @@
 package e2e
 
 import (
-	"bytes"
 	"context"
 	"crypto/tls"
 	"fmt"
 	"net"
 	"net/http"
-	"os"
-	"os/exec"
 	"path/filepath"
 	"slices"
 	"time"
@@ -24,20 +21,13 @@ import (
 	"k8s.io/client-go/tools/clientcmd"
 
 	"github.com/infrastate/backend-operator/internal/stateclient"
-	"github.com/infrastate/backend-operator/internal/testenv"
-	"github.com/infrastate/backend-operator/internal/testtools"
 )
-
-// metricsReaderRole is config/rbac/metrics_reader_role.yaml as
-// config/default names it; setUpManagerIdentity applied it with the
-// manager's RBAC.
-const metricsReaderRole = "backend-operator-metrics-reader"
 
 var _ = Describe("Metrics and alerts", func() {
 	It("serve every series and label the chart's alerts read, to a metrics reader only", func(ctx SpecContext) {
 		ns := newNamespace(ctx, "metrics")
 
-		By("giving a scraper a ServiceAccount bound to the shipped metrics-reader ClusterRole, and a stranger one bound to nothing")
+		By("giving a scraper a ServiceAccount bound to the shipped metrics-reader ClusterRole (" + managerID.metricsReader + "), and a stranger one bound to nothing")
 		kc.apply(ctx, ns, fmt.Sprintf(`apiVersion: v1
 kind: ServiceAccount
 metadata:
@@ -60,7 +50,7 @@ subjects:
   - kind: ServiceAccount
     name: prometheus
     namespace: %[1]s
-`, ns, metricsReaderRole))
+`, ns, managerID.metricsReader))
 		DeferCleanup(func(ctx SpecContext) {
 			kc.must(ctx, "", "delete", "clusterrolebinding", ns+"-metrics-reader")
 		})
@@ -137,6 +127,20 @@ subjects:
 						Expect(labelNames(m)).To(ContainElement(label), "%s reads label %s of %s, which its series lack", alert, label, metric)
 					}
 				}
+			}
+			for _, selector := range promQLSelectors(expr) {
+				Expect(slices.ContainsFunc(families[selector.Name].GetMetric(), selects(selector))).To(BeTrue(),
+					"%s selects %s, which matches no series the manager serves", alert, selector)
+			}
+		}
+
+		By("the reconcile errors alert covers every controller the manager runs")
+		controllers := families["controller_runtime_reconcile_total"].GetMetric()
+		Expect(controllers).NotTo(BeEmpty())
+		for _, selector := range promQLSelectors(rules["InfrastateReconcileErrors"]) {
+			for _, m := range controllers {
+				errors := &dto.Metric{Label: slices.DeleteFunc(slices.Clone(m.GetLabel()), func(l *dto.LabelPair) bool { return l.GetName() == "result" })}
+				Expect(selects(selector)(errors)).To(BeTrue(), "%s leaves out the controller of %v", selector, labelValues(m))
 			}
 		}
 	})
@@ -234,6 +238,43 @@ func seriesValue(families map[string]*dto.MetricFamily, name string, want map[st
 	return nil
 }
 
+// selects returns whether a series matches the label matchers of
+// selector, other than its metric name.
+func selects(selector *parser.VectorSelector) func(*dto.Metric) bool {
+	return func(m *dto.Metric) bool {
+		values := labelValues(m)
+		for _, matcher := range selector.LabelMatchers {
+			if matcher.Name != model.MetricNameLabel && !matcher.Matches(values[matcher.Name]) {
+				return false
+			}
+		}
+		return true
+	}
+}
+
+// labelValues are the labels of a series, by name.
+func labelValues(m *dto.Metric) map[string]string {
+	out := map[string]string{}
+	for _, l := range m.GetLabel() {
+		out[l.GetName()] = l.GetValue()
+	}
+	return out
+}
+
+// promQLSelectors returns the vector selectors of a PromQL expression.
+func promQLSelectors(expr string) []*parser.VectorSelector {
+	parsed, err := parser.ParseExpr(expr)
+	Expect(err).NotTo(HaveOccurred(), "PromQL %q", expr)
+	var out []*parser.VectorSelector
+	parser.Inspect(parsed, func(node parser.Node, _ []parser.Node) error {
+		if vs, ok := node.(*parser.VectorSelector); ok {
+			out = append(out, vs)
+		}
+		return nil
+	})
+	return out
+}
+
 // labelNames are the label names of a series.
 func labelNames(m *dto.Metric) []string {
 	out := make([]string, 0, len(m.GetLabel()))
@@ -246,19 +287,8 @@ func labelNames(m *dto.Metric) []string {
 // chartAlerts renders the chart's PrometheusRule with helm template and
 // returns its alerts' expressions by alert name.
 func chartAlerts(ctx context.Context) map[string]string {
-	home := GinkgoT().TempDir()
-	ctx, cancel := context.WithTimeout(ctx, 2*time.Minute)
-	defer cancel()
-	cmd := exec.CommandContext(ctx, testtools.Helm(GinkgoT()), "template", "r", filepath.Join(testenv.RepoRoot(), "charts", "backend-operator"),
-		"--namespace", "ops", "--set", "metrics.prometheusRule.enabled=true")
-	cmd.Env = []string{"HOME=" + home, "HELM_CONFIG_HOME=" + filepath.Join(home, "config"), "HELM_CACHE_HOME=" + filepath.Join(home, "cache"),
-		"HELM_DATA_HOME=" + filepath.Join(home, "data"), "KUBECONFIG=" + filepath.Join(home, "no-kubeconfig"), "PATH=" + os.Getenv("PATH")}
-	var stdout, stderr bytes.Buffer
-	cmd.Stdout, cmd.Stderr = &stdout, &stderr
-	Expect(cmd.Run()).To(Succeed(), "helm template:\n%s", stderr.String())
-
 	alerts := map[string]string{}
-	for _, obj := range decodeDocuments(stdout.Bytes()) {
+	for _, obj := range helmTemplate(ctx, "r", "ops", "metrics.prometheusRule.enabled=true") {
 		if obj.GetKind() != "PrometheusRule" {
 			continue
 		}
