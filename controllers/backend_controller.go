@@ -129,6 +129,7 @@ func (r *backendReconciler) reconcileProbe(ctx context.Context, s *backendScope)
 		r.probes.forget(key)
 		return nil
 	}
+	seedLockSeries(r.kind.name(), obj, plan.lockPolicy)
 
 	inputs := fingerprint(append(identity(obj), s.resolved.inputs()...)...)
 	task := probeTask{kind: r.kind.name(), obj: obj, inputs: inputs, interval: interval, condition: plan.condition}

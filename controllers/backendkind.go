@@ -131,4 +131,8 @@ type probePlan struct {
 	// release once a grace period ends: see holderReleaseAt); zero leaves
 	// it to the interval.
 	nextProbeBy func() time.Time
+	// lockPolicy is the spec's lockPolicy, whose stale threshold the lock
+	// series a new manager serves from the status include (see
+	// seedLockSeries).
+	lockPolicy *backendsv1alpha1.LockPolicy
 }

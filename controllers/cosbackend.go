@@ -174,6 +174,7 @@ func (c *cosResolved) probe(interval time.Duration) probePlan {
 	}
 	plan.apply = func(value any, finished time.Time) { applyCosProbe(backend, value.(cosProbeResult), finished) }
 	plan.nextProbeBy = func() time.Time { return holderReleaseAt(&backend.Status.BackendStatus, backend.Spec.LockPolicy) }
+	plan.lockPolicy = backend.Spec.LockPolicy
 	return plan
 }
 

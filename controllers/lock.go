@@ -47,6 +47,24 @@ func applyLock(obj backendObject, kind string, reading lockReading, forceUnlock 
 	setCondition(&status.Conditions, obj.GetGeneration(), backendsv1alpha1.LockedCondition, v.obs)
 }
 
+// seedLockSeries serves the lock series of a backend whose status names
+// the holder of its lock, with the values applyLock set when it wrote
+// that status.lock: a new manager serves them before its first probe, an
+// interval away at most, so that an alert on a stale lock does not start
+// its wait over at every restart. A status without a holder leaves the
+// series to the next probe.
+func seedLockSeries(kind string, obj backendObject, policy *backendsv1alpha1.LockPolicy) {
+	holder := obj.SharedStatus().Lock
+	if holder == nil {
+		return
+	}
+	lockHeld.WithLabelValues(kind, obj.GetNamespace(), obj.GetName()).Set(1)
+	if holder.Created != nil {
+		lockAges.set(kind, obj.GetNamespace(), obj.GetName(), holder.Created.Time)
+	}
+	recordLockStaleAfter(kind, obj, policy)
+}
+
 // clearLock forgets the lock of a backend whose lock is not checked.
 func clearLock(obj backendObject, kind string) {
 	status := obj.SharedStatus()

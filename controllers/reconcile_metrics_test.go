@@ -66,6 +66,11 @@ func TestReconcileBackendMetrics(t *testing.T) {
 		return expectSeries(webBackend, map[string]float64{reachableMetric + "{kind=HttpBackend,name=web}": v}, reachableMetric)
 	}
 	none := expectSeries(webBackend, map[string]float64{}, reachableMetric, staleAfterMetric, lockHeldMetric)
+	lockSeries := expectSeries(webBackend, map[string]float64{
+		reachableMetric + "{kind=HttpBackend,name=web}":  1,
+		staleAfterMetric + "{kind=HttpBackend,name=web}": 1800,
+		lockHeldMetric + "{kind=HttpBackend,name=web}":   1,
+	}, reachableMetric, staleAfterMetric, lockHeldMetric)
 
 	cases := map[string]reconcileCase{
 		"unreachable, then holding no state (reachable), then restarted, then deleted": {
@@ -127,11 +132,20 @@ func TestReconcileBackendMetrics(t *testing.T) {
 				do:         reconcileUntilProbed,
 				wantCalls:  []string{"FetchSummary", "Lock " + webLockID},
 				wantEvents: []recordedEvent{{Object: "web", Type: "Warning", Reason: "StaleLock", Action: "Probe"}},
-				check: expectSeries(webBackend, map[string]float64{
-					reachableMetric + "{kind=HttpBackend,name=web}":  1,
-					staleAfterMetric + "{kind=HttpBackend,name=web}": 1800,
-					lockHeldMetric + "{kind=HttpBackend,name=web}":   1,
-				}, reachableMetric, staleAfterMetric, lockHeldMetric),
+				check:      lockSeries,
+			}, {
+				name:   "a new manager serves the lock series from the status before its first probe",
+				before: forgetSeries(webBackend),
+				do:     restartAndReconcile,
+				check: allChecks(lockSeries, func(t *testing.T, _ *reconcileEnv) {
+					t.Helper()
+					lockAges.mu.Lock()
+					_, ok := lockAges.created[lockAgeKey{httpBackendKind, harnessNamespace, webBackend.name}]
+					lockAges.mu.Unlock()
+					if !ok {
+						t.Error("no infrastate_state_lock_age_seconds series for the lock the status names")
+					}
+				}),
 			}, {
 				name:   "deleted",
 				before: deleteObject(webBackend),
