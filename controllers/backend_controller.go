@@ -57,6 +57,7 @@ func (r *backendReconciler) Reconcile(ctx context.Context, req ctrl.Request) (ct
 	return r.reconcile(ctx, req, obj, r.kind.name(), func(ctx context.Context) (outcome, time.Duration, error) {
 		s := &backendScope{obj: obj}
 		err := runPhases(ctx, s, r.reconcileSpec, r.reconcileReferences, r.reconcileRender, r.reconcileProbe)
+		forgetReachableWhenStalled(r.kind.name(), obj, err)
 		return outcome{readyMessage: s.readyMessage, gates: r.kind.readyGates(), probePending: s.probePending, applied: s.applied},
 			s.requeueAfter, err
 	})
@@ -121,6 +122,7 @@ func (r *backendReconciler) reconcileProbe(ctx context.Context, s *backendScope)
 	if plan.off != nil {
 		setCondition(&status.Conditions, obj.GetGeneration(), plan.condition, *plan.off)
 		status.State = nil
+		stateSize.DeleteLabelValues(r.kind.name(), obj.GetNamespace(), obj.GetName())
 	}
 	key := probeKey{kind: r.kind.name(), NamespacedName: client.ObjectKeyFromObject(obj)}
 	if plan.start == nil {

@@ -60,6 +60,17 @@ func recordReachable(kind string, obj backendObject, plan probePlan) {
 	}
 }
 
+// forgetReachableWhenStalled removes the infrastate_backend_reachable
+// series of a backend whose reconcile ended in err, when err is a stall:
+// a stalled backend is not probed, so the value its last probe left says
+// nothing of its state now (its Stalled condition says what is wrong),
+// and a new manager, which stalls before the probe too, serves none.
+func forgetReachableWhenStalled(kind string, obj backendObject, err error) {
+	if _, stalled := asStall(err); stalled {
+		backendReachable.DeleteLabelValues(kind, obj.GetNamespace(), obj.GetName())
+	}
+}
+
 // staleAfterSeconds is the infrastate_backend_lock_stale_after_seconds
 // value of policy: its staleAfter, not ok when unset.
 func staleAfterSeconds(policy *backendsv1alpha1.LockPolicy) (float64, bool) {

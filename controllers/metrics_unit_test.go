@@ -24,6 +24,7 @@ const (
 	reachableMetric   = "infrastate_backend_reachable"
 	staleAfterMetric  = "infrastate_backend_lock_stale_after_seconds"
 	lockHeldMetric    = "infrastate_backend_lock_held"
+	stateSizeMetric   = "infrastate_backend_state_size_bytes"
 	lastSuccessMetric = "infrastate_remotestate_last_success_timestamp_seconds"
 	intervalMetric    = "infrastate_remotestate_refresh_interval_seconds"
 )

@@ -13,6 +13,8 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/metrics"
 
 	backendsv1alpha1 "github.com/infrastate/backend-operator/api/v1alpha1"
+	"github.com/infrastate/backend-operator/internal/stateclient"
+	"github.com/infrastate/backend-operator/internal/statefile"
 )
 
 // The Reconcile-level cases of the series the alerts read: what the
@@ -65,7 +67,8 @@ func TestReconcileBackendMetrics(t *testing.T) {
 	reachableIs := func(v float64) func(t *testing.T, e *reconcileEnv) {
 		return expectSeries(webBackend, map[string]float64{reachableMetric + "{kind=HttpBackend,name=web}": v}, reachableMetric)
 	}
-	none := expectSeries(webBackend, map[string]float64{}, reachableMetric, staleAfterMetric, lockHeldMetric)
+	none := expectSeries(webBackend, map[string]float64{}, reachableMetric, staleAfterMetric, lockHeldMetric, stateSizeMetric)
+	noReachable := expectSeries(webBackend, map[string]float64{}, reachableMetric)
 	lockSeries := expectSeries(webBackend, map[string]float64{
 		reachableMetric + "{kind=HttpBackend,name=web}":  1,
 		staleAfterMetric + "{kind=HttpBackend,name=web}": 1800,
@@ -102,7 +105,7 @@ func TestReconcileBackendMetrics(t *testing.T) {
 				check:  none,
 			}},
 		},
-		"probing turned off": {
+		"stalled on a deleted Secret, then back": {
 			objects: []client.Object{backend(), passwordSecret()},
 			target:  webBackend,
 			steps: []reconcileStep{{
@@ -110,6 +113,44 @@ func TestReconcileBackendMetrics(t *testing.T) {
 				do:        reconcileUntilProbed,
 				wantCalls: []string{"FetchSummary"},
 				check:     reachableIs(1),
+			}, {
+				name: "the Secret is deleted: not probed, so no series",
+				before: func(e *reconcileEnv) {
+					if err := e.client.Delete(e.ctx, passwordSecret()); err != nil {
+						e.t.Fatal(err)
+					}
+				},
+				wantEvents: []recordedEvent{{Object: "web", Type: "Warning", Reason: "SecretNotFound", Action: "Reconcile"}},
+				check:      noReachable,
+			}, {
+				name:   "a new manager stalls too, and serves none",
+				before: forgetSeries(webBackend),
+				do:     restartAndReconcile,
+				check:  noReachable,
+			}, {
+				name:   "the Secret is back: the status' value again",
+				before: func(e *reconcileEnv) { e.create(passwordSecret()) },
+				wantEvents: []recordedEvent{{
+					Object: "web", Type: "Normal", Reason: "Succeeded", Action: "Reconcile",
+					Note: "Rendered ConfigMap web-backend and Secret web-backend-credentials",
+				}},
+				check: reachableIs(1),
+			}},
+		},
+		"probing turned off": {
+			objects: []client.Object{backend(), passwordSecret()},
+			script: stateScript{fetch: []fetchAnswer{{summary: &stateclient.StateSummary{
+				Present: true, SizeBytes: 180, Summary: statefile.Summary{Serial: 3, Lineage: "l-1"},
+			}}}},
+			target: webBackend,
+			steps: []reconcileStep{{
+				before:    forgetSeries(webBackend),
+				do:        reconcileUntilProbed,
+				wantCalls: []string{"FetchSummary"},
+				check: expectSeries(webBackend, map[string]float64{
+					reachableMetric + "{kind=HttpBackend,name=web}": 1,
+					stateSizeMetric + "{kind=HttpBackend,name=web}": 180,
+				}, reachableMetric, stateSizeMetric),
 			}, {
 				name: "probe.interval 0s",
 				before: func(e *reconcileEnv) {
