@@ -5,7 +5,10 @@ import (
 	"context"
 	"flag"
 	"fmt"
+	"log/slog"
 	"os"
+
+	"github.com/go-logr/logr"
 
 	"k8s.io/apimachinery/pkg/runtime"
 	utilruntime "k8s.io/apimachinery/pkg/util/runtime"
@@ -29,28 +32,39 @@ func init() {
 }
 
 func main() {
-	if err := run(); err != nil {
-		fmt.Fprintf(os.Stderr, "manager: %v\n", err)
-		os.Exit(1)
-	}
-}
-
-func run() error {
 	zapOpts := zap.Options{Development: false}
 	zapOpts.BindFlags(flag.CommandLine)
 	opts, err := parseOptions(flag.CommandLine, os.Args[1:], os.Getenv)
 	if err != nil {
-		return err
+		// No logger yet: the flags that configure it may be the wrong ones.
+		fmt.Fprintf(os.Stderr, "manager: %v\n", err)
+		os.Exit(2)
 	}
-	// Bounded: client-go logs request headers and bodies through this
-	// logger at high verbosity, Secrets and the manager's token included.
+	log := setUpLogging(zapOpts).WithName("setup")
+	if err := run(opts, log); err != nil {
+		log.Error(err, "The manager stopped")
+		os.Exit(1)
+	}
+}
+
+// setUpLogging makes one structured logger, bounded in verbosity, and
+// sends every logger of the process to it: controller-runtime's,
+// client-go's klog (leader election, watches, warnings) and the standard
+// library's log and log/slog (net/http's server errors), so that every
+// line the manager writes is JSON. Bounded: client-go logs request
+// headers and bodies at high verbosity, Secrets and the manager's token
+// included.
+func setUpLogging(zapOpts zap.Options) logr.Logger {
 	logger := logging.Bounded(zap.New(zap.UseFlagOptions(&zapOpts)), logging.MaxVerbosity)
 	ctrl.SetLogger(logger)
-	// client-go (leader election, watches, warnings) logs through klog:
-	// send it to the same structured, bounded logger.
 	klog.SetLogger(logger)
-	log := ctrl.Log.WithName("setup")
+	// Also the default of the log package, whose output slog takes over.
+	slog.SetDefault(slog.New(logr.ToSlogHandler(logger)))
+	return logger
+}
 
+// run starts the manager with opts and runs it until a signal stops it.
+func run(opts options, log logr.Logger) error {
 	ctx := ctrl.SetupSignalHandler()
 	cfg, err := ctrl.GetConfig()
 	if err != nil {

@@ -7,6 +7,7 @@ import (
 	"net"
 	"net/http"
 	"path/filepath"
+	"regexp"
 	"slices"
 	"time"
 
@@ -93,6 +94,18 @@ subjects:
 		By("refusing a scrape without a token, and one whose ServiceAccount may not GET /metrics")
 		Expect(scrapeStatus(ctx, metricsAddress, "")).To(Equal(http.StatusUnauthorized))
 		Expect(scrapeStatus(ctx, metricsAddress, stranger)).To(Equal(http.StatusForbidden))
+
+		By("logging, as JSON, the TLS handshake a plain HTTP scrape fails")
+		// net/http's server logs through the standard library's log, which
+		// the manager sends to its structured logger (expectStructuredLogs,
+		// when the manager stops, fails on any other line).
+		plain, err := http.NewRequestWithContext(ctx, http.MethodGet, "http://"+metricsAddress+"/metrics", http.NoBody)
+		Expect(err).NotTo(HaveOccurred())
+		resp, err := http.DefaultClient.Do(plain)
+		Expect(err).NotTo(HaveOccurred())
+		Expect(resp.Body.Close()).To(Succeed())
+		Expect(resp.StatusCode).To(Equal(http.StatusBadRequest))
+		mgr.waitForLog(regexp.MustCompile(`"msg":"http: TLS handshake error from 127\.0\.0\.1:\d+: client sent an HTTP request to an HTTPS server`))
 
 		By("serving the series of every object to the metrics reader")
 		var families map[string]*dto.MetricFamily
