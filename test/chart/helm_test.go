@@ -59,14 +59,7 @@ func runHelm(t tb, args ...string) (stdout, stderr string, err error) {
 	ctx, cancel := context.WithTimeout(t.Context(), helmTimeout)
 	defer cancel()
 	cmd := exec.CommandContext(ctx, bin, args...)
-	cmd.Env = []string{
-		"HOME=" + home,
-		"HELM_CONFIG_HOME=" + filepath.Join(home, "config"),
-		"HELM_CACHE_HOME=" + filepath.Join(home, "cache"),
-		"HELM_DATA_HOME=" + filepath.Join(home, "data"),
-		"KUBECONFIG=" + filepath.Join(home, "no-kubeconfig"),
-		"PATH=" + os.Getenv("PATH"),
-	}
+	cmd.Env = testtools.HelmEnv(home)
 	var out, errOut bytes.Buffer
 	cmd.Stdout, cmd.Stderr = &out, &errOut
 	err = cmd.Run()

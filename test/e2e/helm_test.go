@@ -3,7 +3,6 @@ package e2e
 import (
 	"bytes"
 	"context"
-	"os"
 	"os/exec"
 	"path/filepath"
 	"strings"
@@ -30,14 +29,7 @@ func helmTemplate(ctx context.Context, release, namespace string, set ...string)
 	ctx, cancel := context.WithTimeout(ctx, 2*time.Minute)
 	defer cancel()
 	cmd := exec.CommandContext(ctx, testtools.Helm(GinkgoT()), args...)
-	cmd.Env = []string{
-		"HOME=" + home,
-		"HELM_CONFIG_HOME=" + filepath.Join(home, "config"),
-		"HELM_CACHE_HOME=" + filepath.Join(home, "cache"),
-		"HELM_DATA_HOME=" + filepath.Join(home, "data"),
-		"KUBECONFIG=" + filepath.Join(home, "no-kubeconfig"),
-		"PATH=" + os.Getenv("PATH"),
-	}
+	cmd.Env = testtools.HelmEnv(home)
 	var stdout, stderr bytes.Buffer
 	cmd.Stdout, cmd.Stderr = &stdout, &stderr
 	Expect(cmd.Run()).To(Succeed(), "helm %s:\n%s", strings.Join(args, " "), stderr.String())
