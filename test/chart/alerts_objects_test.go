@@ -12,8 +12,9 @@ import (
 // The tests of this file evaluate the per-object alerts of the rendered
 // PrometheusRule with Prometheus' engine (promql_test.go) over series as
 // a Prometheus Operator scrape stores them: the manager's labels, the
-// object's namespace kept (honorLabels), and the labels of the target
-// (pod, instance, job, ...) added.
+// object's namespace kept (honorLabels) or renamed exported_namespace
+// (without it), and the labels of the target (pod, instance, job, ...)
+// added.
 
 // The scrape and rule evaluation intervals of the tests.
 const (
@@ -38,6 +39,13 @@ func targetLabels(pod, ip string) string {
 // labels (namespace a) and a target's, and its values.
 func seriesOf(metric, object, target, values string) string {
 	return fmt.Sprintf("%s{namespace=\"a\",%s,%s} %s\n", metric, object, target, values)
+}
+
+// renamedSeriesOf is a series as a scrape that does not honour the
+// scraped labels stores it: the object's namespace (namespace) renamed
+// exported_namespace, the target's namespace (ops) in namespace.
+func renamedSeriesOf(metric, namespace, object, target, values string) string {
+	return fmt.Sprintf("%s{exported_namespace=%q,namespace=\"ops\",%s,%s} %s\n", metric, namespace, object, target, values)
 }
 
 // Objects, as the labels of their series.
@@ -139,6 +147,12 @@ func TestBackendUnreachableAlert(t *testing.T) {
 				15 * time.Minute: {backendAlert("firing", "HttpBackend", "web")},
 			},
 		},
+		"a scrape without honorLabels, one name in two namespaces": {
+			series: renamedSeriesOf(metric, "a", web, oldPod, "0x40") + renamedSeriesOf(metric, "b", web, oldPod, "1x40"),
+			want: map[time.Duration][]string{
+				15 * time.Minute: {backendAlert("firing", "HttpBackend", "web")},
+			},
+		},
 	})
 }
 
@@ -163,6 +177,13 @@ func TestStateLockStaleAlert(t *testing.T) {
 				10 * time.Minute: {backendAlert("firing", "HttpBackend", "web")},
 				11 * time.Minute: {backendAlert("firing", "HttpBackend", "web"), backendAlert("pending", "CosBackend", "db")},
 				12 * time.Minute: {backendAlert("firing", "CosBackend", "db"), backendAlert("firing", "HttpBackend", "web")},
+			},
+		},
+		"a scrape without honorLabels, one name in two namespaces": {
+			series: renamedSeriesOf(age, "a", web, oldPod, "7200+30x40") + renamedSeriesOf(staleAfter, "a", web, oldPod, "3600x40") +
+				renamedSeriesOf(age, "b", web, oldPod, "60+30x40") + renamedSeriesOf(staleAfter, "b", web, oldPod, "3600x40"),
+			want: map[time.Duration][]string{
+				10 * time.Minute: {backendAlert("firing", "HttpBackend", "web")},
 			},
 		},
 		"a lock released ends the alert": {
@@ -227,6 +248,13 @@ func TestRemoteStateNotRefreshedAlert(t *testing.T) {
 				3 * time.Minute:  {remoteAlert("pending", "fast")},
 				8 * time.Minute:  {remoteAlert("firing", "fast")},
 				21 * time.Minute: {remoteAlert("firing", "fast"), remoteAlert("pending", "slow")},
+			},
+		},
+		"a scrape without honorLabels, one name in two namespaces": {
+			series: renamedSeriesOf(lastSuccess, "a", remote("fast"), oldPod, "0x100") + renamedSeriesOf(interval, "a", remote("fast"), oldPod, "60x100") +
+				renamedSeriesOf(lastSuccess, "b", remote("fast"), oldPod, "0+30x100") + renamedSeriesOf(interval, "b", remote("fast"), oldPod, "60x100"),
+			want: map[time.Duration][]string{
+				21 * time.Minute: {remoteAlert("firing", "fast")},
 			},
 		},
 		"a RemoteState that keeps publishing": {

@@ -286,8 +286,8 @@ func TestRulesHaveOneSource(t *testing.T) {
 }
 
 // TestServiceMonitorHonorsLabels checks that the ServiceMonitor keeps the
-// namespace label of the scraped series, which the alerts read, unless
-// told not to.
+// namespace label of the scraped series unless told not to (the alerts
+// read either: alerts_objects_test.go).
 func TestServiceMonitorHonorsLabels(t *testing.T) {
 	type serviceMonitor struct {
 		Spec struct {

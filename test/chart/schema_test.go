@@ -13,6 +13,9 @@ func TestLint(t *testing.T) {
 		"watched namespaces": {"watchNamespaces={team-a,team-b}"},
 		"ServiceMonitor":     {"metrics.serviceMonitor.enabled=true"},
 		"PrometheusRule":     {"metrics.prometheusRule.enabled=true"},
+		"PrometheusRule over a ServiceMonitor without honorLabels": {
+			"metrics.prometheusRule.enabled=true", "metrics.serviceMonitor.enabled=true", "metrics.serviceMonitor.honorLabels=false",
+		},
 	}
 	for name, set := range cases {
 		t.Run(name, func(t *testing.T) {
