@@ -4,6 +4,7 @@ import (
 	"context"
 	"fmt"
 	"io/fs"
+	"maps"
 	"os"
 	"path/filepath"
 	"strings"
@@ -12,7 +13,6 @@ import (
 
 	"github.com/prometheus/prometheus/promql/parser"
 	"k8s.io/client-go/util/workqueue"
-	"k8s.io/utils/ptr"
 	"sigs.k8s.io/controller-runtime/pkg/controller"
 	"sigs.k8s.io/controller-runtime/pkg/reconcile"
 )
@@ -42,11 +42,11 @@ func errorCounts(start, end time.Duration, errs []time.Duration) string {
 	return values.String()
 }
 
-// errorSeries is the errors counter of controller a target serves, with
-// values. The manager's series have no namespace label: the target's is
-// kept.
-func errorSeries(controller, target, values string) string {
-	return fmt.Sprintf("%s{controller=%q,namespace=\"ops\",%s} %s\n", errorsMetric, controller, target, values)
+// errorSeries is the errors counter of the controller name as a target
+// serves it, with values. The manager's series have no namespace label:
+// the target's is kept.
+func errorSeries(name, target, values string) string {
+	return fmt.Sprintf("%s{controller=%q,namespace=\"ops\",%s} %s\n", errorsMetric, name, target, values)
 }
 
 // every returns the times from first to until, period apart.
@@ -74,9 +74,7 @@ func statesEveryMinute(end, from, to time.Duration, state string) map[time.Durat
 
 // mergeStates returns a with b's checkpoints over it.
 func mergeStates(a, b map[time.Duration][]string) map[time.Duration][]string {
-	for at, states := range b {
-		a[at] = states
-	}
+	maps.Copy(a, b)
 	return a
 }
 
@@ -182,7 +180,7 @@ func longestDefaultBackoff(t *testing.T) time.Duration {
 	limiters := make(chan workqueue.TypedRateLimiter[reconcile.Request], 1)
 	c, err := controller.NewTypedUnmanaged("backoff-probe", controller.TypedOptions[reconcile.Request]{
 		Reconciler:         reconcile.Func(func(context.Context, reconcile.Request) (reconcile.Result, error) { return reconcile.Result{}, nil }),
-		SkipNameValidation: ptr.To(true),
+		SkipNameValidation: new(true),
 		NewQueue: func(_ string, limiter workqueue.TypedRateLimiter[reconcile.Request]) workqueue.TypedRateLimitingInterface[reconcile.Request] {
 			limiters <- limiter
 			return workqueue.NewTypedRateLimitingQueue(limiter)
@@ -194,7 +192,12 @@ func longestDefaultBackoff(t *testing.T) time.Duration {
 	ctx, cancel := context.WithCancel(t.Context())
 	done := make(chan error, 1)
 	go func() { done <- c.Start(ctx) }()
-	defer func() { cancel(); <-done }()
+	defer func() {
+		cancel()
+		if err := <-done; err != nil {
+			t.Errorf("the controller: %v", err)
+		}
+	}()
 	var limiter workqueue.TypedRateLimiter[reconcile.Request]
 	select {
 	case limiter = <-limiters:
