@@ -33,14 +33,7 @@ func applyLock(obj backendObject, kind string, reading lockReading, forceUnlock 
 	recordLockStaleAfter(kind, obj, policy)
 	if v.known {
 		status.Lock, status.HolderPod = v.holder, v.holderPod
-		held := 0.0
-		if v.holder != nil || v.obs.status == metav1.ConditionTrue {
-			held = 1
-		}
-		lockHeld.WithLabelValues(kind, obj.GetNamespace(), obj.GetName()).Set(held)
-		if v.holder != nil && v.holder.Created != nil {
-			lockAges.set(kind, obj.GetNamespace(), obj.GetName(), v.holder.Created.Time)
-		} else {
+		if !recordLockSeries(kind, obj, v.holder, v.holder != nil || v.obs.status == metav1.ConditionTrue) {
 			lockAges.forget(kind, obj.GetNamespace(), obj.GetName())
 		}
 	}
@@ -52,17 +45,33 @@ func applyLock(obj backendObject, kind string, reading lockReading, forceUnlock 
 // that status.lock: a new manager serves them before its first probe, an
 // interval away at most, so that an alert on a stale lock does not start
 // its wait over at every restart. A status without a holder leaves the
-// series to the next probe.
+// series to the next probe, and a holder without a creation time leaves
+// the age series as it is.
 func seedLockSeries(kind string, obj backendObject, policy *backendsv1alpha1.LockPolicy) {
 	holder := obj.SharedStatus().Lock
 	if holder == nil {
 		return
 	}
-	lockHeld.WithLabelValues(kind, obj.GetNamespace(), obj.GetName()).Set(1)
-	if holder.Created != nil {
-		lockAges.set(kind, obj.GetNamespace(), obj.GetName(), holder.Created.Time)
-	}
+	recordLockSeries(kind, obj, holder, true)
 	recordLockStaleAfter(kind, obj, policy)
+}
+
+// recordLockSeries sets the lock series of a backend whose lock is held
+// (or not) by holder, nil when none is known: infrastate_backend_locked
+// from held, and the age of the lock when holder says when it was taken.
+// It reports whether it set the age; the caller decides whether an age
+// it did not set is forgotten.
+func recordLockSeries(kind string, obj backendObject, holder *backendsv1alpha1.LockInfo, held bool) bool {
+	value := 0.0
+	if held {
+		value = 1
+	}
+	lockHeld.WithLabelValues(kind, obj.GetNamespace(), obj.GetName()).Set(value)
+	if holder == nil || holder.Created == nil {
+		return false
+	}
+	lockAges.set(kind, obj.GetNamespace(), obj.GetName(), holder.Created.Time)
+	return true
 }
 
 // clearLock forgets the lock of a backend whose lock is not checked.
