@@ -112,7 +112,8 @@ func (r *backendReconciler) reconcileRender(ctx context.Context, s *backendScope
 // reads run off the reconcile path (see prober): a due probe is
 // submitted, and the reconcile that its end triggers applies what it
 // learned to status. It sets scope.requeueAfter to the next probe (brought
-// forward to the plan's nextProbeBy) and scope.probePending while one is
+// forward to when the lockPolicy releases a gone holder the status names:
+// see holderReleaseAt) and scope.probePending while one is
 // under way, and infrastate_backend_reachable from the probe condition
 // (see recordReachable).
 func (r *backendReconciler) reconcileProbe(ctx context.Context, s *backendScope) error {
@@ -142,8 +143,8 @@ func (r *backendReconciler) reconcileProbe(ctx context.Context, s *backendScope)
 	step, err := r.advanceProbe(ctx, task, apply, plan.start)
 	recordReachable(r.kind.name(), obj, plan)
 	s.requeueAfter, s.probePending, s.applied = step.requeueAfter, step.pending, step.ack
-	if err == nil && !s.probePending && plan.nextProbeBy != nil {
-		if at := plan.nextProbeBy(); !at.IsZero() {
+	if err == nil && !s.probePending {
+		if at := holderReleaseAt(status, plan.lockPolicy); !at.IsZero() {
 			if wait, ok := r.schedule.pullIn(key.NamespacedName, inputs, at, r.opts.clock.Now()); ok && (s.requeueAfter <= 0 || wait < s.requeueAfter) {
 				s.requeueAfter = wait
 			}

@@ -126,13 +126,10 @@ type probePlan struct {
 	// apply writes into the object's status what a probe that ended at
 	// finished learned (start's probe returned value).
 	apply func(value any, finished time.Time)
-	// nextProbeBy, when set, returns when the next probe must run at the
-	// latest, read from the object's status as apply left it (a lock to
-	// release once a grace period ends: see holderReleaseAt); zero leaves
-	// it to the interval.
-	nextProbeBy func() time.Time
 	// lockPolicy is the spec's lockPolicy, whose stale threshold the lock
 	// series a new manager serves from the status include (see
-	// seedLockSeries).
+	// seedLockSeries), and which says when a holder the status records as
+	// gone is released: the next probe runs then at the latest (see
+	// holderReleaseAt).
 	lockPolicy *backendsv1alpha1.LockPolicy
 }

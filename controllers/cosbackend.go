@@ -173,7 +173,6 @@ func (c *cosResolved) probe(interval time.Duration) probePlan {
 		return func(ctx context.Context) any { return runCosProbe(ctx, cc, dec, forceUnlock, holder) }, nil
 	}
 	plan.apply = func(value any, finished time.Time) { applyCosProbe(backend, value.(cosProbeResult), finished) }
-	plan.nextProbeBy = func() time.Time { return holderReleaseAt(&backend.Status.BackendStatus, backend.Spec.LockPolicy) }
 	plan.lockPolicy = backend.Spec.LockPolicy
 	return plan
 }

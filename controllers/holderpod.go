@@ -259,7 +259,7 @@ func podDoneAs(phase string) string {
 // holderReleaseAt is when releaseWhenHolderGone releases the lock
 // status.lock names, whose holder's Pod status.holderPod has recorded
 // gone; zero when it does not. The probe that releases it must run then
-// (see probePlan.nextProbeBy), not an interval later.
+// (see reconcileProbe), not an interval later.
 func holderReleaseAt(status *backendsv1alpha1.BackendStatus, policy *backendsv1alpha1.LockPolicy) time.Time {
 	p := status.HolderPod
 	if !releasesGoneHolders(policy) || status.Lock == nil || p == nil || p.UID == "" || p.GoneSince == nil {

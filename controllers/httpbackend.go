@@ -186,7 +186,6 @@ func (h *httpResolved) probe(interval time.Duration) probePlan {
 		}, nil
 	}
 	plan.apply = func(value any, finished time.Time) { applyHTTPProbe(backend, value.(httpProbeResult), finished) }
-	plan.nextProbeBy = func() time.Time { return holderReleaseAt(&backend.Status.BackendStatus, backend.Spec.LockPolicy) }
 	plan.lockPolicy = backend.Spec.LockPolicy
 	return plan
 }
