@@ -104,20 +104,53 @@ func remoteStateReferences(obj client.Object) []string {
 // reference(name).
 func enqueueReferrers(c client.Reader, newList func() client.ObjectList, reference func(string) string) func(context.Context, client.Object) []reconcile.Request {
 	return func(ctx context.Context, obj client.Object) []reconcile.Request {
-		list := newList()
-		// Only the names are read: the cache's objects need no copy.
-		if err := c.List(ctx, list, client.InNamespace(obj.GetNamespace()),
-			client.MatchingFields{referencesIndex: reference(obj.GetName())}, client.UnsafeDisableDeepCopy); err != nil {
+		return indexedRequests(ctx, c, newList, obj.GetNamespace(), referencesIndex, reference(obj.GetName()))
+	}
+}
+
+// backendRefIndex indexes the objects that name a backend (RemoteStates,
+// StateLocks) by that backend, as "<Kind>/<name>", so that a change to a
+// backend reconciles them.
+const backendRefIndex = ".spec.backendRef"
+
+func backendRefValue(kind, name string) string { return kind + "/" + name }
+
+// backendRefOf returns the backendRefIndex extractor of the objects of
+// type T, whose spec.backendRef ref reads.
+func backendRefOf[T client.Object](ref func(T) backendsv1alpha1.BackendReference) client.IndexerFunc {
+	return func(obj client.Object) []string {
+		o, ok := obj.(T)
+		if !ok {
 			return nil
 		}
-		var requests []reconcile.Request
-		_ = forEachObject(list, func(o client.Object) {
-			requests = append(requests, reconcile.Request{NamespacedName: types.NamespacedName{
-				Namespace: o.GetNamespace(), Name: o.GetName(),
-			}})
-		})
-		return requests
+		r := ref(o)
+		return []string{backendRefValue(r.Kind, r.Name)}
 	}
+}
+
+// enqueueBackendReferrers returns a map function that enqueues every
+// object of list's kind in the event object's namespace that names it, a
+// backend of kind, in backendRefIndex.
+func enqueueBackendReferrers(c client.Reader, newList func() client.ObjectList, kind string) func(context.Context, client.Object) []reconcile.Request {
+	return func(ctx context.Context, obj client.Object) []reconcile.Request {
+		return indexedRequests(ctx, c, newList, obj.GetNamespace(), backendRefIndex, backendRefValue(kind, obj.GetName()))
+	}
+}
+
+// indexedRequests lists the objects of newList's kind in namespace whose
+// field index holds value, and returns a request for each; none when the
+// list fails.
+func indexedRequests(ctx context.Context, c client.Reader, newList func() client.ObjectList, namespace, field, value string) []reconcile.Request {
+	list := newList()
+	// Only the names are read: the cache's objects need no copy.
+	if err := c.List(ctx, list, client.InNamespace(namespace), client.MatchingFields{field: value}, client.UnsafeDisableDeepCopy); err != nil {
+		return nil
+	}
+	var requests []reconcile.Request
+	_ = forEachObject(list, func(o client.Object) {
+		requests = append(requests, reconcile.Request{NamespacedName: client.ObjectKeyFromObject(o)})
+	})
+	return requests
 }
 
 // forEachObject calls fn for every item of a typed list.

@@ -4,7 +4,6 @@ import (
 	"context"
 	"time"
 
-	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/client-go/tools/events"
 	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/builder"
@@ -17,20 +16,12 @@ import (
 	backendsv1alpha1 "github.com/infrastate/backend-operator/api/v1alpha1"
 )
 
-// backendRefIndex indexes RemoteStates by the backend they read, as
-// "<Kind>/<name>", so that a change to a backend reconciles its readers.
-const backendRefIndex = ".spec.backendRef"
+// remoteStateBackend is the backendRefIndex extractor of RemoteStates:
+// the backend a RemoteState reads.
+var remoteStateBackend = backendRefOf(func(rs *backendsv1alpha1.RemoteState) backendsv1alpha1.BackendReference { return rs.Spec.BackendRef })
 
-func backendRefValue(kind, name string) string { return kind + "/" + name }
-
-// remoteStateBackend is the backendRefIndex value of a RemoteState.
-func remoteStateBackend(obj client.Object) []string {
-	rs, ok := obj.(*backendsv1alpha1.RemoteState)
-	if !ok {
-		return nil
-	}
-	return []string{backendRefValue(rs.Spec.BackendRef.Kind, rs.Spec.BackendRef.Name)}
-}
+// newRemoteStateList returns an empty list of RemoteStates.
+func newRemoteStateList() client.ObjectList { return &backendsv1alpha1.RemoteStateList{} }
 
 // remoteStateReconciler publishes the outputs of a backend's state to a
 // ConfigMap (plain outputs) and a Secret (sensitive outputs).
@@ -122,37 +113,21 @@ func (r *remoteStateReconciler) setupWithManager(mgr ctrl.Manager) error {
 
 // readersOfBackend maps a backend to the RemoteStates that read it.
 func readersOfBackend(c client.Reader, kind string) handler.MapFunc {
-	return func(ctx context.Context, obj client.Object) []reconcile.Request {
-		return remoteStatesReading(ctx, c, obj.GetNamespace(), backendRefValue(kind, obj.GetName()))
-	}
+	return enqueueBackendReferrers(c, newRemoteStateList, kind)
 }
 
 // readersOfReferenced maps a Secret or a ConfigMap (reference names its
 // kind) to the RemoteStates that publish to it, and to those whose backend
 // references it: its appearance, change or deletion can clear their stall.
 func readersOfReferenced(c client.Reader, reference func(string) string) handler.MapFunc {
-	publishers := enqueueReferrers(c, func() client.ObjectList { return &backendsv1alpha1.RemoteStateList{} }, reference)
+	publishers := enqueueReferrers(c, newRemoteStateList, reference)
 	return func(ctx context.Context, obj client.Object) []reconcile.Request {
 		requests := publishers(ctx, obj)
 		for _, kind := range backendKinds {
 			for _, backend := range writersAndReferrers(c, kind, reference)(ctx, obj) {
-				requests = append(requests, remoteStatesReading(ctx, c, backend.Namespace, backendRefValue(kind.name(), backend.Name))...)
+				requests = append(requests, indexedRequests(ctx, c, newRemoteStateList, backend.Namespace, backendRefIndex, backendRefValue(kind.name(), backend.Name))...)
 			}
 		}
 		return requests
 	}
-}
-
-// remoteStatesReading lists the RemoteStates of a namespace that read the
-// backend "<Kind>/<name>".
-func remoteStatesReading(ctx context.Context, c client.Reader, namespace, backend string) []reconcile.Request {
-	list := &backendsv1alpha1.RemoteStateList{}
-	if err := c.List(ctx, list, client.InNamespace(namespace), client.MatchingFields{backendRefIndex: backend}, client.UnsafeDisableDeepCopy); err != nil {
-		return nil
-	}
-	requests := make([]reconcile.Request, 0, len(list.Items))
-	for _, rs := range list.Items {
-		requests = append(requests, reconcile.Request{NamespacedName: types.NamespacedName{Namespace: rs.Namespace, Name: rs.Name}})
-	}
-	return requests
 }

@@ -29,7 +29,7 @@ func SetupAll(ctx context.Context, mgr ctrl.Manager, opts ...Option) error {
 		return fmt.Errorf("adding the prober: %w", err)
 	}
 	// The kinds whose referencesIndex names Secrets and ConfigMaps.
-	lists := []func() client.ObjectList{func() client.ObjectList { return &backendsv1alpha1.RemoteStateList{} }}
+	lists := []func() client.ObjectList{newRemoteStateList}
 	for _, kind := range backendKinds {
 		lists = append(lists, kind.newList)
 	}

@@ -9,7 +9,6 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
-	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/client-go/tools/events"
 	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/builder"
@@ -19,7 +18,6 @@ import (
 	ctrlevent "sigs.k8s.io/controller-runtime/pkg/event"
 	"sigs.k8s.io/controller-runtime/pkg/handler"
 	"sigs.k8s.io/controller-runtime/pkg/predicate"
-	"sigs.k8s.io/controller-runtime/pkg/reconcile"
 
 	backendsv1alpha1 "github.com/infrastate/backend-operator/api/v1alpha1"
 )
@@ -319,14 +317,9 @@ func (r *stateLockReconciler) removeFinalizer(ctx context.Context, sl *backendsv
 	return nil
 }
 
-// stateLockBackend is the backendRefIndex value of a StateLock.
-func stateLockBackend(obj client.Object) []string {
-	sl, ok := obj.(*backendsv1alpha1.StateLock)
-	if !ok {
-		return nil
-	}
-	return []string{backendRefValue(sl.Spec.BackendRef.Kind, sl.Spec.BackendRef.Name)}
-}
+// stateLockBackend is the backendRefIndex extractor of StateLocks: the
+// backend whose lock a StateLock holds.
+var stateLockBackend = backendRefOf(func(sl *backendsv1alpha1.StateLock) backendsv1alpha1.BackendReference { return sl.Spec.BackendRef })
 
 // setupWithManager registers the reconciler with mgr; the field indexes
 // come from SetupAll. A StateLock is reconciled on spec changes, on a new
@@ -341,7 +334,8 @@ func (r *stateLockReconciler) setupWithManager(mgr ctrl.Manager) error {
 		return err
 	}
 	for _, kind := range backendKinds {
-		b = b.Watches(kind.newObject(), handler.EnqueueRequestsFromMapFunc(lockersOfBackend(c, kind.name())),
+		lockers := enqueueBackendReferrers(c, func() client.ObjectList { return &backendsv1alpha1.StateLockList{} }, kind.name())
+		b = b.Watches(kind.newObject(), handler.EnqueueRequestsFromMapFunc(lockers),
 			builder.WithPredicates(predicate.Or[client.Object](predicate.GenerationChangedPredicate{}, backendLockChanged())))
 	}
 	return b.
@@ -382,20 +376,4 @@ func backendLockChanged() predicate.Funcs {
 		}
 		return !bytes.Equal(backendLockView(before), backendLockView(after)) || ready(before) != ready(after)
 	}}
-}
-
-// lockersOfBackend maps a backend to the StateLocks that lock it.
-func lockersOfBackend(c client.Reader, kind string) handler.MapFunc {
-	return func(ctx context.Context, obj client.Object) []reconcile.Request {
-		list := &backendsv1alpha1.StateLockList{}
-		if err := c.List(ctx, list, client.InNamespace(obj.GetNamespace()),
-			client.MatchingFields{backendRefIndex: backendRefValue(kind, obj.GetName())}, client.UnsafeDisableDeepCopy); err != nil {
-			return nil
-		}
-		requests := make([]reconcile.Request, 0, len(list.Items))
-		for _, sl := range list.Items {
-			requests = append(requests, reconcile.Request{NamespacedName: types.NamespacedName{Namespace: sl.Namespace, Name: sl.Name}})
-		}
-		return requests
-	}
 }
