@@ -163,13 +163,15 @@ func (c *cosResolved) probe(interval time.Duration) probePlan {
 		return plan
 	}
 	forceUnlock := forceUnlockID(backend.Spec.ForceUnlock)
-	holder := newHolderCheck(c.env, backend, backend.Spec.LockPolicy)
+	// The holder check copies status.lock and status.holderPod when the
+	// probe is submitted (see advanceProbe), not at every reconcile.
 	plan.start = func() (probeFunc, error) {
 		cc, err := c.client()
 		if err != nil {
 			return nil, stall(backendsv1alpha1.InvalidSpecReason, "Cannot build a COS client: %v", err)
 		}
 		dec := c.decrypter()
+		holder := newHolderCheck(c.env, backend, backend.Spec.LockPolicy)
 		return func(ctx context.Context) any { return runCosProbe(ctx, cc, dec, forceUnlock, holder) }, nil
 	}
 	plan.apply = func(value any, finished time.Time) { applyCosProbe(backend, value.(cosProbeResult), finished) }

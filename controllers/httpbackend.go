@@ -161,21 +161,24 @@ func (h *httpResolved) probe(interval time.Duration) probePlan {
 			return plan
 		}
 	}
-	run := httpProbeRun{
-		fetch:       interval > 0,
-		decrypter:   h.decrypter(),
-		checkLock:   lockWork,
-		forceUnlock: forceUnlockID(backend.Spec.ForceUnlock),
-		holder:      newHolderCheck(h.env, backend, backend.Spec.LockPolicy),
-		lockID:      lockCheckID(backend.UID),
-		who:         fmt.Sprintf("backend-operator lock check of HttpBackend %s/%s", backend.Namespace, backend.Name),
-		info: "Taken by backend-operator to learn who holds the lock (spec.probe.lockCheck or spec.forceUnlock) " +
-			"and released at once; if it stays, the operator releases it at its next probe.",
-	}
+	// The probe's settings, with the holder check's copy of status.lock
+	// and status.holderPod, are built when it is submitted (see
+	// advanceProbe), not at every reconcile.
 	plan.start = func() (probeFunc, error) {
 		sc, err := h.stateClient()
 		if err != nil {
 			return nil, stall(backendsv1alpha1.InvalidSpecReason, "Cannot build a state client: %v", err)
+		}
+		run := httpProbeRun{
+			fetch:       interval > 0,
+			decrypter:   h.decrypter(),
+			checkLock:   lockWork,
+			forceUnlock: forceUnlockID(backend.Spec.ForceUnlock),
+			holder:      newHolderCheck(h.env, backend, backend.Spec.LockPolicy),
+			lockID:      lockCheckID(backend.UID),
+			who:         fmt.Sprintf("backend-operator lock check of HttpBackend %s/%s", backend.Namespace, backend.Name),
+			info: "Taken by backend-operator to learn who holds the lock (spec.probe.lockCheck or spec.forceUnlock) " +
+				"and released at once; if it stays, the operator releases it at its next probe.",
 		}
 		log := h.env.log
 		return func(ctx context.Context) any {
