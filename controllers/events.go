@@ -149,12 +149,13 @@ func stateLockEvents(before, after statusView) []event {
 }
 
 // changedReason returns the condition of type t in after when its status
-// or reason differs from before (or it is new).
+// or reason differs from before (or it is new): changedCondition, and a
+// condition of the same status whose reason changed.
 func changedReason(before, after []metav1.Condition, t string) (*metav1.Condition, bool) {
-	now := meta.FindStatusCondition(after, t)
-	if now == nil {
-		return nil, false
+	now, changed := changedCondition(before, after, t)
+	if now == nil || changed {
+		return now, changed
 	}
-	was := meta.FindStatusCondition(before, t)
-	return now, was == nil || was.Status != now.Status || was.Reason != now.Reason
+	// Unchanged status: the condition was in before.
+	return now, meta.FindStatusCondition(before, t).Reason != now.Reason
 }
