@@ -83,9 +83,7 @@ func (r *stateLockReconciler) Reconcile(ctx context.Context, req ctrl.Request) (
 	if !controllerutil.ContainsFinalizer(sl, backendsv1alpha1.StateLockFinalizer) {
 		// Before any lock is taken: the lock is released before the
 		// object goes away.
-		before := sl.DeepCopy()
-		controllerutil.AddFinalizer(sl, backendsv1alpha1.StateLockFinalizer)
-		if err := r.client.Patch(ctx, sl, client.MergeFromWithOptions(before, client.MergeFromWithOptimisticLock{}), fieldOwner); err != nil {
+		if err := r.patchFinalizer(ctx, sl, controllerutil.AddFinalizer); err != nil {
 			return ctrl.Result{}, fmt.Errorf("adding the finalizer: %w", err)
 		}
 	}
@@ -309,12 +307,20 @@ func stallMessage(err error) string {
 
 // removeFinalizer lets the API server delete sl.
 func (r *stateLockReconciler) removeFinalizer(ctx context.Context, sl *backendsv1alpha1.StateLock) error {
-	before := sl.DeepCopy()
-	controllerutil.RemoveFinalizer(sl, backendsv1alpha1.StateLockFinalizer)
-	if err := r.client.Patch(ctx, sl, client.MergeFromWithOptions(before, client.MergeFromWithOptimisticLock{}), fieldOwner); err != nil {
+	if err := r.patchFinalizer(ctx, sl, controllerutil.RemoveFinalizer); err != nil {
 		return fmt.Errorf("removing the finalizer: %w", client.IgnoreNotFound(err))
 	}
 	return nil
+}
+
+// patchFinalizer applies change (controllerutil.AddFinalizer or
+// RemoveFinalizer) to sl's StateLock finalizer and patches sl under an
+// optimistic lock, so that a concurrent change of its finalizers is not
+// overwritten.
+func (r *stateLockReconciler) patchFinalizer(ctx context.Context, sl *backendsv1alpha1.StateLock, change func(client.Object, string) bool) error {
+	before := sl.DeepCopy()
+	change(sl, backendsv1alpha1.StateLockFinalizer)
+	return r.client.Patch(ctx, sl, client.MergeFromWithOptions(before, client.MergeFromWithOptimisticLock{}), fieldOwner)
 }
 
 // stateLockBackend is the backendRefIndex extractor of StateLocks: the
