@@ -140,7 +140,7 @@ func (r *stateLockReconciler) reconcileLock(ctx context.Context, s *slockScope) 
 		return nil
 	}
 
-	locker, err := s.resolved.locker(workspaceOrDefault(sl.Spec.Workspace), sl)
+	start, err := s.startOf(slockOperation{action: action, held: heldFromStatus(sl), take: newStateLockInfo(sl, now), owns: lockOwnedBy(sl)})
 	if err != nil {
 		return err
 	}
@@ -160,10 +160,6 @@ func (r *stateLockReconciler) reconcileLock(ctx context.Context, s *slockScope) 
 		applySlockResult(sl, res.value.(slockResult), s.backendName())
 		return nil
 	}
-	op := slockOperation{action: action, held: heldFromStatus(sl), take: newStateLockInfo(sl, now), owns: lockOwnedBy(sl)}
-	start := func() (probeFunc, error) {
-		return func(ctx context.Context) any { return op.run(ctx, locker) }, nil
-	}
 	step, err := r.advanceProbe(ctx, task, apply, start)
 	s.probePending, s.applied = step.pending, step.ack
 	s.requeueAfter = earliest(s.requeueAfter, step.requeueAfter)
@@ -176,6 +172,19 @@ func (r *stateLockReconciler) reconcileLock(ctx context.Context, s *slockScope) 
 		return stall(backendsv1alpha1.LockLostReason, "%s", c.Message)
 	}
 	return err
+}
+
+// startOf returns the start of op on the lock of the StateLock's
+// workspace, with the locker of its backend (filled by reconcileBackend).
+// A backend whose lock cannot be taken is a stallError.
+func (s *slockScope) startOf(op slockOperation) (func() (probeFunc, error), error) {
+	locker, err := s.resolved.locker(workspaceOrDefault(s.sl.Spec.Workspace), s.sl)
+	if err != nil {
+		return nil, err
+	}
+	return func() (probeFunc, error) {
+		return func(ctx context.Context) any { return op.run(ctx, locker) }, nil
+	}, nil
 }
 
 // earliest is the shorter of two waits, ignoring a zero one.
@@ -259,7 +268,7 @@ func (r *stateLockReconciler) finalize(ctx context.Context, sl *backendsv1alpha1
 		}
 		return giveUp(stallMessage(err))
 	}
-	locker, err := s.resolved.locker(workspaceOrDefault(sl.Spec.Workspace), sl)
+	start, err := s.startOf(slockOperation{action: slockRelease, held: heldFromStatus(sl), owns: lockOwnedBy(sl)})
 	if err != nil {
 		return giveUp(stallMessage(err))
 	}
@@ -270,10 +279,6 @@ func (r *stateLockReconciler) finalize(ctx context.Context, sl *backendsv1alpha1
 		v := p.value.(slockResult)
 		res = &v
 		return nil
-	}
-	op := slockOperation{action: slockRelease, held: heldFromStatus(sl), owns: lockOwnedBy(sl)}
-	start := func() (probeFunc, error) {
-		return func(ctx context.Context) any { return op.run(ctx, locker) }, nil
 	}
 	step, err := r.advanceProbe(ctx, task, apply, start)
 	switch {
