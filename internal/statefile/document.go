@@ -21,9 +21,10 @@ type metadata struct {
 	serial           uint64
 	lineage          string
 	terraformVersion string
-	// encrypted is set for an OpenTofu envelope; decrypted when it was
-	// opened, and the other fields are then the plain state's.
-	encrypted, decrypted bool
+	// encrypted is set for an OpenTofu envelope. With a Decryption it was
+	// opened (readEnvelope errs when it cannot be) and the other fields are
+	// the plain state's; without one only serial and lineage are known.
+	encrypted bool
 }
 
 // outputVisitor is called for each output of the outputs object, with the

@@ -151,7 +151,7 @@ func (env *envelope) open(dec *Decryption, visit outputVisitor) (metadata, error
 	if md.encrypted {
 		return metadata{}, fmt.Errorf("%w: the decrypted state is encrypted again", ErrMalformed)
 	}
-	md.encrypted, md.decrypted = true, true
+	md.encrypted = true
 	return md, nil
 }
 

@@ -79,7 +79,9 @@ type Options struct {
 // ReadSummary.
 func ReadOutputs(r io.Reader, opts Options) (*State, error) {
 	st, err := readOutputs(r, opts)
-	if err == nil && st.Encrypted && !st.decrypted {
+	// With a Decryption an envelope is opened or refused, so an encrypted
+	// state comes back undecrypted only without one.
+	if err == nil && st.Encrypted && opts.Decryption == nil {
 		return nil, fmt.Errorf("%w: its outputs cannot be read without its key", ErrEncrypted)
 	}
 	return st, err
@@ -139,7 +141,6 @@ func readOutputs(r io.Reader, opts Options) (*State, error) {
 	}
 	return &State{
 		Encrypted:        md.encrypted,
-		decrypted:        md.decrypted,
 		Version:          SupportedVersion,
 		TerraformVersion: md.terraformVersion,
 		Serial:           md.serial,

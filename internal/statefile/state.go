@@ -20,9 +20,6 @@ type State struct {
 	// Encrypted reports a state encrypted with OpenTofu's state
 	// encryption, which was decrypted to read the rest.
 	Encrypted bool
-	// decrypted is false for an encrypted state read for its summary
-	// without a Decryption: only Serial and Lineage are known.
-	decrypted bool
 }
 
 // Output is one root module output.
