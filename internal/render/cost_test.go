@@ -140,7 +140,11 @@ func renderUnchecked(spec backendsv1alpha1.HttpBackendSpec) (Files, error) {
 	if err := applyOverrides(b, spec.Overrides); err != nil {
 		return Files{}, err
 	}
-	return writeFiles("http", b, escapesJSONTemplates(spec.Runner))
+	version, err := runnerVersion(spec.Runner)
+	if err != nil {
+		return Files{}, err
+	}
+	return writeFiles("http", b, escapesJSONTemplates(spec.Runner, version))
 }
 
 // filesSize is the total size of the three files.

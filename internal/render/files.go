@@ -104,7 +104,11 @@ func (f Files) CheckDataSize() error {
 // [ErrUnsupportedByRunner], and refuses files too large for a ConfigMap
 // with [ErrRenderTooLarge].
 func renderFiles(backendType string, b *body, runner *backendsv1alpha1.Runner, extra ...FeatureID) (Files, error) {
-	escape := escapesJSONTemplates(runner)
+	version, err := runnerVersion(runner)
+	if err != nil {
+		return Files{}, err
+	}
+	escape := escapesJSONTemplates(runner, version)
 	needs := append(bodyNeeds(backendType, b), extra...)
 	switch {
 	case escape && b.anyString(changedByEscaping):
@@ -113,7 +117,7 @@ func renderFiles(backendType string, b *body, runner *backendsv1alpha1.Runner, e
 		needs = append(needs, FeatureJSONLiteralTemplates)
 	}
 	needs = sortedNeeds(needs)
-	if err := checkRunner(runner, needs); err != nil {
+	if err := checkRunner(runner, version, needs); err != nil {
 		return Files{}, err
 	}
 	files, err := writeFiles(backendType, b, escape)

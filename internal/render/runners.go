@@ -278,52 +278,72 @@ func supportedRange(flavor backendsv1alpha1.RunnerFlavor, needs []FeatureID) (Ra
 	return r, true
 }
 
+// readBy reports whether flavor reads f at version. A nil version is a
+// current release: it reads the features whose range has no upper bound.
+func (f Feature) readBy(flavor backendsv1alpha1.RunnerFlavor, version *Version) bool {
+	support, ok := f.Support[flavor]
+	switch {
+	case !ok:
+		return false
+	case version == nil:
+		return !support.bounded()
+	}
+	return support.contains(*version)
+}
+
+// runnerVersion parses the version of runner: nil when runner is nil or
+// has no version. A version older than the oldest the table knows for the
+// flavor is refused with ErrUnsupportedByRunner.
+func runnerVersion(runner *backendsv1alpha1.Runner) (*Version, error) {
+	if runner == nil || runner.Version == "" {
+		return nil, nil
+	}
+	v, err := ParseVersion(runner.Version)
+	if err != nil {
+		return nil, err
+	}
+	if v.compare(Oldest[runner.Flavor]) < 0 {
+		return nil, fmt.Errorf("%w: %s %s is older than %s, the oldest release the operator knows", ErrUnsupportedByRunner, runner.Flavor, runner.Version, Oldest[runner.Flavor])
+	}
+	return &v, nil
+}
+
 // Unsupported returns the features of needs that runner cannot read. A
 // runner without a version is a current release: it reads the features
 // whose range has no upper bound.
 func Unsupported(runner backendsv1alpha1.Runner, needs []FeatureID) ([]Feature, error) {
-	var version *Version
-	if runner.Version != "" {
-		v, err := ParseVersion(runner.Version)
-		if err != nil {
-			return nil, err
-		}
-		if v.compare(Oldest[runner.Flavor]) < 0 {
-			return nil, fmt.Errorf("%w: %s %s is older than %s, the oldest release the operator knows", ErrUnsupportedByRunner, runner.Flavor, runner.Version, Oldest[runner.Flavor])
-		}
-		version = &v
+	version, err := runnerVersion(&runner)
+	if err != nil {
+		return nil, err
 	}
+	return unsupported(runner.Flavor, version, needs), nil
+}
+
+// unsupported returns the features of needs that flavor does not read at
+// version (nil: a current release).
+func unsupported(flavor backendsv1alpha1.RunnerFlavor, version *Version, needs []FeatureID) []Feature {
 	var out []Feature
 	for _, id := range needs {
-		f := feature(id)
-		support, ok := f.Support[runner.Flavor]
-		switch {
-		case !ok:
-		case version == nil && !support.bounded():
-			continue
-		case version != nil && support.contains(*version):
-			continue
+		if f := feature(id); !f.readBy(flavor, version) {
+			out = append(out, f)
 		}
-		out = append(out, f)
 	}
-	return out, nil
+	return out
 }
 
 // checkRunner fails with ErrUnsupportedByRunner when spec.runner is set
-// and cannot read a feature of needs, naming each.
-func checkRunner(runner *backendsv1alpha1.Runner, needs []FeatureID) error {
+// and cannot read a feature of needs at version (its version, as
+// runnerVersion parsed it), naming each.
+func checkRunner(runner *backendsv1alpha1.Runner, version *Version, needs []FeatureID) error {
 	if runner == nil {
 		return nil
 	}
-	unsupported, err := Unsupported(*runner, needs)
-	if err != nil {
-		return err
-	}
-	if len(unsupported) == 0 {
+	missing := unsupported(runner.Flavor, version, needs)
+	if len(missing) == 0 {
 		return nil
 	}
-	settings := make([]string, len(unsupported))
-	for i, f := range unsupported {
+	settings := make([]string, len(missing))
+	for i, f := range missing {
 		var readers []string
 		for _, flavor := range flavors {
 			if r, ok := f.Support[flavor]; ok {
@@ -345,16 +365,11 @@ func runnerName(r backendsv1alpha1.Runner) string {
 
 // escapesJSONTemplates reports whether backend.tf.json is written for a
 // runner that evaluates the backend block, so that "${" and "%{" in its
-// strings are doubled: OpenTofu 1.8 and later (or without a version).
-func escapesJSONTemplates(runner *backendsv1alpha1.Runner) bool {
-	if runner == nil || runner.Flavor != backendsv1alpha1.RunnerOpenTofu {
-		return false
-	}
-	if runner.Version == "" {
-		return true
-	}
-	v, err := ParseVersion(runner.Version)
-	return err == nil && feature(FeatureJSONEscapedTemplates).Support[backendsv1alpha1.RunnerOpenTofu].contains(v)
+// strings are doubled: one that reads FeatureJSONEscapedTemplates at
+// version (its version, as runnerVersion parsed it), OpenTofu 1.8 and
+// later or without a version.
+func escapesJSONTemplates(runner *backendsv1alpha1.Runner, version *Version) bool {
+	return runner != nil && feature(FeatureJSONEscapedTemplates).readBy(runner.Flavor, version)
 }
 
 // sortedNeeds returns needs sorted, without duplicates.
