@@ -404,15 +404,11 @@ func bodyNeeds(backendType string, b *body) []FeatureID {
 	walk = func(prefix string, b *body) {
 		for _, it := range b.items {
 			path := prefix + it.name
-			if it.block != nil {
-				if id, ok := known[path]; ok {
-					needs = append(needs, id)
-				}
-				walk(path+".", it.block)
-				continue
-			}
 			if id, ok := known[path]; ok {
 				needs = append(needs, id)
+			}
+			if it.block != nil {
+				walk(path+".", it.block)
 			}
 		}
 	}
