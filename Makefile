@@ -33,8 +33,18 @@ GENERATED_PATHS := api config/crd/bases config/rbac/role.yaml $(NAMESPACED_ROLE)
 # - a stale or duplicated name fails the check, so the skip can hide nothing.
 ENVTEST_SUITES := TestChartApply TestControllers TestE2E TestValidation
 NO_CONTROL_PLANE := /dev/null/make-unit-starts-no-control-plane
+
 empty :=
 space := $(empty) $(empty)
+
+# TEST_TOOLS are the tools the tests run besides the control plane, built
+# once (cached outside the repository) by hack/install-tools.sh. The tests
+# find each in the variable of its name in upper case (TERRAFORM, ...),
+# which TOOL_ENV sets. TOOL_ENV cannot fail, so a recipe builds them first
+# with INSTALL_TEST_TOOLS, which stops at the first that does not build.
+TEST_TOOLS := terraform tofu kubectl helm
+TOOL_ENV = $(foreach t,$(TEST_TOOLS),$(shell echo $t | tr a-z A-Z)="$$(hack/install-tools.sh $t)")
+INSTALL_TEST_TOOLS = for t in $(TEST_TOOLS); do hack/install-tools.sh $$t >/dev/null || exit; done
 
 .PHONY: all
 all: build
@@ -86,10 +96,7 @@ lint: ## Run golangci-lint (.golangci.yml) on every package.
 .PHONY: test-tools
 test-tools: ## Build (once, cached outside the repository) the control plane, terraform, tofu, kubectl, helm and golangci-lint.
 	@hack/setup-envtest.sh >/dev/null
-	@hack/install-tools.sh terraform >/dev/null
-	@hack/install-tools.sh tofu >/dev/null
-	@hack/install-tools.sh kubectl >/dev/null
-	@hack/install-tools.sh helm >/dev/null
+	@$(INSTALL_TEST_TOOLS)
 	@hack/install-tools.sh golangci-lint >/dev/null
 
 .PHONY: unit
@@ -98,33 +105,21 @@ unit: ## Run every test that needs no control plane: all but the envtest suites 
 	  n=$$(grep -rlE --include='*_test.go' "^func $$suite\(" . | wc -l); \
 	  if [ "$$n" -ne 1 ]; then echo "ENVTEST_SUITES: $$suite is defined in $$n test files, want 1" >&2; exit 1; fi; \
 	done
-	@hack/install-tools.sh terraform >/dev/null
-	@hack/install-tools.sh tofu >/dev/null
-	@hack/install-tools.sh kubectl >/dev/null
-	@hack/install-tools.sh helm >/dev/null
+	@$(INSTALL_TEST_TOOLS)
 	KUBEBUILDER_ASSETS=$(NO_CONTROL_PLANE) \
-	TERRAFORM="$$(hack/install-tools.sh terraform)" \
-	TOFU="$$(hack/install-tools.sh tofu)" \
-	KUBECTL="$$(hack/install-tools.sh kubectl)" \
-	HELM="$$(hack/install-tools.sh helm)" \
+	$(TOOL_ENV) \
 	$(GO) test $(GO_TEST_FLAGS) -skip '^($(subst $(space),|,$(strip $(ENVTEST_SUITES))))$$' ./...
 
 .PHONY: test
 test: verify-generated verify-fmt vet lint test-tools ## Run the linter and every test against a real kube-apiserver, etcd, terraform, tofu, kubectl and helm.
 	KUBEBUILDER_ASSETS="$$(hack/setup-envtest.sh)" \
-	TERRAFORM="$$(hack/install-tools.sh terraform)" \
-	TOFU="$$(hack/install-tools.sh tofu)" \
-	KUBECTL="$$(hack/install-tools.sh kubectl)" \
-	HELM="$$(hack/install-tools.sh helm)" \
+	$(TOOL_ENV) \
 	$(GO) test $(GO_TEST_FLAGS) ./...
 
 .PHONY: e2e
 e2e: test-tools ## Run only the end to end suite (test/e2e): the binaries, kubectl, terraform and tofu against a real control plane.
 	KUBEBUILDER_ASSETS="$$(hack/setup-envtest.sh)" \
-	TERRAFORM="$$(hack/install-tools.sh terraform)" \
-	TOFU="$$(hack/install-tools.sh tofu)" \
-	KUBECTL="$$(hack/install-tools.sh kubectl)" \
-	HELM="$$(hack/install-tools.sh helm)" \
+	$(TOOL_ENV) \
 	$(GO) test -count=1 -timeout 15m ./test/e2e/... $(E2E_FLAGS)
 
 ##@ Benchmarks
