@@ -83,3 +83,24 @@ The subject of the manager's bindings.
   name: {{ include "backend-operator.serviceAccountName" . }}
   namespace: {{ .Release.Namespace }}
 {{- end }}
+
+{{/*
+The labels of an alert: its severity, quoted, then
+metrics.prometheusRule.alertLabels. Called with a dict of "severity" and
+"alertLabels".
+*/}}
+{{- define "backend-operator.alertLabels" -}}
+severity: {{ .severity | quote }}
+{{- with .alertLabels }}
+{{ toYaml . }}
+{{- end }}
+{{- end }}
+
+{{/*
+The series named by the argument with namespace holding the object's
+namespace: a scrape that does not keep the series' own namespace label
+renames it exported_namespace (templates/prometheusrule.yaml).
+*/}}
+{{- define "backend-operator.objectNamespace" -}}
+label_replace({{ . }}, "namespace", "$1", "exported_namespace", "(.+)")
+{{- end }}
