@@ -133,9 +133,9 @@ func (c *Client) acquire(ctx context.Context, info LockInfo) (string, error) {
 	if info.ID == "" {
 		return "", errors.New("lock: the LockInfo has no ID; use NewLockInfo")
 	}
-	body, err := json.Marshal(info)
+	body, err := encodeLockInfo(info)
 	if err != nil {
-		return "", fmt.Errorf("lock: encoding the LockInfo: %w", err)
+		return "", fmt.Errorf("lock: %w", err)
 	}
 	resp, err := c.do(ctx, c.cfg.LockMethod, c.lock, nil, body)
 	if err != nil {
@@ -144,9 +144,7 @@ func (c *Client) acquire(ctx context.Context, info LockInfo) (string, error) {
 	switch resp.StatusCode {
 	case http.StatusOK:
 		discard(resp)
-		c.mu.Lock()
-		c.heldID, c.heldLockInfoJSON = info.ID, body
-		c.mu.Unlock()
+		c.hold(info.ID, body)
 		return info.ID, nil
 	case http.StatusConflict, http.StatusLocked:
 		return "", c.lockConflict(resp)
@@ -164,14 +162,29 @@ func (c *Client) Resume(info LockInfo) error {
 	if info.ID == "" {
 		return errors.New("resume: the LockInfo has no ID")
 	}
+	body, err := encodeLockInfo(info)
+	if err != nil {
+		return fmt.Errorf("resume: %w", err)
+	}
+	c.hold(info.ID, body)
+	return nil
+}
+
+// encodeLockInfo returns info as the body Lock sends and Unlock sends
+// again.
+func encodeLockInfo(info LockInfo) ([]byte, error) {
 	body, err := json.Marshal(info)
 	if err != nil {
-		return fmt.Errorf("resume: encoding the LockInfo: %w", err)
+		return nil, fmt.Errorf("encoding the LockInfo: %w", err)
 	}
+	return body, nil
+}
+
+// hold records lock id, taken with body, as the lock this client holds.
+func (c *Client) hold(id string, body []byte) {
 	c.mu.Lock()
-	c.heldID, c.heldLockInfoJSON = info.ID, body
+	c.heldID, c.heldLockInfoJSON = id, body
 	c.mu.Unlock()
-	return nil
 }
 
 // Unlock releases lock id with Config.UnlockMethod. When this client holds
