@@ -3,11 +3,11 @@ package stateencryption
 import (
 	"container/list"
 	"crypto/pbkdf2"
-	"crypto/sha256"
-	"encoding/binary"
 	"fmt"
 	"strconv"
 	"sync"
+
+	"github.com/infrastate/backend-operator/internal/contenthash"
 )
 
 // DefaultKeyCacheSize is the number of derived keys a KeyCache holds when
@@ -34,25 +34,22 @@ func deriveKey(passphrase []byte, p params) ([]byte, error) {
 	return key, nil
 }
 
-// cacheKey identifies one derivation: the SHA-256 of the passphrase, the
-// salt, the iterations, the hash function and the key length, each
-// length-prefixed so that no two inputs share an encoding.
-type cacheKey [sha256.Size]byte
+// cacheKey identifies one derivation: the contenthash.Sum (a SHA-256 of
+// length-prefixed parts, so that no two inputs share an encoding) of the
+// passphrase, the salt, the iterations, the hash function and the key
+// length.
+type cacheKey string
 
 // newCacheKey returns the cacheKey of deriving p from passphrase.
 func newCacheKey(passphrase []byte, p params) cacheKey {
-	h := sha256.New()
-	field := func(b []byte) {
-		_, _ = h.Write(binary.BigEndian.AppendUint64(nil, uint64(len(b))))
-		_, _ = h.Write(b)
-	}
-	field([]byte("stateencryption pbkdf2 v1"))
-	field(passphrase)
-	field(p.Salt)
-	field(strconv.AppendInt(nil, int64(p.Iterations), 10))
-	field([]byte(p.HashFunction))
-	field(strconv.AppendInt(nil, int64(p.KeyLength), 10))
-	return cacheKey(h.Sum(nil))
+	return cacheKey(contenthash.Sum(
+		[]byte("stateencryption pbkdf2 v1"),
+		passphrase,
+		p.Salt,
+		strconv.AppendInt(nil, int64(p.Iterations), 10),
+		[]byte(p.HashFunction),
+		strconv.AppendInt(nil, int64(p.KeyLength), 10),
+	))
 }
 
 // KeyCache keeps the keys most recently derived from passphrases, so that

@@ -28,7 +28,7 @@ func (d *countingDerive) derive(passphrase []byte, p params) ([]byte, error) {
 // cheapKey is a stand-in for the derived key of passphrase and p.
 func cheapKey(passphrase []byte, p params) []byte {
 	id := newCacheKey(passphrase, p)
-	sum := sha256.Sum256(id[:])
+	sum := sha256.Sum256([]byte(id))
 	return sum[:p.KeyLength]
 }
 
