@@ -21,13 +21,10 @@ type deriveFunc func(passphrase []byte, p params) ([]byte, error)
 
 // deriveKey is PBKDF2 of passphrase with the salt, iterations, hash
 // function and key length of p, as OpenTofu's pbkdf2 key provider derives
-// it. p must be valid.
+// it. p must be valid: Keyring.open derives only from parameters
+// parseParams has validated, so the hash function is known.
 func deriveKey(passphrase []byte, p params) ([]byte, error) {
-	h := hashFunctions[p.HashFunction]
-	if h == nil {
-		return nil, fmt.Errorf("%w: unknown hash function", ErrInvalidParameters)
-	}
-	key, err := pbkdf2.Key(h, string(passphrase), p.Salt, p.Iterations, p.KeyLength)
+	key, err := pbkdf2.Key(hashFunctions[p.HashFunction], string(passphrase), p.Salt, p.Iterations, p.KeyLength)
 	if err != nil {
 		return nil, fmt.Errorf("deriving the key: %w", err)
 	}
