@@ -145,10 +145,7 @@ func resolveEncryption(ctx context.Context, refs referenceReader, enc *backendsv
 
 // readPassphrase reads and checks one passphrase reference.
 func readPassphrase(ctx context.Context, refs referenceReader, ref backendsv1alpha1.SecretKeyRef, field string) (render.Passphrase, error) {
-	key := ref.Key
-	if key == "" {
-		key = backendsv1alpha1.DefaultPassphraseKey
-	}
+	key := render.PassphraseKey(ref.Key)
 	value, err := refs.secretKey(ctx, ref.Name, key, field)
 	if err != nil {
 		return render.Passphrase{}, err

@@ -58,12 +58,19 @@ type Passphrase struct {
 	Value []byte
 }
 
-// key is p's key in its Secret, defaulted as the API defaults it.
-func (p Passphrase) key() string {
-	if p.Key == "" {
+// PassphraseKey is the key of a passphrase in its Secret, as a Secret
+// reference of spec.encryption gives it (key), defaulted as the API
+// defaults it: empty means [backendsv1alpha1.DefaultPassphraseKey].
+func PassphraseKey(key string) string {
+	if key == "" {
 		return backendsv1alpha1.DefaultPassphraseKey
 	}
-	return p.Key
+	return key
+}
+
+// key is p's key in its Secret, defaulted (see [PassphraseKey]).
+func (p Passphrase) key() string {
+	return PassphraseKey(p.Key)
 }
 
 // ProviderName is the name of p's pbkdf2 key provider and aes_gcm method
