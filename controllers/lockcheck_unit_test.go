@@ -1,16 +1,12 @@
 package controllers
 
 import (
-	"bytes"
 	"context"
-	"errors"
 	"io"
 	"net/http"
 	"net/http/httptest"
 	"strings"
-	"sync"
 	"testing"
-	"time"
 
 	"github.com/go-logr/logr"
 	"github.com/google/go-cmp/cmp"
@@ -73,82 +69,6 @@ func (f *fakeStateClient) ForceUnlockEmptyBody(context.Context) error { return n
 func (f *fakeStateClient) CloseIdleConnections()                      {}
 func (f *fakeStateClient) Resume(stateclient.LockInfo) error          { return nil }
 
-// unlockRecorder serves a reference state server over real TCP and
-// records the body of every UNLOCK it is sent.
-type unlockRecorder struct {
-	server *stateserver.Server
-	url    string
-	mu     sync.Mutex
-	bodies []string
-}
-
-func newUnlockRecorder(t *testing.T, accept stateserver.UnlockBodies) *unlockRecorder {
-	t.Helper()
-	rec := &unlockRecorder{server: stateserver.New(stateserver.NewMemoryStore(), stateserver.WithUnlockBodies(accept))}
-	ts := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		if r.Method == stateserver.MethodUnlock {
-			body, _ := io.ReadAll(r.Body)
-			rec.mu.Lock()
-			rec.bodies = append(rec.bodies, string(body))
-			rec.mu.Unlock()
-			r.Body = io.NopCloser(bytes.NewReader(body))
-		}
-		rec.server.ServeHTTP(w, r)
-	}))
-	t.Cleanup(ts.Close)
-	rec.url = ts.URL + "/state/app"
-	return rec
-}
-
-// unlocks returns the UNLOCK bodies sent so far, "" standing for an empty
-// one, and forgets them.
-func (r *unlockRecorder) unlocks() []string {
-	r.mu.Lock()
-	defer r.mu.Unlock()
-	out := r.bodies
-	r.bodies = nil
-	return out
-}
-
-// client returns a state client for the recorder's state, with locking.
-func (r *unlockRecorder) client(t *testing.T) stateClient {
-	t.Helper()
-	cfg := stateclient.DefaultConfig(r.url)
-	cfg.LockAddress, cfg.UnlockAddress, cfg.RetryMax = r.url, r.url, 0
-	sc, err := stateclient.New(cfg)
-	if err != nil {
-		t.Fatal(err)
-	}
-	return sc
-}
-
-// hold takes the lock of the recorder's state as another client would.
-func (r *unlockRecorder) hold(t *testing.T, id, who string) {
-	t.Helper()
-	info := stateclient.LockInfo{ID: id, Operation: "OperationTypeApply", Who: who, Version: "1.5.7", Created: time.Now().UTC()}
-	if _, err := r.client(t).Lock(t.Context(), info); err != nil {
-		t.Fatalf("taking lock %s: %v", id, err)
-	}
-	r.unlocks()
-}
-
-// held returns the ID of the lock the server holds, "" when none.
-func (r *unlockRecorder) held(t *testing.T) string {
-	t.Helper()
-	_, err := r.client(t).Lock(t.Context(), stateclient.NewLockInfo("OperationTypeInvalid", "test"))
-	var lockErr *stateclient.LockError
-	switch {
-	case err == nil:
-		// It was free: give it back without leaving a trace in unlocks.
-		defer r.unlocks()
-		return ""
-	case errors.As(err, &lockErr) && lockErr.Info != nil:
-		return lockErr.Info.ID
-	}
-	t.Fatalf("reading the holder: %v", err)
-	return ""
-}
-
 // TestForceUnlockOnEachServer releases a named lock on servers that accept
 // different UNLOCK bodies, over real TCP: the ID body first, the empty
 // body only when the ID body was refused, and a refusal of both reported
@@ -170,11 +90,12 @@ func TestForceUnlockOnEachServer(t *testing.T) {
 	}
 	for name, tc := range cases {
 		t.Run(name, func(t *testing.T) {
-			srv := newUnlockRecorder(t, tc.accept)
-			srv.hold(t, holder, "alice@laptop")
+			srv := newLockTraffic(t, tc.accept)
+			srv.hold(t.Context(), t, holder, "alice@laptop")
 			plan := httpProbeRun{checkLock: true, forceUnlock: holder, lockID: lockCheckID("uid-1"), who: "backend-operator test"}
 			got := runHTTPProbe(t.Context(), srv.client(t), plan, logr.Discard()).lock
-			if diff := cmp.Diff(tc.wantUnlocks, srv.unlocks()); diff != "" {
+			_, unlocks := srv.take()
+			if diff := cmp.Diff(tc.wantUnlocks, unlocks); diff != "" {
 				t.Errorf("UNLOCK bodies (-want +got):\n%s", diff)
 			}
 			if diff := cmp.Diff(tc.wantErr, got.releaseErr, cmp.AllowUnexported(forceUnlockRefusedError{})); diff != "" {
@@ -183,7 +104,7 @@ func TestForceUnlockOnEachServer(t *testing.T) {
 			if got.released != (tc.wantErr == nil) || got.holder == nil || got.holder.ID != holder {
 				t.Errorf("reading = %+v, want the holder %s, released %v", got, holder, tc.wantErr == nil)
 			}
-			if h := srv.held(t); h != tc.wantHeld {
+			if h := srv.holderID(t.Context(), t); h != tc.wantHeld {
 				t.Errorf("lock held after the probe: %q, want %q", h, tc.wantHeld)
 			}
 			v := lockStatus(got, lockTerms{forceUnlockID: holder})
@@ -200,15 +121,15 @@ func TestForceUnlockOnEachServer(t *testing.T) {
 // no UNLOCK at all, least of all the empty body, which would release it.
 func TestForceUnlockNeverSendsTheEmptyBodyForAnotherHolder(t *testing.T) {
 	for _, accept := range []stateserver.UnlockBodies{stateserver.AcceptAnyUnlock, stateserver.AcceptEmptyUnlock} {
-		srv := newUnlockRecorder(t, accept)
-		srv.hold(t, "the-holder", "alice@laptop")
+		srv := newLockTraffic(t, accept)
+		srv.hold(t.Context(), t, "the-holder", "alice@laptop")
 		plan := httpProbeRun{checkLock: true, forceUnlock: "another-id", lockID: lockCheckID("uid-1"), who: "backend-operator test"}
 		got := runHTTPProbe(t.Context(), srv.client(t), plan, logr.Discard()).lock
-		if unlocks := srv.unlocks(); len(unlocks) != 0 {
+		if _, unlocks := srv.take(); len(unlocks) != 0 {
 			t.Errorf("sent UNLOCK %q for a lock forceUnlock does not name", unlocks)
 		}
-		if v := lockStatus(got, lockTerms{forceUnlockID: "another-id"}); v.obs.reason != "ForceUnlockSkipped" || srv.held(t) != "the-holder" {
-			t.Errorf("Locked %s (%s), lock held by %q; want ForceUnlockSkipped and the-holder", v.obs.reason, v.obs.message, srv.held(t))
+		if v := lockStatus(got, lockTerms{forceUnlockID: "another-id"}); v.obs.reason != "ForceUnlockSkipped" || srv.holderID(t.Context(), t) != "the-holder" {
+			t.Errorf("Locked %s (%s), lock held by %q; want ForceUnlockSkipped and the-holder", v.obs.reason, v.obs.message, srv.holderID(t.Context(), t))
 		}
 	}
 }
@@ -218,7 +139,7 @@ func TestForceUnlockNeverSendsTheEmptyBodyForAnotherHolder(t *testing.T) {
 // by the next check, including one taken before a restart: the ID is
 // derived from the backend's UID.
 func TestLockCheckReleasesItsOwnLeftoverLock(t *testing.T) {
-	srv := newUnlockRecorder(t, stateserver.AcceptEmptyUnlock)
+	srv := newLockTraffic(t, stateserver.AcceptEmptyUnlock)
 	plan := httpProbeRun{checkLock: true, lockID: lockCheckID("uid-1"), who: "backend-operator lock check of HttpBackend ns/app"}
 	if plan.lockID != lockCheckID("uid-1") || plan.lockID == lockCheckID("uid-2") {
 		t.Fatal("lockCheckID is not a function of the UID alone")
@@ -230,8 +151,8 @@ func TestLockCheckReleasesItsOwnLeftoverLock(t *testing.T) {
 	if got.ownErr == nil || !got.held || got.holder == nil || got.holder.ID != plan.lockID || got.holder.Who != plan.who {
 		t.Fatalf("reading = %+v, want the check's own lock, held", got)
 	}
-	if n := len(srv.unlocks()); n != lockReleaseAttempts {
-		t.Errorf("%d UNLOCK attempts, want %d", n, lockReleaseAttempts)
+	if _, unlocks := srv.take(); len(unlocks) != lockReleaseAttempts {
+		t.Errorf("%d UNLOCK attempts, want %d", len(unlocks), lockReleaseAttempts)
 	}
 	v := lockStatus(got, lockTerms{})
 	if v.obs.status != metav1.ConditionTrue || v.obs.reason != "LockCheckNotReleased" || !strings.Contains(v.obs.message, plan.lockID) {
@@ -244,7 +165,7 @@ func TestLockCheckReleasesItsOwnLeftoverLock(t *testing.T) {
 	if diff := cmp.Diff(lockReading{}, got, cmp.AllowUnexported(lockReading{}, holderSighting{})); diff != "" {
 		t.Errorf("reading after the leftover was released (-want +got):\n%s", diff)
 	}
-	if h := srv.held(t); h != "" {
+	if h := srv.holderID(t.Context(), t); h != "" {
 		t.Errorf("lock held by %q after the check, want free", h)
 	}
 }
