@@ -44,14 +44,14 @@ func basicAuthClient(address string) *stateclient.Client {
 
 // holdLock takes the state's lock as another client would and returns its ID.
 func holdLock(ctx context.Context, address string) string {
-	return holdLockAs(ctx, address, true)
+	return holdLockAs(ctx, address, true, "alice@laptop")
 }
 
-// holdLockAs is holdLock, with the suite's basic auth or without.
-func holdLockAs(ctx context.Context, address string, basicAuth bool) string {
-	sc := lockingClient(address, basicAuth)
-	info := stateclient.NewLockInfo("OperationTypeApply", "alice@laptop")
-	id, err := sc.Lock(ctx, info)
+// holdLockAs takes the state's lock as the client who would, with the
+// suite's basic auth or without, and returns its ID.
+func holdLockAs(ctx context.Context, address string, basicAuth bool, who string) string {
+	GinkgoHelper()
+	id, err := lockingClient(address, basicAuth).Lock(ctx, stateclient.NewLockInfo("OperationTypeApply", who))
 	Expect(err).NotTo(HaveOccurred())
 	return id
 }

@@ -111,7 +111,7 @@ var _ = Describe("Locks", func() {
 			srv := httptest.NewServer(stateserver.New(stateserver.NewMemoryStore(), stateserver.WithUnlockBodies(accept)))
 			DeferCleanup(srv.Close)
 			address := srv.URL + "/state/app"
-			holder := holdLockAs(ctx, address, false)
+			holder := holdLockAs(ctx, address, false, "alice@laptop")
 			backend := makeHttpBackend("app", ns, address).locks().lockCheck().forceUnlock(holder).build()
 			create(ctx, backend)
 			if released {

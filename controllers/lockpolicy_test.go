@@ -68,9 +68,7 @@ func createRunnerPod(ctx context.Context, ns string, phase corev1.PodPhase) *cor
 // run in the Pod pod would (Who is runner@<pod>), and returns its ID.
 func holdLockFromPod(ctx context.Context, address, pod string) string {
 	GinkgoHelper()
-	id, err := lockingClient(address, true).Lock(ctx, stateclient.NewLockInfo("OperationTypeApply", "runner@"+pod))
-	Expect(err).NotTo(HaveOccurred())
-	return id
+	return holdLockAs(ctx, address, true, "runner@"+pod)
 }
 
 // createPolicyBackend creates the HttpBackend "app" of the spec's state,
