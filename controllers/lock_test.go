@@ -28,21 +28,32 @@ func reprobe(ctx context.Context, backend *backendsv1alpha1.HttpBackend) {
 	})
 }
 
-// lockHolder returns the ID of the lock a state server holds at address,
-// "" when it holds none.
-func lockHolder(ctx context.Context, address string, basicAuth bool) string {
+// peekLock returns the holder of the lock a state server holds at
+// address, as its conflict answer tells it, nil when it holds none. It
+// peeks by taking the lock, and releases it when it was free.
+func peekLock(ctx context.Context, address string, basicAuth bool) *stateclient.LockInfo {
+	GinkgoHelper()
 	sc := lockingClient(address, basicAuth)
 	info := stateclient.NewLockInfo("OperationTypeInvalid", "test")
 	_, err := sc.Lock(ctx, info)
 	if err == nil {
 		Expect(sc.Unlock(ctx, info.ID)).To(Succeed())
-		return ""
+		return nil
 	}
-	var lockErr *stateclient.LockError
-	Expect(err).To(BeAssignableToTypeOf(lockErr))
-	lockErr, _ = errors.AsType[*stateclient.LockError](err) // it is one: asserted above
-	Expect(lockErr.Info).NotTo(BeNil())
-	return lockErr.Info.ID
+	Expect(err).To(BeAssignableToTypeOf(&stateclient.LockError{}), "the lock attempt failed")
+	lockErr, _ := errors.AsType[*stateclient.LockError](err) // it is one: asserted above
+	Expect(lockErr.Info).NotTo(BeNil(), "the conflict answer names no holder")
+	return lockErr.Info
+}
+
+// lockHolder returns the ID of the lock a state server holds at address,
+// "" when it holds none.
+func lockHolder(ctx context.Context, address string, basicAuth bool) string {
+	GinkgoHelper()
+	if holder := peekLock(ctx, address, basicAuth); holder != nil {
+		return holder.ID
+	}
+	return ""
 }
 
 var _ = Describe("Locks", func() {

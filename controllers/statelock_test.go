@@ -3,7 +3,6 @@ package controllers
 import (
 	"context"
 	"encoding/json"
-	"errors"
 	"time"
 
 	. "github.com/onsi/ginkgo/v2"
@@ -49,7 +48,7 @@ var lockTargets = []lockTarget{
 			Expect(lockingClient(stateURL(ns), true).ForceUnlock(ctx, id)).To(Succeed())
 		},
 		holder: func(ctx context.Context, ns string) *stateclient.LockInfo {
-			return httpLockHolder(ctx, stateURL(ns))
+			return peekLock(ctx, stateURL(ns), true)
 		},
 	},
 	{
@@ -81,22 +80,6 @@ var lockTargets = []lockTarget{
 
 // cosLockKey is the lock object of makeCosBackend's default workspace.
 const cosLockKey = "platform/terraform.tfstate.tflock"
-
-// httpLockHolder returns the holder of the lock a state server holds at
-// address, as its conflict answer tells it, nil when it holds none.
-func httpLockHolder(ctx context.Context, address string) *stateclient.LockInfo {
-	GinkgoHelper()
-	sc := lockingClient(address, true)
-	info := stateclient.NewLockInfo("OperationTypeInvalid", "test")
-	_, err := sc.Lock(ctx, info)
-	if err == nil {
-		Expect(sc.Unlock(ctx, info.ID)).To(Succeed())
-		return nil
-	}
-	lockErr, ok := errors.AsType[*stateclient.LockError](err)
-	Expect(ok).To(BeTrue(), "the lock attempt failed: %v", err)
-	return lockErr.Info
-}
 
 // makeStateLock returns a StateLock "freeze" of the backend "app" of
 // kind.
