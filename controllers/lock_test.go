@@ -16,15 +16,21 @@ import (
 	"github.com/infrastate/backend-operator/internal/stateserver"
 )
 
-// reprobe changes a backend's spec in a way that does not change what the
-// probe reads, so that its next reconcile probes at once (new inputs).
-func reprobe(ctx context.Context, backend *backendsv1alpha1.HttpBackend) {
+// reprobe changes a backend's spec in a way that does not change what
+// its probe reads, so that its next reconcile probes at once (new inputs).
+func reprobe(ctx context.Context, backend backendObject) {
+	GinkgoHelper()
 	updateSpec(ctx, backend, func() {
-		retries := int32(1)
-		if backend.Spec.RetryMax != nil && *backend.Spec.RetryMax == 1 {
-			retries = 0
+		switch b := backend.(type) {
+		case *backendsv1alpha1.HttpBackend:
+			retries := int32(1)
+			if b.Spec.RetryMax != nil && *b.Spec.RetryMax == 1 {
+				retries = 0
+			}
+			b.Spec.RetryMax = &retries
+		case *backendsv1alpha1.CosBackend:
+			b.Spec.Encrypt = new(b.Spec.Encrypt == nil || !*b.Spec.Encrypt)
 		}
-		backend.Spec.RetryMax = &retries
 	})
 }
 
