@@ -207,22 +207,13 @@ func TestCosLockOperations(t *testing.T) {
 	e := newCosLockEnv(t)
 	key := slockCosLockKey("default")
 	sl := makeSlock().build()
-	run := func(sl *backendsv1alpha1.StateLock, action slockAction) slockResult {
-		t.Helper()
-		op := slockOperation{action: action, held: heldFromStatus(sl), take: newStateLockInfo(sl, slockNow), owns: lockOwnedBy(sl)}
-		res := op.run(ctx, e.locker(t, "default"))
-		if res.err != nil {
-			t.Fatalf("%v: %v", action, res.err)
-		}
-		return res
-	}
 
 	// Taken, and the result lost.
-	if res := run(sl, slockHold); res.taken == nil {
+	if res := runSlockOp(ctx, t, e.locker(t, "default"), sl, slockHold); res.taken == nil {
 		t.Fatalf("first hold = %+v, want taken", res)
 	}
 	first := e.holder(ctx, t, "default")
-	res := run(sl, slockHold)
+	res := runSlockOp(ctx, t, e.locker(t, "default"), sl, slockHold)
 	if res.taken == nil || res.taken.id != first.ID || res.holder != nil {
 		t.Fatalf("hold after a lost result = %+v, want its own lock %s adopted", res, first.ID)
 	}
@@ -231,7 +222,7 @@ func TestCosLockOperations(t *testing.T) {
 		t.Fatalf("status records lock %q, want %s", sl.Status.LockID, first.ID)
 	}
 	recorded := sl.DeepCopy()
-	if res := run(sl, slockHold); !res.kept {
+	if res := runSlockOp(ctx, t, e.locker(t, "default"), sl, slockHold); !res.kept {
 		t.Errorf("check = %+v, want kept", res)
 	}
 
@@ -239,7 +230,7 @@ func TestCosLockOperations(t *testing.T) {
 	e.srv.DeleteObject(slockBucket, key)
 	alice := e.holdAlice(ctx, t, "default")
 	puts, _ := e.writes(key)
-	res = run(sl, slockHold)
+	res = runSlockOp(ctx, t, e.locker(t, "default"), sl, slockHold)
 	applySlockResult(sl, res, slockBackend)
 	if diff := cmp.Diff(alice, res.holder); diff != "" || !lockLost(sl) {
 		t.Errorf("check after the loss = %+v, lockLost %v; want lost to alice (-want +got):\n%s", res, lockLost(sl), diff)
@@ -249,7 +240,7 @@ func TestCosLockOperations(t *testing.T) {
 	}
 
 	// A release of the lock it recorded: alice's lock stays.
-	if res := run(recorded, slockRelease); res.released || res.err != nil || res.holder == nil || res.holder.ID != alice.ID {
+	if res := runSlockOp(ctx, t, e.locker(t, "default"), recorded, slockRelease); res.released || res.err != nil || res.holder == nil || res.holder.ID != alice.ID {
 		t.Errorf("release = %+v, want nothing released, alice named as the holder", res)
 	}
 	if h := e.holder(ctx, t, "default"); h == nil || h.ID != alice.ID {

@@ -20,17 +20,8 @@ func TestHTTPLockOperations(t *testing.T) {
 	ctx := t.Context()
 	lt := newLockTraffic(t, stateserver.AcceptEmptyUnlock)
 	sl := makeSlock().build()
-	run := func(sl *backendsv1alpha1.StateLock, action slockAction) slockResult {
-		t.Helper()
-		op := slockOperation{action: action, held: heldFromStatus(sl), take: newStateLockInfo(sl, slockNow), owns: lockOwnedBy(sl)}
-		res := op.run(ctx, lt.locker(t))
-		if res.err != nil {
-			t.Fatalf("%v: %v", action, res.err)
-		}
-		return res
-	}
 
-	res := run(sl, slockHold)
+	res := runSlockOp(ctx, t, lt.locker(t), sl, slockHold)
 	applySlockResult(sl, res, slockBackend)
 	id := sl.Status.LockID
 	if res.taken == nil || id == "" {
@@ -40,7 +31,7 @@ func TestHTTPLockOperations(t *testing.T) {
 		t.Fatalf("the server holds %q, want %s", got, id)
 	}
 	recorded := sl.DeepCopy()
-	res = run(sl, slockHold)
+	res = runSlockOp(ctx, t, lt.locker(t), sl, slockHold)
 	applySlockResult(sl, res, slockBackend)
 	if !res.kept {
 		t.Errorf("check = %+v, want kept", res)
@@ -51,7 +42,7 @@ func TestHTTPLockOperations(t *testing.T) {
 		t.Fatal(err)
 	}
 	lt.hold(ctx, t, "alice-1", "alice@laptop")
-	res = run(sl, slockHold)
+	res = runSlockOp(ctx, t, lt.locker(t), sl, slockHold)
 	applySlockResult(sl, res, slockBackend)
 	if res.holder == nil || res.holder.ID != "alice-1" || !lockLost(sl) || planStateLock(sl, slockNow) != slockIdle {
 		t.Errorf("check after the loss = %+v, lockLost %v, plan %v; want lost to alice-1, idle", res, lockLost(sl), planStateLock(sl, slockNow))
@@ -62,7 +53,7 @@ func TestHTTPLockOperations(t *testing.T) {
 
 	// A release of the lock it recorded (the StateLock expired, or was
 	// deleted, before it saw the loss): alice's lock stays.
-	res = run(recorded, slockRelease)
+	res = runSlockOp(ctx, t, lt.locker(t), recorded, slockRelease)
 	if res.released || res.err != nil || res.holder == nil || res.holder.ID != "alice-1" {
 		t.Errorf("release = %+v, want nothing released, alice named as the holder", res)
 	}
@@ -98,21 +89,12 @@ func TestHTTPLockTakenAndNotRecorded(t *testing.T) {
 		lt.take()
 		return info.ID
 	}
-	run := func(t *testing.T, lt *lockTraffic, sl *backendsv1alpha1.StateLock, action slockAction) slockResult {
-		t.Helper()
-		op := slockOperation{action: action, held: heldFromStatus(sl), take: newStateLockInfo(sl, slockNow), owns: lockOwnedBy(sl)}
-		res := op.run(ctx, lt.locker(t))
-		if res.err != nil {
-			t.Fatalf("%v: %v", action, res.err)
-		}
-		return res
-	}
 
 	t.Run("adopted, then released at expiry", func(t *testing.T) {
 		lt := newLockTraffic(t, stateserver.AcceptNoForceUnlock)
 		sl := makeSlock().build()
 		id := takeUnrecorded(t, lt, sl)
-		res := run(t, lt, sl, slockHold)
+		res := runSlockOp(ctx, t, lt.locker(t), sl, slockHold)
 		if res.taken == nil || res.taken.id != id {
 			t.Fatalf("hold = %+v, want lock %s adopted", res, id)
 		}
@@ -130,7 +112,7 @@ func TestHTTPLockTakenAndNotRecorded(t *testing.T) {
 		if err := json.Unmarshal(data, stored); err != nil {
 			t.Fatal(err)
 		}
-		if res := run(t, lt, stored, slockRelease); !res.released {
+		if res := runSlockOp(ctx, t, lt.locker(t), stored, slockRelease); !res.released {
 			t.Errorf("release = %+v, want released", res)
 		}
 		if got := lt.holderID(ctx, t); got != "" {
@@ -142,7 +124,7 @@ func TestHTTPLockTakenAndNotRecorded(t *testing.T) {
 		lt := newLockTraffic(t, stateserver.AcceptNoForceUnlock)
 		sl := makeSlock().build()
 		id := takeUnrecorded(t, lt, sl)
-		if res := run(t, lt, sl, slockRelease); !res.released {
+		if res := runSlockOp(ctx, t, lt.locker(t), sl, slockRelease); !res.released {
 			t.Errorf("release = %+v, want released", res)
 		}
 		if diff := cmp.Diff([]string{"LOCK " + slockCheckID, "UNLOCK " + id}, mustTake(lt)); diff != "" {

@@ -67,6 +67,23 @@ func (l *scriptedLocker) release(ctx context.Context, held heldLock) error {
 
 func (l *scriptedLocker) close() { l.calls = append(l.calls, "close") }
 
+// slockOp is the operation action of sl as the reconcile builds it at
+// slockNow.
+func slockOp(sl *backendsv1alpha1.StateLock, action slockAction) slockOperation {
+	return slockOperation{action: action, held: heldFromStatus(sl), take: newStateLockInfo(sl, slockNow), owns: lockOwnedBy(sl)}
+}
+
+// runSlockOp runs the operation action of sl with l, and fails the test
+// when it fails.
+func runSlockOp(ctx context.Context, t *testing.T, l stateLocker, sl *backendsv1alpha1.StateLock, action slockAction) slockResult {
+	t.Helper()
+	res := slockOp(sl, action).run(ctx, l)
+	if res.err != nil {
+		t.Fatalf("%v: %v", action, res.err)
+	}
+	return res
+}
+
 func TestSlockOperationRun(t *testing.T) {
 	recorded := makeSlock().holds(slockCreated).build()
 	unrecorded := makeSlock().build()
@@ -168,7 +185,7 @@ func TestSlockOperationRun(t *testing.T) {
 	for name, tc := range cases {
 		t.Run(name, func(t *testing.T) {
 			l := tc.locker
-			op := slockOperation{action: tc.action, held: heldFromStatus(tc.sl), take: newStateLockInfo(tc.sl, slockNow), owns: lockOwnedBy(tc.sl)}
+			op := slockOp(tc.sl, tc.action)
 			got := op.run(t.Context(), &l)
 			opts := cmp.Options{cmp.AllowUnexported(slockResult{}, heldLock{}), cmpopts.EquateErrors()}
 			if diff := cmp.Diff(tc.want, got, opts); diff != "" {
