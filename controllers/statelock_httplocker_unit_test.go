@@ -1,6 +1,7 @@
 package controllers
 
 import (
+	"context"
 	"encoding/json"
 	"testing"
 
@@ -18,6 +19,18 @@ func (lt *lockTraffic) locker(t *testing.T) *httpLocker {
 	return &httpLocker{sc: lt.client(t), check: httpProbeRun{
 		checkLock: true, lockID: slockCheckID, who: "backend-operator lock check of StateLock team-a/freeze", info: "lock check",
 	}}
+}
+
+// mustAcquire takes the lock with info through l, fails the test when it
+// is not taken, and forgets the traffic.
+func (lt *lockTraffic) mustAcquire(ctx context.Context, t *testing.T, l *httpLocker, info stateclient.LockInfo) *heldLock {
+	t.Helper()
+	taken, _, err := l.acquire(ctx, info)
+	if err != nil || taken == nil {
+		t.Fatalf("acquire() = %+v, %v", taken, err)
+	}
+	lt.take()
+	return taken
 }
 
 // slockCheckID is the lock check ID of the StateLock of these tests.
@@ -168,11 +181,7 @@ func TestHTTPLockerRelease(t *testing.T) {
 				lt := newLockTraffic(t, accept)
 				info := newStateLockInfo(makeSlock().build(), slockNow)
 				l := lt.locker(t)
-				taken, _, err := l.acquire(ctx, info)
-				if err != nil || taken == nil {
-					t.Fatalf("acquire() = %+v, %v", taken, err)
-				}
-				lt.take()
+				taken := lt.mustAcquire(ctx, t, l, info)
 				if fresh {
 					l = lt.locker(t)
 				}
@@ -255,15 +264,10 @@ func TestHTTPLockerReleaseOfAChangedBody(t *testing.T) {
 		t.Run(name, func(t *testing.T) {
 			lt := newLockTraffic(t, tc.accept)
 			info := newStateLockInfo(makeSlock().build(), slockNow)
-			l := lt.locker(t)
-			taken, _, err := l.acquire(ctx, info)
-			if err != nil || taken == nil {
-				t.Fatalf("acquire() = %+v, %v", taken, err)
-			}
-			lt.take()
+			taken := lt.mustAcquire(ctx, t, lt.locker(t), info)
 			changed := *taken
 			changed.info.Info = "edited"
-			err = lt.locker(t).release(ctx, changed)
+			err := lt.locker(t).release(ctx, changed)
 			if (err != nil) != tc.wantErr {
 				t.Errorf("release() = %v, want error %v", err, tc.wantErr)
 			}

@@ -83,10 +83,7 @@ func TestHTTPLockTakenAndNotRecorded(t *testing.T) {
 	takeUnrecorded := func(t *testing.T, lt *lockTraffic, sl *backendsv1alpha1.StateLock) string {
 		t.Helper()
 		info := newStateLockInfo(sl, slockNow)
-		if taken, _, err := lt.locker(t).acquire(ctx, info); err != nil || taken == nil {
-			t.Fatalf("acquire() = %+v, %v", taken, err)
-		}
-		lt.take()
+		lt.mustAcquire(ctx, t, lt.locker(t), info)
 		return info.ID
 	}
 
