@@ -141,3 +141,9 @@ func makeTLSSecret(name, namespace string, cert, key []byte) *corev1.Secret {
 		Data:       map[string][]byte{corev1.TLSCertKey: cert, corev1.TLSPrivateKeyKey: key},
 	}
 }
+
+// metaTime returns a pointer to t as a metav1.Time.
+func metaTime(t time.Time) *metav1.Time {
+	m := metav1.NewTime(t)
+	return &m
+}

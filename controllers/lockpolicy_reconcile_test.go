@@ -159,7 +159,7 @@ func expectLockedSaying(target objectRef, parts ...string) func(t *testing.T, e 
 func seenPod(phase string, goneSince time.Time) *backendsv1alpha1.HolderPod {
 	p := &backendsv1alpha1.HolderPod{Name: runnerPod, UID: "uid-runner-7", Phase: phase}
 	if !goneSince.IsZero() {
-		p.GoneSince = takenAt(goneSince)
+		p.GoneSince = metaTime(goneSince)
 	}
 	return p
 }

@@ -20,14 +20,8 @@ import (
 // lockTaken is when the holders of the lock policy tests took their lock.
 var lockTaken = time.Date(2030, time.January, 1, 12, 0, 0, 0, time.UTC)
 
-// takenAt is a LockInfo Created.
-func takenAt(t time.Time) *metav1.Time {
-	m := metav1.NewTime(t)
-	return &m
-}
-
 func TestLockAge(t *testing.T) {
-	created := takenAt(lockTaken)
+	created := metaTime(lockTaken)
 	cases := map[string]struct {
 		created    *metav1.Time
 		age        time.Duration
@@ -67,7 +61,7 @@ func TestLockAge(t *testing.T) {
 // held for a week changes when probed every minute: each change is a
 // status write, and a lock held at rest must cost only a few.
 func TestLockAgeChangesRarely(t *testing.T) {
-	holder := &backendsv1alpha1.LockInfo{ID: "lock-1", Who: "bob@ci", Created: takenAt(lockTaken)}
+	holder := &backendsv1alpha1.LockInfo{ID: "lock-1", Who: "bob@ci", Created: metaTime(lockTaken)}
 	terms := lockTerms{staleAfter: 2 * time.Hour}
 	var messages, reasons []string
 	for age := time.Duration(0); age <= 7*24*time.Hour; age += time.Minute {
@@ -85,7 +79,7 @@ func TestLockAgeChangesRarely(t *testing.T) {
 }
 
 func TestStaleLock(t *testing.T) {
-	created := takenAt(lockTaken)
+	created := metaTime(lockTaken)
 	cases := map[string]struct {
 		created    *metav1.Time
 		age        time.Duration
@@ -143,9 +137,9 @@ func TestLockTermsOf(t *testing.T) {
 func TestLockStatusUnderLockPolicy(t *testing.T) {
 	const T, F = metav1.ConditionTrue, metav1.ConditionFalse
 	now := lockTaken.Add(3 * time.Hour)
-	bob := &backendsv1alpha1.LockInfo{ID: "lock-1", Who: "runner@runner-7", Created: takenAt(lockTaken)}
+	bob := &backendsv1alpha1.LockInfo{ID: "lock-1", Who: "runner@runner-7", Created: metaTime(lockTaken)}
 	running := &backendsv1alpha1.HolderPod{Name: "runner-7", UID: "uid-7", Phase: "Running"}
-	gone := &backendsv1alpha1.HolderPod{Name: "runner-7", UID: "uid-7", Phase: "Succeeded", GoneSince: takenAt(lockTaken.Add(time.Hour))}
+	gone := &backendsv1alpha1.HolderPod{Name: "runner-7", UID: "uid-7", Phase: "Succeeded", GoneSince: metaTime(lockTaken.Add(time.Hour))}
 	serverError := &stateclient.StatusError{Method: "UNLOCK", URL: "u", StatusCode: 500}
 	type want struct {
 		status    metav1.ConditionStatus
@@ -318,7 +312,7 @@ func TestLockAgeCollector(t *testing.T) {
 // backend forgotten; kept when the lock cannot be read.
 func TestApplyLockRecordsTheLockAge(t *testing.T) {
 	const kind, ns = httpBackendKind, "lock-age-test"
-	holder := &backendsv1alpha1.LockInfo{ID: "lock-1", Who: "bob@ci", Created: takenAt(lockTaken)}
+	holder := &backendsv1alpha1.LockInfo{ID: "lock-1", Who: "bob@ci", Created: metaTime(lockTaken)}
 	noCreated := &backendsv1alpha1.LockInfo{ID: "lock-1", Who: "bob@ci"}
 	recorded := func(name string) (time.Time, bool) {
 		lockAges.mu.Lock()

@@ -130,7 +130,7 @@ func TestBackendSeries(t *testing.T) {
 	const ns = "metrics-test"
 	kind := httpBackendKind
 	stale := &backendsv1alpha1.LockPolicy{StaleAfter: &metav1.Duration{Duration: 2 * time.Hour}}
-	holder := &backendsv1alpha1.LockInfo{ID: "lock-1", Who: "bob@ci", Created: takenAt(lockTaken)}
+	holder := &backendsv1alpha1.LockInfo{ID: "lock-1", Who: "bob@ci", Created: metaTime(lockTaken)}
 	probed := func(status metav1.ConditionStatus, reason string) func(*backendsv1alpha1.HttpBackend) {
 		return func(b *backendsv1alpha1.HttpBackend) {
 			setCondition(&b.Status.Conditions, b.Generation, backendsv1alpha1.StateReachableCondition, observation{status: status, reason: reason})

@@ -107,12 +107,6 @@ func lockedCond(status metav1.ConditionStatus, reason, message string) metav1.Co
 	return metav1.Condition{Type: backendsv1alpha1.LockedCondition, Status: status, Reason: reason, Message: message, ObservedGeneration: 1}
 }
 
-// metaTime returns a pointer to t as a metav1.Time.
-func metaTime(t time.Time) *metav1.Time {
-	m := metav1.NewTime(t)
-	return &m
-}
-
 func TestPlanStateLock(t *testing.T) {
 	cases := map[string]struct {
 		sl   *backendsv1alpha1.StateLock
