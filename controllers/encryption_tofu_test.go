@@ -28,14 +28,6 @@ const (
 	secondPassphrase = "second-passphrase-0123456789"
 )
 
-// passphraseSecret is a Secret holding passphrase at key "passphrase".
-func passphraseSecret(ns, name, passphrase string) *corev1.Secret {
-	return &corev1.Secret{
-		ObjectMeta: metav1.ObjectMeta{Name: name, Namespace: ns},
-		Data:       map[string][]byte{backendsv1alpha1.DefaultPassphraseKey: []byte(passphrase)},
-	}
-}
-
 // storedState is the state document the suite's state server holds at
 // address, as stored.
 func storedState(ctx context.Context, address string) []byte {
@@ -85,7 +77,9 @@ var _ = Describe("OpenTofu state encryption with the real tofu", func() {
 		ns := newNamespace(ctx)
 		startManager(ctx, ns)
 		createPassword(ctx, ns)
-		create(ctx, passphraseSecret(ns, "first", firstPassphrase), passphraseSecret(ns, "second", secondPassphrase))
+		create(ctx,
+			makeSecret("first", ns, map[string]string{backendsv1alpha1.DefaultPassphraseKey: firstPassphrase}),
+			makeSecret("second", ns, map[string]string{backendsv1alpha1.DefaultPassphraseKey: secondPassphrase}))
 
 		backend := makeStateBackend("stack", ns).locks().probeInterval(10 * time.Second).build()
 		backend.Spec.Runner = &backendsv1alpha1.Runner{Flavor: backendsv1alpha1.RunnerOpenTofu}
@@ -169,7 +163,7 @@ var _ = Describe("OpenTofu state encryption with the real tofu", func() {
 	It("stalls on a passphrase OpenTofu would refuse, without quoting it, and keeps the previous render", func(ctx SpecContext) {
 		ns := newNamespace(ctx)
 		startManager(ctx, ns)
-		create(ctx, passphraseSecret(ns, "pass", secondPassphrase))
+		create(ctx, makeSecret("pass", ns, map[string]string{backendsv1alpha1.DefaultPassphraseKey: secondPassphrase}))
 		backend := makeHttpBackend("enc", ns, stateURL(ns)).probeInterval(0).build()
 		backend.Spec.Encryption = &backendsv1alpha1.StateEncryption{PassphraseSecretRef: backendsv1alpha1.SecretKeyRef{Name: "pass"}}
 		create(ctx, backend)
