@@ -2,6 +2,7 @@ package controllers
 
 import (
 	"context"
+	"fmt"
 	"time"
 
 	. "github.com/onsi/ginkgo/v2"
@@ -33,15 +34,28 @@ func expectConditionSaying(g Gomega, conds []metav1.Condition, condType string, 
 	}
 }
 
-// expectKstatusInvariants checks what kstatus-aware tools rely on: Ready is
-// always present, Reconciling and Stalled are never both True, and the
-// observed generation never runs ahead of the generation.
+// expectKstatusInvariants checks the kstatus invariants of obj (see
+// kstatusViolations).
 func expectKstatusInvariants(g Gomega, obj statusObject) {
-	conds := *obj.StatusConditions()
-	g.Expect(meta.FindStatusCondition(conds, "Ready")).NotTo(BeNil(), "Ready is missing")
-	g.Expect(meta.IsStatusConditionTrue(conds, "Reconciling") && meta.IsStatusConditionTrue(conds, "Stalled")).
-		To(BeFalse(), "Reconciling and Stalled are both True")
-	g.Expect(*obj.StatusObservedGeneration()).To(BeNumerically("<=", obj.GetGeneration()))
+	g.Expect(kstatusViolations(*obj.StatusConditions(), obj.GetGeneration(), *obj.StatusObservedGeneration())).To(BeEmpty())
+}
+
+// kstatusViolations returns how conds and observed break what
+// kstatus-aware tools rely on: Ready is always present, Reconciling and
+// Stalled are never both True, and the observed generation never runs
+// ahead of the generation. It is empty when they hold.
+func kstatusViolations(conds []metav1.Condition, generation, observed int64) []string {
+	var out []string
+	if meta.FindStatusCondition(conds, backendsv1alpha1.ReadyCondition) == nil {
+		out = append(out, fmt.Sprintf("no Ready condition in %v", conds))
+	}
+	if meta.IsStatusConditionTrue(conds, backendsv1alpha1.ReconcilingCondition) && meta.IsStatusConditionTrue(conds, backendsv1alpha1.StalledCondition) {
+		out = append(out, fmt.Sprintf("Reconciling and Stalled both True in %v", conds))
+	}
+	if observed > generation {
+		out = append(out, fmt.Sprintf("observedGeneration %d is ahead of generation %d", observed, generation))
+	}
+	return out
 }
 
 // eventuallyForceUnlocked waits until backend's status says the

@@ -6,10 +6,7 @@ import (
 
 	"github.com/google/go-cmp/cmp"
 	"github.com/google/go-cmp/cmp/cmpopts"
-	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
-
-	backendsv1alpha1 "github.com/infrastate/backend-operator/api/v1alpha1"
 )
 
 func TestStateLockEvents(t *testing.T) {
@@ -242,23 +239,9 @@ func TestSummarizeStateLock(t *testing.T) {
 			if diff := cmp.Diff(tc.want, conds, ignoreTimes, cmpopts.SortSlices(func(a, b metav1.Condition) bool { return a.Type < b.Type })); diff != "" {
 				t.Errorf("conditions (-want +got):\n%s", diff)
 			}
-			checkKstatusInvariants(t, conds, generation, got)
+			for _, v := range kstatusViolations(conds, generation, got) {
+				t.Error(v)
+			}
 		})
-	}
-}
-
-// checkKstatusInvariants fails when conds break what kstatus relies on:
-// Ready is present, Reconciling and Stalled are never both True, and
-// observedGeneration is not ahead of the generation.
-func checkKstatusInvariants(t *testing.T, conds []metav1.Condition, generation, observed int64) {
-	t.Helper()
-	if meta.FindStatusCondition(conds, backendsv1alpha1.ReadyCondition) == nil {
-		t.Errorf("no Ready condition in %v", conds)
-	}
-	if meta.IsStatusConditionTrue(conds, backendsv1alpha1.ReconcilingCondition) && meta.IsStatusConditionTrue(conds, backendsv1alpha1.StalledCondition) {
-		t.Errorf("Reconciling and Stalled both True in %v", conds)
-	}
-	if observed > generation {
-		t.Errorf("observedGeneration %d is ahead of generation %d", observed, generation)
 	}
 }
