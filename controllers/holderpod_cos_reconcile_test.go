@@ -99,7 +99,7 @@ func TestReconcileCosHolderGone(t *testing.T) {
 				wantEvents:     []recordedEvent{netGoneReleased},
 				check: allChecks(expectLockObject(""), expectHolderPod(netBackend, nil),
 					expectReleased(netBackend, &backendsv1alpha1.ForceUnlockStatus{LockID: md5Hex(podLockJSON), Time: metav1.NewTime(doneAt.Add(policyGrace))}),
-					expectLockedSaying(netBackend, "its Pod runner-7 had been Failed since")),
+					expectMessageSaying(netBackend, "Locked", "its Pod runner-7 had been Failed since")),
 			}},
 		},
 		"a running pod's lock is never released": {
@@ -151,7 +151,7 @@ func TestReconcileCosHolderGone(t *testing.T) {
 				do:             reconcileUntilProbed,
 				wantConditions: bucketReady(wantCond("Locked", metav1.ConditionTrue, "ServerError")),
 				check: allChecks(expectLockObject(otherLock), expectReleased(netBackend, nil),
-					expectLockedSaying(netBackend, "the lock is not held", "the lock held is "+md5Hex(otherLock))),
+					expectMessageSaying(netBackend, "Locked", "the lock is not held", "the lock held is "+md5Hex(otherLock))),
 			}, {
 				name:           "the next probe sees the new holder",
 				before:         step(policyEvery * 11 / 10),

@@ -41,7 +41,7 @@ func TestReconcileHolderGone(t *testing.T) {
 				wantEvents:     []recordedEvent{lockHeldEvent},
 				wantCalls:      held,
 				check: allChecks(expectHolderPod(webBackend, seenPod("Running", time.Time{})),
-					expectLockedSaying(webBackend, "runs in Pod runner-7 (Running)", "held for over 5m")),
+					expectMessageSaying(webBackend, "Locked", "runs in Pod runner-7 (Running)", "held for over 5m")),
 			}, {
 				name:           "the pod succeeded: the next probe is due a grace period later, before the interval",
 				before:         then(setPodPhase(corev1.PodSucceeded), step(slowEvery*11/10)),
@@ -50,7 +50,7 @@ func TestReconcileHolderGone(t *testing.T) {
 				wantConditions: locked(metav1.ConditionTrue, "LockHeld"),
 				wantCalls:      held,
 				check: allChecks(expectHolderPod(webBackend, seenPod("Succeeded", slowDoneAt)),
-					expectLockedSaying(webBackend, "ran in Pod runner-7, which has been Succeeded since")),
+					expectMessageSaying(webBackend, "Locked", "ran in Pod runner-7, which has been Succeeded since")),
 			}, {
 				name:        "within the grace period: no probe",
 				before:      step(2 * time.Minute),
@@ -65,7 +65,7 @@ func TestReconcileHolderGone(t *testing.T) {
 				wantCalls:      release,
 				check: allChecks(expectHolderPod(webBackend, nil), expectLock(nil),
 					expectReleased(webBackend, &backendsv1alpha1.ForceUnlockStatus{LockID: podHolder.ID, Time: metav1.NewTime(slowDoneAt.Add(policyGrace))}),
-					expectLockedSaying(webBackend, "Released lock "+podHolder.ID, "its Pod runner-7 had been Succeeded since")),
+					expectMessageSaying(webBackend, "Locked", "Released lock "+podHolder.ID, "its Pod runner-7 had been Succeeded since")),
 			}, {
 				name:           "the next probe, an interval later, finds the lock free",
 				before:         step(slowEvery * 11 / 10),
@@ -143,7 +143,7 @@ func TestReconcileHolderGone(t *testing.T) {
 				wantEvents:     []recordedEvent{lockHeldEvent},
 				wantCalls:      held,
 				check: allChecks(expectHolderPod(webBackend, nil),
-					expectLockedSaying(webBackend, "hostname runner-7 names no Pod of this namespace that the operator saw")),
+					expectMessageSaying(webBackend, "Locked", "hostname runner-7 names no Pod of this namespace that the operator saw")),
 			}, {
 				before:    step(24 * time.Hour),
 				do:        reconcileUntilProbed,
@@ -160,7 +160,7 @@ func TestReconcileHolderGone(t *testing.T) {
 				wantConditions: locked(metav1.ConditionTrue, "LockHeld"),
 				wantEvents:     []recordedEvent{lockHeldEvent},
 				wantCalls:      held,
-				check:          allChecks(expectHolderPod(webBackend, nil), expectLockedSaying(webBackend, "no hostname that can name a Pod")),
+				check:          allChecks(expectHolderPod(webBackend, nil), expectMessageSaying(webBackend, "Locked", "no hostname that can name a Pod")),
 			}, {
 				name:        "no GET",
 				before:      step(policyEvery * 11 / 10),
@@ -188,7 +188,7 @@ func TestReconcileHolderGone(t *testing.T) {
 				wantConditions: locked(metav1.ConditionFalse, "HolderGoneReleased"),
 				wantEvents:     []recordedEvent{goneReleasedEvent},
 				wantCalls:      release,
-				check:          expectLockedSaying(webBackend, "its Pod runner-7 had been gone since"),
+				check:          expectMessageSaying(webBackend, "Locked", "its Pod runner-7 had been gone since"),
 			}},
 		},
 		"a pod replaced by another of its name: the one seen is gone": {
@@ -251,7 +251,7 @@ func TestReconcileHolderGone(t *testing.T) {
 				wantConditions: locked(metav1.ConditionTrue, "ServerError"),
 				wantCalls:      release,
 				check: allChecks(expectReleased(webBackend, nil), expectHolderPod(webBackend, seenPod("Succeeded", harnessEpoch)),
-					expectLockedSaying(webBackend, "The release (its holder's Pod is gone) of "+podHolder.ID+" failed")),
+					expectMessageSaying(webBackend, "Locked", "The release (its holder's Pod is gone) of "+podHolder.ID+" failed")),
 			}, {
 				name:      "a failed release is tried again at the interval, not at once",
 				do:        reconcileOnce,

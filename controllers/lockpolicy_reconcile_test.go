@@ -7,6 +7,7 @@ import (
 
 	"github.com/google/go-cmp/cmp"
 	corev1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
@@ -134,23 +135,21 @@ func expectReleased(target objectRef, want *backendsv1alpha1.ForceUnlockStatus) 
 	}
 }
 
-// expectLockedSaying checks that the Locked message of target says each
-// of parts.
-func expectLockedSaying(target objectRef, parts ...string) func(t *testing.T, e *reconcileEnv) {
+// expectMessageSaying checks that the message of target's condition
+// condType says each of parts.
+func expectMessageSaying(target objectRef, condType string, parts ...string) func(t *testing.T, e *reconcileEnv) {
 	return func(t *testing.T, e *reconcileEnv) {
 		t.Helper()
-		for _, c := range *e.object(target).StatusConditions() {
-			if c.Type != "Locked" {
-				continue
-			}
-			for _, p := range parts {
-				if !strings.Contains(c.Message, p) {
-					t.Errorf("Locked message %q does not say %q", c.Message, p)
-				}
-			}
+		c := meta.FindStatusCondition(*e.object(target).StatusConditions(), condType)
+		if c == nil {
+			t.Errorf("no %s condition", condType)
 			return
 		}
-		t.Errorf("no Locked condition")
+		for _, p := range parts {
+			if !strings.Contains(c.Message, p) {
+				t.Errorf("%s message %q does not say %q", condType, c.Message, p)
+			}
+		}
 	}
 }
 
@@ -185,7 +184,7 @@ func TestReconcileStaleLock(t *testing.T) {
 				wantConditions: locked(metav1.ConditionTrue, "LockHeld"),
 				wantEvents:     []recordedEvent{lockHeldEvent},
 				wantCalls:      held,
-				check:          expectLockedSaying(webBackend, "held for over 5m."),
+				check:          expectMessageSaying(webBackend, "Locked", "held for over 5m."),
 			}, {
 				name:        "a minute later, in the same step of age: nothing written",
 				before:      step(policyEvery * 11 / 10),
@@ -199,14 +198,14 @@ func TestReconcileStaleLock(t *testing.T) {
 				wantConditions: locked(metav1.ConditionTrue, "StaleLock"),
 				wantEvents:     []recordedEvent{staleLockEvent},
 				wantCalls:      held,
-				check:          expectLockedSaying(webBackend, "held for over 15m, longer than lockPolicy.staleAfter (30m0s)"),
+				check:          expectMessageSaying(webBackend, "Locked", "held for over 15m, longer than lockPolicy.staleAfter (30m0s)"),
 			}, {
 				name:           "still stale: no warning again",
 				before:         step(time.Hour),
 				do:             reconcileUntilProbed,
 				wantConditions: locked(metav1.ConditionTrue, "StaleLock"),
 				wantCalls:      held,
-				check:          expectLockedSaying(webBackend, "held for over 1h,"),
+				check:          expectMessageSaying(webBackend, "Locked", "held for over 1h,"),
 			}, {
 				name:           "a new holder, stale at first sight: warned again",
 				before:         step(policyEvery * 11 / 10),

@@ -7,7 +7,6 @@ import (
 	"github.com/google/go-cmp/cmp"
 	corev1 "k8s.io/api/core/v1"
 	apiextensionsv1 "k8s.io/apiextensions-apiserver/pkg/apis/apiextensions/v1"
-	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
@@ -280,15 +279,7 @@ func TestReconcileHttpBackendStalls(t *testing.T) {
 				wantRequeue:    noRequeue,
 				wantConditions: withConditions(stalled("UnsupportedByRunner"), wantCond("StateReachable", metav1.ConditionTrue, "Reachable")),
 				wantEvents:     []recordedEvent{stallEvent("UnsupportedByRunner")},
-				check: func(t *testing.T, e *reconcileEnv) {
-					expectUntouched(t, e)
-					ready := meta.FindStatusCondition(e.httpBackend(webBackend.name).Status.Conditions, "Ready")
-					for _, want := range []string{"terraform 1.9", "headers", "opentofu >= 1.7.0"} {
-						if ready == nil || !strings.Contains(ready.Message, want) {
-							t.Errorf("Ready message %v does not name %q", ready, want)
-						}
-					}
-				},
+				check:          allChecks(expectUntouched, expectMessageSaying(webBackend, "Ready", "terraform 1.9", "headers", "opentofu >= 1.7.0")),
 			}, {
 				name: "the runner is OpenTofu: the headers are rendered",
 				before: func(e *reconcileEnv) {
