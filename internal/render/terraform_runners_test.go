@@ -7,7 +7,6 @@ import (
 	"net/http/httptest"
 	"slices"
 	"strings"
-	"sync"
 	"testing"
 
 	"k8s.io/utils/ptr"
@@ -141,15 +140,8 @@ const templatedQuery = "a=${x}&b=%{y}"
 func jsonTemplateProof(runner *backendsv1alpha1.Runner) featureProof {
 	return func(t *testing.T, cli testtools.Runner) (bool, string) {
 		t.Helper()
-		var mu sync.Mutex
-		var queries []string
-		state := stateserver.New(stateserver.NewMemoryStore())
-		srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-			mu.Lock()
-			queries = append(queries, r.URL.RawQuery)
-			mu.Unlock()
-			state.ServeHTTP(w, r)
-		}))
+		var rec seen
+		srv := httptest.NewServer(rec.wrap(stateserver.New(stateserver.NewMemoryStore())))
 		t.Cleanup(srv.Close)
 		files, err := HTTPFiles(backendsv1alpha1.HttpBackendSpec{Address: srv.URL + statePath + "?" + templatedQuery, Runner: runner})
 		if err != nil {
@@ -162,15 +154,19 @@ func jsonTemplateProof(runner *backendsv1alpha1.Runner) featureProof {
 			applyOut, err = w.Run(t, "apply", "-auto-approve", "-input=false", "-no-color")
 			out += applyOut
 		}
-		mu.Lock()
-		defer mu.Unlock()
+		rec.mu.Lock()
+		defer rec.mu.Unlock()
 		if err != nil {
-			if len(queries) > 0 {
-				t.Fatalf("%s failed after reaching the server with %q:\n%s", cli.Name, queries, out)
+			if len(rec.requests) > 0 {
+				t.Fatalf("%s failed after reaching the server with %q:\n%s", cli.Name, rec.requests, out)
 			}
 			return false, out
 		}
-		return slices.Contains(queries, templatedQuery), out + "\nqueries: " + strings.Join(queries, " | ")
+		asMeant := slices.ContainsFunc(rec.requests, func(r string) bool {
+			_, query, _ := strings.Cut(r, "?")
+			return query == templatedQuery
+		})
+		return asMeant, out + "\nrequests: " + strings.Join(rec.requests, " | ")
 	}
 }
 
@@ -179,15 +175,8 @@ func jsonTemplateProof(runner *backendsv1alpha1.Runner) featureProof {
 // and did not when it refused the attribute by name.
 func headersProof(t *testing.T, runner testtools.Runner) (bool, string) {
 	t.Helper()
-	var mu sync.Mutex
-	var seen []string
-	state := stateserver.New(stateserver.NewMemoryStore())
-	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		mu.Lock()
-		seen = append(seen, r.Header.Get("X-Stack"))
-		mu.Unlock()
-		state.ServeHTTP(w, r)
-	}))
+	var rec seen
+	srv := httptest.NewServer(rec.wrap(stateserver.New(stateserver.NewMemoryStore())))
 	t.Cleanup(srv.Close)
 	files, err := HTTPFiles(backendsv1alpha1.HttpBackendSpec{Address: srv.URL + statePath,
 		Overrides: []backendsv1alpha1.Override{overrideJSON("headers", `{"X-Stack": "network"}`)}})
@@ -202,7 +191,7 @@ func headersProof(t *testing.T, runner testtools.Runner) (bool, string) {
 		}
 		t.Fatalf("%s init failed without refusing headers:\n%s", runner.Name, out)
 	}
-	mu.Lock()
-	defer mu.Unlock()
-	return slices.Contains(seen, "network"), out
+	rec.mu.Lock()
+	defer rec.mu.Unlock()
+	return slices.ContainsFunc(rec.headers, func(h http.Header) bool { return h.Get("X-Stack") == "network" }), out
 }

@@ -34,8 +34,9 @@ const (
 // seen records what the reference server received.
 type seen struct {
 	mu       sync.Mutex
-	requests []string // "METHOD path?query"
-	users    []string // basic auth usernames
+	requests []string      // "METHOD path?query"
+	users    []string      // basic auth usernames
+	headers  []http.Header // each request's headers
 }
 
 func (s *seen) wrap(next http.Handler) http.Handler {
@@ -49,6 +50,7 @@ func (s *seen) wrap(next http.Handler) http.Handler {
 		if user, _, ok := r.BasicAuth(); ok {
 			s.users = append(s.users, user)
 		}
+		s.headers = append(s.headers, r.Header.Clone())
 		s.mu.Unlock()
 		next.ServeHTTP(w, r)
 	})
