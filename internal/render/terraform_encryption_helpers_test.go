@@ -1,14 +1,7 @@
 package render
 
 import (
-	"crypto/aes"
-	"crypto/cipher"
-	"crypto/pbkdf2"
-	"crypto/sha256"
-	"crypto/sha512"
 	"encoding/json"
-	"fmt"
-	"hash"
 	"io"
 	"maps"
 	"net/http/httptest"
@@ -100,15 +93,6 @@ type encryptedState struct {
 	Version       string            `json:"encryption_version"`
 }
 
-// pbkdf2Meta is what the pbkdf2 key provider records in the envelope's
-// meta.
-type pbkdf2Meta struct {
-	Salt         []byte `json:"salt"`
-	Iterations   int    `json:"iterations"`
-	HashFunction string `json:"hash_function"`
-	KeyLength    int    `json:"key_length"`
-}
-
 // plainState is the part of a plain state the tests read.
 type plainState struct {
 	Version int    `json:"version"`
@@ -138,44 +122,12 @@ func (e encryptedState) metaKeys() []string {
 	return slices.Sorted(maps.Keys(e.Meta))
 }
 
-// decrypt decrypts the envelope as OpenTofu's aes_gcm method does, with
-// the key that pbkdf2 derives from passphrase, byte for byte, and the
-// parameters recorded under the key provider of p.
+// decrypt decrypts the envelope as the operator reads a state, with
+// passphrase as the key of p's key provider. The keyring is proven
+// against OpenTofu's own encryption in internal/stateencryption's tests.
 func (e encryptedState) decrypt(p Passphrase, passphrase []byte) ([]byte, error) {
-	raw, ok := e.Meta[stateencryption.MetaKey(p.ProviderName())]
-	if !ok {
-		return nil, fmt.Errorf("no meta for %s among %q", p.ProviderName(), e.metaKeys())
-	}
-	var m pbkdf2Meta
-	if err := json.Unmarshal(raw, &m); err != nil {
-		return nil, err
-	}
-	var h func() hash.Hash
-	switch m.HashFunction {
-	case "sha256":
-		h = sha256.New
-	case "sha512":
-		h = sha512.New
-	default:
-		return nil, fmt.Errorf("hash function %q", m.HashFunction)
-	}
-	key, err := pbkdf2.Key(h, string(passphrase), m.Salt, m.Iterations, m.KeyLength)
-	if err != nil {
-		return nil, err
-	}
-	block, err := aes.NewCipher(key)
-	if err != nil {
-		return nil, err
-	}
-	gcm, err := cipher.NewGCM(block)
-	if err != nil {
-		return nil, err
-	}
-	if len(e.EncryptedData) < gcm.NonceSize() {
-		return nil, fmt.Errorf("%d bytes of encrypted data", len(e.EncryptedData))
-	}
-	nonce, data := e.EncryptedData[:gcm.NonceSize()], e.EncryptedData[gcm.NonceSize():]
-	return gcm.Open(nil, nonce, data, nil)
+	keys := []stateencryption.Key{{Provider: p.ProviderName(), Passphrase: passphrase}}
+	return stateencryption.NewKeyring(keys, nil).Decrypt(e.Meta, e.EncryptedData)
 }
 
 // stateOutput returns the output x of the plain state doc.
