@@ -98,21 +98,6 @@ func Helm(t T) string {
 	return tool(t, "HELM", "helm")
 }
 
-// HelmEnv is the whole environment helm runs with in tests: its
-// configuration, cache and data under home, a kubeconfig path that does
-// not exist (helm renders and lints; it never talks to an API server) and
-// PATH.
-func HelmEnv(home string) []string {
-	return []string{
-		"HOME=" + home,
-		"HELM_CONFIG_HOME=" + filepath.Join(home, "config"),
-		"HELM_CACHE_HOME=" + filepath.Join(home, "cache"),
-		"HELM_DATA_HOME=" + filepath.Join(home, "data"),
-		"KUBECONFIG=" + filepath.Join(home, "no-kubeconfig"),
-		"PATH=" + os.Getenv("PATH"),
-	}
-}
-
 // tool resolves the binary named by the environment variable env. A bare
 // command name is looked up in PATH; other relative paths are refused because
 // `go test` runs each package in its own directory.

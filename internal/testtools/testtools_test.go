@@ -6,6 +6,8 @@ import (
 	"path/filepath"
 	"strings"
 	"testing"
+
+	"github.com/google/go-cmp/cmp"
 )
 
 // fakeTB records the first fatal message and stops the helper like
@@ -134,4 +136,26 @@ func TestAllocatedBy(t *testing.T) {
 		t.Errorf("AllocatedBy(1 MiB) = %d, want about 1 MiB", got)
 	}
 	_ = sink
+}
+
+func TestHelmTemplateArgs(t *testing.T) {
+	cases := map[string]struct {
+		set  []string
+		want []string
+	}{
+		"no values": {
+			want: []string{"template", "r", "charts/x", "--namespace", "ops"},
+		},
+		"values in order": {
+			set:  []string{"a=1", "b={x,y}"},
+			want: []string{"template", "r", "charts/x", "--namespace", "ops", "--set", "a=1", "--set", "b={x,y}"},
+		},
+	}
+	for name, tc := range cases {
+		t.Run(name, func(t *testing.T) {
+			if diff := cmp.Diff(tc.want, HelmTemplateArgs("r", "charts/x", "ops", tc.set...)); diff != "" {
+				t.Errorf("HelmTemplateArgs (-want +got):\n%s", diff)
+			}
+		})
+	}
 }

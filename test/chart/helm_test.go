@@ -7,15 +7,12 @@ package chart
 import (
 	"bufio"
 	"bytes"
-	"context"
 	"errors"
 	"io"
 	"os"
-	"os/exec"
 	"path/filepath"
 	"strings"
 	"testing"
-	"time"
 
 	utilyaml "k8s.io/apimachinery/pkg/util/yaml"
 	"sigs.k8s.io/yaml"
@@ -30,13 +27,6 @@ const repoRoot = "../.."
 // chartDir is the chart under test.
 var chartDir = filepath.Join(repoRoot, "charts", "backend-operator")
 
-// tb is what the helpers need of a test: *testing.T and Ginkgo's GinkgoT()
-// both have it.
-type tb interface {
-	testtools.T
-	TempDir() string
-}
-
 // releaseName and releaseNamespace are the release the tests render.
 const (
 	releaseName      = "r"
@@ -44,27 +34,6 @@ const (
 	// prefix is the name prefix of the release's objects.
 	prefix = releaseName + "-backend-operator"
 )
-
-// helmTimeout bounds one helm command; generous because the tests may
-// share the machine with long builds.
-const helmTimeout = 2 * time.Minute
-
-// runHelm runs helm with args in a clean environment (its configuration,
-// cache and data in a temporary directory, no kubeconfig) and returns its
-// standard output and standard error.
-func runHelm(t tb, args ...string) (stdout, stderr string, err error) {
-	t.Helper()
-	bin := testtools.Helm(t)
-	home := t.TempDir()
-	ctx, cancel := context.WithTimeout(t.Context(), helmTimeout)
-	defer cancel()
-	cmd := exec.CommandContext(ctx, bin, args...)
-	cmd.Env = testtools.HelmEnv(home)
-	var out, errOut bytes.Buffer
-	cmd.Stdout, cmd.Stderr = &out, &errOut
-	err = cmd.Run()
-	return out.String(), errOut.String(), err
-}
 
 // template renders the chart as release r in namespace ops with the given
 // --set values, and fails the test when helm fails.
@@ -75,10 +44,16 @@ func template(t *testing.T, set ...string) []document {
 
 // templateRelease renders the chart as the release name in namespace with
 // the given --set values, and fails the test when helm fails.
-func templateRelease(t tb, name, namespace string, set ...string) string {
+func templateRelease(t testtools.T, name, namespace string, set ...string) string {
 	t.Helper()
-	args := releaseTemplateArgs(name, namespace, set...)
-	stdout, stderr, err := runHelm(t, args...)
+	return render(t, testtools.HelmTemplateArgs(name, chartDir, namespace, set...)...)
+}
+
+// render runs helm with args, which render the chart, and returns its
+// standard output; it fails the test when helm fails.
+func render(t testtools.T, args ...string) string {
+	t.Helper()
+	stdout, stderr, err := testtools.RunHelm(t.Context(), t, args...)
 	if err != nil {
 		t.Fatalf("helm %s: %v\n%s", strings.Join(args, " "), err, stderr)
 	}
@@ -88,17 +63,7 @@ func templateRelease(t tb, name, namespace string, set ...string) string {
 // templateArgs are the arguments of `helm template` for the test release
 // with the given --set values.
 func templateArgs(set ...string) []string {
-	return releaseTemplateArgs(releaseName, releaseNamespace, set...)
-}
-
-// releaseTemplateArgs are the arguments of `helm template` for the release
-// name in namespace with the given --set values.
-func releaseTemplateArgs(name, namespace string, set ...string) []string {
-	args := []string{"template", name, chartDir, "--namespace", namespace}
-	for _, s := range set {
-		args = append(args, "--set", s)
-	}
-	return args
+	return testtools.HelmTemplateArgs(releaseName, chartDir, releaseNamespace, set...)
 }
 
 // document is one object of a rendered manifest.

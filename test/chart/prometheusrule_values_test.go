@@ -1,7 +1,6 @@
 package chart
 
 import (
-	"strings"
 	"testing"
 
 	"github.com/google/go-cmp/cmp"
@@ -15,11 +14,7 @@ import (
 // a number or a boolean stays one.
 func renderedRulesAsParsed(t *testing.T, flags ...string) map[string]map[string]any {
 	t.Helper()
-	args := append(templateArgs("metrics.prometheusRule.enabled=true"), flags...)
-	stdout, stderr, err := runHelm(t, args...)
-	if err != nil {
-		t.Fatalf("helm %s: %v\n%s", strings.Join(args, " "), err, stderr)
-	}
+	stdout := render(t, append(templateArgs("metrics.prometheusRule.enabled=true"), flags...)...)
 	d := find(t, splitDocuments(t, []byte(stdout)), "PrometheusRule", releaseNamespace, prefix)
 	var rule struct {
 		Spec struct {

@@ -3,6 +3,8 @@ package chart
 import (
 	"strings"
 	"testing"
+
+	"github.com/infrastate/backend-operator/internal/testtools"
 )
 
 // TestLint checks that helm lint --strict passes with the default values
@@ -19,11 +21,8 @@ func TestLint(t *testing.T) {
 	}
 	for name, set := range cases {
 		t.Run(name, func(t *testing.T) {
-			args := []string{"lint", "--strict", chartDir, "--namespace", releaseNamespace}
-			for _, s := range set {
-				args = append(args, "--set", s)
-			}
-			stdout, stderr, err := runHelm(t, args...)
+			args := append([]string{"lint", "--strict", chartDir, "--namespace", releaseNamespace}, testtools.HelmSetArgs(set...)...)
+			stdout, stderr, err := testtools.RunHelm(t.Context(), t, args...)
 			if err != nil {
 				t.Fatalf("helm %s: %v\n%s%s", strings.Join(args, " "), err, stdout, stderr)
 			}
@@ -74,7 +73,7 @@ func TestSchemaRejects(t *testing.T) {
 	}
 	for name, tc := range cases {
 		t.Run(name, func(t *testing.T) {
-			_, stderr, err := runHelm(t, templateArgs(tc.set...)...)
+			_, stderr, err := testtools.RunHelm(t.Context(), t, templateArgs(tc.set...)...)
 			if err == nil {
 				t.Fatalf("helm template --set %v succeeded, want the schema to refuse it", tc.set)
 			}
