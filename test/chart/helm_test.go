@@ -12,6 +12,7 @@ import (
 	"os"
 	"path/filepath"
 	"strings"
+	"sync"
 	"testing"
 
 	utilyaml "k8s.io/apimachinery/pkg/util/yaml"
@@ -49,14 +50,27 @@ func templateRelease(t testtools.T, name, namespace string, set ...string) strin
 	return render(t, testtools.HelmTemplateArgs(name, chartDir, namespace, set...)...)
 }
 
+// renders holds helm's output of every successful render by its
+// arguments (joined with NUL): the chart does not change while the tests
+// run, and many tests render it with the same values. The outputs are
+// strings, so no caller can change what another one reads.
+var renders sync.Map
+
 // render runs helm with args, which render the chart, and returns its
-// standard output; it fails the test when helm fails.
+// standard output; it fails the test when helm fails. A render with the
+// arguments of an earlier one returns that one's output without running
+// helm again.
 func render(t testtools.T, args ...string) string {
 	t.Helper()
+	key := strings.Join(args, "\x00")
+	if stdout, ok := renders.Load(key); ok {
+		return stdout.(string)
+	}
 	stdout, stderr, err := testtools.RunHelm(t.Context(), t, args...)
 	if err != nil {
 		t.Fatalf("helm %s: %v\n%s", strings.Join(args, " "), err, stderr)
 	}
+	renders.Store(key, stdout)
 	return stdout
 }
 
