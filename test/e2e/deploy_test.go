@@ -41,10 +41,8 @@ const managerServiceAccount = "system:serviceaccount:" + deployNamespace + ":" +
 var _ = Describe("config/default", Serial, func() {
 	It("renders with kubectl kustomize and applies cleanly", func(ctx SpecContext) {
 		root := testenv.RepoRoot()
-		r := kc.run(ctx, "", "", "kustomize", filepath.Join(root, "config", "default"))
-		Expect(r.err).NotTo(HaveOccurred(), "kubectl kustomize config/default:\n%s", r.stderr)
-		Expect(r.stderr).To(BeEmpty(), "kustomize warnings")
-		objs := decodeDocuments([]byte(r.stdout))
+		rendered := kustomizeYAML(ctx, filepath.Join(root, "config", "default"))
+		objs := decodeDocuments([]byte(rendered))
 		byKind := map[string][]*unstructured.Unstructured{}
 		for _, o := range objs {
 			byKind[o.GetKind()] = append(byKind[o.GetKind()], o)
@@ -140,7 +138,7 @@ var _ = Describe("config/default", Serial, func() {
 
 		By("the API server accepts it, and Pod Security (restricted) has nothing to say")
 		manifest := filepath.Join(GinkgoT().TempDir(), "default.yaml")
-		Expect(os.WriteFile(manifest, []byte(r.stdout), 0o600)).To(Succeed())
+		Expect(os.WriteFile(manifest, []byte(rendered), 0o600)).To(Succeed())
 		applied := kc.run(ctx, "", "", "apply", "--server-side", "--force-conflicts", "-f", manifest)
 		Expect(applied.err).NotTo(HaveOccurred(), applied.stderr)
 		Expect(applied.stderr).NotTo(ContainSubstring("Warning"))

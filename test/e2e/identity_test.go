@@ -76,10 +76,16 @@ func suiteIdentity(ctx context.Context, dir string) (selected, other managerIden
 
 // kustomize renders the kustomization in dir with `kubectl kustomize`.
 func kustomize(ctx context.Context, dir string) []*unstructured.Unstructured {
+	return decodeDocuments([]byte(kustomizeYAML(ctx, dir)))
+}
+
+// kustomizeYAML renders the kustomization in dir with `kubectl kustomize`
+// and returns the YAML it prints, failing on an error or a warning.
+func kustomizeYAML(ctx context.Context, dir string) string {
 	r := kc.run(ctx, "", "", "kustomize", dir)
 	Expect(r.err).NotTo(HaveOccurred(), "kubectl kustomize %s:\n%s", dir, r.stderr)
 	Expect(r.stderr).To(BeEmpty(), "warnings of kubectl kustomize %s", dir)
-	return decodeDocuments([]byte(r.stdout))
+	return r.stdout
 }
 
 // setUpManagerIdentity applies the Namespace, ServiceAccount and RBAC
