@@ -226,10 +226,7 @@ func scrape(ctx context.Context, g Gomega, address, token string) map[string]*dt
 // include want, or nil when there is none.
 func seriesValue(families map[string]*dto.MetricFamily, name string, want map[string]string) *float64 {
 	for _, m := range families[name].GetMetric() {
-		labels := map[string]string{}
-		for _, l := range m.GetLabel() {
-			labels[l.GetName()] = l.GetValue()
-		}
+		labels := labelValues(m)
 		matches := true
 		for k, v := range want {
 			matches = matches && labels[k] == v
@@ -278,8 +275,14 @@ func labelValues(m *dto.Metric) map[string]string {
 func promQLSelectors(expr string) []*parser.VectorSelector {
 	parsed, err := parser.ParseExpr(expr)
 	Expect(err).NotTo(HaveOccurred(), "PromQL %q", expr)
+	return selectorsOf(parsed)
+}
+
+// selectorsOf returns the vector selectors of a parsed PromQL expression,
+// in the order parser.Inspect walks it.
+func selectorsOf(expr parser.Node) []*parser.VectorSelector {
 	var out []*parser.VectorSelector
-	parser.Inspect(parsed, func(node parser.Node, _ []parser.Node) error {
+	parser.Inspect(expr, func(node parser.Node, _ []parser.Node) error {
 		if vs, ok := node.(*parser.VectorSelector); ok {
 			out = append(out, vs)
 		}
@@ -370,11 +373,8 @@ func promQLUses(expr string) map[string][]string {
 // metricsUnder returns the metric names an expression selects.
 func metricsUnder(expr parser.Node) []string {
 	var out []string
-	parser.Inspect(expr, func(node parser.Node, _ []parser.Node) error {
-		if vs, ok := node.(*parser.VectorSelector); ok {
-			out = append(out, vs.Name)
-		}
-		return nil
-	})
+	for _, vs := range selectorsOf(expr) {
+		out = append(out, vs.Name)
+	}
 	return out
 }
