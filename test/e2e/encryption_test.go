@@ -29,9 +29,9 @@ var _ = Describe("OpenTofu state encryption", func() {
 		backend := httpBackend{
 			name: "encrypted", address: server.stateURL("encrypted"), locking: true,
 			username: "tofu", passwordSecret: "state-password", caConfigMap: "state-ca",
-		}.manifest() + "  runner:\n    flavor: opentofu\n  encryption:\n    passphraseSecretRef:\n      name: tofu-passphrase\n"
-		remote := "apiVersion: backends.infrastate.io/v1alpha1\nkind: RemoteState\nmetadata:\n  name: network\nspec:\n" +
-			"  backendRef:\n    kind: HttpBackend\n    name: encrypted\n  probe:\n    interval: 10s\n"
+			runnerFlavor: "opentofu", passphraseSecret: "tofu-passphrase",
+		}.manifest()
+		remote := remoteStateManifest("network", "encrypted", "10s")
 		kc.apply(ctx, ns, backend+"---\n"+remote)
 		kc.must(ctx, ns, "wait", "--for=condition=Ready", "httpbackend/encrypted", "--timeout=60s")
 		Expect(kc.configMapData(ctx, ns, "encrypted-backend")).NotTo(ContainElement(ContainSubstring(passphrase)))

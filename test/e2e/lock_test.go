@@ -99,12 +99,13 @@ spec:
 		uid := kc.jsonpath(ctx, ns, "pod/runner-7", "{.metadata.uid}")
 		backend := suiteBackend("held", ns+"-held")
 		backend.lockCheck = true
+		backend.releaseWhenHolderGone = true
 		holder := lockInfo{
 			ID: uuid.NewString(), Operation: "OperationTypeApply", Who: "runner@runner-7",
 			Version: "1.9.8", Created: time.Now().UTC().Format(time.RFC3339Nano),
 		}
 		Expect(sendLock(ctx, backend.address, "LOCK", holder)).To(Equal(http.StatusOK))
-		kc.apply(ctx, ns, backend.manifest()+"  lockPolicy:\n    releaseWhenHolderGone: true\n")
+		kc.apply(ctx, ns, backend.manifest())
 
 		By("the probe finds the holder's Pod by its hostname")
 		Eventually(func(g Gomega) {

@@ -20,6 +20,15 @@ type httpBackend struct {
 	// probeInterval defaults to 10s, the shortest the API allows.
 	probeInterval string
 	lockCheck     bool
+	// staleAfter and releaseWhenHolderGone set spec.lockPolicy.
+	staleAfter            string
+	releaseWhenHolderGone bool
+	// retryMax, when not nil, sets spec.retryMax.
+	retryMax *int32
+	// runnerFlavor sets spec.runner.flavor.
+	runnerFlavor string
+	// passphraseSecret names the Secret of spec.encryption's passphrase.
+	passphraseSecret string
 }
 
 // suiteBackend is an HttpBackend on the suite's state server, with basic
@@ -59,5 +68,36 @@ func (b httpBackend) manifest() string {
 		interval = "10s"
 	}
 	fmt.Fprintf(&s, "  probe:\n    interval: %s\n    lockCheck: %t\n", interval, b.lockCheck)
+	if b.staleAfter != "" || b.releaseWhenHolderGone {
+		s.WriteString("  lockPolicy:\n")
+		if b.staleAfter != "" {
+			fmt.Fprintf(&s, "    staleAfter: %s\n", b.staleAfter)
+		}
+		if b.releaseWhenHolderGone {
+			s.WriteString("    releaseWhenHolderGone: true\n")
+		}
+	}
+	if b.retryMax != nil {
+		fmt.Fprintf(&s, "  retryMax: %d\n", *b.retryMax)
+	}
+	if b.runnerFlavor != "" {
+		fmt.Fprintf(&s, "  runner:\n    flavor: %s\n", b.runnerFlavor)
+	}
+	if b.passphraseSecret != "" {
+		fmt.Fprintf(&s, "  encryption:\n    passphraseSecretRef:\n      name: %s\n", b.passphraseSecret)
+	}
+	return s.String()
+}
+
+// remoteStateManifest is the manifest of the RemoteState name that reads
+// the HttpBackend backend, and refreshes every probeInterval unless it is
+// empty (the API's default then).
+func remoteStateManifest(name, backend, probeInterval string) string {
+	var s strings.Builder
+	fmt.Fprintf(&s, "apiVersion: backends.infrastate.io/v1alpha1\nkind: RemoteState\nmetadata:\n  name: %s\nspec:\n", name)
+	fmt.Fprintf(&s, "  backendRef:\n    kind: HttpBackend\n    name: %s\n", backend)
+	if probeInterval != "" {
+		fmt.Fprintf(&s, "  probe:\n    interval: %s\n", probeInterval)
+	}
 	return s.String()
 }

@@ -45,14 +45,7 @@ var _ = Describe("A state of 1.7 million outputs", func() {
 		By("running the manager as shipped: GOMEMLIMIT=256MiB")
 		mgr := startManagerWithEnv(ns, []string{"GOMEMLIMIT=256MiB"})
 		DeferCleanup(mgr.stop)
-		kc.apply(ctx, ns, httpBackend{name: "huge", address: server.stateURL("huge")}.manifest()+`---
-apiVersion: backends.infrastate.io/v1alpha1
-kind: RemoteState
-metadata:
-  name: huge
-spec:
-  backendRef: {kind: HttpBackend, name: huge}
-`)
+		kc.apply(ctx, ns, httpBackend{name: "huge", address: server.stateURL("huge")}.manifest()+"---\n"+remoteStateManifest("huge", "huge", ""))
 		kc.must(ctx, ns, "wait", "--for=condition=Ready", "httpbackend/huge", "--timeout=120s")
 		Expect(kc.jsonpath(ctx, ns, "httpbackend/huge", "{.status.state.outputCount}")).To(Equal("1700000"))
 		Eventually(func(g Gomega) {

@@ -20,6 +20,7 @@ import (
 	"github.com/prometheus/prometheus/promql/parser"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/client-go/tools/clientcmd"
+	"k8s.io/utils/ptr"
 
 	"github.com/infrastate/backend-operator/internal/stateclient"
 )
@@ -82,11 +83,9 @@ subjects:
 		DeferCleanup(mgr.stop)
 
 		By("a backend holding a stale lock, one that cannot be reached, and a RemoteState that publishes")
-		locked := httpBackend{name: "locked", address: server.stateURL("app"), locking: true, lockCheck: true}.manifest() +
-			"  lockPolicy:\n    staleAfter: 1m\n"
-		gone := httpBackend{name: "gone", address: "http://" + freeLoopbackAddress(ctx) + "/state/gone"}.manifest() + "  retryMax: 0\n"
-		remote := "apiVersion: backends.infrastate.io/v1alpha1\nkind: RemoteState\nmetadata:\n  name: outputs\nspec:\n" +
-			"  backendRef:\n    kind: HttpBackend\n    name: locked\n  probe:\n    interval: 10s\n"
+		locked := httpBackend{name: "locked", address: server.stateURL("app"), locking: true, lockCheck: true, staleAfter: "1m"}.manifest()
+		gone := httpBackend{name: "gone", address: "http://" + freeLoopbackAddress(ctx) + "/state/gone", retryMax: ptr.To[int32](0)}.manifest()
+		remote := remoteStateManifest("outputs", "locked", "10s")
 		kc.apply(ctx, ns, locked+"---\n"+gone+"---\n"+remote)
 		kc.must(ctx, ns, "wait", "--for=condition=Locked", "httpbackend/locked", "--timeout=60s")
 		kc.must(ctx, ns, "wait", "--for=condition=Ready", "remotestate/outputs", "--timeout=60s")

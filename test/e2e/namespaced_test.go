@@ -168,15 +168,7 @@ var _ = Describe("config/namespaced", Ordered, Serial, func() {
 		dir := GinkgoT().TempDir()
 		for _, ns := range watched {
 			createStateServerSecrets(ctx, ns, statePassword)
-			kc.apply(ctx, ns, suiteBackend("network", ns+"-network").manifest()+`---
-apiVersion: backends.infrastate.io/v1alpha1
-kind: RemoteState
-metadata:
-  name: network
-spec:
-  backendRef: {kind: HttpBackend, name: network}
-  probe: {interval: 10s}
-`)
+			kc.apply(ctx, ns, suiteBackend("network", ns+"-network").manifest()+"---\n"+remoteStateManifest("network", "network", "10s"))
 			kc.must(ctx, ns, "wait", "--for=condition=Ready", "httpbackend/network", "--timeout=60s")
 			Expect(kc.configMapData(ctx, ns, "network-backend")).To(HaveKey("backend.tf"))
 
