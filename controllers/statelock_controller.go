@@ -312,8 +312,8 @@ func stallMessage(err error) string {
 
 // removeFinalizer lets the API server delete sl.
 func (r *stateLockReconciler) removeFinalizer(ctx context.Context, sl *backendsv1alpha1.StateLock) error {
-	if err := r.patchFinalizer(ctx, sl, controllerutil.RemoveFinalizer); err != nil {
-		return fmt.Errorf("removing the finalizer: %w", client.IgnoreNotFound(err))
+	if err := client.IgnoreNotFound(r.patchFinalizer(ctx, sl, controllerutil.RemoveFinalizer)); err != nil {
+		return fmt.Errorf("removing the finalizer: %w", err)
 	}
 	return nil
 }
