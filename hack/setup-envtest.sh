@@ -6,14 +6,22 @@
 # Order of preference:
 #   1. KUBEBUILDER_ASSETS, when it is already set and holds both binaries;
 #   2. the cache outside the repository, filled by an earlier run;
-#   3. the usual setup-envtest download (needs internet; fails fast without it);
-#   4. a build from Go modules through the module proxy (minutes, cached).
+#   3. a build from Go modules through the module proxy (minutes, cached).
+# Nothing is downloaded from anywhere but the Go module proxy.
+#
+# The build runs under a lock in the cache, so parallel callers (make run
+# beside make test, several suites under make -j) build the control plane
+# only once; a caller that has to wait says so.
+#
+# Environment:
+#   KUBEBUILDER_ASSETS    a directory holding kube-apiserver and etcd: used as is
+#   ENVTEST_K8S_VERSION   default 1.36.3 (built from k8s.io/kubernetes)
+#   ENVTEST_ETCD_VERSION  default 3.6.16 (built from go.etcd.io/etcd/server/v3)
+#   ENVTEST_CACHE_DIR     cache root (default ${XDG_DATA_HOME:-$HOME/.local/share}/kubebuilder-envtest)
 set -euo pipefail
 
 K8S_VERSION="${ENVTEST_K8S_VERSION:-1.36.3}"
 ETCD_VERSION="${ENVTEST_ETCD_VERSION:-3.6.16}"
-SETUP_ENVTEST_VERSION="${SETUP_ENVTEST_VERSION:-v0.25.1}"
-DOWNLOAD_TIMEOUT="${ENVTEST_DOWNLOAD_TIMEOUT:-90}"
 
 os="$(go env GOOS)"
 arch="$(go env GOARCH)"
@@ -36,24 +44,34 @@ fi
 
 mkdir -p "${assets}"
 
-try_download() {
-  log "trying the setup-envtest download of ${K8S_VERSION}"
-  local dir
-  if dir="$(timeout "${DOWNLOAD_TIMEOUT}" go run "sigs.k8s.io/controller-runtime/tools/setup-envtest@${SETUP_ENVTEST_VERSION}" \
-      use "${K8S_VERSION}" --bin-dir "${cache_root}/download" -p path 2>/dev/null)" && has_assets "${dir}"; then
-    cp "${dir}/kube-apiserver" "${dir}/etcd" "${assets}/"
-    return 0
+# with_lock NAME WHAT CMD...: runs CMD while holding the lock NAME in the
+# cache. When another process holds it, says that this one waits for that
+# build of WHAT, then waits.
+with_lock() {
+  local name="$1" what="$2"
+  shift 2
+  local lock="${cache_root}/.${name}.lock"
+  if command -v flock >/dev/null 2>&1; then
+    (
+      if ! flock -n 9; then
+        log "waiting for another build of ${what} to finish (lock ${lock})"
+        flock 9
+      fi
+      "$@"
+    ) 9>"${lock}"
+  else
+    "$@"
   fi
-  log "download unavailable; building from Go modules instead"
-  return 1
 }
 
-# build_module NAME MAIN_GO GO_MOD_EXTRA LDFLAGS: builds a throwaway module in
-# the cache (outside the repository) and installs its binary into the assets.
+# build_module NAME MAIN_GO GO_MOD_EXTRA LDFLAGS VERSION: builds a throwaway
+# module in the cache (outside the repository) and installs its binary into
+# the assets. Runs under the lock, so leftovers of an interrupted build can
+# be removed first.
 build_module() {
   local name="$1" main_go="$2" require="$3" ldflags="$4"
   local src="${cache_root}/src/${name}-$5"
-  rm -rf "${src}"
+  rm -rf "${src}" "${assets}/${name}.tmp"
   mkdir -p "${src}"
   printf '%s\n' "${main_go}" >"${src}/main.go"
   printf 'module envtest.local/%s\n\ngo 1.26\n\n%s\n' "${name}" "${require}" >"${src}/go.mod"
@@ -117,10 +135,15 @@ func main() {
   build_module etcd "${main_go}" "require go.etcd.io/etcd/server/v3 v${ETCD_VERSION}" "-s -w" "${ETCD_VERSION}"
 }
 
-if [[ "${ENVTEST_SKIP_DOWNLOAD:-}" == "true" ]] || ! try_download; then
+# build_control_plane: builds what the assets lack. Runs under the lock, and
+# checks again there: the process that held it may have built both.
+build_control_plane() {
   [[ -x "${assets}/etcd" ]] || build_etcd
   [[ -x "${assets}/kube-apiserver" ]] || build_kube_apiserver
-fi
+}
+
+with_lock "envtest-${K8S_VERSION}-${os}-${arch}" \
+  "the control plane (kube-apiserver ${K8S_VERSION}, etcd ${ETCD_VERSION})" build_control_plane
 
 has_assets "${assets}" || { log "kube-apiserver or etcd missing in ${assets}"; exit 1; }
 printf '%s\n' "${assets}"
