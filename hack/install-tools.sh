@@ -41,14 +41,20 @@ usage() {
 
 # with_lock NAME CMD...: runs CMD while holding a per-tool lock in the cache,
 # so parallel callers (make -j, several test suites) build a tool only once.
+# When another process holds the lock, says that this one waits for that
+# build, then waits.
 with_lock() {
   local name="$1"
   shift
+  local lock="${cache_root}/.${name}.lock"
   if command -v flock >/dev/null 2>&1; then
     (
-      flock 9
+      if ! flock -n 9; then
+        log "waiting for another build of ${name} to finish (lock ${lock})"
+        flock 9
+      fi
       "$@"
-    ) 9>"${cache_root}/.${name}.lock"
+    ) 9>"${lock}"
   else
     "$@"
   fi
