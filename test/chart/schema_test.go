@@ -47,10 +47,7 @@ func TestSchemaRejects(t *testing.T) {
 		"a Lease name that is no name":             {set: []string{"leaderElectionID=Team_A"}, want: "at '/leaderElectionID'"},
 		"an unknown reference policy":              {set: []string{"secretReferencePolicy=any"}, want: "at '/secretReferencePolicy'"},
 		"a probe interval that is no duration":     {set: []string{"defaultProbeInterval=often"}, want: "at '/defaultProbeInterval'"},
-		"a chart-managed flag in extraArgs":        {set: []string{"extraArgs={--watch-namespaces=a}"}, want: "at '/extraArgs/0'"},
-		"a longer chart-managed flag":              {set: []string{"extraArgs={--max-concurrent-probes-per-namespace=2}"}, want: "at '/extraArgs/0'"},
 		"an extra argument that is no flag":        {set: []string{"extraArgs={verbose}"}, want: "at '/extraArgs/0'"},
-		"a Lease outside the release namespace":    {set: []string{"extraArgs={--leader-election-namespace=elsewhere}"}, want: "at '/extraArgs/0'"},
 		"a port out of range":                      {set: []string{"metrics.service.port=70000"}, want: "at '/metrics/service/port'"},
 		"an unknown alert":                         {set: []string{"metrics.prometheusRule.lockHeld.for=5m"}, want: "additional properties 'lockHeld' not allowed"},
 		"a for that is no Prometheus duration":     {set: []string{"metrics.prometheusRule.backendUnreachable.for=15 minutes"}, want: "at '/metrics/prometheusRule/backendUnreachable/for'"},
@@ -84,12 +81,10 @@ func TestSchemaRejects(t *testing.T) {
 	}
 }
 
-// TestSchemaAccepts checks that values the schema must not refuse render:
-// flags the chart does not set, and flags that merely start like one it
-// does.
+// TestSchemaAccepts checks that values the schema must not refuse render.
+// extraArgs_test.go checks which extraArgs render.
 func TestSchemaAccepts(t *testing.T) {
 	cases := map[string][]string{
-		"other flags":                  {"extraArgs={--lock-release-wait=1m,--max-concurrent-reconciles=8,--zap-log-level=debug}"},
 		"a digest":                     {"image.digest=sha256:" + strings.Repeat("ab", 32)},
 		"no resources":                 {"resources=null"},
 		"a toleration":                 {"tolerations[0].key=dedicated", "tolerations[0].operator=Exists", "tolerations[0].effect=NoSchedule"},

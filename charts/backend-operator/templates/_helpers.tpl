@@ -104,3 +104,50 @@ renames it exported_namespace (templates/prometheusrule.yaml).
 {{- define "backend-operator.objectNamespace" -}}
 label_replace({{ . }}, "namespace", "$1", "exported_namespace", "(.+)")
 {{- end }}
+
+{{/*
+The manager flags the chart sets itself, each with what to use instead of
+setting it in extraArgs: the value that sets it, or why none does.
+docs/helm.md lists them.
+*/}}
+{{- define "backend-operator.ownedFlags" -}}
+{{- dict
+  "watch-namespaces" "use the value watchNamespaces instead"
+  "leader-elect" "use the value leaderElection instead"
+  "leader-election-id" "use the value leaderElectionID instead"
+  "leader-election-namespace" "the Lease is in the release namespace, where the chart grants the Role for it: install the release in the namespace it belongs in instead"
+  "health-probe-bind-address" "the Pod's liveness and readiness probes read port 8081, which no value changes"
+  "metrics-bind-address" "use the value metrics.service.port instead (the port of the metrics Service, behind which the manager serves metrics on 8443)"
+  "secret-reference-policy" "use the value secretReferencePolicy instead"
+  "denied-address-cidrs" "use the value deniedAddressCIDRs instead"
+  "allowed-address-cidrs" "use the value allowedAddressCIDRs instead"
+  "max-concurrent-probes" "use the value maxConcurrentProbes instead"
+  "max-concurrent-probes-per-namespace" "use the value maxConcurrentProbesPerNamespace instead"
+  "max-concurrent-decryptions" "use the value maxConcurrentDecryptions instead"
+  "default-probe-interval" "use the value defaultProbeInterval instead"
+  | toJson }}
+{{- end }}
+
+{{/*
+Fails the render when an argument of extraArgs sets a flag of
+backend-operator.ownedFlags (--flag or --flag=value), naming each such
+argument, its flag and what to use instead, and listing the flags the
+chart owns. It renders nothing.
+*/}}
+{{- define "backend-operator.checkExtraArgs" -}}
+{{- $owned := include "backend-operator.ownedFlags" . | fromJson }}
+{{- $refused := list }}
+{{- range $i, $arg := .Values.extraArgs }}
+{{- $flag := regexFind "^--[^=]+" (toString $arg) | trimPrefix "--" }}
+{{- if hasKey $owned $flag }}
+{{- $refused = append $refused (printf "extraArgs[%d] sets --%s, which the chart owns: %s" $i $flag (get $owned $flag)) }}
+{{- end }}
+{{- end }}
+{{- if $refused }}
+{{- $flags := list }}
+{{- range keys $owned | sortAlpha }}
+{{- $flags = append $flags (printf "--%s" .) }}
+{{- end }}
+{{- fail (printf "%s. The chart owns %s; extraArgs may set any other manager flag." (join "; " $refused) (join ", " $flags)) }}
+{{- end }}
+{{- end }}
