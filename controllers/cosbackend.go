@@ -58,20 +58,17 @@ func (cosKind) references(obj backendObject) []string {
 }
 
 // resolve decides the region in effect (status.region) and reads the
-// credentials.
+// credentials and the passphrases, and reports every problem among them
+// at once (see joinStalls).
 func (cosKind) resolve(ctx context.Context, env kindEnv, obj backendObject) (resolvedBackend, error) {
 	backend := cosBackend(obj)
-	region, err := effectiveRegion(backend.Spec, env.opts.cosDefaultRegion)
-	if err != nil {
-		return nil, err
+	region, regionErr := effectiveRegion(backend.Spec, env.opts.cosDefaultRegion)
+	if regionErr == nil {
+		backend.Status.Region = region
 	}
-	backend.Status.Region = region
-	secrets, err := resolveCosSecrets(ctx, env.refs, backend)
-	if err != nil {
-		return nil, err
-	}
-	encryption, err := resolveEncryption(ctx, env.refs, backend.Spec.Encryption)
-	if err != nil {
+	secrets, secretsErr := resolveCosSecrets(ctx, env.refs, backend)
+	encryption, encryptionErr := resolveEncryption(ctx, env.refs, backend.Spec.Encryption)
+	if err := joinStalls(regionErr, secretsErr, encryptionErr); err != nil {
 		return nil, err
 	}
 	return &cosResolved{backend: backend, region: region, secrets: secrets, encryption: encryption, env: env}, nil
@@ -202,12 +199,13 @@ func effectiveRegion(spec backendsv1alpha1.CosBackendSpec, managerDefault string
 		return managerDefault, nil
 	}
 	return "", stall(backendsv1alpha1.RegionMissingReason,
-		"spec.region is not set and the manager has no default region (--cos-default-region or TENCENTCLOUD_REGION)")
+		"The backend sets no spec.region and the manager has no default region (--cos-default-region or TENCENTCLOUD_REGION): "+
+			"set spec.region to the bucket's region")
 }
 
 // resolveCosSecrets reads secretId, secretKey and the optional
 // securityToken from credentialsSecretRef. A missing Secret or key is a
-// stallError naming the Secret and key.
+// stallError naming the Secret and keys.
 func resolveCosSecrets(ctx context.Context, refs referenceReader, backend *backendsv1alpha1.CosBackend) (render.CosSecrets, error) {
 	var secrets render.CosSecrets
 	ref := backend.Spec.CredentialsSecretRef
@@ -219,12 +217,11 @@ func resolveCosSecrets(ctx context.Context, refs referenceReader, backend *backe
 	if err != nil {
 		return secrets, err
 	}
-	if secrets.SecretID, err = requiredKey(secret, cosSecretIDKey, field); err != nil {
+	keys, err := requiredKeys(secret, field, "", cosSecretIDKey, cosSecretKeyKey)
+	if err != nil {
 		return secrets, err
 	}
-	if secrets.SecretKey, err = requiredKey(secret, cosSecretKeyKey, field); err != nil {
-		return secrets, err
-	}
+	secrets.SecretID, secrets.SecretKey = keys[0], keys[1]
 	secrets.SecurityToken = secret.Data[cosSecurityTokenKey]
 	return secrets, nil
 }

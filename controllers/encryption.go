@@ -2,6 +2,7 @@ package controllers
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"sync"
 
@@ -120,25 +121,25 @@ type stateEncryption struct {
 // missing Secret or key is a stall as for any reference, a passphrase
 // OpenTofu refuses (shorter than 16 bytes, or text OpenTofu would read as
 // other bytes: see render.Passphrase.Check) one with reason
-// InvalidPassphrase that never quotes it.
+// InvalidPassphrase that never quotes it. A problem with one passphrase
+// does not hide one with the other (see joinStalls).
 func resolveEncryption(ctx context.Context, refs referenceReader, enc *backendsv1alpha1.StateEncryption) (*stateEncryption, error) {
 	if enc == nil {
 		return nil, nil
 	}
-	primary, err := readPassphrase(ctx, refs, enc.PassphraseSecretRef, "spec.encryption.passphraseSecretRef")
-	if err != nil {
-		return nil, err
-	}
+	primary, primaryErr := readPassphrase(ctx, refs, enc.PassphraseSecretRef, "spec.encryption.passphraseSecretRef")
 	out := &stateEncryption{secrets: render.EncryptionSecrets{Passphrase: primary}}
+	var fallbackErr error
 	if fb := enc.Fallback; fb != nil {
 		if fb.PassphraseSecretRef != nil {
-			previous, err := readPassphrase(ctx, refs, *fb.PassphraseSecretRef, "spec.encryption.fallback.passphraseSecretRef")
-			if err != nil {
-				return nil, err
-			}
+			var previous render.Passphrase
+			previous, fallbackErr = readPassphrase(ctx, refs, *fb.PassphraseSecretRef, "spec.encryption.fallback.passphraseSecretRef")
 			out.secrets.Fallback = &previous
 		}
 		out.secrets.FallbackUnencrypted = fb.Unencrypted
+	}
+	if err := joinStalls(primaryErr, fallbackErr); err != nil {
+		return nil, err
 	}
 	return out, nil
 }
@@ -146,15 +147,30 @@ func resolveEncryption(ctx context.Context, refs referenceReader, enc *backendsv
 // readPassphrase reads and checks one passphrase reference.
 func readPassphrase(ctx context.Context, refs referenceReader, ref backendsv1alpha1.SecretKeyRef, field string) (render.Passphrase, error) {
 	key := render.PassphraseKey(ref.Key)
-	value, err := refs.secretKey(ctx, ref.Name, key, field)
+	value, err := refs.secretKey(ctx, ref.Name, key, field, field+".key")
 	if err != nil {
 		return render.Passphrase{}, err
 	}
 	p := render.Passphrase{SecretName: ref.Name, Key: key, Value: value}
 	if err := p.Check(field); err != nil {
-		return render.Passphrase{}, stall(backendsv1alpha1.InvalidPassphraseReason, "%v", err)
+		return render.Passphrase{}, stall(backendsv1alpha1.InvalidPassphraseReason, "%s", invalidPassphraseMessage(refs.namespace, p, field, err))
 	}
 	return p, nil
+}
+
+// invalidPassphraseMessage is the message of a passphrase OpenTofu
+// refuses, err being why (see render.Passphrase.Check): it names the
+// Secret and key, never the value.
+func invalidPassphraseMessage(namespace string, p render.Passphrase, field string, err error) string {
+	what := "holds a passphrase OpenTofu refuses"
+	switch {
+	case errors.Is(err, render.ErrPassphraseTooShort):
+		what = fmt.Sprintf("holds a passphrase shorter than the %d bytes OpenTofu requires", render.MinPassphraseBytes)
+	case errors.Is(err, render.ErrPassphraseEncoding):
+		what = "holds a passphrase that is not UTF-8 text in Unicode normalization form C, which OpenTofu would read as other bytes"
+	}
+	return fmt.Sprintf("Secret %s/%s key %s referenced by %s %s: put a passphrase of at least %d bytes of plain text in it (openssl rand -base64 32)",
+		namespace, p.SecretName, p.Key, field, what, render.MinPassphraseBytes)
 }
 
 // inputs are the passphrases, for the fingerprint of what a render, a

@@ -3,6 +3,7 @@ package controllers
 import (
 	"errors"
 	"fmt"
+	"strings"
 )
 
 // stallError is a problem only the user can fix: a missing Secret, a PEM
@@ -26,4 +27,36 @@ func stall(reason, format string, args ...any) error {
 // asStall returns the stallError in err's chain, if any.
 func asStall(err error) (*stallError, bool) {
 	return errors.AsType[*stallError](err)
+}
+
+// joinStalls is the outcome of checks that each may fail, such as the
+// references of one backend, read one after the other: nil when none
+// failed; the first error that is no stall when there is one (a failed
+// read of the API server is retried with backoff, and the retry reports
+// every problem); otherwise one stall that lists every problem, so that
+// the user fixes them all in one round. Its reason is the first problem's,
+// its message the problems' messages in order, one sentence each.
+func joinStalls(errs ...error) error {
+	var stalls []*stallError
+	for _, err := range errs {
+		if err == nil {
+			continue
+		}
+		se, ok := asStall(err)
+		if !ok {
+			return err
+		}
+		stalls = append(stalls, se)
+	}
+	switch len(stalls) {
+	case 0:
+		return nil
+	case 1:
+		return stalls[0]
+	}
+	messages := make([]string, 0, len(stalls))
+	for _, se := range stalls {
+		messages = append(messages, strings.TrimSuffix(se.message, "."))
+	}
+	return &stallError{reason: stalls[0].reason, message: strings.Join(messages, ". ")}
 }

@@ -65,15 +65,13 @@ func httpBackend(obj backendObject) *backendsv1alpha1.HttpBackend {
 }
 
 // resolve reads the password, the client certificate and key (which must
-// match) and the CA bundle (at least one certificate).
+// match), the CA bundle (at least one certificate) and the passphrases,
+// and reports every problem among them at once (see joinStalls).
 func (httpKind) resolve(ctx context.Context, env kindEnv, obj backendObject) (resolvedBackend, error) {
 	backend := httpBackend(obj)
-	secrets, err := resolveHTTPSecrets(ctx, env.refs, backend)
-	if err != nil {
-		return nil, err
-	}
-	encryption, err := resolveEncryption(ctx, env.refs, backend.Spec.Encryption)
-	if err != nil {
+	secrets, secretsErr := resolveHTTPSecrets(ctx, env.refs, backend)
+	encryption, encryptionErr := resolveEncryption(ctx, env.refs, backend.Spec.Encryption)
+	if err := joinStalls(secretsErr, encryptionErr); err != nil {
 		return nil, err
 	}
 	return &httpResolved{backend: backend, secrets: secrets, encryption: encryption, env: env}, nil
@@ -196,72 +194,76 @@ func (h *httpResolved) probe(interval time.Duration) probePlan {
 // resolveHTTPSecrets reads and checks the credential material an
 // HttpBackend references. Problems are stallErrors naming the object and
 // key: SecretNotFound, SecretKeyMissing, ConfigMapNotFound,
-// ConfigMapKeyMissing, InvalidCertificate.
+// ConfigMapKeyMissing, InvalidCertificate; one reference's problem does
+// not hide another's (see joinStalls).
 func resolveHTTPSecrets(ctx context.Context, refs referenceReader, backend *backendsv1alpha1.HttpBackend) (render.HTTPSecrets, error) {
 	var secrets render.HTTPSecrets
+	var passwordErr, certErr, caErr error
 	spec := backend.Spec
-
 	if ref := spec.PasswordSecretRef; ref != nil {
 		key := ref.Key
 		if key == "" {
 			key = backendsv1alpha1.DefaultPasswordKey
 		}
-		password, err := refs.secretKey(ctx, ref.Name, key, "spec.passwordSecretRef")
-		if err != nil {
-			return secrets, err
-		}
-		secrets.Password = password
+		secrets.Password, passwordErr = refs.secretKey(ctx, ref.Name, key, "spec.passwordSecretRef", "spec.passwordSecretRef.key")
 	}
-
-	if spec.TLS == nil {
-		return secrets, nil
+	if tls := spec.TLS; tls != nil {
+		if ref := tls.ClientCertificateSecretRef; ref != nil {
+			secrets.ClientCertificatePEM, secrets.ClientPrivateKeyPEM, certErr = clientCertificate(ctx, refs, ref.Name)
+		}
+		if ca := tls.CACertificate; ca != nil {
+			secrets.ClientCACertificatePEM, caErr = caBundle(ctx, refs, ca)
+		}
 	}
-	if ref := spec.TLS.ClientCertificateSecretRef; ref != nil {
-		secret, err := refs.secret(ctx, ref.Name, "spec.tls.clientCertificateSecretRef")
-		if err != nil {
-			return secrets, err
-		}
-		cert, err := requiredKey(secret, corev1.TLSCertKey, "spec.tls.clientCertificateSecretRef")
-		if err != nil {
-			return secrets, err
-		}
-		key, err := requiredKey(secret, corev1.TLSPrivateKeyKey, "spec.tls.clientCertificateSecretRef")
-		if err != nil {
-			return secrets, err
-		}
-		if err := checkKeyPair(cert, key, fmt.Sprintf("Secret %s/%s", secret.Namespace, secret.Name)); err != nil {
-			return secrets, err
-		}
-		secrets.ClientCertificatePEM, secrets.ClientPrivateKeyPEM = cert, key
-	}
-	if ca := spec.TLS.CACertificate; ca != nil {
-		bundle, where, err := caBundle(ctx, refs, ca)
-		if err != nil {
-			return secrets, err
-		}
-		if err := checkCertificates(bundle, where); err != nil {
-			return secrets, err
-		}
-		secrets.ClientCACertificatePEM = bundle
-	}
-	return secrets, nil
+	return secrets, joinStalls(passwordErr, certErr, caErr)
 }
 
-// caBundle reads the CA bundle from its Secret or ConfigMap and says where
-// it came from, for messages.
-func caBundle(ctx context.Context, refs referenceReader, ca *backendsv1alpha1.CACertificateSource) ([]byte, string, error) {
+// clientCertificate reads the certificate and key of the
+// kubernetes.io/tls Secret name, which must both be there and match.
+func clientCertificate(ctx context.Context, refs referenceReader, name string) (cert, key []byte, err error) {
+	const field = "spec.tls.clientCertificateSecretRef"
+	secret, err := refs.secret(ctx, name, field)
+	if err != nil {
+		return nil, nil, err
+	}
+	pair, err := requiredKeys(secret, field, "", corev1.TLSCertKey, corev1.TLSPrivateKeyKey)
+	if err != nil {
+		return nil, nil, err
+	}
+	if err := checkKeyPair(pair[0], pair[1], fmt.Sprintf("Secret %s/%s", secret.Namespace, secret.Name)); err != nil {
+		return nil, nil, err
+	}
+	return pair[0], pair[1], nil
+}
+
+// caBundle reads the CA bundle from its Secret or ConfigMap and checks
+// that it holds certificates.
+func caBundle(ctx context.Context, refs referenceReader, ca *backendsv1alpha1.CACertificateSource) ([]byte, error) {
 	key := ca.Key
 	if key == "" {
 		key = backendsv1alpha1.DefaultCAKey
 	}
-	const field = "spec.tls.caCertificate"
-	if ca.SecretRef != nil {
-		data, err := refs.secretKey(ctx, ca.SecretRef.Name, key, field)
-		return data, fmt.Sprintf("Secret %s/%s key %s", refs.namespace, ca.SecretRef.Name, key), err
+	const field, keyField = "spec.tls.caCertificate", "spec.tls.caCertificate.key"
+	var (
+		bundle []byte
+		where  string
+		err    error
+	)
+	switch {
+	case ca.SecretRef != nil:
+		bundle, err = refs.secretKey(ctx, ca.SecretRef.Name, key, field, keyField)
+		where = fmt.Sprintf("Secret %s/%s key %s", refs.namespace, ca.SecretRef.Name, key)
+	case ca.ConfigMapRef != nil:
+		bundle, err = refs.configMapKey(ctx, ca.ConfigMapRef.Name, key, field, keyField)
+		where = fmt.Sprintf("ConfigMap %s/%s key %s", refs.namespace, ca.ConfigMapRef.Name, key)
+	default:
+		return nil, stall(backendsv1alpha1.InvalidSpecReason, "The CA of %s is in neither a Secret nor a ConfigMap: set its secretRef or its configMapRef", field)
 	}
-	if ca.ConfigMapRef != nil {
-		data, err := refs.configMapKey(ctx, ca.ConfigMapRef.Name, key, field)
-		return data, fmt.Sprintf("ConfigMap %s/%s key %s", refs.namespace, ca.ConfigMapRef.Name, key), err
+	if err != nil {
+		return nil, err
 	}
-	return nil, "", stall(backendsv1alpha1.InvalidSpecReason, "%s sets neither secretRef nor configMapRef", field)
+	if err := checkCertificates(bundle, where); err != nil {
+		return nil, err
+	}
+	return bundle, nil
 }

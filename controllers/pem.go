@@ -27,12 +27,12 @@ func checkCertificates(data []byte, where string) error {
 		}
 		if _, err := x509.ParseCertificate(block.Bytes); err != nil {
 			return stall(backendsv1alpha1.InvalidCertificateReason,
-				"%s holds a certificate that does not parse", where)
+				"%s holds a certificate that does not parse: put the certificate in it again, PEM-encoded", where)
 		}
 		count++
 	}
 	if count == 0 {
-		return stall(backendsv1alpha1.InvalidCertificateReason, "%s holds no PEM certificate", where)
+		return stall(backendsv1alpha1.InvalidCertificateReason, "%s holds no PEM certificate: put the PEM certificates in it", where)
 	}
 	return nil
 }
@@ -45,11 +45,13 @@ func checkKeyPair(certPEM, keyPEM []byte, where string) error {
 	}
 	if !parsesAsPrivateKey(keyPEM) {
 		return stall(backendsv1alpha1.InvalidCertificateReason,
-			"%s key %s holds no PEM private key that parses", where, corev1.TLSPrivateKeyKey)
+			"%s key %s holds no PEM private key that parses: create the Secret again from the key pair (kubectl create secret tls)",
+			where, corev1.TLSPrivateKeyKey)
 	}
 	if _, err := tls.X509KeyPair(certPEM, keyPEM); err != nil {
 		return stall(backendsv1alpha1.InvalidCertificateReason,
-			"%s keys %s and %s do not match: the private key does not belong to the certificate", where, corev1.TLSCertKey, corev1.TLSPrivateKeyKey)
+			"%s keys %s and %s do not match, the private key does not belong to the certificate: "+
+				"create the Secret again from a certificate and its own key (kubectl create secret tls)", where, corev1.TLSCertKey, corev1.TLSPrivateKeyKey)
 	}
 	return nil
 }

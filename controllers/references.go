@@ -3,6 +3,8 @@ package controllers
 import (
 	"context"
 	"fmt"
+	"maps"
+	"slices"
 
 	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
@@ -60,27 +62,51 @@ func (r referenceReader) secret(ctx context.Context, name, field string) (*corev
 }
 
 // secretKey returns one key of a Secret; a missing or empty key is a
-// stallError with reason SecretKeyMissing.
-func (r referenceReader) secretKey(ctx context.Context, name, key, field string) ([]byte, error) {
+// stallError with reason SecretKeyMissing (see requiredKeys). keyField is
+// the spec field that names the key.
+func (r referenceReader) secretKey(ctx context.Context, name, key, field, keyField string) ([]byte, error) {
 	secret, err := r.secret(ctx, name, field)
 	if err != nil {
 		return nil, err
 	}
-	return requiredKey(secret, key, field)
-}
-
-// requiredKey returns a non-empty key of a Secret already read.
-func requiredKey(secret *corev1.Secret, key, field string) ([]byte, error) {
-	value, ok := secret.Data[key]
-	if !ok || len(value) == 0 {
-		return nil, stall(backendsv1alpha1.SecretKeyMissingReason,
-			"Secret %s/%s referenced by %s has no key %q", secret.Namespace, secret.Name, field, key)
+	values, err := requiredKeys(secret, field, keyField, key)
+	if err != nil {
+		return nil, err
 	}
-	return value, nil
+	return values[0], nil
 }
 
-// configMapKey returns one key of a ConfigMap (data or binaryData).
-func (r referenceReader) configMapKey(ctx context.Context, name, key, field string) ([]byte, error) {
+// requiredKeys returns non-empty keys of a Secret already read, in the
+// order asked. Keys that are missing or empty are one stallError with
+// reason SecretKeyMissing, naming them all and listing the keys the
+// Secret has. keyField is the spec field that names the key ("" when the
+// keys are fixed, as tls.crt and tls.key are).
+func requiredKeys(secret *corev1.Secret, field, keyField string, keys ...string) ([][]byte, error) {
+	values := make([][]byte, len(keys))
+	var missing, empty []string
+	for i, key := range keys {
+		value, ok := secret.Data[key]
+		switch {
+		case !ok:
+			missing = append(missing, key)
+		case len(value) == 0:
+			empty = append(empty, key)
+		}
+		values[i] = value
+	}
+	if len(missing) == 0 && len(empty) == 0 {
+		return values, nil
+	}
+	return nil, stall(backendsv1alpha1.SecretKeyMissingReason, "%s", missingKeysMessage(keyProblem{
+		kind: "Secret", namespace: secret.Namespace, name: secret.Name, field: field, keyField: keyField,
+		missing: missing, empty: empty, present: slices.Collect(maps.Keys(secret.Data)),
+	}))
+}
+
+// configMapKey returns one key of a ConfigMap (data or binaryData); a
+// missing or empty key is a stallError with reason ConfigMapKeyMissing
+// that lists the keys the ConfigMap has.
+func (r referenceReader) configMapKey(ctx context.Context, name, key, field, keyField string) ([]byte, error) {
 	cm := &corev1.ConfigMap{}
 	if err := r.get(ctx, cm, &corev1.ConfigMapList{}, "ConfigMap", name, field); err != nil {
 		return nil, err
@@ -91,8 +117,14 @@ func (r referenceReader) configMapKey(ctx context.Context, name, key, field stri
 	if value, ok := cm.BinaryData[key]; ok && len(value) > 0 {
 		return value, nil
 	}
-	return nil, stall(backendsv1alpha1.ConfigMapKeyMissingReason,
-		"ConfigMap %s/%s referenced by %s has no key %q", r.namespace, name, field, key)
+	problem := keyProblem{kind: "ConfigMap", namespace: r.namespace, name: name, field: field, keyField: keyField,
+		present: append(slices.Collect(maps.Keys(cm.Data)), slices.Collect(maps.Keys(cm.BinaryData))...)}
+	if _, ok := cm.Data[key]; ok || cm.BinaryData[key] != nil {
+		problem.empty = []string{key}
+	} else {
+		problem.missing = []string{key}
+	}
+	return nil, stall(backendsv1alpha1.ConfigMapKeyMissingReason, "%s", missingKeysMessage(problem))
 }
 
 // get reads the Secret or ConfigMap name into obj. The content is read
@@ -219,13 +251,15 @@ func metadataFromAPI(ctx context.Context, reader, metadata client.Reader, kind s
 	return nil, false, nil
 }
 
-// notFound is the stall of a missing reference.
+// notFound is the stall of a missing reference. References name objects
+// of the backend's own namespace: the message says so, for the user who
+// created the object in another one.
 func (r referenceReader) notFound(kind, name, field string) error {
 	reason := backendsv1alpha1.SecretNotFoundReason
 	if kind == "ConfigMap" {
 		reason = backendsv1alpha1.ConfigMapNotFoundReason
 	}
-	return stall(reason, "%s %s/%s referenced by %s does not exist", kind, r.namespace, name, field)
+	return stall(reason, "%s", notFoundMessage(kind, r.namespace, name, field))
 }
 
 // copyInto copies a listed Secret or ConfigMap into obj of the same type.
