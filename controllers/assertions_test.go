@@ -87,16 +87,16 @@ func expectRecovered(ctx context.Context, g Gomega, backend *backendsv1alpha1.Ht
 }
 
 // expectExplained creates obj and waits until condition condType has
-// status and reason and a message containing message, and Ready, False or
-// Unknown as readyStatus says, the same reason and message; the kstatus
-// invariants hold throughout.
-func expectExplained(ctx context.Context, obj statusObject, condType string, status metav1.ConditionStatus, reason, message string) {
+// status and reason and a message containing each of message, and
+// Ready, False or Unknown as readyStatus says, the same reason and
+// message; the kstatus invariants hold throughout.
+func expectExplained(ctx context.Context, obj statusObject, condType string, status metav1.ConditionStatus, reason string, message ...string) {
 	GinkgoHelper()
 	create(ctx, obj)
 	eventually(ctx, obj, func(g Gomega) {
 		expectKstatusInvariants(g, obj)
-		expectConditionSaying(g, *obj.StatusConditions(), condType, status, reason, message)
-		expectConditionSaying(g, *obj.StatusConditions(), "Ready", readyStatus(status), reason, message)
+		expectConditionSaying(g, *obj.StatusConditions(), condType, status, reason, message...)
+		expectConditionSaying(g, *obj.StatusConditions(), "Ready", readyStatus(status), reason, message...)
 	})
 }
 

@@ -105,35 +105,35 @@ var _ = Describe("CosBackend controller", func() {
 	})
 
 	DescribeTable("reports why the backend cannot be used",
-		func(setup func(ns, bucket string) *backendsv1alpha1.CosBackend, condType string, status metav1.ConditionStatus, reason, message string) {
+		func(setup func(ns, bucket string) *backendsv1alpha1.CosBackend, condType string, status metav1.ConditionStatus, reason string, message ...string) {
 			startManager(spec.ctx, spec.ns)
-			expectExplained(spec.ctx, setup(spec.ns, cosBucket(spec.ns)), condType, status, reason, message)
+			expectExplained(spec.ctx, setup(spec.ns, cosBucket(spec.ns)), condType, status, reason, message...)
 		},
 		Entry("a bucket that does not exist", func(ns, bucket string) *backendsv1alpha1.CosBackend {
 			return makeCosBackend("b", ns, bucket)
-		}, "BucketReady", metav1.ConditionFalse, "BucketNotFound", "does not exist"),
+		}, "BucketReady", metav1.ConditionFalse, "BucketNotFound", "does not exist", "Create it (its name is <name>-<appid>), or check spec.bucket and spec.region"),
 		Entry("credentials COS refuses", func(ns, bucket string) *backendsv1alpha1.CosBackend {
 			cosServer.CreateBucket(bucket)
 			create(spec.ctx, makeSecret("wrong", ns, map[string]string{"secretId": cosSecretID, "secretKey": "not-the-key"}))
 			b := makeCosBackend("b", ns, bucket)
 			b.Spec.CredentialsSecretRef.Name = "wrong"
 			return b
-		}, "BucketReady", metav1.ConditionFalse, "AccessDenied", "check the credentials"),
+		}, "BucketReady", metav1.ConditionFalse, "AccessDenied", "COS refused access to bucket", "Check secretId and secretKey"),
 		Entry("a state object without its checksum", func(ns, bucket string) *backendsv1alpha1.CosBackend {
 			cosServer.CreateBucket(bucket)
 			cosServer.PutObject(bucket, "platform/terraform.tfstate", v4State(1, ""), nil)
 			return makeCosBackend("b", ns, bucket)
-		}, "BucketReady", metav1.ConditionFalse, "StateUnreadable", "x-cos-meta-md5"),
+		}, "BucketReady", metav1.ConditionFalse, "StateUnreadable", "x-cos-meta-md5", "Push the state again with terraform state push"),
 		Entry("no region anywhere", func(ns, bucket string) *backendsv1alpha1.CosBackend {
 			b := makeCosBackend("b", ns, bucket)
 			b.Spec.Region = ""
 			return b
-		}, "Stalled", metav1.ConditionTrue, "RegionMissing", "--cos-default-region"),
+		}, "Stalled", metav1.ConditionTrue, "RegionMissing", "--cos-default-region", "set spec.region"),
 		Entry("a credentials Secret without secretKey", func(ns, bucket string) *backendsv1alpha1.CosBackend {
 			create(spec.ctx, makeSecret("partial", ns, map[string]string{"secretId": cosSecretID}))
 			b := makeCosBackend("b", ns, bucket)
 			b.Spec.CredentialsSecretRef.Name = "partial"
 			return b
-		}, "Stalled", metav1.ConditionTrue, "SecretKeyMissing", `has no key "secretKey"`),
+		}, "Stalled", metav1.ConditionTrue, "SecretKeyMissing", `has no key "secretKey" (its key: secretId): add the key`),
 	)
 })

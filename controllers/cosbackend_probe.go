@@ -46,6 +46,7 @@ func runCosProbe(ctx context.Context, cc *cos.Client, dec stateDecrypter, forceU
 		return res
 	}
 	res.state, res.stateErr = streamCosSummary(ctx, cc, backendsv1alpha1.DefaultWorkspace, dec.forRead(ctx))
+	res.stateErr = dec.explain(res.stateErr)
 	res.lock = readCosLock(ctx, cc, backendsv1alpha1.DefaultWorkspace)
 	settleHeldLock(ctx, &res.lock, forceUnlock, holder, func(ctx context.Context, id string) error {
 		return cc.ReleaseLock(ctx, backendsv1alpha1.DefaultWorkspace, id)
@@ -95,12 +96,7 @@ func applyCosProbe(backend *backendsv1alpha1.CosBackend, res cosProbeResult, fin
 		applyLock(backend, cosBackendKind, lockReading{err: res.bucketErr}, backend.Spec.ForceUnlock, backend.Spec.LockPolicy, finished)
 		return
 	case res.stateErr != nil:
-		reason := backendsv1alpha1.StateUnreadableReason
-		if errors.Is(res.stateErr, statefile.ErrDecrypt) {
-			reason = backendsv1alpha1.DecryptionFailedReason
-		}
-		bucket = observation{status: metav1.ConditionFalse, reason: reason,
-			message: fmt.Sprintf("The bucket exists, but its state object cannot be used: %v", res.stateErr)}
+		bucket = stateObjectFailure(res.stateErr)
 	default:
 		backend.Status.State = res.state
 		stateSize.WithLabelValues(cosBackendKind, backend.Namespace, backend.Name).Set(float64(res.state.SizeBytes))
@@ -129,16 +125,31 @@ func cosConfig(spec backendsv1alpha1.CosBackendSpec, region string, secrets rend
 	}
 }
 
+// stateObjectFailure is the BucketReady condition for a bucket that
+// exists but whose state object cannot be used: DecryptionFailed, or
+// StateUnreadable whatever the cause, whose next step the message gives
+// (see failureClasses).
+func stateObjectFailure(err error) observation {
+	class := classifyFailure(err)
+	reason := backendsv1alpha1.StateUnreadableReason
+	if class.reason == backendsv1alpha1.DecryptionFailedReason {
+		reason = class.reason
+	}
+	return observation{status: metav1.ConditionFalse, reason: reason,
+		message: fmt.Sprintf("The bucket exists, but its state object cannot be used: %s. %s", errorText(err), class.nextStep(err))}
+}
+
 // bucketFailures classify a failed bucket check, in order: the reason and
-// the message, formatted with the bucket and the error.
+// what it is, formatted with the bucket. The message goes on with the
+// error and what to check (see nextStepAs).
 var bucketFailures = []struct {
 	err            error
 	reason, format string
 }{
-	{netguard.ErrAddressDenied, backendsv1alpha1.AddressDeniedReason, "COS for bucket %s cannot be reached: %v"},
-	{cos.ErrBucketNotFound, backendsv1alpha1.BucketNotFoundReason, "Bucket %s does not exist: create it first (%v)"},
-	{cos.ErrAccessDenied, backendsv1alpha1.AccessDeniedReason, "COS refused access to bucket %s: check the credentials (%v)"},
-	{cos.ErrUnreachable, backendsv1alpha1.UnreachableReason, "COS cannot be reached for bucket %s: %v"},
+	{netguard.ErrAddressDenied, backendsv1alpha1.AddressDeniedReason, "COS for bucket %s cannot be reached"},
+	{cos.ErrBucketNotFound, backendsv1alpha1.BucketNotFoundReason, "Bucket %s does not exist"},
+	{cos.ErrAccessDenied, backendsv1alpha1.AccessDeniedReason, "COS refused access to bucket %s"},
+	{cos.ErrUnreachable, backendsv1alpha1.UnreachableReason, "COS cannot be reached for bucket %s"},
 }
 
 // bucketObservation is the BucketReady condition for a bucket check.
@@ -147,11 +158,13 @@ func bucketObservation(bucket string, err error) observation {
 		return observation{status: metav1.ConditionTrue, reason: backendsv1alpha1.ReachableReason,
 			message: fmt.Sprintf("Bucket %s exists and can be read", bucket)}
 	}
+	reason, format, next := backendsv1alpha1.ServerErrorReason, "Checking bucket %s failed", cosAnswerNextStep
 	for _, f := range bucketFailures {
 		if errors.Is(err, f.err) {
-			return observation{status: metav1.ConditionFalse, reason: f.reason, message: fmt.Sprintf(f.format, bucket, err)}
+			reason, format, next = f.reason, f.format, nextStepAs(f.reason, err)
+			break
 		}
 	}
-	return observation{status: metav1.ConditionFalse, reason: backendsv1alpha1.ServerErrorReason,
-		message: fmt.Sprintf("Checking bucket %s failed: %v", bucket, err)}
+	return observation{status: metav1.ConditionFalse, reason: reason,
+		message: fmt.Sprintf(format+": %s. %s", bucket, errorText(err), next)}
 }

@@ -154,8 +154,17 @@ var _ = Describe("OpenTofu state encryption with the real tofu", func() {
 		updateSpec(ctx, backend, func() {
 			backend.Spec.Encryption = &backendsv1alpha1.StateEncryption{PassphraseSecretRef: backendsv1alpha1.SecretKeyRef{Name: "first"}}
 		})
-		eventuallyCondition(ctx, backend, "StateReachable", metav1.ConditionFalse, backendsv1alpha1.DecryptionFailedReason)
-		eventuallyCondition(ctx, remote, "OutputsReady", metav1.ConditionFalse, backendsv1alpha1.DecryptionFailedReason)
+		// The messages name the passphrases tried, by Secret reference, and
+		// where to put the one that wrote the state.
+		tried := "The passphrases tried were Secret " + ns + "/first key passphrase (spec.encryption.passphraseSecretRef)"
+		eventually(ctx, backend, func(g Gomega) {
+			expectConditionSaying(g, backend.Status.Conditions, "StateReachable", metav1.ConditionFalse, backendsv1alpha1.DecryptionFailedReason,
+				tried, "spec.encryption.fallback.passphraseSecretRef")
+		})
+		eventually(ctx, remote, func(g Gomega) {
+			expectConditionSaying(g, remote.Status.Conditions, "OutputsReady", metav1.ConditionFalse, backendsv1alpha1.DecryptionFailedReason,
+				tried, "spec.encryption.fallback.passphraseSecretRef")
+		})
 		expectOutputsAsShown(ctx, Default, ns, "stack-outputs", shown) // the last published values stay
 		Expect(backend.Status.Conditions).NotTo(ContainElement(HaveField("Message", ContainSubstring(secondPassphrase))))
 	}, SpecTimeout(4*time.Minute))

@@ -137,34 +137,34 @@ var _ = Describe("HttpBackend controller", func() {
 	})
 
 	DescribeTable("reports why the backend cannot be used",
-		func(setup func(ns string) *backendsv1alpha1.HttpBackend, condType string, status metav1.ConditionStatus, reason, message string) {
-			expectExplained(spec.ctx, setup(spec.ns), condType, status, reason, message)
+		func(setup func(ns string) *backendsv1alpha1.HttpBackend, condType string, status metav1.ConditionStatus, reason string, message ...string) {
+			expectExplained(spec.ctx, setup(spec.ns), condType, status, reason, message...)
 		},
 		Entry("a missing password Secret", func(ns string) *backendsv1alpha1.HttpBackend {
 			return makeHttpBackend("b", ns, stateURL(ns)).basicAuth(stateUser, "missing", "").build()
-		}, "Stalled", metav1.ConditionTrue, "SecretNotFound", "Secret "),
+		}, "Stalled", metav1.ConditionTrue, "SecretNotFound", "Secret ", "does not exist in namespace ", "references name objects of the backend's own namespace"),
 		Entry("a missing password key", func(ns string) *backendsv1alpha1.HttpBackend {
 			create(spec.ctx, makeSecret("pw", ns, map[string]string{"other": "x"}))
 			return makeHttpBackend("b", ns, stateURL(ns)).basicAuth(stateUser, "pw", "token").build()
-		}, "Stalled", metav1.ConditionTrue, "SecretKeyMissing", `has no key "token"`),
+		}, "Stalled", metav1.ConditionTrue, "SecretKeyMissing", `has no key "token" (its key: other): add the key, or set spec.passwordSecretRef.key`),
 		Entry("a CA bundle without a certificate", func(ns string) *backendsv1alpha1.HttpBackend {
 			create(spec.ctx, makeSecret("ca", ns, map[string]string{"ca.crt": "not a pem"}))
 			return makeHttpBackend("b", ns, tlsStateURL(ns)).caFromSecret("ca", "ca.crt").build()
-		}, "Stalled", metav1.ConditionTrue, "InvalidCertificate", "holds no PEM certificate"),
+		}, "Stalled", metav1.ConditionTrue, "InvalidCertificate", "holds no PEM certificate: put the PEM certificates in it"),
 		Entry("a client key that does not match the certificate", func(ns string) *backendsv1alpha1.HttpBackend {
 			create(spec.ctx, makeTLSSecret("cert", ns, suiteCerts.clientCertPEM, suiteCerts.otherKeyPEM))
 			return makeHttpBackend("b", ns, tlsStateURL(ns)).clientCertificate("cert").build()
 		}, "Stalled", metav1.ConditionTrue, "InvalidCertificate", "do not match"),
 		Entry("a missing CA ConfigMap", func(ns string) *backendsv1alpha1.HttpBackend {
 			return makeHttpBackend("b", ns, tlsStateURL(ns)).caFromConfigMap("nope").build()
-		}, "Stalled", metav1.ConditionTrue, "ConfigMapNotFound", "ConfigMap "),
+		}, "Stalled", metav1.ConditionTrue, "ConfigMapNotFound", "ConfigMap ", "/nope referenced by spec.tls.caCertificate does not exist in namespace "),
 		Entry("a wrong password", func(ns string) *backendsv1alpha1.HttpBackend {
 			create(spec.ctx, makeSecret("pw", ns, map[string]string{"password": "wrong"}))
 			return makeHttpBackend("b", ns, stateURL(ns)).basicAuth(stateUser, "pw", "").build()
-		}, "StateReachable", metav1.ConditionFalse, "Forbidden", "invalid auth"),
+		}, "StateReachable", metav1.ConditionFalse, "Forbidden", "invalid auth", "Check that this user may read the state"),
 		Entry("no credentials", func(ns string) *backendsv1alpha1.HttpBackend {
 			return makeHttpBackend("b", ns, stateURL(ns)).build()
-		}, "StateReachable", metav1.ConditionFalse, "Unauthorized", "requires auth"),
+		}, "StateReachable", metav1.ConditionFalse, "Unauthorized", "requires auth", "Set the backend's spec.username and spec.passwordSecretRef"),
 		Entry("a server that refuses the request", func(ns string) *backendsv1alpha1.HttpBackend {
 			stateServer.InjectFault(stateserverFault("/state/"+ns, 403))
 			return makeHttpBackend("b", ns, stateURL(ns)).build()
@@ -172,14 +172,14 @@ var _ = Describe("HttpBackend controller", func() {
 		Entry("an untrusted server certificate", func(ns string) *backendsv1alpha1.HttpBackend {
 			create(spec.ctx, makeSecret("ca", ns, map[string]string{"ca.crt": string(suiteCerts.otherCAPEM)}))
 			return makeHttpBackend("b", ns, tlsStateURL(ns)).caFromSecret("ca", "ca.crt").retries(0, 0, 0).build()
-		}, "StateReachable", metav1.ConditionFalse, "TLSError", "certificate"),
+		}, "StateReachable", metav1.ConditionFalse, "TLSError", "certificate", "Check that spec.tls.caCertificate holds the CA"),
 		Entry("an address nobody listens on", func(ns string) *backendsv1alpha1.HttpBackend {
 			return makeHttpBackend("b", ns, "http://127.0.0.1:1/state/"+ns).retries(0, 0, 0).build()
-		}, "StateReachable", metav1.ConditionFalse, "Unreachable", "127.0.0.1:1"),
+		}, "StateReachable", metav1.ConditionFalse, "Unreachable", "127.0.0.1:1", "Check from inside the cluster"),
 		Entry("a server error", func(ns string) *backendsv1alpha1.HttpBackend {
 			stateServer.InjectFault(stateserverFault("/state/"+ns, 500))
 			return makeHttpBackend("b", ns, stateURL(ns)).retries(0, 0, 0).build()
-		}, "StateReachable", metav1.ConditionFalse, "ServerError", "500"),
+		}, "StateReachable", metav1.ConditionFalse, "ServerError", "500", "Check its log for this request"),
 	)
 
 	It("keeps the last good render when a Secret breaks, and follows its rotation", func() {

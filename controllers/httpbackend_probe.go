@@ -79,6 +79,7 @@ func runHTTPProbe(ctx context.Context, sc stateClient, plan httpProbeRun, log lo
 		start := time.Now()
 		res.fetched = true
 		res.summary, res.fetchErr = sc.FetchSummary(ctx, plan.decrypter.forRead(ctx))
+		res.fetchErr = plan.decrypter.explain(res.fetchErr)
 		probeDuration.WithLabelValues(httpBackendKind, stateObservation(res.summary, res.fetchErr).reason).Observe(time.Since(start).Seconds())
 	}
 	if plan.checkLock {

@@ -41,7 +41,15 @@ func probeInterval(p *backendsv1alpha1.ProbeSpec, def time.Duration) time.Durati
 // probe.interval is 0s.
 func probeDisabled() *observation {
 	return &observation{status: metav1.ConditionUnknown, reason: backendsv1alpha1.ProbeDisabledReason,
-		message: "Probing is disabled: probe.interval is 0s"}
+		message: "Probing is disabled: spec.probe.interval is 0s. Set an interval to have the state checked"}
+}
+
+// probeFailed is the observation of a probe condition whose probe
+// panicked.
+func probeFailed() observation {
+	return observation{status: metav1.ConditionUnknown, reason: backendsv1alpha1.ProbeFailedReason,
+		message: "The probe stopped on an internal error of the operator; the next probe runs at the next interval. " +
+			"Report it with the manager's log, which records it with its stack"}
 }
 
 // identity is the part of a probe fingerprint that names obj and its
@@ -110,10 +118,7 @@ func (r *reconciler) probeStep(ctx context.Context, t probeTask) probeDecision {
 		if p, panicked := res.value.(probePanic); panicked {
 			ctrl.LoggerFrom(ctx).Error(fmt.Errorf("probe panicked: %v", p.value), "Probe failed on an internal error", "stack", string(p.stack))
 			obj := t.obj.(statusObject)
-			setCondition(obj.StatusConditions(), obj.GetGeneration(), t.condition, observation{
-				status: metav1.ConditionUnknown, reason: backendsv1alpha1.ProbeFailedReason,
-				message: "The probe stopped on an internal error of the operator; the manager's log has the details",
-			})
+			setCondition(obj.StatusConditions(), obj.GetGeneration(), t.condition, probeFailed())
 			return probeDecision{ack: res, requeueAfter: next}
 		}
 		return probeDecision{result: res, ack: res, requeueAfter: next}

@@ -2,13 +2,10 @@ package controllers
 
 import (
 	"context"
-	"crypto/x509"
 	"errors"
 	"fmt"
 	"net"
-	"net/url"
 	"strings"
-	"syscall"
 	"testing"
 	"time"
 
@@ -18,53 +15,10 @@ import (
 
 	backendsv1alpha1 "github.com/infrastate/backend-operator/api/v1alpha1"
 	"github.com/infrastate/backend-operator/internal/cos"
-	"github.com/infrastate/backend-operator/internal/netguard"
 	"github.com/infrastate/backend-operator/internal/render"
 	"github.com/infrastate/backend-operator/internal/stateclient"
-	"github.com/infrastate/backend-operator/internal/stateencryption"
 	"github.com/infrastate/backend-operator/internal/statefile"
 )
-
-func TestProbeFailure(t *testing.T) {
-	cases := map[string]struct {
-		err  error
-		want string
-	}{
-		"401":               {err: &stateclient.StatusError{Method: "GET", URL: "u", StatusCode: 401}, want: "Unauthorized"},
-		"403":               {err: &stateclient.StatusError{Method: "GET", URL: "u", StatusCode: 403}, want: "Forbidden"},
-		"500 after retries": {err: &stateclient.RetryError{Method: "GET", URL: "u", Attempts: 3, Err: &stateclient.StatusError{StatusCode: 500}}, want: "ServerError"},
-		"unexpected status": {err: &stateclient.StatusError{Method: "GET", URL: "u", StatusCode: 418}, want: "ServerError"},
-		"unknown CA":        {err: fmt.Errorf("get: %w", x509.UnknownAuthorityError{}), want: "TLSError"},
-		"wrong host name":   {err: fmt.Errorf("get: %w", x509.HostnameError{Host: "x"}), want: "TLSError"},
-		"refused":           {err: &stateclient.RetryError{Err: &net.OpError{Op: "dial", Err: syscall.ECONNREFUSED}}, want: "Unreachable"},
-		"DNS":               {err: fmt.Errorf("get: %w", &net.DNSError{Err: "no such host", Name: "x"}), want: "Unreachable"},
-		"too large":         {err: &stateclient.SizeError{Limit: 1}, want: "StateUnreadable"},
-		"not a v4 state":    {err: fmt.Errorf("read: %w", statefile.ErrUnsupportedVersion), want: "StateUnreadable"},
-		"not JSON":          {err: fmt.Errorf("read: %w", statefile.ErrMalformed), want: "StateUnreadable"},
-		"no key opens it": {err: fmt.Errorf("read: %w: %w", statefile.ErrDecrypt, stateencryption.ErrDecryptionFailed),
-			want: "DecryptionFailed"},
-		"no key named": {err: fmt.Errorf("read: %w: %w", statefile.ErrDecrypt, stateencryption.ErrNoMatchingKey),
-			want: "DecryptionFailed"},
-		"hostile key parameters": {err: fmt.Errorf("read: %w: %w", statefile.ErrDecrypt, stateencryption.ErrInvalidParameters),
-			want: "DecryptionFailed"},
-		"encrypted state too large": {err: fmt.Errorf("read: %w", statefile.ErrEncryptedTooLarge), want: "StateUnreadable"},
-		"address denied":            {err: &stateclient.RetryError{Err: &netguard.DeniedError{Host: "metadata.test", Port: "80"}}, want: "AddressDenied"},
-		"client certificate required": {err: &stateclient.RetryError{Err: &url.Error{Op: "Get", URL: "u",
-			Err: &net.OpError{Op: "remote error", Err: errors.New("tls: certificate required")}}}, want: "TLSError"},
-		"COS access denied": {err: fmt.Errorf("read: %w", cos.ErrAccessDenied), want: "AccessDenied"},
-		"COS no bucket":     {err: fmt.Errorf("read: %w", cos.ErrBucketNotFound), want: "BucketNotFound"},
-		"COS no answer":     {err: fmt.Errorf("read: %w", cos.ErrUnreachable), want: "Unreachable"},
-		"anything else":     {err: errors.New("boom"), want: "ServerError"},
-	}
-	for name, tc := range cases {
-		t.Run(name, func(t *testing.T) {
-			got := probeFailure(tc.err)
-			if got.reason != tc.want || got.status != metav1.ConditionFalse || got.message != tc.err.Error() {
-				t.Errorf("probeFailure() = %+v, want reason %s, status False, message %q", got, tc.want, tc.err.Error())
-			}
-		})
-	}
-}
 
 // TestLockStatus decides Locked and status.lock for every kind of
 // reading: a failed read is Unknown and keeps the last holder (it is not
@@ -130,28 +84,6 @@ func TestLockStatus(t *testing.T) {
 				if e.reason == "LockReleased" && v.obs.status != F {
 					t.Errorf("event %s for a lock that is not known to be free", e.reason)
 				}
-			}
-		})
-	}
-}
-
-func TestBucketObservation(t *testing.T) {
-	cases := map[string]struct {
-		err        error
-		wantStatus metav1.ConditionStatus
-		wantReason string
-	}{
-		"exists":    {wantStatus: metav1.ConditionTrue, wantReason: "Reachable"},
-		"not found": {err: fmt.Errorf("list: %w", cos.ErrBucketNotFound), wantStatus: metav1.ConditionFalse, wantReason: "BucketNotFound"},
-		"denied":    {err: fmt.Errorf("list: %w", cos.ErrAccessDenied), wantStatus: metav1.ConditionFalse, wantReason: "AccessDenied"},
-		"no answer": {err: fmt.Errorf("list: %w", cos.ErrUnreachable), wantStatus: metav1.ConditionFalse, wantReason: "Unreachable"},
-		"other":     {err: errors.New("boom"), wantStatus: metav1.ConditionFalse, wantReason: "ServerError"},
-	}
-	for name, tc := range cases {
-		t.Run(name, func(t *testing.T) {
-			got := bucketObservation("b-1", tc.err)
-			if got.status != tc.wantStatus || got.reason != tc.wantReason {
-				t.Errorf("bucketObservation() = %+v, want %s %s", got, tc.wantStatus, tc.wantReason)
 			}
 		})
 	}

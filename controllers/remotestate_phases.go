@@ -6,6 +6,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"strings"
 
 	apiextensionsv1 "k8s.io/apiextensions-apiserver/pkg/apis/apiextensions/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
@@ -14,8 +15,6 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	backendsv1alpha1 "github.com/infrastate/backend-operator/api/v1alpha1"
-	"github.com/infrastate/backend-operator/internal/cos"
-	"github.com/infrastate/backend-operator/internal/netguard"
 	"github.com/infrastate/backend-operator/internal/outputs"
 	"github.com/infrastate/backend-operator/internal/statefile"
 )
@@ -62,7 +61,8 @@ func (r *remoteStateReconciler) reconcileBackend(ctx context.Context, s *remoteS
 func (r *reconciler) resolveBackendRef(ctx context.Context, namespace string, ref backendsv1alpha1.BackendReference) (backendKind, backendObject, resolvedBackend, error) {
 	kind, ok := lookupBackendKind(ref.Kind)
 	if !ok {
-		return nil, nil, nil, stall(backendsv1alpha1.InvalidSpecReason, "spec.backendRef.kind %q is not a backend kind", ref.Kind)
+		return nil, nil, nil, stall(backendsv1alpha1.InvalidSpecReason, "The kind %q of spec.backendRef is not a backend kind: set it to %s",
+			ref.Kind, strings.Join(backendKindNames(), " or "))
 	}
 	backend := kind.newObject()
 	if err := getBackend(ctx, r.client, types.NamespacedName{Namespace: namespace, Name: ref.Name}, backend, ref.Kind); err != nil {
@@ -87,10 +87,12 @@ func getBackend(ctx context.Context, c client.Reader, key types.NamespacedName, 
 	return nil
 }
 
-// backendNotReady wraps a backend's stall as the RemoteState's own.
+// backendNotReady wraps a backend's stall as the RemoteState's own: its
+// reason, then its message, which may list several problems, each with
+// what to do.
 func backendNotReady(ref backendsv1alpha1.BackendReference, err error) error {
 	if se, ok := asStall(err); ok {
-		return stall(backendsv1alpha1.BackendNotReadyReason, "%s %s cannot be used: %s (%s)", ref.Kind, ref.Name, se.message, se.reason)
+		return stall(backendsv1alpha1.BackendNotReadyReason, "%s %s cannot be used (%s): %s", ref.Kind, ref.Name, se.reason, se.message)
 	}
 	return err
 }
@@ -109,7 +111,7 @@ func (r *remoteStateReconciler) reconcileOutputs(ctx context.Context, s *remoteS
 	remote := s.remote
 	defaults := defaultsOf(remote.Spec.Defaults)
 	if err := outputs.CheckDefaults(defaults); err != nil {
-		return stall(backendsv1alpha1.InvalidSpecReason, "spec.defaults: %v", err)
+		return stall(backendsv1alpha1.InvalidSpecReason, "%s", invalidDefaultMessage(err))
 	}
 	interval := remoteStateInterval(remote, r.opts.defaultProbeInterval)
 	task := probeTask{kind: remoteStateKind, obj: remote, inputs: s.inputs, interval: interval,
@@ -173,6 +175,7 @@ func readOutputs(ctx context.Context, stream stateStreamer, dec stateDecrypter, 
 	if err != nil && (res.contentErr == nil || !errors.Is(err, res.contentErr)) {
 		res.err, res.contentErr = err, nil
 	}
+	res.err, res.contentErr = dec.explain(res.err), dec.explain(res.contentErr)
 	return res
 }
 
@@ -186,9 +189,7 @@ func (r *remoteStateReconciler) publish(ctx context.Context, remote *backendsv1a
 	case read.contentErr != nil:
 		return contentFailure(read.contentErr), nil //nolint:nilerr // a state that does not parse is reported in OutputsReady, not retried as an error
 	case !read.found:
-		return observation{status: metav1.ConditionFalse, reason: backendsv1alpha1.StateNotFoundReason,
-			message: fmt.Sprintf("%s %s holds no state for workspace %s", remote.Spec.BackendRef.Kind,
-				remote.Spec.BackendRef.Name, workspaceOrDefault(remote.Spec.Workspace))}, nil
+		return noState(remote.Spec.BackendRef, workspaceOrDefault(remote.Spec.Workspace)), nil
 	}
 
 	plain, sensitive := outputs.Split(read.values)
@@ -216,6 +217,14 @@ func (r *remoteStateReconciler) publish(ctx context.Context, remote *backendsv1a
 	return observation{status: metav1.ConditionTrue, reason: backendsv1alpha1.OutputsPublishedReason, message: msg}, nil
 }
 
+// noState is the OutputsReady observation of a workspace that holds no
+// state: terraform_remote_state fails the same way.
+func noState(ref backendsv1alpha1.BackendReference, workspace string) observation {
+	return observation{status: metav1.ConditionFalse, reason: backendsv1alpha1.StateNotFoundReason,
+		message: fmt.Sprintf("%s %s holds no state for workspace %s: apply the stack that writes it first, or check spec.workspace",
+			ref.Kind, ref.Name, workspace)}
+}
+
 // remoteStateTargets are the names of the ConfigMap and the Secret a
 // RemoteState publishes to.
 func remoteStateTargets(remote *backendsv1alpha1.RemoteState) (configMapName, secretName string) {
@@ -229,25 +238,18 @@ func remoteStateTargets(remote *backendsv1alpha1.RemoteState) (configMapName, se
 	return configMapName, secretName
 }
 
-// readFailure classifies an error reading the state.
+// readFailure classifies an error reading the state (see probeFailure).
 func readFailure(err error) observation {
-	switch {
-	case errors.Is(err, errAssumeRoleNotSupported):
-		return observation{status: metav1.ConditionUnknown, reason: backendsv1alpha1.AssumeRoleNotSupportedReason, message: err.Error()}
-	case errors.Is(err, netguard.ErrAddressDenied):
-		return observation{status: metav1.ConditionFalse, reason: backendsv1alpha1.AddressDeniedReason, message: err.Error()}
-
-	case errors.Is(err, cos.ErrChecksumMismatch), errors.Is(err, cos.ErrChecksumMissing), errors.Is(err, cos.ErrStateTooLarge):
-		return observation{status: metav1.ConditionFalse, reason: backendsv1alpha1.StateUnreadableReason, message: err.Error()}
+	if errors.Is(err, errAssumeRoleNotSupported) {
+		return observation{status: metav1.ConditionUnknown, reason: backendsv1alpha1.AssumeRoleNotSupportedReason, message: capitalize(err.Error())}
 	}
 	return probeFailure(err)
 }
 
 // contentFailure is the OutputsReady observation of a state that was read
-// but cannot be published.
+// but cannot be published; its message ends with what to do.
 func contentFailure(err error) observation {
-	obs := observation{status: metav1.ConditionFalse, reason: backendsv1alpha1.StateUnreadableReason,
-		message: fmt.Sprintf("The state cannot be parsed: %v", err)}
+	obs := observation{status: metav1.ConditionFalse, reason: backendsv1alpha1.StateUnreadableReason}
 	var (
 		missing  *outputs.MissingError
 		mismatch *outputs.TypeMismatchError
@@ -258,22 +260,46 @@ func contentFailure(err error) observation {
 		obs.reason = backendsv1alpha1.OutputsTooLargeReason
 		obs.message = "The outputs cannot be published: " + err.Error() + "; select the outputs you need with spec.outputs"
 	case errors.As(err, &missing):
-		obs.reason, obs.message = backendsv1alpha1.OutputMissingReason, err.Error()
+		obs.reason = backendsv1alpha1.OutputMissingReason
+		obs.message = fmt.Sprintf("Output %q is not in the state and spec.defaults has no value for it: "+
+			"add it to the outputs of the stack that writes the state and apply it, set spec.defaults, or leave it out of spec.outputs", missing.Name)
 	case errors.As(err, &mismatch):
-		obs.reason, obs.message = backendsv1alpha1.OutputTypeMismatchReason, err.Error()
+		obs.reason = backendsv1alpha1.OutputTypeMismatchReason
+		obs.message = fmt.Sprintf("Output %q is a %s, not the %s spec.outputs asks for: "+
+			"set its type in spec.outputs to the output's type (or to any), or change the output in the stack that writes the state",
+			mismatch.Name, mismatch.Got, mismatch.Want)
 	case errors.As(err, &key):
-		obs.reason, obs.message = backendsv1alpha1.OutputKeyInvalidReason, err.Error()+"; rename it with spec.outputs[].key or leave it out"
+		obs.reason = backendsv1alpha1.OutputKeyInvalidReason
+		obs.message = capitalize(err.Error()) + "; rename it with spec.outputs[].key or leave it out"
 	case errors.Is(err, outputs.ErrInvalidDefault):
-		obs.reason, obs.message = backendsv1alpha1.InvalidSpecReason, err.Error()
+		obs.reason = backendsv1alpha1.InvalidSpecReason
+		obs.message = invalidDefaultMessage(err)
 	case errors.Is(err, statefile.ErrEncrypted):
 		obs.reason = backendsv1alpha1.StateEncryptedReason
 		obs.message = "The state is encrypted with OpenTofu's state encryption: set spec.encryption on the backend " +
 			"to the passphrase its runners encrypt with"
 	case errors.Is(err, statefile.ErrDecrypt):
 		obs.reason = backendsv1alpha1.DecryptionFailedReason
-		obs.message = "The state is encrypted and spec.encryption of the backend cannot decrypt it: " + err.Error()
+		obs.message = "The state is encrypted and spec.encryption of the backend cannot decrypt it: " + errorText(err) + ". " + decryptionNextStep(err)
+	default:
+		obs.message = fmt.Sprintf("The state cannot be parsed: %s. %s", errorText(err), nextStepAs(backendsv1alpha1.StateUnreadableReason, err))
 	}
 	return obs
+}
+
+// invalidDefaultMessage is the message of a default of spec.defaults that
+// cannot be used (outputs.ErrInvalidDefault).
+func invalidDefaultMessage(err error) string {
+	return capitalize(err.Error()) + ": fix spec.defaults"
+}
+
+// backendKindNames are the names of the backend kinds.
+func backendKindNames() []string {
+	names := make([]string, 0, len(backendKinds))
+	for _, k := range backendKinds {
+		names = append(names, k.name())
+	}
+	return names
 }
 
 // maxOutputStatuses is the most outputs status.outputs lists, the API's

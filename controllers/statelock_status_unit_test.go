@@ -213,7 +213,7 @@ func TestApplySlockResult(t *testing.T) {
 			want: func() backendsv1alpha1.StateLockStatus {
 				st := holding()
 				st.Conditions = []metav1.Condition{lockedCond("Unknown", "Unreachable",
-					"Cannot check that lock L of HttpBackend app is still held, tried again shortly: "+unreachable.Error())}
+					"Cannot check that lock L of HttpBackend app is still held, tried again shortly: "+probeFailure(unreachable).message)}
 				return st
 			}(),
 		},
@@ -221,13 +221,13 @@ func TestApplySlockResult(t *testing.T) {
 			sl:  makeSlock().build(),
 			res: slockResult{action: slockHold, err: unauthorized},
 			want: backendsv1alpha1.StateLockStatus{Conditions: []metav1.Condition{lockedCond("Unknown", "Unauthorized",
-				"Cannot take the lock of HttpBackend app, tried again shortly: "+unauthorized.Error())}},
+				"Cannot take the lock of HttpBackend app, tried again shortly: "+probeFailure(unauthorized).message)}},
 		},
 		"a failed take while waiting keeps the holder": {
 			sl:  makeSlock().waitsFor(alice).locked("False", "WaitingForLock", 1, created).build(),
 			res: slockResult{action: slockHold, err: unreachable},
 			want: backendsv1alpha1.StateLockStatus{Holder: alice, Conditions: []metav1.Condition{lockedCond("Unknown", "Unreachable",
-				"Cannot take the lock of HttpBackend app, tried again shortly: "+unreachable.Error())}},
+				"Cannot take the lock of HttpBackend app, tried again shortly: "+probeFailure(unreachable).message)}},
 		},
 		"a failed release keeps the lock ID": {
 			sl:  makeSlock().until(slockNow.Add(-time.Minute)).holds(heldSince).locked("True", "LockAcquired", 1, heldSince).build(),
@@ -235,7 +235,7 @@ func TestApplySlockResult(t *testing.T) {
 			want: func() backendsv1alpha1.StateLockStatus {
 				st := holding()
 				st.Conditions = []metav1.Condition{lockedCond("Unknown", "Unreachable",
-					"Cannot release lock L of HttpBackend app, tried again shortly: "+unreachable.Error())}
+					"Cannot release lock L of HttpBackend app, tried again shortly: "+probeFailure(unreachable).message)}
 				return st
 			}(),
 		},
