@@ -1,0 +1,203 @@
+package controllers
+
+import (
+	"errors"
+	"fmt"
+	"net"
+	"syscall"
+	"testing"
+	"time"
+	"unicode"
+	"unicode/utf8"
+
+	"sigs.k8s.io/controller-runtime/pkg/client/fake"
+
+	backendsv1alpha1 "github.com/infrastate/backend-operator/api/v1alpha1"
+	"github.com/infrastate/backend-operator/internal/cos"
+	"github.com/infrastate/backend-operator/internal/netguard"
+	"github.com/infrastate/backend-operator/internal/outputs"
+	"github.com/infrastate/backend-operator/internal/stateclient"
+	"github.com/infrastate/backend-operator/internal/stateencryption"
+	"github.com/infrastate/backend-operator/internal/statefile"
+	"github.com/infrastate/backend-operator/internal/testenv"
+)
+
+// failures are errors of every class a probe or a read meets.
+var failures = []error{
+	&stateclient.StatusError{Method: "GET", URL: "u", StatusCode: 401},
+	&stateclient.StatusError{Method: "GET", URL: "u", StatusCode: 403},
+	&stateclient.RetryError{Method: "GET", URL: "u", Attempts: 3, Err: &stateclient.StatusError{StatusCode: 500}},
+	&stateclient.RetryError{Err: &net.OpError{Op: "dial", Err: syscall.ECONNREFUSED}},
+	&stateclient.RetryError{Err: &netguard.DeniedError{Host: "metadata.test", Port: "80"}},
+	&net.OpError{Op: "remote error", Err: errors.New("tls: certificate required")},
+	&stateclient.SizeError{Limit: 1},
+	fmt.Errorf("read: %w", statefile.ErrMalformed),
+	fmt.Errorf("read: %w", statefile.ErrEncryptedTooLarge),
+	tried(fmt.Errorf("read: %w: %w", statefile.ErrDecrypt, stateencryption.ErrDecryptionFailed)),
+	tried(fmt.Errorf("read: %w: %w", statefile.ErrDecrypt, stateencryption.ErrNoMatchingKey)),
+	fmt.Errorf("read: %w: %w", statefile.ErrDecrypt, stateencryption.ErrInvalidParameters),
+	fmt.Errorf("reading the state: %w", cos.ErrChecksumMismatch),
+	fmt.Errorf("list: %w", cos.ErrAccessDenied),
+	fmt.Errorf("list: %w", cos.ErrBucketNotFound),
+	fmt.Errorf("list: %w", cos.ErrUnreachable),
+	fmt.Errorf("read lock: %w", cos.ErrInvalidLock),
+	&cos.ResponseError{Op: "read object", Bucket: "b", StatusCode: 500, Code: "InternalError"},
+	errors.New("boom"),
+}
+
+// contentFailures are errors of every kind of state that was read but
+// cannot be published.
+var contentFailures = []error{
+	&outputs.MissingError{Name: "vpc_id"},
+	&outputs.TypeMismatchError{Name: "port", Want: "number", Got: "string"},
+	&outputs.KeyError{Name: "x", Key: ".."},
+	fmt.Errorf("%w: the values total 9 bytes", outputs.ErrTooLarge),
+	fmt.Errorf("%w %q: not JSON", outputs.ErrInvalidDefault, "x"),
+	fmt.Errorf("x: %w", statefile.ErrEncrypted),
+	tried(fmt.Errorf("x: %w: %w", statefile.ErrDecrypt, stateencryption.ErrDecryptionFailed)),
+	fmt.Errorf("x: %w", statefile.ErrUnsupportedVersion),
+}
+
+// TestConditionMessagesStartWithACapital checks every condition message
+// that the functions building them produce, from a table of those
+// functions and of the inputs that reach each of their messages.
+func TestConditionMessagesStartWithACapital(t *testing.T) {
+	certs := newTestCertificatesT(t)
+	holder := &backendsv1alpha1.LockInfo{ID: "L", Who: "bob@ci", Operation: "OperationTypeApply", Created: metaTime(time.Unix(0, 0))}
+	ref := backendsv1alpha1.BackendReference{Kind: httpBackendKind, Name: "app"}
+	enc := &backendsv1alpha1.StateEncryption{PassphraseSecretRef: backendsv1alpha1.SecretKeyRef{Name: "pass"}}
+
+	observations := map[string]func() []observation{
+		"probeFailure": func() []observation { return each(failures, probeFailure) },
+		"readFailure": func() []observation {
+			return append(each(failures, readFailure), readFailure(fmt.Errorf("read: %w", errAssumeRoleNotSupported)))
+		},
+		"contentFailure":     func() []observation { return each(contentFailures, contentFailure) },
+		"stateObjectFailure": func() []observation { return each(failures, stateObjectFailure) },
+		"bucketObservation": func() []observation {
+			return append(each(failures, func(err error) observation { return bucketObservation("b", err) }), bucketObservation("b", nil))
+		},
+		"stateObservation": func() []observation {
+			present := &stateclient.StateSummary{Present: true, Summary: statefile.Summary{Serial: 1, Lineage: "l"}}
+			return append(each(failures, func(err error) observation { return stateObservation(nil, err) }),
+				stateObservation(nil, nil), stateObservation(present, nil))
+		},
+		"unencryptedState": func() []observation {
+			obs, _ := unencryptedState(enc, &backendsv1alpha1.StateSummary{Present: true, Serial: 3})
+			return []observation{obs}
+		},
+		"noState":       func() []observation { return []observation{noState(ref, "default")} },
+		"probeDisabled": func() []observation { return []observation{*probeDisabled()} },
+		"probeFailed":   func() []observation { return []observation{probeFailed()} },
+	}
+	stalls := map[string]func() []error{
+		"referenceReader.notFound": func() []error {
+			r := referenceReader{namespace: "team-a"}
+			return []error{r.notFound("Secret", "pw", "spec.passwordSecretRef"), r.notFound("ConfigMap", "ca", "spec.tls.caCertificate")}
+		},
+		"requiredKeys": func() []error {
+			_, err := requiredKeys(makeSecret("pw", "team-a", map[string]string{"pass": "x"}), "spec.passwordSecretRef", "", "password")
+			return []error{err}
+		},
+		"readPassphrase": func() []error {
+			c := fake.NewClientBuilder().WithScheme(testenv.Scheme()).WithObjects(makeSecret("pass", "team-a", map[string]string{
+				"short": "fifteen-bytes!!", "nfd": "cafe\u0301-passphrase-0123",
+			})).Build()
+			refs := referenceReader{reader: c, metadata: c, contents: newReferencedContents(), namespace: "team-a", policy: ReferencePolicyNamespace}
+			var errs []error
+			for _, key := range []string{"short", "nfd", "gone"} {
+				_, err := readPassphrase(t.Context(), refs, backendsv1alpha1.SecretKeyRef{Name: "pass", Key: key}, "spec.encryption.passphraseSecretRef")
+				errs = append(errs, err)
+			}
+			return errs
+		},
+		"effectiveRegion": func() []error {
+			_, err := effectiveRegion(backendsv1alpha1.CosBackendSpec{}, "")
+			return []error{err}
+		},
+		"checkCertificates and checkKeyPair": func() []error {
+			return []error{
+				checkCertificates([]byte("hello"), "Secret team-a/ca key ca.crt"),
+				checkCertificates([]byte("-----BEGIN CERTIFICATE-----\nAAAA\n-----END CERTIFICATE-----\n"), "Secret team-a/ca key ca.crt"),
+				checkKeyPair(certs.clientCertPEM, []byte("nope"), "Secret team-a/c"),
+				checkKeyPair(certs.clientCertPEM, certs.otherKeyPEM, "Secret team-a/c"),
+			}
+		},
+		"checkHTTPSpec": func() []error {
+			return []error{
+				checkHTTPSpec(backendsv1alpha1.HttpBackendSpec{Address: "https://u:p@s/x"}),
+				checkHTTPSpec(backendsv1alpha1.HttpBackendSpec{Address: "https://s/x?token=t"}),
+				checkHTTPSpec(backendsv1alpha1.HttpBackendSpec{Address: "http://169.254.169.254/"}),
+				checkHTTPSpec(backendsv1alpha1.HttpBackendSpec{Address: "https://s/x", LockMethod: "GET"}),
+				checkHTTPSpec(backendsv1alpha1.HttpBackendSpec{Address: "https://s/x", ConfigMapName: "kube-root-ca.crt"}),
+				checkHTTPSpec(backendsv1alpha1.HttpBackendSpec{Address: "https://s/x", Overrides: []backendsv1alpha1.Override{{Path: "address"}}}),
+				checkHTTPSpec(backendsv1alpha1.HttpBackendSpec{Address: "%zz"}),
+			}
+		},
+		"checkCosSpec": func() []error {
+			return []error{
+				checkCosSpec(backendsv1alpha1.CosBackendSpec{Prefix: "a/../b"}),
+				checkCosSpec(backendsv1alpha1.CosBackendSpec{Endpoint: "http://cos-internal.ap-guangzhou.tencentcos.cn"}),
+			}
+		},
+		"checkRemoteStateSpec": func() []error {
+			return []error{
+				checkRemoteStateSpec(backendsv1alpha1.RemoteStateSpec{Workspace: ".."}),
+				checkRemoteStateSpec(backendsv1alpha1.RemoteStateSpec{Target: backendsv1alpha1.RemoteStateTarget{SecretName: "sh.helm.release.v1.x"}}),
+			}
+		},
+		"resolveBackendRef of a kind that is no backend": func() []error {
+			_, _, _, err := (&reconciler{}).resolveBackendRef(t.Context(), "team-a", backendsv1alpha1.BackendReference{Kind: "Bucket", Name: "b"})
+			return []error{err}
+		},
+		"backendNotReady and joinStalls": func() []error {
+			joined := joinStalls(stall(backendsv1alpha1.SecretNotFoundReason, "Secret team-a/pw does not exist"),
+				stall(backendsv1alpha1.InvalidCertificateReason, "Secret team-a/c holds no PEM certificate"))
+			return []error{joined, backendNotReady(ref, joined)}
+		},
+		"invalidDefaultMessage": func() []error {
+			return []error{stall(backendsv1alpha1.InvalidSpecReason, "%s", invalidDefaultMessage(fmt.Errorf("%w: the value of %q is not JSON", outputs.ErrInvalidDefault, "x")))}
+		},
+	}
+	messages := map[string]func() []string{
+		"describeHolder": func() []string { return []string{describeHolder(nil), describeHolder(holder)} },
+	}
+
+	for name, build := range observations {
+		for _, obs := range build() {
+			expectCapital(t, name, obs.message)
+		}
+	}
+	for name, build := range stalls {
+		for _, err := range build() {
+			se, ok := asStall(err)
+			if !ok {
+				t.Errorf("%s: %v is no stall", name, err)
+				continue
+			}
+			expectCapital(t, name, se.message)
+		}
+	}
+	for name, build := range messages {
+		for _, m := range build() {
+			expectCapital(t, name, m)
+		}
+	}
+}
+
+// each is f of every error.
+func each(errs []error, f func(error) observation) []observation {
+	out := make([]observation, 0, len(errs))
+	for _, err := range errs {
+		out = append(out, f(err))
+	}
+	return out
+}
+
+// expectCapital checks that message starts with a capital letter.
+func expectCapital(t *testing.T, name, message string) {
+	t.Helper()
+	if r, _ := utf8.DecodeRuneInString(message); !unicode.IsUpper(r) {
+		t.Errorf("%s: message %q does not start with a capital letter", name, message)
+	}
+}
