@@ -109,7 +109,8 @@ var _ = Describe("RemoteState controller", func() {
 		updateSpec(ctx, remote, func() { remote.Spec.Outputs[2].Type = "map" })
 		eventually(ctx, remote, func(g Gomega) {
 			c := expectCondition(g, remote.Status.Conditions, "OutputsReady", metav1.ConditionFalse, "OutputTypeMismatch")
-			g.Expect(c.Message).To(Equal(`output "subnets" is a list, not a map`))
+			g.Expect(c.Message).To(Equal(`Output "subnets" is a list, not the map spec.outputs asks for: set its type in spec.outputs ` +
+				`to the output's type (or to any), or change the output in the stack that writes the state`))
 			expectCondition(g, remote.Status.Conditions, "Ready", metav1.ConditionFalse, "OutputTypeMismatch")
 		})
 
