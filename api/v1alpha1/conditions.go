@@ -254,4 +254,15 @@ const (
 
 	// LockReleasedReason means a StateLock released its lock.
 	LockReleasedReason = "LockReleased"
+
+	// LockNotCheckedReason means the operator does not read a backend's
+	// lock (an HttpBackend without probe.lockCheck, or probing turned off)
+	// and no StateLock of its own holds it: whether it is held is not
+	// known. status.locked reads Unchecked.
+	LockNotCheckedReason = "LockNotChecked"
+
+	// InUseReason means a backend being deleted waits for the StateLocks
+	// that hold its lock to release it: deleting them (or their
+	// spec.until passing) lets the deletion finish.
+	InUseReason = "InUse"
 )

@@ -79,7 +79,7 @@ type CosBackendSpec struct {
 	// rendered endpoint attribute: their init refuses it.
 	// +optional
 	// +kubebuilder:validation:MaxLength=256
-	// +kubebuilder:validation:XValidation:rule="self.matches('^https?://cos-internal\\\\.[a-z0-9-]+\\\\.tencentcos\\\\.cn$')",message="endpoint must look like https://cos-internal.<region>.tencentcos.cn"
+	// +kubebuilder:validation:XValidation:rule="self.matches('^https?://cos-internal\\\\.[a-z0-9-]+\\\\.tencentcos\\\\.cn$')",message="endpoint must look like https://cos-internal.<region>.tencentcos.cn",reason="FieldValueForbidden"
 	Endpoint string `json:"endpoint,omitempty"`
 
 	// allowInsecureEndpoint accepts an http:// endpoint. The operator and
@@ -94,7 +94,7 @@ type CosBackendSpec struct {
 	// rendered domain attribute: their init refuses it.
 	// +optional
 	// +kubebuilder:validation:MaxLength=253
-	// +kubebuilder:validation:XValidation:rule="self.matches('^[a-z0-9]([-a-z0-9]*[a-z0-9])?(\\\\.[a-z0-9]([-a-z0-9]*[a-z0-9])?)+$')",message="domain must be a DNS domain name such as tencentcloudapi.com"
+	// +kubebuilder:validation:XValidation:rule="self.matches('^[a-z0-9]([-a-z0-9]*[a-z0-9])?(\\\\.[a-z0-9]([-a-z0-9]*[a-z0-9])?)+$')",message="domain must be a DNS domain name such as tencentcloudapi.com",reason="FieldValueForbidden"
 	Domain string `json:"domain,omitempty"`
 
 	// credentialsSecretRef names a Secret with the keys secretId and
@@ -228,8 +228,10 @@ type CosBackendStatus struct {
 // +kubebuilder:printcolumn:name="Bucket",type=string,JSONPath=`.spec.bucket`
 // +kubebuilder:printcolumn:name="Region",type=string,JSONPath=`.status.region`
 // +kubebuilder:printcolumn:name="Serial",type=integer,JSONPath=`.status.state.serial`,priority=1
-// +kubebuilder:printcolumn:name="Locked",type=string,JSONPath=`.status.conditions[?(@.type=="Locked")].status`
+// +kubebuilder:printcolumn:name="Locked",type=string,JSONPath=`.status.locked`
 // +kubebuilder:printcolumn:name="Lock ID",type=string,JSONPath=`.status.lock.id`,priority=1
+// +kubebuilder:printcolumn:name="Status",type=string,JSONPath=`.status.conditions[?(@.type=="Ready")].reason`
+// +kubebuilder:printcolumn:name="Message",type=string,JSONPath=`.status.conditions[?(@.type=="Ready")].message`,priority=1
 // +kubebuilder:printcolumn:name="Age",type=date,JSONPath=`.metadata.creationTimestamp`
 // +kubebuilder:validation:XValidation:rule="self.metadata.name.size() <= 233",message="metadata.name must be at most 233 characters, so that <name>-backend-credentials is a valid Secret name"
 type CosBackend struct {

@@ -37,10 +37,10 @@ type HttpBackendSpec struct {
 	// +required
 	// +kubebuilder:validation:MinLength=1
 	// +kubebuilder:validation:MaxLength=2048
-	// +kubebuilder:validation:XValidation:rule="(self.startsWith('http://') || self.startsWith('https://')) && isURL(self) && url(self).getHostname() != ''",message="address must be an absolute http:// or https:// URL with a host"
-	// +kubebuilder:validation:XValidation:rule="!self.matches('^https?://[^/?#]*@')",message="address must not contain user information (user:password@host): it would be published in the rendered ConfigMap; set username and passwordSecretRef instead"
-	// +kubebuilder:validation:XValidation:rule="!self.matches('(?i)[?&](token|access_token|private_token|auth|auth_token|password|passwd|pwd|secret|client_secret|api_key|apikey|sig|signature|x-amz-signature|x-amz-credential|x-amz-security-token|x-goog-signature|x-goog-credential)([=&#]|$)')",message="address must not carry credentials in its query string (token, password, signature and the like): it is published in the rendered ConfigMap; set username and passwordSecretRef instead"
-	// +kubebuilder:validation:XValidation:rule="!self.matches('^https?://(169[.]254[.][0-9]+[.][0-9]+|100[.]100[.]100[.]200|[[](?i:fe[89ab][0-9a-f]:[^]]*|fd00:ec2::254|::ffff:169[.]254[.][0-9.]+|::ffff:a9fe:[0-9a-f:]+)[]]|(?i:metadata|metadata[.]google[.]internal|metadata[.]goog|instance-data|instance-data[.]ec2[.]internal|metadata[.]tencentyun[.]com)[.]?)(:[0-9]*)?([/?#]|$)')",message="address must not point at a link-local address or a cloud metadata service (169.254.0.0/16, fe80::/10, metadata.google.internal, ...)"
+	// +kubebuilder:validation:XValidation:rule="(self.startsWith('http://') || self.startsWith('https://')) && isURL(self) && url(self).getHostname() != ''",message="address must be an absolute http:// or https:// URL with a host",reason="FieldValueForbidden"
+	// +kubebuilder:validation:XValidation:rule="!self.matches('^https?://[^/?#]*@')",message="address must not contain user information (user:password@host): it would be published in the rendered ConfigMap; set username and passwordSecretRef instead",reason="FieldValueForbidden"
+	// +kubebuilder:validation:XValidation:rule="!self.matches('(?i)[?&](token|access_token|private_token|auth|auth_token|password|passwd|pwd|secret|client_secret|api_key|apikey|sig|signature|x-amz-signature|x-amz-credential|x-amz-security-token|x-goog-signature|x-goog-credential)([=&#]|$)')",message="address must not carry credentials in its query string (token, password, signature and the like): it is published in the rendered ConfigMap; set username and passwordSecretRef instead",reason="FieldValueForbidden"
+	// +kubebuilder:validation:XValidation:rule="!self.matches('^https?://(169[.]254[.][0-9]+[.][0-9]+|100[.]100[.]100[.]200|[[](?i:fe[89ab][0-9a-f]:[^]]*|fd00:ec2::254|::ffff:169[.]254[.][0-9.]+|::ffff:a9fe:[0-9a-f:]+)[]]|(?i:metadata|metadata[.]google[.]internal|metadata[.]goog|instance-data|instance-data[.]ec2[.]internal|metadata[.]tencentyun[.]com)[.]?)(:[0-9]*)?([/?#]|$)')",message="address must not point at a link-local address or a cloud metadata service (169.254.0.0/16, fe80::/10, metadata.google.internal, ...)",reason="FieldValueForbidden"
 	Address string `json:"address"`
 
 	// updateMethod is the HTTP method used to write the state.
@@ -56,10 +56,10 @@ type HttpBackendSpec struct {
 	// +optional
 	// +kubebuilder:validation:MinLength=1
 	// +kubebuilder:validation:MaxLength=2048
-	// +kubebuilder:validation:XValidation:rule="(self.startsWith('http://') || self.startsWith('https://')) && isURL(self) && url(self).getHostname() != ''",message="lockAddress must be an absolute http:// or https:// URL with a host"
-	// +kubebuilder:validation:XValidation:rule="!self.matches('^https?://[^/?#]*@')",message="lockAddress must not contain user information (user:password@host): it would be published in the rendered ConfigMap; set username and passwordSecretRef instead"
-	// +kubebuilder:validation:XValidation:rule="!self.matches('(?i)[?&](token|access_token|private_token|auth|auth_token|password|passwd|pwd|secret|client_secret|api_key|apikey|sig|signature|x-amz-signature|x-amz-credential|x-amz-security-token|x-goog-signature|x-goog-credential)([=&#]|$)')",message="lockAddress must not carry credentials in its query string (token, password, signature and the like): it is published in the rendered ConfigMap; set username and passwordSecretRef instead"
-	// +kubebuilder:validation:XValidation:rule="!self.matches('^https?://(169[.]254[.][0-9]+[.][0-9]+|100[.]100[.]100[.]200|[[](?i:fe[89ab][0-9a-f]:[^]]*|fd00:ec2::254|::ffff:169[.]254[.][0-9.]+|::ffff:a9fe:[0-9a-f:]+)[]]|(?i:metadata|metadata[.]google[.]internal|metadata[.]goog|instance-data|instance-data[.]ec2[.]internal|metadata[.]tencentyun[.]com)[.]?)(:[0-9]*)?([/?#]|$)')",message="lockAddress must not point at a link-local address or a cloud metadata service (169.254.0.0/16, fe80::/10, metadata.google.internal, ...)"
+	// +kubebuilder:validation:XValidation:rule="(self.startsWith('http://') || self.startsWith('https://')) && isURL(self) && url(self).getHostname() != ''",message="lockAddress must be an absolute http:// or https:// URL with a host",reason="FieldValueForbidden"
+	// +kubebuilder:validation:XValidation:rule="!self.matches('^https?://[^/?#]*@')",message="lockAddress must not contain user information (user:password@host): it would be published in the rendered ConfigMap; set username and passwordSecretRef instead",reason="FieldValueForbidden"
+	// +kubebuilder:validation:XValidation:rule="!self.matches('(?i)[?&](token|access_token|private_token|auth|auth_token|password|passwd|pwd|secret|client_secret|api_key|apikey|sig|signature|x-amz-signature|x-amz-credential|x-amz-security-token|x-goog-signature|x-goog-credential)([=&#]|$)')",message="lockAddress must not carry credentials in its query string (token, password, signature and the like): it is published in the rendered ConfigMap; set username and passwordSecretRef instead",reason="FieldValueForbidden"
+	// +kubebuilder:validation:XValidation:rule="!self.matches('^https?://(169[.]254[.][0-9]+[.][0-9]+|100[.]100[.]100[.]200|[[](?i:fe[89ab][0-9a-f]:[^]]*|fd00:ec2::254|::ffff:169[.]254[.][0-9.]+|::ffff:a9fe:[0-9a-f:]+)[]]|(?i:metadata|metadata[.]google[.]internal|metadata[.]goog|instance-data|instance-data[.]ec2[.]internal|metadata[.]tencentyun[.]com)[.]?)(:[0-9]*)?([/?#]|$)')",message="lockAddress must not point at a link-local address or a cloud metadata service (169.254.0.0/16, fe80::/10, metadata.google.internal, ...)",reason="FieldValueForbidden"
 	LockAddress string `json:"lockAddress,omitempty"`
 
 	// lockMethod is the HTTP method used to take the lock: LOCK, UNLOCK,
@@ -77,10 +77,10 @@ type HttpBackendSpec struct {
 	// +optional
 	// +kubebuilder:validation:MinLength=1
 	// +kubebuilder:validation:MaxLength=2048
-	// +kubebuilder:validation:XValidation:rule="(self.startsWith('http://') || self.startsWith('https://')) && isURL(self) && url(self).getHostname() != ''",message="unlockAddress must be an absolute http:// or https:// URL with a host"
-	// +kubebuilder:validation:XValidation:rule="!self.matches('^https?://[^/?#]*@')",message="unlockAddress must not contain user information (user:password@host): it would be published in the rendered ConfigMap; set username and passwordSecretRef instead"
-	// +kubebuilder:validation:XValidation:rule="!self.matches('(?i)[?&](token|access_token|private_token|auth|auth_token|password|passwd|pwd|secret|client_secret|api_key|apikey|sig|signature|x-amz-signature|x-amz-credential|x-amz-security-token|x-goog-signature|x-goog-credential)([=&#]|$)')",message="unlockAddress must not carry credentials in its query string (token, password, signature and the like): it is published in the rendered ConfigMap; set username and passwordSecretRef instead"
-	// +kubebuilder:validation:XValidation:rule="!self.matches('^https?://(169[.]254[.][0-9]+[.][0-9]+|100[.]100[.]100[.]200|[[](?i:fe[89ab][0-9a-f]:[^]]*|fd00:ec2::254|::ffff:169[.]254[.][0-9.]+|::ffff:a9fe:[0-9a-f:]+)[]]|(?i:metadata|metadata[.]google[.]internal|metadata[.]goog|instance-data|instance-data[.]ec2[.]internal|metadata[.]tencentyun[.]com)[.]?)(:[0-9]*)?([/?#]|$)')",message="unlockAddress must not point at a link-local address or a cloud metadata service (169.254.0.0/16, fe80::/10, metadata.google.internal, ...)"
+	// +kubebuilder:validation:XValidation:rule="(self.startsWith('http://') || self.startsWith('https://')) && isURL(self) && url(self).getHostname() != ''",message="unlockAddress must be an absolute http:// or https:// URL with a host",reason="FieldValueForbidden"
+	// +kubebuilder:validation:XValidation:rule="!self.matches('^https?://[^/?#]*@')",message="unlockAddress must not contain user information (user:password@host): it would be published in the rendered ConfigMap; set username and passwordSecretRef instead",reason="FieldValueForbidden"
+	// +kubebuilder:validation:XValidation:rule="!self.matches('(?i)[?&](token|access_token|private_token|auth|auth_token|password|passwd|pwd|secret|client_secret|api_key|apikey|sig|signature|x-amz-signature|x-amz-credential|x-amz-security-token|x-goog-signature|x-goog-credential)([=&#]|$)')",message="unlockAddress must not carry credentials in its query string (token, password, signature and the like): it is published in the rendered ConfigMap; set username and passwordSecretRef instead",reason="FieldValueForbidden"
+	// +kubebuilder:validation:XValidation:rule="!self.matches('^https?://(169[.]254[.][0-9]+[.][0-9]+|100[.]100[.]100[.]200|[[](?i:fe[89ab][0-9a-f]:[^]]*|fd00:ec2::254|::ffff:169[.]254[.][0-9.]+|::ffff:a9fe:[0-9a-f:]+)[]]|(?i:metadata|metadata[.]google[.]internal|metadata[.]goog|instance-data|instance-data[.]ec2[.]internal|metadata[.]tencentyun[.]com)[.]?)(:[0-9]*)?([/?#]|$)')",message="unlockAddress must not point at a link-local address or a cloud metadata service (169.254.0.0/16, fe80::/10, metadata.google.internal, ...)",reason="FieldValueForbidden"
 	UnlockAddress string `json:"unlockAddress,omitempty"`
 
 	// unlockMethod is the HTTP method used to release the lock: LOCK,
@@ -262,8 +262,10 @@ type HttpBackendStatus struct {
 // +kubebuilder:printcolumn:name="Ready",type=string,JSONPath=`.status.conditions[?(@.type=="Ready")].status`
 // +kubebuilder:printcolumn:name="Address",type=string,JSONPath=`.spec.address`
 // +kubebuilder:printcolumn:name="Serial",type=integer,JSONPath=`.status.state.serial`,priority=1
-// +kubebuilder:printcolumn:name="Locked",type=string,JSONPath=`.status.conditions[?(@.type=="Locked")].status`
+// +kubebuilder:printcolumn:name="Locked",type=string,JSONPath=`.status.locked`
 // +kubebuilder:printcolumn:name="Lock ID",type=string,JSONPath=`.status.lock.id`,priority=1
+// +kubebuilder:printcolumn:name="Status",type=string,JSONPath=`.status.conditions[?(@.type=="Ready")].reason`
+// +kubebuilder:printcolumn:name="Message",type=string,JSONPath=`.status.conditions[?(@.type=="Ready")].message`,priority=1
 // +kubebuilder:printcolumn:name="Age",type=date,JSONPath=`.metadata.creationTimestamp`
 // +kubebuilder:validation:XValidation:rule="self.metadata.name.size() <= 233",message="metadata.name must be at most 233 characters, so that <name>-backend-credentials is a valid Secret name"
 type HttpBackend struct {

@@ -187,6 +187,8 @@ type RemoteStateStatus struct {
 // +kubebuilder:printcolumn:name="Kind",type=string,JSONPath=`.spec.backendRef.kind`,priority=1
 // +kubebuilder:printcolumn:name="Workspace",type=string,JSONPath=`.spec.workspace`,priority=1
 // +kubebuilder:printcolumn:name="Serial",type=integer,JSONPath=`.status.state.serial`
+// +kubebuilder:printcolumn:name="Status",type=string,JSONPath=`.status.conditions[?(@.type=="Ready")].reason`
+// +kubebuilder:printcolumn:name="Message",type=string,JSONPath=`.status.conditions[?(@.type=="Ready")].message`,priority=1
 // +kubebuilder:printcolumn:name="Age",type=date,JSONPath=`.metadata.creationTimestamp`
 type RemoteState struct {
 	metav1.TypeMeta   `json:",inline"`

@@ -260,6 +260,15 @@ type BackendStatus struct {
 	// +optional
 	Lock *LockInfo `json:"lock,omitempty"`
 
+	// locked says in one word, for kubectl get, what the operator knows of
+	// the lock: True, False or Unknown, as the Locked condition; Unchecked
+	// when it does not read the lock (an HttpBackend without
+	// probe.lockCheck, or probing turned off) and no StateLock of its own
+	// holds it.
+	// +optional
+	// +kubebuilder:validation:Enum=True;False;Unknown;Unchecked
+	Locked string `json:"locked,omitempty"`
+
 	// holderPod is the Pod the lock's holder runs in, when its hostname
 	// names a Pod of the namespace and lockPolicy.releaseWhenHolderGone is
 	// set.

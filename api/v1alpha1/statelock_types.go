@@ -96,6 +96,13 @@ const ReacquireAnnotation = "backends.infrastate.io/reacquire"
 // before the object goes away.
 const StateLockFinalizer = "backends.infrastate.io/release-lock"
 
+// BackendProtectionFinalizer is the finalizer a backend carries while a
+// StateLock names it, as a PersistentVolumeClaim in use carries
+// kubernetes.io/pvc-protection: a deleted backend goes away only once no
+// StateLock holds its lock, so that every lock a StateLock took is
+// released through the backend that took it.
+const BackendProtectionFinalizer = "backends.infrastate.io/statelock-protection"
+
 // StateLock holds the state lock of a backend's workspace, declaratively:
 // a change freeze that opens and closes through git. While it exists and
 // has not expired, Terraform and OpenTofu runs meet the lock.
@@ -111,6 +118,7 @@ const StateLockFinalizer = "backends.infrastate.io/release-lock"
 // +kubebuilder:printcolumn:name="Status",type=string,JSONPath=`.status.conditions[?(@.type=="Ready")].reason`
 // +kubebuilder:printcolumn:name="Lock ID",type=string,JSONPath=`.status.lockID`,priority=1
 // +kubebuilder:printcolumn:name="Until",type=string,JSONPath=`.spec.until`,priority=1
+// +kubebuilder:printcolumn:name="Message",type=string,JSONPath=`.status.conditions[?(@.type=="Ready")].message`,priority=1
 // +kubebuilder:printcolumn:name="Age",type=date,JSONPath=`.metadata.creationTimestamp`
 type StateLock struct {
 	metav1.TypeMeta   `json:",inline"`
