@@ -191,3 +191,9 @@ func expectControlledBy(g Gomega, obj, owner client.Object, kind string) {
 	}
 	g.Expect(obj.GetLabels()).To(HaveKeyWithValue(ownerLabel, owner.GetName()))
 }
+
+// expectNoEvent asserts that no event of reason is recorded in namespace.
+func expectNoEvent(ctx context.Context, namespace, reason string) {
+	GinkgoHelper()
+	Expect(eventReasons(ctx, Default, namespace)).NotTo(ContainElement(reason))
+}

@@ -47,6 +47,9 @@ type backendScope struct {
 	// applied is the probe result written to status, set by
 	// reconcileProbe.
 	applied *probeResult
+	// stateLocks are the StateLocks that name the backend, read before
+	// the phases.
+	stateLocks []backendsv1alpha1.StateLock
 }
 
 // Reconcile renders the backend's ConfigMap and credentials Secret, then
@@ -54,10 +57,26 @@ type backendScope struct {
 // end, and only when it changed.
 func (r *backendReconciler) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.Result, error) {
 	obj := r.kind.newObject()
-	return r.reconcile(ctx, req, obj, r.kind.name(), func(ctx context.Context) (outcome, time.Duration, error) {
-		s := &backendScope{obj: obj}
+	if found, err := r.get(ctx, req, obj, r.kind.name()); !found {
+		return ctrl.Result{}, err
+	}
+	locks, err := r.stateLocksOf(ctx, r.kind.name(), obj)
+	if err != nil {
+		return ctrl.Result{}, err
+	}
+	if !obj.GetDeletionTimestamp().IsZero() {
+		return r.finalize(ctx, obj, locks)
+	}
+	// A StateLock takes a lock only through a protected backend (see
+	// BackendProtectionFinalizer).
+	if err := r.patchProtection(ctx, obj, len(locks) > 0); err != nil {
+		return ctrl.Result{}, err
+	}
+	return r.reconcileObject(ctx, req, obj, r.kind.name(), func(ctx context.Context) (outcome, time.Duration, error) {
+		s := &backendScope{obj: obj, stateLocks: locks}
 		err := runPhases(ctx, s, r.reconcileSpec, r.reconcileReferences, r.reconcileRender, r.reconcileProbe)
 		forgetReachableWhenStalled(r.kind.name(), obj, err)
+		obj.SharedStatus().Locked = lockedWord(obj.SharedStatus().Conditions)
 		return outcome{readyMessage: s.readyMessage, gates: r.kind.readyGates(), probePending: s.probePending, applied: s.applied},
 			s.requeueAfter, err
 	})
@@ -126,8 +145,12 @@ func (r *backendReconciler) reconcileProbe(ctx context.Context, s *backendScope)
 		stateSize.DeleteLabelValues(r.kind.name(), obj.GetNamespace(), obj.GetName())
 	}
 	key := probeKey{kind: r.kind.name(), NamespacedName: client.ObjectKeyFromObject(obj)}
+	if plan.lockUnchecked != "" {
+		// Written before the probe's result, which does not touch the
+		// lock: whatever the probe learns, the lock is the StateLocks'.
+		applyUncheckedLock(obj, r.kind.name(), holderOfProbedState(s.stateLocks), plan.lockUnchecked)
+	}
 	if plan.start == nil {
-		clearLock(obj, r.kind.name())
 		recordReachable(r.kind.name(), obj, plan)
 		r.probes.forget(key)
 		return nil
@@ -135,6 +158,11 @@ func (r *backendReconciler) reconcileProbe(ctx context.Context, s *backendScope)
 	seedLockSeries(r.kind.name(), obj, plan.lockPolicy)
 
 	inputs := fingerprint(append(identity(obj), s.resolved.inputs()...)...)
+	if plan.lockUnchecked == "" {
+		// A StateLock taking or releasing the lock the probe reads makes
+		// a probe due at once.
+		inputs = fingerprint([]byte(inputs), stateLocksView(s.stateLocks))
+	}
 	task := probeTask{kind: r.kind.name(), obj: obj, inputs: inputs, interval: interval, condition: plan.condition}
 	apply := func(res *probeResult) error {
 		plan.apply(res.value, res.finished)
@@ -160,7 +188,8 @@ func (r *reconciler) envFor(ctx context.Context, namespace string) kindEnv {
 
 // setupWithManager registers the reconciler with mgr; the field indexes
 // and the related watches come from SetupAll. It reconciles on spec
-// changes of the backend, on changes to the Secrets and ConfigMaps that a
+// changes of the backend, when a StateLock that names it comes, goes,
+// takes or releases its lock (see stateLockHoldingChanged), on changes to the Secrets and ConfigMaps that a
 // backend references or renders, through referencesIndex (a foreign
 // object that took a rendered name among them; not the creation of its
 // own rendered objects: see referrersOf), and when one of its probes
@@ -176,6 +205,8 @@ func (r *backendReconciler) setupWithManager(mgr ctrl.Manager) error {
 		return referrersOf(r.kind.name(), writersAndReferrers(mgr.GetClient(), r.kind, reference))
 	}
 	return b.
+		Watches(&backendsv1alpha1.StateLock{}, handler.EnqueueRequestsFromMapFunc(lockedBackend(r.kind.name())),
+			builder.WithPredicates(stateLockHoldingChanged())).
 		WatchesRawSource(r.opts.related.source("Secret", referrers(secretReference))).
 		WatchesRawSource(r.opts.related.source("ConfigMap", referrers(configMapReference))).
 		WithOptions(controller.Options{MaxConcurrentReconciles: r.opts.maxConcurrentReconciles}).

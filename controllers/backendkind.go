@@ -126,6 +126,10 @@ type probePlan struct {
 	// apply writes into the object's status what a probe that ended at
 	// finished learned (start's probe returned value).
 	apply func(value any, finished time.Time)
+	// lockUnchecked, when set, says why the probe does not read the lock,
+	// and how to have it read: the lock status is then what the
+	// StateLocks that hold it say (see applyUncheckedLock).
+	lockUnchecked string
 	// lockPolicy is the spec's lockPolicy, whose stale threshold the lock
 	// series a new manager serves from the status include (see
 	// seedLockSeries), and which says when a holder the status records as

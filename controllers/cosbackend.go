@@ -15,7 +15,7 @@ import (
 	"github.com/infrastate/backend-operator/internal/render"
 )
 
-// +kubebuilder:rbac:groups=backends.infrastate.io,resources=cosbackends,verbs=get;list;watch
+// +kubebuilder:rbac:groups=backends.infrastate.io,resources=cosbackends,verbs=get;list;watch;patch
 // +kubebuilder:rbac:groups=backends.infrastate.io,resources=cosbackends/status,verbs=patch
 // +kubebuilder:rbac:groups=backends.infrastate.io,resources=cosbackends/finalizers,verbs=update
 
@@ -151,8 +151,11 @@ func (c *cosResolved) probe(interval time.Duration) probePlan {
 	switch {
 	case interval == 0:
 		plan.off = probeDisabled()
+		plan.lockUnchecked = "probing is off (spec.probe.interval is 0s). Set an interval to have the lock read."
 		return plan
 	case assumeRoleOnly(backend):
+		plan.lockUnchecked = "the operator has no credentials to read the bucket with (spec.assumeRole only). " +
+			"Set credentialsSecretRef to have the lock read."
 		plan.off = &observation{status: metav1.ConditionUnknown, reason: backendsv1alpha1.AssumeRoleNotSupportedReason,
 			message: "The bucket is not checked: the only credentials are spec.assumeRole, and the operator does not assume roles " +
 				"(it makes no STS call). Runners assume it with keys of their own environment. Set credentialsSecretRef to keys " +

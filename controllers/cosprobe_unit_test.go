@@ -4,15 +4,16 @@ import (
 	"context"
 	"testing"
 
+	apimeta "k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
 	backendsv1alpha1 "github.com/infrastate/backend-operator/api/v1alpha1"
 )
 
 // TestCosProbingDisabledForgetsTheLock checks that turning probing off
-// forgets everything the last probe learned of the lock: the Locked
-// condition, status.lock and the lock-held gauge, which would otherwise
-// go on reporting a lock nobody checks.
+// forgets everything the last probe learned of the lock: the holder in
+// status.lock and the lock-held gauge, which would otherwise go on
+// reporting a lock nobody checks; Locked says the lock is not checked.
 func TestCosProbingDisabledForgetsTheLock(t *testing.T) {
 	backend := &backendsv1alpha1.CosBackend{
 		ObjectMeta: metav1.ObjectMeta{Namespace: "team-a", Name: "gauge"},
@@ -29,8 +30,9 @@ func TestCosProbingDisabledForgetsTheLock(t *testing.T) {
 	if err := r.reconcileProbe(context.Background(), &backendScope{obj: backend, resolved: &cosResolved{backend: backend}}); err != nil {
 		t.Fatalf("reconcileProbe() = %v", err)
 	}
-	if backend.Status.Lock != nil || len(backend.Status.Conditions) != 1 || backend.Status.Conditions[0].Type != backendsv1alpha1.BucketReadyCondition {
-		t.Errorf("status after disabling probes = lock %v, conditions %v; want no lock, BucketReady only", backend.Status.Lock, backend.Status.Conditions)
+	locked := apimeta.FindStatusCondition(backend.Status.Conditions, backendsv1alpha1.LockedCondition)
+	if backend.Status.Lock != nil || locked == nil || locked.Status != metav1.ConditionUnknown || locked.Reason != backendsv1alpha1.LockNotCheckedReason {
+		t.Errorf("status after disabling probes = lock %v, conditions %v; want no lock, Locked Unknown LockNotChecked", backend.Status.Lock, backend.Status.Conditions)
 	}
 	if lockHeld.DeleteLabelValues(cosBackendKind, "team-a", "gauge") {
 		t.Errorf("the lock-held gauge still reports the backend with probing disabled")

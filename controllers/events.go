@@ -38,7 +38,8 @@ func viewOf(obj statusObject) statusView {
 
 // transitionEvents returns the events for the status changes between
 // before and after: Ready becoming True after it was False, or not True
-// (but not while work is merely in progress), a lock appearing, changing holder or going away,
+// (but not while work is merely in progress), Ready staying not True for
+// another reason, a lock appearing, changing holder or going away,
 // a lock turning stale (one Warning per holder), and the operator
 // releasing one (Locked's reason becoming ForceUnlocked or
 // HolderGoneReleased, whatever Locked was before: a release is audited
@@ -66,6 +67,11 @@ func transitionEvents(before, after statusView) []event {
 		default:
 			events = append(events, event{corev1.EventTypeWarning, ready.Reason, "Reconcile", ready.Message})
 		}
+	} else if ready, changed := changedReason(before.conditions, after.conditions, backendsv1alpha1.ReadyCondition); changed &&
+		ready.Status != metav1.ConditionTrue && ready.Reason != backendsv1alpha1.ProgressingReason {
+		// Still not Ready, for another reason: kubectl describe shows
+		// each reason in turn, not only the first.
+		events = append(events, event{corev1.EventTypeWarning, ready.Reason, "Reconcile", ready.Message})
 	}
 	locked := meta.FindStatusCondition(after.conditions, backendsv1alpha1.LockedCondition)
 	was := meta.FindStatusCondition(before.conditions, backendsv1alpha1.LockedCondition)

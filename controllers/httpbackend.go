@@ -13,7 +13,7 @@ import (
 	"github.com/infrastate/backend-operator/internal/render"
 )
 
-// +kubebuilder:rbac:groups=backends.infrastate.io,resources=httpbackends,verbs=get;list;watch
+// +kubebuilder:rbac:groups=backends.infrastate.io,resources=httpbackends,verbs=get;list;watch;patch
 // +kubebuilder:rbac:groups=backends.infrastate.io,resources=httpbackends/status,verbs=patch
 // +kubebuilder:rbac:groups=backends.infrastate.io,resources=httpbackends/finalizers,verbs=update
 
@@ -153,6 +153,10 @@ func (h *httpResolved) probe(interval time.Duration) probePlan {
 	backend := h.backend
 	plan := probePlan{condition: backendsv1alpha1.StateReachableCondition}
 	lockWork := (backend.Spec.Probe != nil && backend.Spec.Probe.LockCheck) || backend.Spec.ForceUnlock != nil
+	if !lockWork {
+		plan.lockUnchecked = "spec.probe.lockCheck is off, and the REST protocol shows a lock's holder only to a lock attempt. " +
+			"Set probe.lockCheck to true (with lockAddress and unlockAddress) to see every holder."
+	}
 	if interval == 0 {
 		plan.off = probeDisabled()
 		if !lockWork {

@@ -9,6 +9,7 @@ import (
 	. "github.com/onsi/ginkgo/v2"
 	. "github.com/onsi/gomega"
 	corev1 "k8s.io/api/core/v1"
+	apimeta "k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
 	backendsv1alpha1 "github.com/infrastate/backend-operator/api/v1alpha1"
@@ -93,7 +94,10 @@ var _ = Describe("HttpBackend controller", func() {
 			SizeBytes: int64(len(v4State(7, `"a":{"value":"x","type":"string"},"b":{"value":1,"type":"number","sensitive":true}`))), OutputCount: 2,
 		}))
 		Expect(backend.Status.Rendered).To(Equal(&backendsv1alpha1.RenderedObjects{ConfigMapName: "app-backend", SecretName: "app-backend-credentials", CompatibleRunners: everyRunner}))
-		Expect(backend.Status.Conditions).NotTo(ContainElement(HaveField("Type", "Locked")), "no lock check was asked for")
+		locked := apimeta.FindStatusCondition(backend.Status.Conditions, "Locked")
+		Expect(locked).To(HaveField("Reason", backendsv1alpha1.LockNotCheckedReason), "no lock check was asked for")
+		Expect(locked.Status).To(Equal(metav1.ConditionUnknown))
+		Expect(backend.Status.Locked).To(Equal("Unchecked"))
 
 		cm := renderedConfigMap(ctx, Default, ns, "app-backend")
 		expectControlledBy(Default, cm, backend, "HttpBackend")

@@ -172,7 +172,8 @@ func releaseNamedLock(ctx context.Context, sc stateClient, id string) error {
 
 // applyHTTPProbe writes what a probe that ended at finished learned into
 // the backend's status: StateReachable and status.state from the read,
-// and the lock (see applyLock) when it was checked.
+// and the lock (see applyLock) when it was checked. A lock the probe does
+// not check is the StateLocks' (see applyUncheckedLock).
 func applyHTTPProbe(backend *backendsv1alpha1.HttpBackend, res httpProbeResult, finished time.Time) {
 	if res.fetched {
 		reachable := stateObservation(res.summary, res.fetchErr)
@@ -186,7 +187,6 @@ func applyHTTPProbe(backend *backendsv1alpha1.HttpBackend, res httpProbeResult, 
 		setCondition(&backend.Status.Conditions, backend.Generation, backendsv1alpha1.StateReachableCondition, reachable)
 	}
 	if !res.lockChecked {
-		clearLock(backend, httpBackendKind)
 		return
 	}
 	applyLock(backend, httpBackendKind, res.lock, backend.Spec.ForceUnlock, backend.Spec.LockPolicy, finished)

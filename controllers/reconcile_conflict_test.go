@@ -48,13 +48,13 @@ func TestReconcileStatusConflict(t *testing.T) {
 			target:    webBackend,
 			steps: []reconcileStep{{
 				name:           "the probe is submitted",
-				wantConditions: progressing,
+				wantConditions: webProgressing,
 				wantCalls:      []string{"FetchSummary"},
 			}, {
 				name:           "its result meets a conflict",
 				do:             awaitProbeAndReconcile,
 				wantRequeue:    retry,
-				wantConditions: progressing,
+				wantConditions: webProgressing,
 			}, {
 				name:           "the retry writes it",
 				wantRequeue:    requeueWithin(DefaultProbeInterval, DefaultProbeInterval*11/10),
@@ -70,10 +70,10 @@ func TestReconcileStatusConflict(t *testing.T) {
 			}, {
 				do:             awaitProbeAndReconcile,
 				wantRequeue:    retry,
-				wantConditions: progressing,
+				wantConditions: webProgressing,
 			}, {
 				wantRequeue:    retry,
-				wantConditions: progressing,
+				wantConditions: webProgressing,
 			}, {
 				wantConditions: reachable,
 			}},

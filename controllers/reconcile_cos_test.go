@@ -226,6 +226,7 @@ func TestReconcileCosBackend(t *testing.T) {
 		return []metav1.Condition{
 			wantCond("Ready", metav1.ConditionTrue, "Succeeded"),
 			wantCond("BucketReady", metav1.ConditionUnknown, reason),
+			unchecked,
 		}
 	}
 

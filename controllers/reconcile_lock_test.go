@@ -42,7 +42,11 @@ var (
 // locked is the conditions of a reachable backend whose Locked condition
 // has status and reason.
 func locked(status metav1.ConditionStatus, reason string) []metav1.Condition {
-	return withConditions(reachable, wantCond("Locked", status, reason))
+	return []metav1.Condition{
+		wantCond("Ready", metav1.ConditionTrue, "Succeeded"),
+		wantCond("StateReachable", metav1.ConditionTrue, "Reachable"),
+		wantCond("Locked", status, reason),
+	}
 }
 
 // expectLock checks status.lock of backend "web".

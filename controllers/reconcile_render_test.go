@@ -40,9 +40,17 @@ var (
 		wantCond("Ready", metav1.ConditionUnknown, "Progressing"),
 		wantCond("Reconciling", metav1.ConditionTrue, "Progressing"),
 	}
+	// unchecked is the Locked condition of an HttpBackend without a lock
+	// check that no StateLock holds.
+	unchecked = wantCond("Locked", metav1.ConditionUnknown, "LockNotChecked")
+	// webProgressing is progressing, for an HttpBackend without a lock
+	// check.
+	webProgressing = withConditions(progressing, unchecked)
+	// reachable is an HttpBackend without a lock check, Ready.
 	reachable = []metav1.Condition{
 		wantCond("Ready", metav1.ConditionTrue, "Succeeded"),
 		wantCond("StateReachable", metav1.ConditionTrue, "Reachable"),
+		unchecked,
 	}
 	// succeeded is the event of a backend becoming Ready.
 	succeeded = recordedEvent{Object: "web", Type: corev1.EventTypeNormal, Reason: "Succeeded", Action: "Reconcile"}
@@ -105,7 +113,7 @@ func TestReconcileHttpBackendRender(t *testing.T) {
 			steps: []reconcileStep{{
 				name:           "the first reconcile renders and submits the probe",
 				wantRequeue:    noRequeue,
-				wantConditions: progressing,
+				wantConditions: webProgressing,
 				wantCalls:      []string{"FetchSummary"},
 				check: func(t *testing.T, e *reconcileEnv) {
 					expectRendered(t, e, webConfigMap)
@@ -277,7 +285,7 @@ func TestReconcileHttpBackendStalls(t *testing.T) {
 					})
 				},
 				wantRequeue:    noRequeue,
-				wantConditions: withConditions(stalled("UnsupportedByRunner"), wantCond("StateReachable", metav1.ConditionTrue, "Reachable")),
+				wantConditions: withConditions(stalled("UnsupportedByRunner"), wantCond("StateReachable", metav1.ConditionTrue, "Reachable"), unchecked),
 				wantEvents:     []recordedEvent{stallEvent("UnsupportedByRunner")},
 				check:          allChecks(expectUntouched, expectMessageSaying(webBackend, "Ready", "terraform 1.9", "headers", "opentofu >= 1.7.0")),
 			}, {
@@ -316,7 +324,7 @@ func TestReconcileHttpBackendStalls(t *testing.T) {
 					e.update(s, func() { s.Data = map[string][]byte{"pass": []byte(harnessPassword)} })
 				},
 				wantRequeue:    noRequeue,
-				wantConditions: withConditions(stalled("SecretKeyMissing"), wantCond("StateReachable", metav1.ConditionTrue, "Reachable")),
+				wantConditions: withConditions(stalled("SecretKeyMissing"), wantCond("StateReachable", metav1.ConditionTrue, "Reachable"), unchecked),
 				wantEvents:     []recordedEvent{stallEvent("SecretKeyMissing")},
 				check:          expectUntouched,
 			}, {
@@ -327,9 +335,11 @@ func TestReconcileHttpBackendStalls(t *testing.T) {
 					}
 				},
 				wantRequeue:    noRequeue,
-				wantConditions: withConditions(stalled("SecretNotFound"), wantCond("StateReachable", metav1.ConditionTrue, "Reachable")),
-				// Ready stays False: a new reason is not a new event.
-				check: expectUntouched,
+				wantConditions: withConditions(stalled("SecretNotFound"), wantCond("StateReachable", metav1.ConditionTrue, "Reachable"), unchecked),
+				// Ready stays False for another reason: a Warning for
+				// it, so that kubectl describe shows each reason in turn.
+				wantEvents: []recordedEvent{stallEvent("SecretNotFound")},
+				check:      expectUntouched,
 			}, {
 				name:   "the Secret is back",
 				before: func(e *reconcileEnv) { e.create(passwordSecret()) },

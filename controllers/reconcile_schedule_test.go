@@ -30,6 +30,7 @@ func TestReconcileProbeSchedule(t *testing.T) {
 	disabled := []metav1.Condition{
 		wantCond("Ready", metav1.ConditionTrue, "Succeeded"),
 		wantCond("StateReachable", metav1.ConditionUnknown, "ProbeDisabled"),
+		unchecked,
 	}
 
 	cases := map[string]reconcileCase{
@@ -77,7 +78,7 @@ func TestReconcileProbeSchedule(t *testing.T) {
 					})
 				},
 				// The last generation's probe stays until this one's ends.
-				wantConditions: withConditions(progressing, wantCond("StateReachable", metav1.ConditionTrue, "Reachable")),
+				wantConditions: withConditions(webProgressing, wantCond("StateReachable", metav1.ConditionTrue, "Reachable")),
 				wantCalls:      []string{"FetchSummary"},
 			}, {
 				do:             awaitProbeAndReconcile,
@@ -115,6 +116,7 @@ func TestReconcileProbeSchedule(t *testing.T) {
 				wantConditions: []metav1.Condition{
 					wantCond("Ready", metav1.ConditionFalse, "Unauthorized"),
 					wantCond("StateReachable", metav1.ConditionFalse, "Unauthorized"),
+					unchecked,
 				},
 				wantEvents: []recordedEvent{{Object: "web", Type: corev1.EventTypeWarning, Reason: "Unauthorized", Action: "Reconcile"}},
 				wantCalls:  []string{"FetchSummary"},

@@ -155,7 +155,9 @@ var _ = Describe("RemoteState controller", func() {
 		eventually(ctx, remote, func(g Gomega) {
 			expectKstatusInvariants(g, remote)
 			c := expectCondition(g, remote.Status.Conditions, "Stalled", metav1.ConditionTrue, "BackendNotFound")
-			g.Expect(c.Message).To(Equal("HttpBackend network does not exist in namespace " + ns))
+			g.Expect(c.Message).To(Equal("HttpBackend network does not exist in namespace " + ns +
+				" (spec.backendRef names a backend of the object's own namespace). The outputs published last stay in ConfigMap network-outputs " +
+				"and Secret network-outputs: create the backend again, or point spec.backendRef at one that exists"))
 		})
 		Expect(renderedConfigMap(ctx, Default, ns, "network-outputs").Data).To(Equal(map[string]string{"vpc_id": "vpc-new"}))
 	})

@@ -37,6 +37,11 @@ func (r *remoteStateReconciler) reconcileSpec(_ context.Context, s *remoteScope)
 func (r *remoteStateReconciler) reconcileBackend(ctx context.Context, s *remoteScope) error {
 	ref := s.remote.Spec.BackendRef
 	_, backend, resolved, err := r.resolveBackendRef(ctx, s.remote.Namespace, ref)
+	if se, ok := asStall(err); ok && se.reason == backendsv1alpha1.BackendNotFoundReason {
+		cm, secret := remoteStateTargets(s.remote)
+		return stall(se.reason, "%s. The outputs published last stay in ConfigMap %s and Secret %s: create the backend again, "+
+			"or point spec.backendRef at one that exists", se.message, cm, secret)
+	}
 	if err != nil {
 		return err
 	}
@@ -80,7 +85,8 @@ func getBackend(ctx context.Context, c client.Reader, key types.NamespacedName, 
 	err := c.Get(ctx, key, obj)
 	switch {
 	case apierrors.IsNotFound(err):
-		return stall(backendsv1alpha1.BackendNotFoundReason, "%s %s does not exist in namespace %s", kind, key.Name, key.Namespace)
+		return stall(backendsv1alpha1.BackendNotFoundReason, "%s %s does not exist in namespace %s (spec.backendRef names a backend of the object's own namespace)",
+			kind, key.Name, key.Namespace)
 	case err != nil:
 		return fmt.Errorf("reading %s %s: %w", kind, key, err)
 	}

@@ -164,8 +164,12 @@ func TestReconcileRefusesLegacySpec(t *testing.T) {
 	}
 	for name, tc := range cases {
 		t.Run(name, func(t *testing.T) {
-			c := fake.NewClientBuilder().WithScheme(testenv.Scheme()).WithObjects(tc.obj).
-				WithStatusSubresource(&backendsv1alpha1.HttpBackend{}, &backendsv1alpha1.CosBackend{}).Build()
+			builder := fake.NewClientBuilder().WithScheme(testenv.Scheme()).WithObjects(tc.obj).
+				WithStatusSubresource(&backendsv1alpha1.HttpBackend{}, &backendsv1alpha1.CosBackend{})
+			for _, ix := range fieldIndexes() {
+				builder = builder.WithIndex(ix.obj, ix.field, ix.extract)
+			}
+			c := builder.Build()
 			var r reconcile.Reconciler
 			switch tc.obj.(type) {
 			case *backendsv1alpha1.HttpBackend:

@@ -90,13 +90,25 @@ func (r *stateLockReconciler) Reconcile(ctx context.Context, req ctrl.Request) (
 	return r.reconcileObject(ctx, req, sl, stateLockKind, func(ctx context.Context) (outcome, time.Duration, error) {
 		s := &slockScope{sl: sl}
 		err := runPhases(ctx, s, r.reconcileBackend, r.reconcileLock)
-		ready := ""
-		if c := meta.FindStatusCondition(sl.Status.Conditions, backendsv1alpha1.LockedCondition); c != nil {
-			ready = c.Message
-		}
-		return outcome{readyMessage: ready, readyReason: backendsv1alpha1.LockAcquiredReason, gates: stateLockGates, probePending: s.probePending, applied: s.applied, waiting: s.waiting},
-			s.requeueAfter, err
+		out := stateLockOutcome(meta.FindStatusCondition(sl.Status.Conditions, backendsv1alpha1.LockedCondition))
+		out.probePending, out.applied, out.waiting = s.probePending, s.applied, s.waiting
+		return out, s.requeueAfter, err
 	})
+}
+
+// stateLockOutcome is the outcome of a StateLock's reconciliation whose
+// Locked condition is locked: Ready follows Locked (True while the lock
+// is held), except once the StateLock expired, when it has done all its
+// spec asks: Ready is then True with reason Expired, so that GitOps tools
+// and kubectl wait read it as current rather than in progress forever.
+func stateLockOutcome(locked *metav1.Condition) outcome {
+	switch {
+	case locked == nil:
+		return outcome{readyReason: backendsv1alpha1.LockAcquiredReason, gates: stateLockGates}
+	case locked.Reason == backendsv1alpha1.ExpiredReason:
+		return outcome{readyMessage: locked.Message, readyReason: backendsv1alpha1.ExpiredReason}
+	}
+	return outcome{readyMessage: locked.Message, readyReason: backendsv1alpha1.LockAcquiredReason, gates: stateLockGates}
 }
 
 // reconcileBackend reads the backend the StateLock names and its
@@ -140,6 +152,20 @@ func (r *stateLockReconciler) reconcileLock(ctx context.Context, s *slockScope) 
 		return nil
 	}
 
+	if action == slockHold && !holdsLock(sl) {
+		switch protected, err := takeAllowed(s.backend, s.backendName()); {
+		case err != nil:
+			r.probes.forget(key)
+			return err
+		case !protected:
+			// The backend's reconciler adds the finalizer, and the watch
+			// on backends brings the StateLock back once it is there.
+			s.probePending, s.requeueAfter = true, minLockRetry
+			s.waiting = &observation{status: metav1.ConditionTrue, reason: backendsv1alpha1.ProgressingReason, message: fmt.Sprintf(
+				"Waiting for %s to be protected from deletion (finalizer %s) before taking its lock", s.backendName(), backendsv1alpha1.BackendProtectionFinalizer)}
+			return nil
+		}
+	}
 	start, err := s.startOf(slockOperation{action: action, held: heldFromStatus(sl), take: newStateLockInfo(sl, now), owns: lockOwnedBy(sl)})
 	if err != nil {
 		return err
@@ -172,6 +198,21 @@ func (r *stateLockReconciler) reconcileLock(ctx context.Context, s *slockScope) 
 		return stall(backendsv1alpha1.LockLostReason, "%s", c.Message)
 	}
 	return err
+}
+
+// takeAllowed reports whether a StateLock may take the lock of backend
+// (named name in messages): only once the backend carries its protection
+// finalizer, so that the backend cannot go away while the lock is held.
+// A backend being deleted is a stall: its lock is not taken again.
+func takeAllowed(backend backendObject, name string) (bool, error) {
+	switch {
+	case !backend.GetDeletionTimestamp().IsZero():
+		return false, stall(backendsv1alpha1.BackendNotReadyReason,
+			"%s is being deleted: the StateLock does not take its lock. Create the backend again once it is gone, or delete this StateLock", name)
+	case !controllerutil.ContainsFinalizer(backend, backendsv1alpha1.BackendProtectionFinalizer):
+		return false, nil
+	}
+	return true, nil
 }
 
 // startOf returns the start of op on the lock of the StateLock's
@@ -370,8 +411,9 @@ func deletionStarted() predicate.Funcs {
 }
 
 // backendLockChanged passes backend updates that change what its status
-// says of the lock (see backendLockView) or its Ready status (a broken
-// Secret fixed).
+// says of the lock (see backendLockView), its Ready status (a broken
+// Secret fixed), or its protection finalizer (a StateLock waits for it
+// before taking the lock).
 func backendLockChanged() predicate.Funcs {
 	return predicate.Funcs{UpdateFunc: func(e ctrlevent.UpdateEvent) bool {
 		before, ok1 := e.ObjectOld.(backendObject)
@@ -385,6 +427,10 @@ func backendLockChanged() predicate.Funcs {
 			}
 			return ""
 		}
-		return !bytes.Equal(backendLockView(before), backendLockView(after)) || ready(before) != ready(after)
+		protected := func(b backendObject) bool {
+			return controllerutil.ContainsFinalizer(b, backendsv1alpha1.BackendProtectionFinalizer)
+		}
+		return !bytes.Equal(backendLockView(before), backendLockView(after)) || ready(before) != ready(after) ||
+			protected(before) != protected(after)
 	}}
 }

@@ -218,12 +218,12 @@ func TestSummarizeStateLock(t *testing.T) {
 			},
 			wantObserved: -1,
 		},
-		"expired: Ready False, not in progress": {
+		"expired: Ready True, done as its spec says (kstatus Current)": {
 			conds:    []metav1.Condition{cond("Locked", F, "Expired", "Expired at U.")},
 			observed: 2,
-			out:      outcome{readyMessage: "Expired at U.", gates: gates},
+			out:      stateLockOutcome(&metav1.Condition{Type: "Locked", Status: F, Reason: "Expired", Message: "Expired at U."}),
 			want: []metav1.Condition{
-				cond("Locked", F, "Expired", "Expired at U."), cond("Ready", F, "Expired", "Expired at U."),
+				cond("Locked", F, "Expired", "Expired at U."), cond("Ready", T, "Expired", "Expired at U."),
 			},
 			wantObserved: 2,
 		},

@@ -34,6 +34,10 @@ type lockTarget struct {
 // trying to release its lock.
 const stateLockWait = 3 * time.Second
 
+// followWithin is how soon a backend's lock status follows its StateLock:
+// within seconds, far below any probe interval of these specs.
+const followWithin = 10 * time.Second
+
 var lockTargets = []lockTarget{
 	{
 		kind: "HttpBackend",
@@ -135,14 +139,14 @@ var _ = Describe("StateLock", func() {
 				Expect(sl.Finalizers).To(ContainElement(backendsv1alpha1.StateLockFinalizer))
 				eventuallyEvent(ctx, ns, backendsv1alpha1.LockAcquiredReason)
 
-				By("the backend showing the StateLock as the holder")
-				reprobe(ctx, backend)
-				eventually(ctx, backend, func(g Gomega) {
+				By("the backend showing the StateLock as the holder within seconds, not at its next probe")
+				eventuallyWithin(ctx, followWithin, backend, func(g Gomega) {
 					lock := backend.SharedStatus().Lock
 					g.Expect(lock).NotTo(BeNil())
 					g.Expect(lock.ID).To(Equal(id))
 					g.Expect(lock.Who).To(Equal("backend-operator/" + ns + "/freeze"))
 					expectCondition(g, backend.SharedStatus().Conditions, "Locked", metav1.ConditionTrue, backendsv1alpha1.LockHeldReason)
+					g.Expect(backend.SharedStatus().Locked).To(Equal("True"))
 				})
 
 				By("deleting the StateLock")
@@ -150,6 +154,13 @@ var _ = Describe("StateLock", func() {
 				eventuallyGone(ctx, sl)
 				Expect(target.holder(ctx, ns)).To(BeNil(), "the lock was released")
 				eventuallyEvent(ctx, ns, backendsv1alpha1.LockReleasedReason)
+				eventuallyWithin(ctx, followWithin, backend, func(g Gomega) {
+					expectCondition(g, backend.SharedStatus().Conditions, "Locked", metav1.ConditionFalse, backendsv1alpha1.NotLockedReason)
+					g.Expect(backend.SharedStatus().Lock).To(BeNil())
+					g.Expect(backend.SharedStatus().Locked).To(Equal("False"))
+					g.Expect(backend.GetFinalizers()).NotTo(ContainElement(backendsv1alpha1.BackendProtectionFinalizer),
+						"no StateLock names the backend any more")
+				})
 			})
 
 			It("waits behind another holder, never forcing it, and takes the lock once it is free", func() {
@@ -185,7 +196,13 @@ var _ = Describe("StateLock", func() {
 
 				By("the backend's forceUnlock naming the StateLock's lock")
 				updateSpec(ctx, backend, func() { setForceUnlock(backend, id) })
-				eventuallyForceUnlocked(ctx, backend, id)
+				// Locked reads ForceUnlocked only until the backend follows
+				// the StateLock that lost the lock, within seconds: the
+				// release is recorded in lastForceUnlock and its event.
+				eventually(ctx, backend, func(g Gomega) {
+					g.Expect(backend.SharedStatus().LastForceUnlock).To(HaveField("LockID", id))
+				})
+				eventuallyEvent(ctx, ns, backendsv1alpha1.ForceUnlockedReason)
 				eventually(ctx, sl, func(g Gomega) {
 					expectCondition(g, sl.Status.Conditions, "Ready", metav1.ConditionFalse, backendsv1alpha1.LockLostReason)
 					expectCondition(g, sl.Status.Conditions, "Stalled", metav1.ConditionTrue, backendsv1alpha1.LockLostReason)
@@ -211,7 +228,7 @@ var _ = Describe("StateLock", func() {
 				create(ctx, sl)
 				id := eventuallyHeld(ctx, sl)
 				eventually(ctx, sl, func(g Gomega) {
-					expectConditionSaying(g, sl.Status.Conditions, "Ready", metav1.ConditionFalse, backendsv1alpha1.ExpiredReason, "released lock "+id)
+					expectConditionSaying(g, sl.Status.Conditions, "Ready", metav1.ConditionTrue, backendsv1alpha1.ExpiredReason, "released lock "+id)
 					g.Expect(sl.Status.LockID).To(BeEmpty())
 					g.Expect(apimeta.FindStatusCondition(sl.Status.Conditions, "Stalled")).To(BeNil())
 					expectKstatusInvariants(g, sl)
@@ -220,23 +237,90 @@ var _ = Describe("StateLock", func() {
 				eventuallyEvent(ctx, ns, backendsv1alpha1.ExpiredReason)
 			})
 
-			It("completes its finalizer within the bounded wait when the backend is gone", func() {
+			It("holds the deletion of its backend until it has released the lock through it", func() {
+				ctx, ns := spec.ctx, spec.ns
+				backend := target.setup(ctx, ns)
+				sl := makeStateLock(ns, target.kind)
+				create(ctx, sl)
+				id := eventuallyHeld(ctx, sl)
+				getObject(ctx, Default, backend)
+				Expect(backend.GetFinalizers()).To(ContainElement(backendsv1alpha1.BackendProtectionFinalizer))
+
+				By("deleting the backend: it waits, saying for which StateLock and what to do")
+				Expect(k8sClient.Delete(ctx, backend)).To(Succeed())
+				eventually(ctx, backend, func(g Gomega) {
+					expectConditionSaying(g, backend.SharedStatus().Conditions, "Ready", metav1.ConditionFalse, backendsv1alpha1.InUseReason,
+						"StateLock freeze (holds lock "+id+")")
+					expectConditionSaying(g, backend.SharedStatus().Conditions, "Ready", metav1.ConditionFalse, backendsv1alpha1.InUseReason,
+						"kubectl delete statelock -n "+ns+" freeze")
+				})
+				eventuallyEvent(ctx, ns, backendsv1alpha1.InUseReason)
+				Consistently(func(g Gomega) {
+					getObject(ctx, g, sl)
+					expectCondition(g, sl.Status.Conditions, "Ready", metav1.ConditionTrue, backendsv1alpha1.LockAcquiredReason)
+					g.Expect(target.holder(ctx, ns)).NotTo(BeNil())
+					g.Expect(k8sClient.Get(ctx, client.ObjectKeyFromObject(backend), backend)).To(Succeed())
+				}, 2*time.Second, 250*time.Millisecond).Should(Succeed(), "the backend stays while its StateLock holds the lock")
+
+				By("deleting the StateLock: it releases the lock, then both go")
+				Expect(k8sClient.Delete(ctx, sl)).To(Succeed())
+				eventuallyGone(ctx, sl)
+				eventuallyGone(ctx, backend)
+				Expect(target.holder(ctx, ns)).To(BeNil(), "the lock was released")
+				eventuallyEvent(ctx, ns, backendsv1alpha1.LockReleasedReason)
+				expectNoEvent(ctx, ns, backendsv1alpha1.LockNotReleasedReason)
+			})
+
+			It("releases its lock when it and its backend are deleted together", func() {
 				ctx, ns := spec.ctx, spec.ns
 				backend := target.setup(ctx, ns)
 				sl := makeStateLock(ns, target.kind)
 				create(ctx, sl)
 				eventuallyHeld(ctx, sl)
-
-				Expect(k8sClient.Delete(ctx, backend)).To(Succeed())
-				eventually(ctx, sl, func(g Gomega) {
-					expectCondition(g, sl.Status.Conditions, "Stalled", metav1.ConditionTrue, backendsv1alpha1.BackendNotFoundReason)
+				eventually(ctx, backend, func(g Gomega) {
+					g.Expect(backend.GetFinalizers()).To(ContainElement(backendsv1alpha1.BackendProtectionFinalizer))
 				})
+
 				Expect(k8sClient.Delete(ctx, sl)).To(Succeed())
+				Expect(k8sClient.Delete(ctx, backend)).To(Succeed())
 				eventuallyGone(ctx, sl)
-				eventuallyEvent(ctx, ns, backendsv1alpha1.LockNotReleasedReason)
+				eventuallyGone(ctx, backend)
+				Expect(target.holder(ctx, ns)).To(BeNil(), "the lock was released")
+				eventuallyEvent(ctx, ns, backendsv1alpha1.LockReleasedReason)
+				expectNoEvent(ctx, ns, backendsv1alpha1.LockNotReleasedReason)
 			})
 		})
 	}
+
+	It("shows on an HttpBackend without a lock check the lock its StateLock holds, within seconds", func() {
+		ctx, ns := spec.ctx, spec.ns
+		createPassword(ctx, ns)
+		backend := makeStateBackend("app", ns).locks().build()
+		create(ctx, backend)
+		eventually(ctx, backend, func(g Gomega) {
+			expectConditionSaying(g, backend.Status.Conditions, "Locked", metav1.ConditionUnknown, backendsv1alpha1.LockNotCheckedReason,
+				"probe.lockCheck")
+			g.Expect(backend.Status.Locked).To(Equal("Unchecked"))
+		})
+
+		sl := makeStateLock(ns, "HttpBackend")
+		create(ctx, sl)
+		id := eventuallyHeld(ctx, sl)
+		eventuallyWithin(ctx, followWithin, backend, func(g Gomega) {
+			expectConditionSaying(g, backend.Status.Conditions, "Locked", metav1.ConditionTrue, backendsv1alpha1.LockHeldReason,
+				"held by StateLock freeze")
+			g.Expect(backend.Status.Locked).To(Equal("True"))
+			g.Expect(backend.Status.Lock).To(HaveField("ID", id))
+		})
+
+		Expect(k8sClient.Delete(ctx, sl)).To(Succeed())
+		eventuallyGone(ctx, sl)
+		eventuallyWithin(ctx, followWithin, backend, func(g Gomega) {
+			expectCondition(g, backend.Status.Conditions, "Locked", metav1.ConditionUnknown, backendsv1alpha1.LockNotCheckedReason)
+			g.Expect(backend.Status.Locked).To(Equal("Unchecked"))
+			g.Expect(backend.Status.Lock).To(BeNil())
+		})
+	})
 
 	It("stalls with LockingDisabled on an HttpBackend without lock addresses", func() {
 		ctx, ns := spec.ctx, spec.ns

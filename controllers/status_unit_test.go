@@ -201,6 +201,25 @@ func TestTransitionEvents(t *testing.T) {
 			before: []metav1.Condition{cond("Ready", F, "Unauthorized", "a")},
 			after:  []metav1.Condition{cond("Ready", F, "Unauthorized", "b")},
 		},
+		"stalled again, for another reason: a warning for each": {
+			before: []metav1.Condition{cond("Ready", F, "SecretNotFound", "no password Secret"), cond("Stalled", T, "SecretNotFound", "no password Secret")},
+			after:  []metav1.Condition{cond("Ready", F, "InvalidCertificate", "bad PEM"), cond("Stalled", T, "InvalidCertificate", "bad PEM")},
+			want:   []event{{"Warning", "InvalidCertificate", "Reconcile", "bad PEM"}},
+		},
+		"still not ready, from a stall to a probe failure": {
+			before: []metav1.Condition{cond("Ready", F, "SecretNotFound", "gone")},
+			after:  []metav1.Condition{cond("Ready", F, "Unauthorized", "401")},
+			want:   []event{{"Warning", "Unauthorized", "Reconcile", "401"}},
+		},
+		"still unknown, now in progress: no event": {
+			before: []metav1.Condition{cond("Ready", U, "Unreachable", "down")},
+			after:  []metav1.Condition{cond("Ready", U, "Progressing", "Waiting for the first probe")},
+		},
+		"deletion waits for a StateLock: a warning": {
+			before: []metav1.Condition{cond("Ready", T, "Succeeded", "a")},
+			after:  []metav1.Condition{cond("Ready", F, "InUse", "Deletion waits")},
+			want:   []event{{"Warning", "InUse", "Reconcile", "Deletion waits"}},
+		},
 		"a lock appears and goes": {
 			before: []metav1.Condition{cond("Locked", F, "NotLocked", "")},
 			after:  []metav1.Condition{cond("Locked", T, "LockHeld", "by bob")},

@@ -1,0 +1,234 @@
+package controllers
+
+import (
+	"testing"
+	"time"
+
+	"github.com/google/go-cmp/cmp"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+
+	backendsv1alpha1 "github.com/infrastate/backend-operator/api/v1alpha1"
+)
+
+// named returns the StateLock of b renamed name, in workspace ws.
+func (b *slockBuilder) named(name, ws string) *slockBuilder {
+	b.obj.Name, b.obj.Spec.Workspace = name, ws
+	return b
+}
+
+// deleted marks the StateLock deleted at t, still carrying its finalizer.
+func (b *slockBuilder) deleted(t time.Time) *slockBuilder {
+	d := metav1.NewTime(t)
+	b.obj.DeletionTimestamp = &d
+	b.obj.Finalizers = []string{backendsv1alpha1.StateLockFinalizer}
+	return b
+}
+
+func slocks(bs ...*slockBuilder) []backendsv1alpha1.StateLock {
+	var out []backendsv1alpha1.StateLock
+	for _, b := range bs {
+		out = append(out, *b.build())
+	}
+	return out
+}
+
+func TestHolderOfProbedState(t *testing.T) {
+	cases := map[string]struct {
+		locks []backendsv1alpha1.StateLock
+		want  string // name of the holder, "" for none
+	}{
+		"none":                                {},
+		"one waiting holds nothing":           {locks: slocks(makeSlock())},
+		"one holding the default workspace":   {locks: slocks(makeSlock().holds(slockNow)), want: "freeze"},
+		"the empty workspace is default":      {locks: slocks(makeSlock().named("f", "").holds(slockNow)), want: "f"},
+		"another workspace is another state":  {locks: slocks(makeSlock().named("f", "staging").holds(slockNow))},
+		"the holder among waiting StateLocks": {locks: slocks(makeSlock().named("a", "default"), makeSlock().named("b", "default").holds(slockNow)), want: "b"},
+	}
+	for name, tc := range cases {
+		t.Run(name, func(t *testing.T) {
+			got := ""
+			if h := holderOfProbedState(tc.locks); h != nil {
+				got = h.Name
+			}
+			if got != tc.want {
+				t.Errorf("holderOfProbedState = %q, want %q", got, tc.want)
+			}
+		})
+	}
+}
+
+func TestStateLocksView(t *testing.T) {
+	waiting := slocks(makeSlock())
+	holding := slocks(makeSlock().holds(slockNow))
+	other := slocks(makeSlock().named("other", "staging").holds(slockNow))
+	if string(stateLocksView(nil)) != string(stateLocksView(waiting)) {
+		t.Error("a StateLock that holds nothing changes the view: a waiting StateLock would make probes due")
+	}
+	if string(stateLocksView(waiting)) == string(stateLocksView(holding)) {
+		t.Error("taking the lock leaves the view as it was: the backend would not be probed at once")
+	}
+	if string(stateLocksView(holding)) == string(stateLocksView(append(holding, other...))) {
+		t.Error("a lock of another workspace leaves the view as it was")
+	}
+}
+
+func TestUncheckedLockVerdict(t *testing.T) {
+	const hint = "set probe.lockCheck."
+	held := makeSlock().holds(slockNow).build()
+	recordedAlone := makeSlock().build()
+	recordedAlone.Status.LockID = "L"
+	cases := map[string]struct {
+		holder *backendsv1alpha1.StateLock
+		want   lockVerdict
+	}{
+		"no StateLock holds it: unchecked": {
+			want: lockVerdict{known: true, obs: observation{status: metav1.ConditionUnknown, reason: backendsv1alpha1.LockNotCheckedReason,
+				message: "The lock is not checked, and no StateLock holds it: set probe.lockCheck."}},
+		},
+		"a StateLock holds it: held, by its LockInfo": {
+			holder: held,
+			want: lockVerdict{known: true, holder: held.Status.LockInfo, obs: observation{status: metav1.ConditionTrue, reason: backendsv1alpha1.LockHeldReason,
+				message: "Lock L is held by StateLock freeze since 2026-03-01T12:00:00Z. The lock is not checked otherwise: set probe.lockCheck."}},
+		},
+		"a StateLock that recorded only the ID": {
+			holder: recordedAlone,
+			want: lockVerdict{known: true, holder: &backendsv1alpha1.LockInfo{ID: "L", Who: slockWho}, obs: observation{status: metav1.ConditionTrue,
+				reason: backendsv1alpha1.LockHeldReason, message: "Lock L is held by StateLock freeze. The lock is not checked otherwise: set probe.lockCheck."}},
+		},
+	}
+	for name, tc := range cases {
+		t.Run(name, func(t *testing.T) {
+			got := uncheckedLockVerdict(tc.holder, hint)
+			if diff := cmp.Diff(tc.want, got, cmp.AllowUnexported(lockVerdict{}, observation{})); diff != "" {
+				t.Errorf("verdict (-want +got):\n%s", diff)
+			}
+		})
+	}
+}
+
+func TestLockedWord(t *testing.T) {
+	locked := func(status metav1.ConditionStatus, reason string) []metav1.Condition {
+		return []metav1.Condition{{Type: "Ready", Status: "True", Reason: "Succeeded"}, {Type: "Locked", Status: status, Reason: reason}}
+	}
+	cases := map[string]struct {
+		conds []metav1.Condition
+		want  string
+	}{
+		"no Locked condition":   {conds: []metav1.Condition{{Type: "Ready", Status: "True"}}},
+		"held":                  {conds: locked(metav1.ConditionTrue, backendsv1alpha1.LockHeldReason), want: "True"},
+		"free":                  {conds: locked(metav1.ConditionFalse, backendsv1alpha1.NotLockedReason), want: "False"},
+		"a read failed":         {conds: locked(metav1.ConditionUnknown, backendsv1alpha1.UnreachableReason), want: "Unknown"},
+		"not checked":           {conds: locked(metav1.ConditionUnknown, backendsv1alpha1.LockNotCheckedReason), want: "Unchecked"},
+		"a StateLock's, known":  {conds: locked(metav1.ConditionTrue, backendsv1alpha1.LockHeldReason), want: "True"},
+		"released by the probe": {conds: locked(metav1.ConditionFalse, backendsv1alpha1.ForceUnlockedReason), want: "False"},
+	}
+	for name, tc := range cases {
+		t.Run(name, func(t *testing.T) {
+			if got := lockedWord(tc.conds); got != tc.want {
+				t.Errorf("lockedWord = %q, want %q", got, tc.want)
+			}
+		})
+	}
+}
+
+func TestDeletionBlockers(t *testing.T) {
+	cases := map[string]struct {
+		locks []backendsv1alpha1.StateLock
+		want  []string
+	}{
+		"none":                                {},
+		"waiting for the lock: not a blocker": {locks: slocks(makeSlock())},
+		"holding the lock":                    {locks: slocks(makeSlock().holds(slockNow)), want: []string{"freeze"}},
+		"holding another workspace's lock":    {locks: slocks(makeSlock().named("ws", "staging").holds(slockNow)), want: []string{"ws"}},
+		"deleted, still releasing":            {locks: slocks(makeSlock().deleted(slockNow)), want: []string{"freeze"}},
+		"deleted, released (finalizer gone)": {locks: func() []backendsv1alpha1.StateLock {
+			l := slocks(makeSlock().deleted(slockNow))
+			l[0].Finalizers = nil
+			return l
+		}()},
+		"some hold, some wait, in the given order": {locks: slocks(makeSlock().named("a", "default"), makeSlock().named("b", "default").holds(slockNow), makeSlock().named("c", "x").deleted(slockNow)), want: []string{"b", "c"}},
+	}
+	for name, tc := range cases {
+		t.Run(name, func(t *testing.T) {
+			var got []string
+			for _, sl := range deletionBlockers(tc.locks) {
+				got = append(got, sl.Name)
+			}
+			if diff := cmp.Diff(tc.want, got); diff != "" {
+				t.Errorf("blockers (-want +got):\n%s", diff)
+			}
+		})
+	}
+}
+
+func TestInUseObservation(t *testing.T) {
+	many := slocks(makeSlock().named("s1", "default").holds(slockNow), makeSlock().named("s2", "a").holds(slockNow),
+		makeSlock().named("s3", "b").holds(slockNow), makeSlock().named("s4", "c").holds(slockNow),
+		makeSlock().named("s5", "d").holds(slockNow), makeSlock().named("s6", "e").holds(slockNow))
+	cases := map[string]struct {
+		blockers []backendsv1alpha1.StateLock
+		want     string
+	}{
+		"one holding": {
+			blockers: slocks(makeSlock().holds(slockNow)),
+			want: "Deletion waits until no StateLock holds this backend's lock: StateLock freeze (holds lock L). " +
+				"Delete them (kubectl delete statelock -n team-a freeze) to release their locks, or wait for their spec.until; the backend is deleted right after.",
+		},
+		"one releasing": {
+			blockers: slocks(makeSlock().deleted(slockNow)),
+			want: "Deletion waits until no StateLock holds this backend's lock: StateLock freeze (deleted, releasing its lock). " +
+				"Delete them (kubectl delete statelock -n team-a freeze) to release their locks, or wait for their spec.until; the backend is deleted right after.",
+		},
+		"more than the message names": {
+			blockers: many,
+			want: "Deletion waits until no StateLock holds this backend's lock: StateLock s1 (holds lock L), StateLock s2 (holds lock L), " +
+				"StateLock s3 (holds lock L), StateLock s4 (holds lock L), StateLock s5 (holds lock L), and 1 more. " +
+				"Delete them (kubectl delete statelock -n team-a s1 s2 s3 s4 s5) to release their locks, or wait for their spec.until; the backend is deleted right after.",
+		},
+	}
+	for name, tc := range cases {
+		t.Run(name, func(t *testing.T) {
+			got := inUseObservation(tc.blockers)
+			want := observation{status: metav1.ConditionFalse, reason: backendsv1alpha1.InUseReason, message: tc.want}
+			if diff := cmp.Diff(want, got, cmp.AllowUnexported(observation{})); diff != "" {
+				t.Errorf("observation (-want +got):\n%s", diff)
+			}
+		})
+	}
+}
+
+func TestTakeAllowed(t *testing.T) {
+	now := metav1.NewTime(slockNow)
+	cases := map[string]struct {
+		finalizers []string
+		deleted    bool
+		want       bool
+		wantStall  string
+	}{
+		"not protected yet: wait": {},
+		"protected: take":         {finalizers: []string{backendsv1alpha1.BackendProtectionFinalizer}, want: true},
+		"being deleted: a stall":  {finalizers: []string{backendsv1alpha1.BackendProtectionFinalizer}, deleted: true, wantStall: backendsv1alpha1.BackendNotReadyReason},
+		"another finalizer only":  {finalizers: []string{"example.com/other"}},
+	}
+	for name, tc := range cases {
+		t.Run(name, func(t *testing.T) {
+			b := &backendsv1alpha1.HttpBackend{ObjectMeta: metav1.ObjectMeta{Name: "app", Namespace: "team-a", Finalizers: tc.finalizers}}
+			if tc.deleted {
+				b.DeletionTimestamp = &now
+			}
+			got, err := takeAllowed(b, slockBackend)
+			if got != tc.want {
+				t.Errorf("takeAllowed = %v, want %v", got, tc.want)
+			}
+			reason := ""
+			if se, ok := asStall(err); ok {
+				reason = se.reason
+			} else if err != nil {
+				t.Fatalf("takeAllowed: %v, want a stall or nothing", err)
+			}
+			if reason != tc.wantStall {
+				t.Errorf("stall reason %q, want %q", reason, tc.wantStall)
+			}
+		})
+	}
+}
