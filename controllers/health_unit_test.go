@@ -1,132 +1,221 @@
 package controllers
 
 import (
-	"bufio"
-	"bytes"
-	"context"
-	"errors"
-	"fmt"
-	"net"
-	"os"
+	"go/ast"
+	"go/parser"
+	"go/token"
 	"path/filepath"
+	"strconv"
 	"strings"
-	"syscall"
 	"testing"
 
 	"github.com/google/go-cmp/cmp"
-	lua "github.com/yuin/gopher-lua"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/runtime"
 	kstatus "sigs.k8s.io/cli-utils/pkg/kstatus/status"
 
 	backendsv1alpha1 "github.com/infrastate/backend-operator/api/v1alpha1"
-	"github.com/infrastate/backend-operator/internal/cos"
-	"github.com/infrastate/backend-operator/internal/stateclient"
 	"github.com/infrastate/backend-operator/internal/testenv"
 )
 
-// health is how GitOps tools read an object: kstatus (Flux's health
-// checks, kubectl wait --for, cli-utils), and the Argo CD health check
-// that docs/gitops.md publishes.
+// health is how GitOps tools read an object: kstatus (kubectl wait
+// --for, cli-utils, Flux's health checks without expressions), Flux with
+// the healthCheckExprs that docs/gitops.md publishes, and Argo CD with the
+// Lua health check that docs/gitops.md publishes.
 type health struct {
 	Kstatus kstatus.Status
+	Flux    kstatus.Status
 	ArgoCD  string
 }
 
-// TestHealthOfEachCase computes, with the kstatus library and with the
-// Argo CD Lua health check of docs/gitops.md, the health of both backend
-// kinds in each case, from conditions set by the controllers' own
-// functions: the two kinds must read alike, and as the docs say.
-func TestHealthOfEachCase(t *testing.T) {
-	argo := argoHealthCheck(t)
-	refused := &stateclient.RetryError{Method: "GET", URL: "u", Attempts: 1, Err: &net.OpError{Op: "dial", Err: syscall.ECONNREFUSED}}
-	type probe struct{ http, cos observation }
-	cases := map[string]struct {
-		probe       *probe // nil: no probe result yet
-		lock        *lockReading
-		pending     bool
-		stall       *stallError
-		newSpec     bool
-		want        health
-		readyReason string
-	}{
-		"ready": {
-			probe: &probe{stateObservation(nil, nil), bucketObservation("b", nil)},
-			want:  health{kstatus.CurrentStatus, "Healthy"}, readyReason: "Succeeded",
-		},
-		"the backend cannot be reached": {
-			probe: &probe{probeFailure(refused), bucketObservation("b", fmt.Errorf("list: %w", cos.ErrUnreachable))},
-			want:  health{kstatus.InProgressStatus, "Degraded"}, readyReason: "Unreachable",
-		},
-		"the credentials are refused": {
-			probe: &probe{probeFailure(&stateclient.StatusError{StatusCode: 403}), bucketObservation("b", fmt.Errorf("list: %w", cos.ErrAccessDenied))},
-			want:  health{kstatus.InProgressStatus, "Degraded"},
-		},
-		"the lock cannot be read": {
-			probe: &probe{stateObservation(nil, nil), bucketObservation("b", nil)},
-			lock:  &lockReading{err: context.DeadlineExceeded},
-			want:  health{kstatus.CurrentStatus, "Healthy"}, readyReason: "Succeeded",
-		},
-		"the first probe is under way": {
-			pending: true,
-			want:    health{kstatus.InProgressStatus, "Progressing"}, readyReason: "Progressing",
-		},
-		"a Secret is missing": {
-			stall: &stallError{reason: backendsv1alpha1.SecretNotFoundReason, message: "Secret p not found"},
-			want:  health{kstatus.FailedStatus, "Degraded"}, readyReason: "SecretNotFound",
-		},
-		"a new spec is not observed yet": {
-			probe: &probe{stateObservation(nil, nil), bucketObservation("b", nil)}, newSpec: true,
-			want: health{kstatus.InProgressStatus, "Progressing"}, readyReason: "Succeeded",
-		},
-	}
-	for name, tc := range cases {
+// The healths a user expects of an object of this API.
+var (
+	// readsCurrent: done as its spec says.
+	readsCurrent = health{kstatus.CurrentStatus, kstatus.CurrentStatus, "Healthy"}
+	// readsProgressing: the controller works on it, or waits for something
+	// that comes by itself.
+	readsProgressing = health{kstatus.InProgressStatus, kstatus.InProgressStatus, "Progressing"}
+	// readsRetrying: the last probe or read failed, and is retried at the
+	// next interval; Argo CD shows it as Degraded.
+	readsRetrying = health{kstatus.InProgressStatus, kstatus.InProgressStatus, "Degraded"}
+	// readsFailed: nothing changes until the user fixes the spec or a
+	// referenced object.
+	readsFailed = health{kstatus.FailedStatus, kstatus.FailedStatus, "Degraded"}
+)
+
+// The kinds of this API, as the health cases name them.
+const (
+	hb = httpBackendKind
+	cb = cosBackendKind
+	rs = remoteStateKind
+	sl = stateLockKind
+)
+
+// allKinds are the kinds of this API, in the order the cases report them.
+var allKinds = []string{hb, cb, rs, sl}
+
+// healthCase is one way a reconciliation of an object ends, for the kinds
+// it applies to.
+type healthCase struct {
+	// reason is the reason the case shows, and classifies, in the
+	// condition in: Ready when empty, the kind's probe condition
+	// (StateReachable, BucketReady, OutputsReady, Locked) when "probe".
+	reason, in string
+	// steps set the object's status, per kind.
+	steps map[string]healthStep
+	// then changes the object after its reconciliation (a new spec, a
+	// deletion), nil for nothing.
+	then func(obj statusObject)
+	want health
+}
+
+// eventOnlyReasons are the reasons of this API that only events carry:
+// no condition has them, so they have no health.
+var eventOnlyReasons = []string{
+	backendsv1alpha1.LockReleasedReason,    // a deleted StateLock released its lock
+	backendsv1alpha1.LockNotReleasedReason, // a deleted StateLock could not release its lock
+}
+
+// TestHealthOfEachReason computes, with the kstatus library, with the Flux
+// health check expressions and with the Argo CD Lua health check of
+// docs/gitops.md, the health of an object of each kind in each case, from
+// conditions set by the controllers' own functions: each reason of each
+// kind must read as a user expects, and as docs/gitops.md says.
+func TestHealthOfEachReason(t *testing.T) {
+	tools := gitopsHealthChecks(t)
+	kinds := healthKinds(t)
+	for name, tc := range healthCases() {
 		t.Run(name, func(t *testing.T) {
-			httpBackend := &backendsv1alpha1.HttpBackend{TypeMeta: metav1.TypeMeta{APIVersion: "backends.infrastate.io/v1alpha1", Kind: "HttpBackend"},
-				ObjectMeta: metav1.ObjectMeta{Name: "a", Namespace: "n", Generation: 1}}
-			cosBackend := &backendsv1alpha1.CosBackend{TypeMeta: metav1.TypeMeta{APIVersion: "backends.infrastate.io/v1alpha1", Kind: "CosBackend"},
-				ObjectMeta: metav1.ObjectMeta{Name: "a", Namespace: "n", Generation: 1}}
-			for _, k := range []struct {
-				obj       statusObject
-				condition string
-				obs       func(probe) observation
-			}{
-				{httpBackend, backendsv1alpha1.StateReachableCondition, func(p probe) observation { return p.http }},
-				{cosBackend, backendsv1alpha1.BucketReadyCondition, func(p probe) observation { return p.cos }},
-			} {
-				conds := k.obj.StatusConditions()
-				*k.obj.StatusObservedGeneration() = -1
-				if tc.probe != nil {
-					setCondition(conds, 1, k.condition, k.obs(*tc.probe))
+			if len(tc.steps) == 0 {
+				t.Fatal("the case applies to no kind")
+			}
+			for _, kind := range allKinds {
+				step, ok := tc.steps[kind]
+				if !ok {
+					continue
 				}
-				if tc.lock != nil {
-					setCondition(conds, 1, backendsv1alpha1.LockedCondition, lockStatus(*tc.lock, lockTerms{}).obs)
+				k := kinds[kind]
+				obj := k.newObject()
+				obj.GetObjectKind().SetGroupVersionKind(backendsv1alpha1.GroupVersion.WithKind(kind))
+				obj.SetName("a")
+				obj.SetNamespace("health")
+				obj.SetGeneration(1)
+				t.Cleanup(func() { forgetMetrics(kind, "health", "a") })
+				reconcileStatus(t, kind, k, obj, step)
+				if tc.then != nil {
+					tc.then(obj)
 				}
-				*k.obj.StatusObservedGeneration() = summarize(conds, 1, -1,
-					outcome{stall: tc.stall, readyMessage: "Rendered", gates: []string{k.condition}, probePending: tc.pending})
-				if tc.newSpec {
-					k.obj.SetGeneration(2)
+
+				in := tc.in
+				switch in {
+				case "":
+					in = backendsv1alpha1.ReadyCondition
+				case "probe":
+					in = k.probe
 				}
-				u := toUnstructured(t, k.obj)
-				res, err := kstatus.Compute(u)
-				if err != nil {
-					t.Fatal(err)
+				conds := *obj.StatusConditions()
+				if c := findCondition(conds, in); c == nil || c.Reason != tc.reason {
+					t.Errorf("%s: %s is %+v, want reason %s\nconditions: %+v", kind, in, c, tc.reason, conds)
 				}
-				got := health{Kstatus: res.Status, ArgoCD: argo(u)}
-				if diff := cmp.Diff(tc.want, got); diff != "" {
-					t.Errorf("%s: health mismatch (-want +got):\n%s\nconditions: %+v", u.GetKind(), diff, *conds)
-				}
-				if tc.readyReason != "" {
-					if ready := findCondition(*conds, "Ready"); ready == nil || ready.Reason != tc.readyReason {
-						t.Errorf("%s: Ready %+v, want reason %s", u.GetKind(), ready, tc.readyReason)
-					}
+				u := toUnstructured(t, obj)
+				if diff := cmp.Diff(tc.want, tools.health(t, u)); diff != "" {
+					t.Errorf("%s: health mismatch (-want +got):\n%s\nconditions: %+v", kind, diff, conds)
 				}
 			}
 		})
 	}
 }
 
+// reconcileStatus sets obj's status as one reconciliation of a new object
+// does (reconcileObject and finishReconcile, without the API server):
+// Reconciling for the new generation, the phases of step, then Ready,
+// Reconciling and Stalled from how they ended.
+func reconcileStatus(t *testing.T, kind string, k healthKind, obj statusObject, step healthStep) {
+	t.Helper()
+	*obj.StatusObservedGeneration() = -1
+	conds := obj.StatusConditions()
+	markReconciling(conds, obj.GetGeneration(), -1)
+	out, err := step(t, kind, k, obj)
+	if se, ok := asStall(err); ok {
+		out.stall = se
+	} else {
+		out.err = err
+	}
+	*obj.StatusObservedGeneration() = summarize(conds, obj.GetGeneration(), -1, out)
+}
+
+// TestEveryReasonHasAHealth checks that each reason api/v1alpha1 declares
+// (every constant whose name ends in Reason) is classified: a case of
+// TestHealthOfEachReason shows it, or only events carry it. A new reason
+// fails here until a case says how GitOps tools read it.
+func TestEveryReasonHasAHealth(t *testing.T) {
+	classified := map[string]bool{}
+	for _, r := range eventOnlyReasons {
+		classified[r] = true
+	}
+	for _, tc := range healthCases() {
+		classified[tc.reason] = true
+	}
+	declared := declaredReasons(t)
+	if len(declared) < 10 {
+		t.Fatalf("found only %d reasons in api/v1alpha1: %v", len(declared), declared)
+	}
+	for name, value := range declared {
+		if !classified[value] {
+			t.Errorf("%s (%q) has no case in healthCases: add how each kind that sets it reads in kstatus, Flux and Argo CD (docs/gitops.md), or list it in eventOnlyReasons", name, value)
+		}
+	}
+}
+
+// declaredReasons are the string constants of api/v1alpha1 whose names
+// end in Reason, by name.
+func declaredReasons(t *testing.T) map[string]string {
+	t.Helper()
+	dir := filepath.Join(testenv.RepoRoot(), "api", "v1alpha1")
+	files, err := filepath.Glob(filepath.Join(dir, "*.go"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	reasons := map[string]string{}
+	fset := token.NewFileSet()
+	for _, path := range files {
+		if strings.HasSuffix(path, "_test.go") {
+			continue
+		}
+		f, err := parser.ParseFile(fset, path, nil, parser.SkipObjectResolution)
+		if err != nil {
+			t.Fatal(err)
+		}
+		for _, decl := range f.Decls {
+			gen, ok := decl.(*ast.GenDecl)
+			if !ok || gen.Tok != token.CONST {
+				continue
+			}
+			for _, spec := range gen.Specs {
+				vs := spec.(*ast.ValueSpec)
+				for i, name := range vs.Names {
+					if !strings.HasSuffix(name.Name, "Reason") || i >= len(vs.Values) {
+						continue
+					}
+					lit, ok := vs.Values[i].(*ast.BasicLit)
+					if !ok || lit.Kind != token.STRING {
+						t.Errorf("%s: %s is not a string literal", fset.Position(name.Pos()), name.Name)
+						continue
+					}
+					value, err := strconv.Unquote(lit.Value)
+					if err != nil {
+						t.Fatal(err)
+					}
+					reasons[name.Name] = value
+				}
+			}
+		}
+	}
+	return reasons
+}
+
+// findCondition returns the condition of type t, nil when there is none.
 func findCondition(conds []metav1.Condition, t string) *metav1.Condition {
 	for i := range conds {
 		if conds[i].Type == t {
@@ -143,73 +232,4 @@ func toUnstructured(t *testing.T, obj runtime.Object) *unstructured.Unstructured
 		t.Fatal(err)
 	}
 	return &unstructured.Unstructured{Object: m}
-}
-
-// argoHealthCheck returns the Argo CD health check that docs/gitops.md
-// publishes for HttpBackend, run by the Lua interpreter Argo CD embeds.
-func argoHealthCheck(t *testing.T) func(*unstructured.Unstructured) string {
-	t.Helper()
-	const key = "resource.customizations.health.backends.infrastate.io_HttpBackend:"
-	doc, err := os.ReadFile(filepath.Join(testenv.RepoRoot(), "docs", "gitops.md"))
-	if err != nil {
-		t.Fatal(err)
-	}
-	var script strings.Builder
-	indent, in := "", false
-	for lines := bufio.NewScanner(bytes.NewReader(doc)); lines.Scan(); {
-		line := lines.Text()
-		switch {
-		case !in && strings.Contains(line, key):
-			in, indent = true, line[:len(line)-len(strings.TrimLeft(line, " "))]+"  "
-		case in && strings.HasPrefix(line, indent):
-			script.WriteString(strings.TrimPrefix(line, indent) + "\n")
-		case in:
-			in = false
-		}
-	}
-	if script.Len() == 0 {
-		t.Fatalf("docs/gitops.md has no %s", key)
-	}
-	return func(u *unstructured.Unstructured) string {
-		state := lua.NewState()
-		defer state.Close()
-		state.SetGlobal("obj", luaValue(state, u.Object))
-		if err := state.DoString(script.String()); err != nil {
-			t.Fatalf("the health check of docs/gitops.md fails: %v", err)
-		}
-		res, ok := state.Get(-1).(*lua.LTable)
-		if !ok {
-			t.Fatalf("the health check of docs/gitops.md returned %v", state.Get(-1))
-		}
-		return res.RawGetString("status").String()
-	}
-}
-
-// luaValue converts a JSON-like value into Lua, as Argo CD does.
-func luaValue(state *lua.LState, v any) lua.LValue {
-	switch v := v.(type) {
-	case map[string]any:
-		t := state.NewTable()
-		for k, e := range v {
-			t.RawSetString(k, luaValue(state, e))
-		}
-		return t
-	case []any:
-		t := state.NewTable()
-		for _, e := range v {
-			t.Append(luaValue(state, e))
-		}
-		return t
-	case string:
-		return lua.LString(v)
-	case bool:
-		return lua.LBool(v)
-	case int64:
-		return lua.LNumber(v)
-	case float64:
-		return lua.LNumber(v)
-	case nil:
-		return lua.LNil
-	}
-	panic(errors.New("unexpected JSON value"))
 }
