@@ -102,12 +102,11 @@ func (c *cosResolved) decrypter() stateDecrypter {
 
 // openState reads a workspace's state object with the backend's keys. A
 // backend whose only credentials are a role cannot be read (see
-// assumeRoleOnly).
+// assumeRoleOnly): a stall, since only a change of the backend's spec
+// can give the operator keys to read with.
 func (c *cosResolved) openState(workspace string) (stateStreamer, error) {
 	if assumeRoleOnly(c.backend) {
-		return func(context.Context, func(io.Reader) error) (bool, int64, error) {
-			return false, 0, errAssumeRoleNotSupported
-		}, nil
+		return nil, stall(backendsv1alpha1.AssumeRoleNotSupportedReason, "CosBackend %s cannot be read: %v", c.backend.Name, errAssumeRoleNotSupported)
 	}
 	cc, err := c.client()
 	if err != nil {

@@ -38,3 +38,20 @@ func TestCosProbingDisabledForgetsTheLock(t *testing.T) {
 		t.Errorf("the lock-held gauge still reports the backend with probing disabled")
 	}
 }
+
+// TestCosAssumeRoleOnlyStateIsAStall checks that the state of a CosBackend
+// whose only credentials are a role to assume is a stall to read: a
+// RemoteState reading it publishes nothing until the backend's spec
+// changes, and must say so rather than read as Ready.
+func TestCosAssumeRoleOnlyStateIsAStall(t *testing.T) {
+	backend := &backendsv1alpha1.CosBackend{
+		ObjectMeta: metav1.ObjectMeta{Namespace: "team-a", Name: "roles"},
+		Spec: backendsv1alpha1.CosBackendSpec{Bucket: "tfstate-1250000000",
+			AssumeRole: &backendsv1alpha1.AssumeRole{RoleArn: "qcs::cam::uin/100000000001:roleName/tf", SessionName: "tf"}},
+	}
+	stream, err := (&cosResolved{backend: backend}).openState("default")
+	se, ok := asStall(err)
+	if stream != nil || !ok || se.reason != backendsv1alpha1.AssumeRoleNotSupportedReason {
+		t.Fatalf("openState() = %v, %v; want no stream and an AssumeRoleNotSupported stall", stream != nil, err)
+	}
+}

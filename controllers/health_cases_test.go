@@ -75,11 +75,11 @@ func healthCases() map[string]healthCase {
 			},
 			want: readsCurrent,
 		},
-		// Questionable: the RemoteState published nothing, yet reads as
-		// Ready (its gate is "not checked", as for its backend).
+		// The RemoteState can publish nothing until the backend's spec
+		// gives the operator keys: a stall (see cosResolved.openState).
 		"the state cannot be read: the only credentials are a role to assume": {
-			reason: backendsv1alpha1.AssumeRoleNotSupportedReason, in: "probe",
-			steps: forKinds(observed(readFailure(fmt.Errorf("read: %w", errAssumeRoleNotSupported))), rs), want: readsCurrent,
+			reason: backendsv1alpha1.AssumeRoleNotSupportedReason,
+			steps:  forKinds(stalled(backendsv1alpha1.AssumeRoleNotSupportedReason), rs), want: readsFailed,
 		},
 
 		// Stalls: the user must fix the spec or a referenced object.

@@ -48,6 +48,9 @@ func (r *remoteStateReconciler) reconcileBackend(ctx context.Context, s *remoteS
 	workspace := workspaceOrDefault(s.remote.Spec.Workspace)
 	s.newStream = func() (stateStreamer, error) {
 		stream, err := resolved.openState(workspace)
+		if _, ok := asStall(err); ok {
+			return nil, err
+		}
 		if err != nil {
 			return nil, stall(backendsv1alpha1.BackendNotReadyReason, "%s %s cannot be used: %v", ref.Kind, ref.Name, err)
 		}
@@ -246,9 +249,6 @@ func remoteStateTargets(remote *backendsv1alpha1.RemoteState) (configMapName, se
 
 // readFailure classifies an error reading the state (see probeFailure).
 func readFailure(err error) observation {
-	if errors.Is(err, errAssumeRoleNotSupported) {
-		return observation{status: metav1.ConditionUnknown, reason: backendsv1alpha1.AssumeRoleNotSupportedReason, message: capitalize(err.Error())}
-	}
 	return probeFailure(err)
 }
 
