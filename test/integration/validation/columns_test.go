@@ -1,0 +1,114 @@
+package validation
+
+import (
+	"context"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strings"
+
+	. "github.com/onsi/ginkgo/v2"
+	. "github.com/onsi/gomega"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+	"sigs.k8s.io/controller-runtime/pkg/envtest"
+
+	backendsv1alpha1 "github.com/infrastate/backend-operator/api/v1alpha1"
+	"github.com/infrastate/backend-operator/internal/testtools"
+)
+
+// statusOf is a status for the columns spec: Ready with reason and
+// message, and (on a backend) status.locked.
+type statusOf struct {
+	reason, message, locked string
+}
+
+// readyCondition is a Ready condition that is not True, for reason.
+func readyCondition(reason, message string) []metav1.Condition {
+	return []metav1.Condition{{Type: "Ready", Status: metav1.ConditionFalse, Reason: reason, Message: message,
+		LastTransitionTime: metav1.Now()}}
+}
+
+// What kubectl get shows of each kind is what its printer columns say:
+// the reason of Ready on every kind, its message with -o wide, and a
+// backend's LOCKED never blank once the controller wrote status.locked.
+var _ = Describe("kubectl get", func() {
+	var kubectl func(ctx context.Context, ns string, args ...string) string
+	BeforeEach(func() {
+		path := testtools.Kubectl(GinkgoT())
+		user, err := testEnv.AddUser(envtest.User{Name: "columns-admin", Groups: []string{"system:masters"}}, nil)
+		Expect(err).NotTo(HaveOccurred())
+		kubeconfig, err := user.KubeConfig()
+		Expect(err).NotTo(HaveOccurred())
+		dir := GinkgoT().TempDir()
+		kubeconfigPath := filepath.Join(dir, "kubeconfig")
+		Expect(os.WriteFile(kubeconfigPath, kubeconfig, 0o600)).To(Succeed())
+		kubectl = func(ctx context.Context, ns string, args ...string) string {
+			cmd := exec.CommandContext(ctx, path, append([]string{"--kubeconfig", kubeconfigPath, "--namespace", ns}, args...)...)
+			cmd.Env = append(os.Environ(), "HOME="+dir)
+			out, err := cmd.CombinedOutput()
+			Expect(err).NotTo(HaveOccurred(), "kubectl %s:\n%s", strings.Join(args, " "), out)
+			return string(out)
+		}
+	})
+
+	DescribeTable("shows the reason of Ready, and its message with -o wide",
+		func(ctx context.Context, resource string, obj client.Object, status statusOf, wantHeader []string) {
+			ns := newNamespace(ctx)
+			obj.SetNamespace(ns)
+			Expect(k8sClient.Create(ctx, obj)).To(Succeed())
+			switch o := obj.(type) {
+			case *backendsv1alpha1.HttpBackend:
+				o.Status.Conditions, o.Status.Locked = readyCondition(status.reason, status.message), status.locked
+			case *backendsv1alpha1.CosBackend:
+				o.Status.Conditions, o.Status.Locked = readyCondition(status.reason, status.message), status.locked
+				o.Status.Region = "ap-guangzhou"
+			case *backendsv1alpha1.RemoteState:
+				o.Status.Conditions = readyCondition(status.reason, status.message)
+			case *backendsv1alpha1.StateLock:
+				o.Status.Conditions = readyCondition(status.reason, status.message)
+			}
+			Expect(k8sClient.Status().Update(ctx, obj)).To(Succeed())
+
+			plain := strings.Split(strings.TrimSpace(kubectl(ctx, ns, "get", resource, obj.GetName())), "\n")
+			Expect(plain).To(HaveLen(2))
+			Expect(strings.Fields(plain[0])).To(Equal(wantHeader))
+			row := strings.Fields(plain[1])
+			Expect(row).To(ContainElement(status.reason))
+			Expect(plain[1]).NotTo(ContainSubstring(status.message), "the message is for -o wide")
+			if status.locked != "" {
+				Expect(row[indexOf(wantHeader, "LOCKED")]).To(Equal(status.locked))
+			}
+
+			wide := kubectl(ctx, ns, "get", resource, obj.GetName(), "-o", "wide")
+			Expect(wide).To(ContainSubstring("MESSAGE"))
+			Expect(wide).To(ContainSubstring(status.message))
+		},
+		Entry("HttpBackend", "httpbackend", &backendsv1alpha1.HttpBackend{ObjectMeta: metav1.ObjectMeta{Name: "app"},
+			Spec: backendsv1alpha1.HttpBackendSpec{Address: "https://state.example.com/app"}},
+			statusOf{reason: "Unauthorized", message: "The state server asks for credentials", locked: "Unchecked"},
+			[]string{"NAME", "READY", "ADDRESS", "LOCKED", "STATUS", "AGE"}),
+		Entry("CosBackend", "cosbackend", &backendsv1alpha1.CosBackend{ObjectMeta: metav1.ObjectMeta{Name: "app"},
+			Spec: backendsv1alpha1.CosBackendSpec{Bucket: "tfstate-1250000000", Region: "ap-guangzhou"}},
+			statusOf{reason: "BucketNotFound", message: "Bucket tfstate-1250000000 does not exist", locked: "False"},
+			[]string{"NAME", "READY", "BUCKET", "REGION", "LOCKED", "STATUS", "AGE"}),
+		Entry("RemoteState", "remotestate", &backendsv1alpha1.RemoteState{ObjectMeta: metav1.ObjectMeta{Name: "network"},
+			Spec: backendsv1alpha1.RemoteStateSpec{BackendRef: backendsv1alpha1.BackendReference{Kind: "HttpBackend", Name: "app"}}},
+			statusOf{reason: "StateNotFound", message: "The backend holds no state for workspace default"},
+			[]string{"NAME", "READY", "BACKEND", "SERIAL", "STATUS", "AGE"}),
+		Entry("StateLock", "statelock", &backendsv1alpha1.StateLock{ObjectMeta: metav1.ObjectMeta{Name: "freeze"},
+			Spec: backendsv1alpha1.StateLockSpec{BackendRef: backendsv1alpha1.BackendReference{Kind: "HttpBackend", Name: "app"}, Reason: "Release freeze"}},
+			statusOf{reason: "WaitingForLock", message: "Waiting for the lock of HttpBackend app"},
+			[]string{"NAME", "READY", "BACKEND", "HELD", "STATUS", "AGE"}),
+	)
+})
+
+// indexOf is the index of s in list, -1 when absent.
+func indexOf(list []string, s string) int {
+	for i, v := range list {
+		if v == s {
+			return i
+		}
+	}
+	return -1
+}
