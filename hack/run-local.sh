@@ -8,9 +8,9 @@
 # Without one, it brings up a local demo and tears it down on Ctrl-C:
 #   1. etcd and kube-apiserver (hack/setup-envtest.sh) with the CRDs, through
 #      hack/localcluster, which also writes an admin kubeconfig and a demo PKI;
-#   2. the HttpBackend and CosBackend samples of config/samples, plus the
-#      client certificate Secret and the CA ConfigMap the HttpBackend sample
-#      references;
+#   2. the samples of config/samples but the StateLock (a change freeze the
+#      tour applies by hand), plus the client certificate Secret and the CA
+#      ConfigMap the HttpBackend sample references;
 #   3. the reference state server (cmd/stateserver) on the sample's address,
 #      with basic auth (the sample Secret's password) and mutual TLS, keeping
 #      its states in a directory; and a local COS double (hack/cosdouble)
@@ -19,8 +19,10 @@
 #      COS double (--cos-service-url);
 #   5. the stack docs/examples/network, applied with the real Terraform
 #      (hack/install-tools.sh terraform) from the rendered ConfigMap and
-#      credentials Secret, as a runner pod would; then the RemoteState
-#      sample, which publishes its outputs.
+#      credentials Secret, as a runner pod would, through the script it
+#      writes for that, RUN_DIR/runner/run-terraform.sh, which the tour uses
+#      too; then the RemoteState sample, which publishes its outputs.
+# Once every object is Ready it prints the kubeconfig and what to try.
 # Nothing leaves the machine: every server the demo talks to listens on
 # loopback, and the CosBackend sample is Ready against the COS double, not
 # Tencent Cloud.
@@ -35,9 +37,11 @@
 #   RUN_DIR         working directory of the local demo (default
 #                   ${XDG_CACHE_HOME:-$HOME/.cache}/backend-operator/local);
 #                   it is emptied at start and holds the kubeconfig, the
-#                   demo PKI, the state server's data and the logs
+#                   demo PKI, the state server's data, the Terraform runner
+#                   and the logs
 #   RUN_DEMO_STACK  true (default) or false: skip step 5
 #   KUBECTL         kubectl to use (default: hack/install-tools.sh kubectl)
+#   TERRAFORM       terraform to use (default: hack/install-tools.sh terraform)
 set -euo pipefail
 
 root="$(cd "$(dirname "$0")/.." && pwd)"
@@ -171,14 +175,17 @@ k() { "${kubectl}" --kubeconfig "${kubeconfig}" --namespace default "$@"; }
 
 # 2. The samples and the objects they reference. RemoteState samples wait
 #    until the demo stack has written a state (step 5), so that they read it
-#    at once instead of at their next refresh.
+#    at once instead of at their next refresh. StateLock samples are the
+#    tour's change freeze: applied by hand, they would lock the demo stack.
 k create secret tls demo-state-client-tls \
   --cert="${run_dir}/pki/client.crt" --key="${run_dir}/pki/client.key" >/dev/null
 k create configmap demo-state-ca --from-file=ca.crt="${run_dir}/pki/ca.crt" >/dev/null
 later=()
 for sample in config/samples/*.yaml; do
   [[ "$(basename "${sample}")" == kustomization.yaml ]] && continue
-  if grep -q '^kind: RemoteState' "${sample}"; then
+  if grep -q '^kind: StateLock' "${sample}"; then
+    continue
+  elif grep -q '^kind: RemoteState' "${sample}"; then
     later+=("${sample}")
   else
     k apply -f "${sample}"
@@ -222,38 +229,78 @@ manager_pid="${pids[${#pids[@]}-1]}"
 # 5. The demo stack (docs/examples/network) applied with the real Terraform,
 #    from the rendered ConfigMap and credentials Secret exactly as a runner
 #    pod sees them (docs/runner-pod.md); then the RemoteState samples.
-run_demo_stack() {
-  local terraform dir keys
-  k wait --for=condition=Ready httpbackend/demo --timeout=60s >/dev/null || return 1
-  terraform="$(hack/install-tools.sh terraform)" || return 1
-  dir="${run_dir}/runner"
-  mkdir -p "${dir}/.home"
-  : >"${dir}/.home/.terraformrc"
-  cp docs/examples/network/main.tf "${dir}/"
-  k get configmap demo-backend -o jsonpath='{.data.backend\.tf}' >"${dir}/backend.tf"
-  keys="$(k get secret demo-backend-credentials -o go-template='{{range $k, $v := .data}}{{$k}} {{end}}')"
-  (
-    cd "${dir}"
-    export HOME="${dir}/.home" TF_CLI_CONFIG_FILE="${dir}/.home/.terraformrc" \
-      TF_IN_AUTOMATION=1 TF_INPUT=0 CHECKPOINT_DISABLE=1
-    for key in ${keys}; do
-      [[ "${key}" =~ ^[A-Z_][A-Z0-9_]*$ ]] || continue
-      export "${key}=$(k get secret demo-backend-credentials -o go-template="{{index .data \"${key}\" | base64decode}}")"
-    done
-    "${terraform}" init -input=false && "${terraform}" apply -input=false -auto-approve -lock-timeout=30s
-  ) >"${run_dir}/logs/terraform.log" 2>&1
+runner="${run_dir}/runner"
+run_terraform="${runner}/run-terraform.sh"
+
+# write_runner: writes the runner directory: the stack, backend.tf from the
+# rendered ConfigMap, and run-terraform.sh, which runs terraform there with
+# the rendered Secret's keys as environment variables, read as it starts
+# (as envFrom does when a pod starts). The credentials are never written
+# to a file.
+write_runner() {
+  local terraform
+  terraform="${TERRAFORM:-$(hack/install-tools.sh terraform)}" || return 1
+  mkdir -p "${runner}/.home"
+  : >"${runner}/.home/.terraformrc"
+  cp docs/examples/network/main.tf "${runner}/"
+  k get configmap demo-backend -o jsonpath='{.data.backend\.tf}' >"${runner}/backend.tf" || return 1
+  {
+    printf '#!/usr/bin/env bash\n'
+    printf '# Written by hack/run-local.sh (make run). Runs terraform in the demo'"'"'s runner\n'
+    printf '# directory as a runner pod would: the stack docs/examples/network with\n'
+    printf '# backend.tf from the ConfigMap demo-backend, and every key of the Secret\n'
+    printf '# demo-backend-credentials as an environment variable (envFrom), read from\n'
+    printf '# the demo cluster as it starts. Arguments go to terraform, for example\n'
+    printf '#   %s apply -auto-approve -lock-timeout=10m\n' "${run_terraform}"
+    printf 'set -euo pipefail\n'
+    printf 'cd %q\n' "${runner}"
+    printf 'k() { %q --kubeconfig %q --namespace default "$@"; }\n' "${kubectl}" "${kubeconfig}"
+    printf 'export HOME=%q TF_CLI_CONFIG_FILE=%q TF_IN_AUTOMATION=1 CHECKPOINT_DISABLE=1\n' \
+      "${runner}/.home" "${runner}/.home/.terraformrc"
+    cat <<'RUNNER'
+secret=demo-backend-credentials
+keys="$(k get secret "${secret}" -o go-template='{{range $k, $v := .data}}{{$k}} {{end}}')"
+for key in ${keys}; do
+  [[ "${key}" =~ ^[A-Z_][A-Z0-9_]*$ ]] || continue
+  value="$(k get secret "${secret}" -o go-template="{{index .data \"${key}\" | base64decode}}")"
+  export "${key}=${value}"
+done
+unset value
+RUNNER
+    printf 'exec %q "$@"\n' "${terraform}"
+  } >"${run_terraform}"
+  chmod +x "${run_terraform}"
 }
+
+run_demo_stack() {
+  k wait --for=condition=Ready httpbackend/demo --timeout=60s >/dev/null || return 1
+  write_runner || return 1
+  "${run_terraform}" init -input=false -no-color &&
+    "${run_terraform}" apply -input=false -auto-approve -lock-timeout=30s -no-color
+}
+terraform_log="${run_dir}/logs/terraform.log"
+# ready: the kinds whose objects are all Ready once the demo is up; the
+# RemoteState only when the demo stack wrote the state it reads.
+ready=httpbackend,cosbackend
 if [[ "${RUN_DEMO_STACK:-true}" == true ]]; then
   log "applying docs/examples/network with terraform, through the demo HttpBackend"
-  if run_demo_stack; then
-    log "terraform apply done (log ${run_dir}/logs/terraform.log)"
+  if run_demo_stack >"${terraform_log}" 2>&1; then
+    log "terraform apply done (log ${terraform_log})"
+    ready+=,remotestate
   else
-    log "the demo stack was not applied (see ${run_dir}/logs/terraform.log); the RemoteState sample will report StateNotFound"
+    log "the demo stack was not applied, so the RemoteState sample will report StateNotFound; the end of ${terraform_log}:"
+    tail -n 25 "${terraform_log}" | sed 's/^/    /' >&2 || true
   fi
 fi
 for sample in "${later[@]}"; do
   k apply -f "${sample}"
 done
+
+# Every object as the tour shows it, before saying the demo is up.
+if ! k wait --for=condition=Ready "${ready}" --all --timeout=60s >/dev/null 2>&1; then
+  log "not every object is Ready: kubectl get infrastate says"
+  k get infrastate >&2 || true
+fi
 
 cat >&2 <<EOF
 
@@ -265,10 +312,17 @@ run-local: the demo is up. In another terminal:
   ${kubectl} get configmap demo-backend -o jsonpath='{.data.backend\.tf}'
   ${kubectl} get configmap network-outputs -o yaml
 
+A change freeze: apply the StateLock sample, watch a terraform apply of the
+demo stack wait on its lock, then delete the StateLock to let it go on:
+
+  ${kubectl} apply -f ${root}/config/samples/backends_v1alpha1_statelock.yaml
+  ${run_terraform} apply -auto-approve -lock-timeout=10m -var=nat_gateway_count=3 &
+  ${kubectl} delete statelock release-freeze
+
   state server      https://${hostport} (log ${server_log})
   COS double        ${cos_url}, bucket ${cos_bucket} (log ${cos_log})
   control plane     log ${cluster_log}
-  Terraform runner  ${run_dir}/runner (log ${run_dir}/logs/terraform.log)
+  Terraform runner  ${runner} (log ${terraform_log})
 
 Ctrl-C stops the manager, the COS double, the state server, kube-apiserver
 and etcd.
