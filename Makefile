@@ -141,8 +141,12 @@ build: ## Build the manager binary.
 	CGO_ENABLED=0 $(GO) build -trimpath -o bin/manager ./cmd/manager
 
 .PHONY: run
-run: manifests generate fmt vet ## Run the manager against the current cluster, or a local demo control plane when none answers (Ctrl-C stops it).
+run: manifests generate fmt vet ## Run the local demo: the manager on a control plane of its own, never your kubeconfig's cluster (RUN_MODE=cluster: as make run-cluster). Ctrl-C stops it.
 	hack/run-local.sh $(ARGS)
+
+.PHONY: run-cluster
+run-cluster: manifests generate fmt vet ## Install the CRDs into the cluster of the current kubeconfig (named first) and run the manager against it.
+	RUN_MODE=cluster hack/run-local.sh $(ARGS)
 
 .PHONY: docker-build
 docker-build: ## Build the manager image.

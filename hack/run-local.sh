@@ -1,11 +1,9 @@
 #!/usr/bin/env bash
-# `make run`: runs the operator.
+# `make run` and `make run-cluster`: run the operator.
 #
-# With a cluster reachable through the current kubeconfig (kubectl
-# cluster-info succeeds), it installs the CRDs there and runs the manager
-# against it with `go run ./cmd/manager`, as kubebuilder projects do.
-#
-# Without one, it brings up a local demo and tears it down on Ctrl-C:
+# `make run` (RUN_MODE=local, the default) brings up a local demo on a
+# control plane of its own and tears it down on Ctrl-C. It never reads your
+# kubeconfig, so it changes no cluster you have:
 #   1. etcd and kube-apiserver (hack/setup-envtest.sh) with the CRDs, through
 #      hack/localcluster, which also writes an admin kubeconfig and a demo PKI;
 #   2. the samples of config/samples but the StateLock (a change freeze the
@@ -28,20 +26,24 @@
 # Tencent Cloud.
 # Ctrl-C (SIGINT), SIGTERM or SIGHUP stop all of them; nothing is left running.
 #
+# `make run-cluster` (RUN_MODE=cluster) uses the cluster of the current
+# kubeconfig instead: it prints the context and the server it is about to
+# change, installs the CRDs there and runs the manager against it with
+# `go run ./cmd/manager`, as kubebuilder projects do.
+#
 # Arguments are passed to the manager, for example
 #   make run ARGS="--zap-log-level=debug"
 #
 # Environment:
-#   RUN_MODE        auto (default), cluster (never start a local control
-#                   plane) or local (always start one)
-#   RUN_DIR         working directory of the local demo (default
-#                   ${XDG_CACHE_HOME:-$HOME/.cache}/backend-operator/local);
-#                   it is emptied at start and holds the kubeconfig, the
-#                   demo PKI, the state server's data, the Terraform runner
-#                   and the logs
-#   RUN_DEMO_STACK  true (default) or false: skip step 5
-#   KUBECTL         kubectl to use (default: hack/install-tools.sh kubectl)
-#   TERRAFORM       terraform to use (default: hack/install-tools.sh terraform)
+#   RUN_MODE             local (default) or cluster
+#   RUN_DIR              working directory of the local demo (default
+#                        ${XDG_CACHE_HOME:-$HOME/.cache}/backend-operator/local);
+#                        it is emptied at start and holds the kubeconfig, the
+#                        demo PKI, the state server's data, the Terraform
+#                        runner and the logs
+#   RUN_DEMO_STACK       true (default) or false: skip step 5
+#   KUBECTL              kubectl to use (default: hack/install-tools.sh kubectl)
+#   TERRAFORM            terraform to use (default: hack/install-tools.sh terraform)
 set -euo pipefail
 
 root="$(cd "$(dirname "$0")/.." && pwd)"
@@ -53,26 +55,32 @@ die() {
   exit 1
 }
 
-mode="${RUN_MODE:-auto}"
+mode="${RUN_MODE:-local}"
 case "${mode}" in
-  auto | cluster | local) ;;
-  *) die "RUN_MODE must be auto, cluster or local, not ${mode}" ;;
+  local | cluster) ;;
+  *) die "RUN_MODE must be local (the default: a demo on a control plane of its own) or cluster (the cluster of your kubeconfig, as make run-cluster does), not ${mode}" ;;
 esac
 kubectl="${KUBECTL:-$(hack/install-tools.sh kubectl)}"
 
 # ---------------------------------------------------------------------------
-# A cluster in the current kubeconfig.
+# RUN_MODE=cluster: the cluster of the current kubeconfig, named before it is
+# changed.
 
-if [[ "${mode}" == cluster ]] || { [[ "${mode}" == auto ]] && "${kubectl}" cluster-info --request-timeout=5s >/dev/null 2>&1; }; then
-  log "using the cluster of the current kubeconfig (context $("${kubectl}" config current-context 2>/dev/null || echo none))"
+if [[ "${mode}" == cluster ]]; then
+  context="$("${kubectl}" config current-context 2>/dev/null)" ||
+    die "RUN_MODE=cluster: your kubeconfig has no current context; make run starts a local demo instead"
+  server="$("${kubectl}" config view --minify -o jsonpath='{.clusters[0].cluster.server}')"
+  log "RUN_MODE=cluster: installing the CRDs into, and running the manager against, the cluster of context ${context} (${server})"
+  "${kubectl}" cluster-info --request-timeout=10s >/dev/null ||
+    die "the cluster of context ${context} (${server}) does not answer"
   "${kubectl}" apply --server-side -k config/crd
   exec go run ./cmd/manager "$@"
 fi
 
 # ---------------------------------------------------------------------------
-# No cluster: the local demo.
+# RUN_MODE=local: the demo. From here on every kubectl and the manager use
+# the demo's kubeconfig only.
 
-log "no cluster reachable through the current kubeconfig: starting a local control plane"
 run_dir="${RUN_DIR:-${XDG_CACHE_HOME:-${HOME}/.cache}/backend-operator/local}"
 mkdir -p "${run_dir}"
 run_dir="$(cd "${run_dir}" && pwd -P)"
@@ -80,9 +88,22 @@ exec 9>"${run_dir}/.lock"
 if command -v flock >/dev/null 2>&1; then
   flock -n 9 || die "another make run is using ${run_dir}; stop it first or set RUN_DIR"
 fi
+kubeconfig="${run_dir}/kubeconfig"
+export KUBECONFIG="${kubeconfig}"
+
+# The addresses the demo serves on must be free: the state server's is the
+# HttpBackend sample's.
+listening() { (: <"/dev/tcp/${1%:*}/${1##*:}") 2>/dev/null; }
+sample_address="$(sed -n 's/^  address: *//p' config/samples/backends_v1alpha1_httpbackend.yaml)"
+hostport="${sample_address#*://}"
+hostport="${hostport%%/*}"
+if listening "${hostport}"; then
+  die "${hostport}, where the HttpBackend sample expects its state server, is in use (another make run?); stop what listens there first"
+fi
+
+log "starting a local demo on a control plane of its own (make run-cluster uses the cluster of your kubeconfig instead)"
 rm -rf "${run_dir}/bin" "${run_dir}/pki" "${run_dir}/state" "${run_dir}/logs" "${run_dir}/runner" "${run_dir}"/kubeconfig*
 mkdir -p "${run_dir}/bin" "${run_dir}/logs"
-kubeconfig="${run_dir}/kubeconfig"
 
 assets="$(hack/setup-envtest.sh)"
 log "building the manager, the state server, the COS double and the control plane launcher"
@@ -193,11 +214,8 @@ for sample in config/samples/*.yaml; do
 done
 
 # 3. The state server, where and as the HttpBackend sample expects it.
-address="$(k get httpbackend demo -o jsonpath='{.spec.address}')"
 username="$(k get httpbackend demo -o jsonpath='{.spec.username}')"
 password="$(k get secret demo-state-password -o go-template='{{.data.password | base64decode}}')"
-hostport="${address#*://}"
-hostport="${hostport%%/*}"
 server_log="${run_dir}/logs/stateserver.log"
 start "the state server" "${server_log}" \
   env STATESERVER_PASSWORD="${password}" "${run_dir}/bin/stateserver" \
@@ -223,7 +241,8 @@ cos_url="$(sed -n 's/^listening on //p' "${cos_log}" | head -n 1)"
 
 # 4. The manager, in the foreground: its log is this terminal's.
 start "the manager" - "${run_dir}/bin/manager" --kubeconfig "${kubeconfig}" \
-  --health-probe-bind-address=127.0.0.1:0 --metrics-bind-address=0 --cos-service-url="${cos_url}" "$@"
+  --health-probe-bind-address=127.0.0.1:0 --metrics-bind-address=0 \
+  --cos-service-url="${cos_url}" "$@"
 manager_pid="${pids[${#pids[@]}-1]}"
 
 # 5. The demo stack (docs/examples/network) applied with the real Terraform,
