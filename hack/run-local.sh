@@ -8,13 +8,16 @@
 #      hack/localcluster, which also writes an admin kubeconfig and a demo PKI;
 #   2. the samples of config/samples but the StateLock (a change freeze the
 #      tour applies by hand), plus the client certificate Secret and the CA
-#      ConfigMap the HttpBackend sample references;
+#      ConfigMap the HttpBackend sample references, and a ServiceAccount
+#      "prometheus" bound to the metrics-reader ClusterRole
+#      (config/rbac/metrics_reader_role.yaml), to scrape the manager with;
 #   3. the reference state server (cmd/stateserver) on the sample's address,
 #      with basic auth (the sample Secret's password) and mutual TLS, keeping
 #      its states in a directory; and a local COS double (hack/cosdouble)
 #      holding the CosBackend sample's bucket and accepting its credentials;
 #   4. the manager, in the foreground, with every CosBackend pointed at the
-#      COS double (--cos-service-url);
+#      COS double (--cos-service-url) and its metrics served on loopback
+#      (HTTPS, scrapes authenticated and authorized, as deployed);
 #   5. the stack docs/examples/network, applied with the real Terraform
 #      (hack/install-tools.sh terraform) from the rendered ConfigMap and
 #      credentials Secret, as a runner pod would, through the script it
@@ -41,6 +44,8 @@
 #                        it is emptied at start and holds the kubeconfig, the
 #                        demo PKI, the state server's data, the Terraform
 #                        runner and the logs
+#   RUN_METRICS_ADDRESS  where the demo's manager serves metrics (default
+#                        127.0.0.1:18080; 0 turns them off)
 #   RUN_DEMO_STACK       true (default) or false: skip step 5
 #   KUBECTL              kubectl to use (default: hack/install-tools.sh kubectl)
 #   TERRAFORM            terraform to use (default: hack/install-tools.sh terraform)
@@ -99,6 +104,10 @@ hostport="${sample_address#*://}"
 hostport="${hostport%%/*}"
 if listening "${hostport}"; then
   die "${hostport}, where the HttpBackend sample expects its state server, is in use (another make run?); stop what listens there first"
+fi
+metrics_address="${RUN_METRICS_ADDRESS:-127.0.0.1:18080}"
+if [[ "${metrics_address}" != 0 ]] && listening "${metrics_address}"; then
+  die "${metrics_address}, where the demo's manager serves metrics, is in use; stop what listens there or set RUN_METRICS_ADDRESS"
 fi
 
 log "starting a local demo on a control plane of its own (make run-cluster uses the cluster of your kubeconfig instead)"
@@ -213,6 +222,13 @@ for sample in config/samples/*.yaml; do
   fi
 done
 
+# 2b. Who may scrape the manager's metrics: a ServiceAccount bound to the
+#     ClusterRole the project ships for that (docs/monitoring.md).
+k apply -f config/rbac/metrics_reader_role.yaml >/dev/null
+k create serviceaccount prometheus >/dev/null
+k create clusterrolebinding prometheus-metrics-reader --clusterrole=metrics-reader \
+  --serviceaccount=default:prometheus >/dev/null
+
 # 3. The state server, where and as the HttpBackend sample expects it.
 username="$(k get httpbackend demo -o jsonpath='{.spec.username}')"
 password="$(k get secret demo-state-password -o go-template='{{.data.password | base64decode}}')"
@@ -241,7 +257,7 @@ cos_url="$(sed -n 's/^listening on //p' "${cos_log}" | head -n 1)"
 
 # 4. The manager, in the foreground: its log is this terminal's.
 start "the manager" - "${run_dir}/bin/manager" --kubeconfig "${kubeconfig}" \
-  --health-probe-bind-address=127.0.0.1:0 --metrics-bind-address=0 \
+  --health-probe-bind-address=127.0.0.1:0 --metrics-bind-address="${metrics_address}" \
   --cos-service-url="${cos_url}" "$@"
 manager_pid="${pids[${#pids[@]}-1]}"
 
@@ -321,6 +337,14 @@ if ! k wait --for=condition=Ready "${ready}" --all --timeout=60s >/dev/null 2>&1
   k get infrastate >&2 || true
 fi
 
+metrics_banner="  (metrics off: RUN_METRICS_ADDRESS=0)"
+if [[ "${metrics_address}" != 0 ]]; then
+  metrics_banner="Metrics (docs/monitoring.md): HTTPS on ${metrics_address}, each scrape with the token of
+a ServiceAccount bound to the metrics-reader ClusterRole, here default/prometheus:
+
+  ${kubectl} get --raw /metrics --server=https://${metrics_address} --insecure-skip-tls-verify --token=\"\$(${kubectl} create token prometheus)\""
+fi
+
 cat >&2 <<EOF
 
 run-local: the demo is up. In another terminal:
@@ -337,6 +361,8 @@ demo stack wait on its lock, then delete the StateLock to let it go on:
   ${kubectl} apply -f ${root}/config/samples/backends_v1alpha1_statelock.yaml
   ${run_terraform} apply -auto-approve -lock-timeout=10m -var=nat_gateway_count=3 &
   ${kubectl} delete statelock release-freeze
+
+${metrics_banner}
 
   state server      https://${hostport} (log ${server_log})
   COS double        ${cos_url}, bucket ${cos_bucket} (log ${cos_log})
