@@ -33,10 +33,17 @@ type process struct {
 
 // startProcess starts path with args and exactly env (plus PATH).
 func startProcess(name, path string, args, env []string) *process {
-	p := &process{name: name, exited: make(chan struct{})}
-	p.cmd = exec.Command(path, args...) //nolint:noctx // stop() ends it with SIGTERM and checks the exit; a context would kill it first
-	p.cmd.Env = append([]string{"PATH=" + os.Getenv("PATH")}, env...)
-	setParentDeathSignal(p.cmd)
+	cmd := exec.Command(path, args...) //nolint:noctx // stop() ends it with SIGTERM and checks the exit; a context would kill it first
+	cmd.Env = append([]string{"PATH=" + os.Getenv("PATH")}, env...)
+	setParentDeathSignal(cmd)
+	return startCommand(name, cmd)
+}
+
+// startCommand starts cmd, prepared by the caller (its environment, its
+// directory, its process attributes), keeping its output as startProcess
+// does.
+func startCommand(name string, cmd *exec.Cmd) *process {
+	p := &process{name: name, cmd: cmd, exited: make(chan struct{})}
 	pr, pw := io.Pipe()
 	p.cmd.Stdout, p.cmd.Stderr = pw, pw
 	Expect(p.cmd.Start()).To(Succeed(), "starting %s", name)
