@@ -1,6 +1,7 @@
 package controllers
 
 import (
+	"bytes"
 	"testing"
 	"time"
 
@@ -61,13 +62,13 @@ func TestStateLocksView(t *testing.T) {
 	waiting := slocks(makeSlock())
 	holding := slocks(makeSlock().holds(slockNow))
 	other := slocks(makeSlock().named("other", "staging").holds(slockNow))
-	if string(stateLocksView(nil)) != string(stateLocksView(waiting)) {
+	if !bytes.Equal(stateLocksView(nil), stateLocksView(waiting)) {
 		t.Error("a StateLock that holds nothing changes the view: a waiting StateLock would make probes due")
 	}
-	if string(stateLocksView(waiting)) == string(stateLocksView(holding)) {
+	if bytes.Equal(stateLocksView(waiting), stateLocksView(holding)) {
 		t.Error("taking the lock leaves the view as it was: the backend would not be probed at once")
 	}
-	if string(stateLocksView(holding)) == string(stateLocksView(append(holding, other...))) {
+	if bytes.Equal(stateLocksView(holding), stateLocksView(append(holding, other...))) {
 		t.Error("a lock of another workspace leaves the view as it was")
 	}
 }

@@ -30,7 +30,8 @@ func notFoundMessage(kind, namespace, name, field string) string {
 
 // keyProblem is a Secret or ConfigMap that lacks keys a reference needs.
 type keyProblem struct {
-	// kind, namespace and name name the object; field is the reference.
+	// kind, namespace and name identify the object; field is the
+	// reference.
 	kind, namespace, name, field string
 	// keyField is the spec field that names the key; "" when the keys are
 	// fixed (tls.crt and tls.key, secretId and secretKey).

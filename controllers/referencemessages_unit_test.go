@@ -34,14 +34,14 @@ func TestJoinStalls(t *testing.T) {
 	for name, tc := range cases {
 		t.Run(name, func(t *testing.T) {
 			got := joinStalls(tc.errs...)
-			if want, ok := tc.want.(*stallError); ok {
+			if want, ok := tc.want.(*stallError); ok { //nolint:errorlint // the table's own values, never wrapped
 				se, _ := asStall(got)
 				if diff := cmp.Diff(want, se, cmp.AllowUnexported(stallError{})); diff != "" {
 					t.Errorf("joinStalls() mismatch (-want +got):\n%s", diff)
 				}
 				return
 			}
-			if got != tc.want {
+			if got != tc.want { //nolint:errorlint // the very error given must come back, not one that wraps it
 				t.Errorf("joinStalls() = %v, want %v", got, tc.want)
 			}
 		})
