@@ -191,12 +191,13 @@ var _ = Describe("CosBackend locks", func() {
 			expectCondition(g, backend.Status.Conditions, "Ready", metav1.ConditionTrue, "Succeeded")
 		})
 
-		By("a RemoteState reading it says why it cannot")
+		By("a RemoteState reading it stalls, saying why it cannot")
 		remote := makeRemoteState("net", ns, "CosBackend", "app")
 		create(ctx, remote)
 		eventually(ctx, remote, func(g Gomega) {
 			expectKstatusInvariants(g, remote)
-			expectConditionSaying(g, remote.Status.Conditions, "OutputsReady", metav1.ConditionUnknown, "AssumeRoleNotSupported", "does not assume roles")
+			expectConditionSaying(g, remote.Status.Conditions, "Stalled", metav1.ConditionTrue, "AssumeRoleNotSupported", "does not assume roles")
+			expectConditionSaying(g, remote.Status.Conditions, "Ready", metav1.ConditionFalse, "AssumeRoleNotSupported", "credentialsSecretRef")
 		})
 		for _, r := range cosServer.RequestLog()[before:] {
 			Expect(r.Bucket).NotTo(Equal(bucket), "the operator called COS: %+v", r)

@@ -92,13 +92,14 @@ var _ = Describe("config/default", Serial, func() {
 		// enforces owner reference permissions (OpenShift does). The manager
 		// deletes only the ConfigMaps and Secrets it wrote under a previous
 		// name (a renamed configMapName or RemoteState target), and writes
-		// its kinds only through their status.
+		// its kinds only through their status, but for the finalizers it
+		// patches: a StateLock's, and a backend's statelock-protection.
 		Expect(grants(role.Rules)).To(Equal(map[string][]string{
 			"configmaps":                                     {"create", "delete", "get", "list", "patch", "watch"},
 			"secrets":                                        {"create", "delete", "get", "list", "patch", "watch"},
 			"events.events.k8s.io":                           {"create", "patch"},
-			"httpbackends.backends.infrastate.io":            {"get", "list", "watch"},
-			"cosbackends.backends.infrastate.io":             {"get", "list", "watch"},
+			"httpbackends.backends.infrastate.io":            {"get", "list", "patch", "watch"},
+			"cosbackends.backends.infrastate.io":             {"get", "list", "patch", "watch"},
 			"remotestates.backends.infrastate.io":            {"get", "list", "watch"},
 			"httpbackends/status.backends.infrastate.io":     {"patch"},
 			"cosbackends/status.backends.infrastate.io":      {"patch"},
@@ -166,7 +167,8 @@ var _ = Describe("config/default", Serial, func() {
 			// election's, in its own namespace only.
 			{"create", "events.events.k8s.io", "", true},
 			{"create", "events", "", false},
-			{"patch", "httpbackends.backends.infrastate.io", "", false},
+			// Its backends' statelock-protection finalizer.
+			{"patch", "httpbackends.backends.infrastate.io", "", true},
 			{"patch", "statelocks.backends.infrastate.io", "", true},
 			{"get", "pods", "", true},
 			{"list", "pods", "", false},
