@@ -4,7 +4,6 @@
 package scripts
 
 import (
-	"bytes"
 	"fmt"
 	"os"
 	"os/exec"
@@ -17,26 +16,8 @@ import (
 	"time"
 
 	"github.com/infrastate/backend-operator/internal/testenv"
+	"github.com/infrastate/backend-operator/internal/testtools"
 )
-
-// syncBuffer is a bytes.Buffer safe for a process writing while the test
-// reads.
-type syncBuffer struct {
-	mu  sync.Mutex
-	buf bytes.Buffer
-}
-
-func (b *syncBuffer) Write(p []byte) (int, error) {
-	b.mu.Lock()
-	defer b.mu.Unlock()
-	return b.buf.Write(p)
-}
-
-func (b *syncBuffer) String() string {
-	b.mu.Lock()
-	defer b.mu.Unlock()
-	return b.buf.String()
-}
 
 // TestBuildsWaitForAnotherBuildsLock runs each build script while another
 // process holds the script's lock and the binaries are missing, as when
@@ -84,7 +65,7 @@ func TestBuildsWaitForAnotherBuildsLock(t *testing.T) {
 			root := t.TempDir()
 			release := holdLock(t, filepath.Join(root, tc.lock))
 
-			var stdout, stderr syncBuffer
+			var stdout, stderr testtools.SyncBuffer
 			cmd := exec.CommandContext(t.Context(), filepath.Join(testenv.RepoRoot(), "hack", tc.script), tc.args...)
 			cmd.Env = append(withoutEnv(os.Environ(), "KUBEBUILDER_ASSETS"), tc.env(root)...)
 			cmd.Stdout, cmd.Stderr = &stdout, &stderr

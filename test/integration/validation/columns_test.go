@@ -2,19 +2,14 @@ package validation
 
 import (
 	"context"
-	"os"
-	"os/exec"
-	"path/filepath"
 	"strings"
 
 	. "github.com/onsi/ginkgo/v2"
 	. "github.com/onsi/gomega"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"sigs.k8s.io/controller-runtime/pkg/client"
-	"sigs.k8s.io/controller-runtime/pkg/envtest"
 
 	backendsv1alpha1 "github.com/infrastate/backend-operator/api/v1alpha1"
-	"github.com/infrastate/backend-operator/internal/testtools"
 )
 
 // statusOf is a status for the columns spec: Ready with reason and
@@ -35,18 +30,9 @@ func readyCondition(reason, message string) []metav1.Condition {
 var _ = Describe("kubectl get", func() {
 	var kubectl func(ctx context.Context, ns string, args ...string) string
 	BeforeEach(func() {
-		path := testtools.Kubectl(GinkgoT())
-		user, err := testEnv.AddUser(envtest.User{Name: "columns-admin", Groups: []string{"system:masters"}}, nil)
-		Expect(err).NotTo(HaveOccurred())
-		kubeconfig, err := user.KubeConfig()
-		Expect(err).NotTo(HaveOccurred())
-		dir := GinkgoT().TempDir()
-		kubeconfigPath := filepath.Join(dir, "kubeconfig")
-		Expect(os.WriteFile(kubeconfigPath, kubeconfig, 0o600)).To(Succeed())
+		admin := newAdminKubectl()
 		kubectl = func(ctx context.Context, ns string, args ...string) string {
-			cmd := exec.CommandContext(ctx, path, append([]string{"--kubeconfig", kubeconfigPath, "--namespace", ns}, args...)...)
-			cmd.Env = append(os.Environ(), "HOME="+dir)
-			out, err := cmd.CombinedOutput()
+			out, err := admin.run(ctx, ns, args...)
 			Expect(err).NotTo(HaveOccurred(), "kubectl %s:\n%s", strings.Join(args, " "), out)
 			return string(out)
 		}

@@ -29,22 +29,11 @@ spec:
 
 var _ = Describe("kubectl apply", func() {
 	It("shows the user which field breaks which rule", func(ctx context.Context) {
-		kubectl := testtools.Kubectl(GinkgoT())
-		user, err := testEnv.AddUser(envtest.User{Name: "validation-admin", Groups: []string{"system:masters"}}, nil)
-		Expect(err).NotTo(HaveOccurred())
-		kubeconfig, err := user.KubeConfig()
-		Expect(err).NotTo(HaveOccurred())
-
-		dir := GinkgoT().TempDir()
-		kubeconfigPath := filepath.Join(dir, "kubeconfig")
-		Expect(os.WriteFile(kubeconfigPath, kubeconfig, 0o600)).To(Succeed())
-		manifestPath := filepath.Join(dir, "broken.yaml")
+		kubectl := newAdminKubectl()
+		manifestPath := filepath.Join(kubectl.dir, "broken.yaml")
 		Expect(os.WriteFile(manifestPath, []byte(badManifest), 0o600)).To(Succeed())
 
-		cmd := exec.CommandContext(ctx, kubectl, "--kubeconfig", kubeconfigPath,
-			"--namespace", newNamespace(ctx), "apply", "-f", manifestPath)
-		cmd.Env = append(os.Environ(), "HOME="+dir)
-		out, err := cmd.CombinedOutput()
+		out, err := kubectl.run(ctx, newNamespace(ctx), "apply", "-f", manifestPath)
 		Expect(err).To(HaveOccurred(), "kubectl apply should fail:\n%s", out)
 		output := strings.TrimSpace(string(out))
 		Expect(output).To(ContainSubstring(`HttpBackend "broken" is invalid`))
@@ -58,3 +47,30 @@ var _ = Describe("kubectl apply", func() {
 		GinkgoWriter.Println(output)
 	}, SpecTimeout(2*time.Minute))
 })
+
+// adminKubectl runs the real kubectl as an administrator of the suite's
+// API server, with a HOME of its own.
+type adminKubectl struct {
+	path, dir, kubeconfig string
+}
+
+// newAdminKubectl writes a kubeconfig of a system:masters user for the
+// current spec.
+func newAdminKubectl() adminKubectl {
+	GinkgoHelper()
+	user, err := testEnv.AddUser(envtest.User{Name: "validation-admin", Groups: []string{"system:masters"}}, nil)
+	Expect(err).NotTo(HaveOccurred())
+	kubeconfig, err := user.KubeConfig()
+	Expect(err).NotTo(HaveOccurred())
+	k := adminKubectl{path: testtools.Kubectl(GinkgoT()), dir: GinkgoT().TempDir()}
+	k.kubeconfig = filepath.Join(k.dir, "kubeconfig")
+	Expect(os.WriteFile(k.kubeconfig, kubeconfig, 0o600)).To(Succeed())
+	return k
+}
+
+// run runs kubectl with args in namespace and returns its combined output.
+func (k adminKubectl) run(ctx context.Context, namespace string, args ...string) ([]byte, error) {
+	cmd := exec.CommandContext(ctx, k.path, append([]string{"--kubeconfig", k.kubeconfig, "--namespace", namespace}, args...)...)
+	cmd.Env = append(os.Environ(), "HOME="+k.dir)
+	return cmd.CombinedOutput()
+}
