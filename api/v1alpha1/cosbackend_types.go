@@ -216,6 +216,10 @@ type CosBackendStatus struct {
 	Region string `json:"region,omitempty"`
 }
 
+// CosBackendKind is the kind of a CosBackend, as an object's TypeMeta, an
+// owner reference and a backendRef spell it.
+const CosBackendKind = "CosBackend"
+
 // CosBackend is a Tencent Cloud Object Storage state backend. The
 // controller renders its configuration into a ConfigMap and its
 // credentials into a Secret for runner pods, and checks the bucket, the

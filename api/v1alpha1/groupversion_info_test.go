@@ -10,8 +10,9 @@ import (
 )
 
 // TestAddToSchemeRegistersEveryKind checks that AddToScheme registers each
-// kind and its list under GroupVersion, with the meta/v1 option types a
-// client needs to list and watch them.
+// kind and its list under GroupVersion, by the names the *Kind constants
+// spell, with the meta/v1 option types a client needs to list and watch
+// them.
 func TestAddToSchemeRegistersEveryKind(t *testing.T) {
 	s := runtime.NewScheme()
 	if err := AddToScheme(s); err != nil {
@@ -19,12 +20,12 @@ func TestAddToSchemeRegistersEveryKind(t *testing.T) {
 	}
 	got := slices.Sorted(maps.Keys(s.KnownTypes(GroupVersion)))
 	want := []string{
-		"CosBackend", "CosBackendList",
+		CosBackendKind, CosBackendKind + "List",
 		"CreateOptions", "DeleteOptions", "GetOptions", // meta/v1
-		"HttpBackend", "HttpBackendList",
+		HttpBackendKind, HttpBackendKind + "List",
 		"ListOptions", "PatchOptions", // meta/v1
-		"RemoteState", "RemoteStateList",
-		"StateLock", "StateLockList",
+		RemoteStateKind, RemoteStateKind + "List",
+		StateLockKind, StateLockKind + "List",
 		"UpdateOptions", "WatchEvent", // meta/v1
 	}
 	if diff := cmp.Diff(want, got); diff != "" {

@@ -252,6 +252,10 @@ type HttpBackendStatus struct {
 	BackendStatus `json:",inline"`
 }
 
+// HttpBackendKind is the kind of an HttpBackend, as an object's TypeMeta,
+// an owner reference and a backendRef spell it.
+const HttpBackendKind = "HttpBackend"
+
 // HttpBackend is a Terraform REST ("http") state backend. The controller
 // renders its configuration into a ConfigMap and its credentials into a
 // Secret for runner pods, and probes the state it holds.

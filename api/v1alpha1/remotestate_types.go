@@ -174,6 +174,10 @@ type RemoteStateStatus struct {
 	Rendered *RenderedObjects `json:"rendered,omitempty"`
 }
 
+// RemoteStateKind is the kind of a RemoteState, as an object's TypeMeta and
+// an owner reference spell it.
+const RemoteStateKind = "RemoteState"
+
 // RemoteState publishes the outputs of another stack's state: plain
 // outputs to a ConfigMap, sensitive outputs to a Secret, for runner pods
 // and applications.

@@ -103,6 +103,10 @@ const StateLockFinalizer = "backends.infrastate.io/release-lock"
 // released through the backend that took it.
 const BackendProtectionFinalizer = "backends.infrastate.io/statelock-protection"
 
+// StateLockKind is the kind of a StateLock, as an object's TypeMeta spells
+// it.
+const StateLockKind = "StateLock"
+
 // StateLock holds the state lock of a backend's workspace, declaratively:
 // a change freeze that opens and closes through git. While it exists and
 // has not expired, Terraform and OpenTofu runs meet the lock.
