@@ -6,7 +6,6 @@ import (
 	"crypto/md5" //nolint:gosec // x-cos-meta-md5 is Terraform's integrity check, not a security control
 	"encoding/base64"
 	"encoding/hex"
-	"encoding/json"
 	"errors"
 	"fmt"
 	"net/http"
@@ -20,7 +19,7 @@ import (
 const forbidOverwriteHeader = "X-Cos-Forbid-Overwrite"
 
 // errNoLockID is AcquireLock's answer to a LockInfo without ID.
-var errNoLockID = errors.New("acquire lock: the LockInfo has no ID; use stateclient.NewLockInfo")
+var errNoLockID = errors.New("acquire lock: the LockInfo has no ID; use lockinfo.New")
 
 // LockHeldError means the state lock is held by someone else: AcquireLock
 // found a lock object, or COS refused to create one because another
@@ -68,7 +67,7 @@ func (e *LockHeldError) Unwrap() error { return e.Err }
 // It returns the lock ID: the hex MD5 of the body, which is what ReadLock
 // then reports, what Terraform shows as the holder's ID and what
 // ReleaseLock and `terraform force-unlock` take. info.ID must be set (a
-// fresh UUID, see stateclient.NewLockInfo): it is what makes the body,
+// fresh UUID, see lockinfo.New): it is what makes the body,
 // and so the lock ID, this acquisition's own.
 //
 // A lock already held is a *LockHeldError carrying the holder, also when
@@ -110,9 +109,9 @@ func (c *Client) acquireLock(ctx context.Context, workspace string, info LockInf
 	}
 	key := LockKey(stateKey)
 	info.Path = key
-	body, err := json.Marshal(info)
+	body, err := info.Encode()
 	if err != nil {
-		return "", fmt.Errorf("acquire lock: encoding the LockInfo: %w", err)
+		return "", fmt.Errorf("acquire lock: %w", err)
 	}
 	sum := md5.Sum(body) //nolint:gosec // see import
 	id := hex.EncodeToString(sum[:])

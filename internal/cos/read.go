@@ -2,13 +2,11 @@ package cos
 
 import (
 	"context"
-	"encoding/json"
 	"fmt"
 	"io"
 	"strconv"
 
-	errtext "github.com/infrastate/backend-operator/internal/redact"
-	"github.com/infrastate/backend-operator/internal/stateclient"
+	"github.com/infrastate/backend-operator/internal/lockinfo"
 )
 
 // maxLockBytes bounds a .tflock object: Terraform's LockInfo JSON is a few
@@ -35,7 +33,7 @@ type object struct {
 // .tflock object. Terraform puts a UUID in the JSON's ID but replaces it
 // with this checksum when it reads the lock; ReadLock does the same. Path
 // is the key of the .tflock object.
-type LockInfo = stateclient.LockInfo
+type LockInfo = lockinfo.Info
 
 // ReadLock reads the lock object of workspace (the state key plus
 // ".tflock"). It returns nil, nil when there is none, that is when the
@@ -52,8 +50,8 @@ func (c *Client) ReadLock(ctx context.Context, workspace string) (*LockInfo, err
 		if err != nil {
 			return err
 		}
-		if err := json.Unmarshal(data, &info); err != nil {
-			return fmt.Errorf("%w: %w", ErrInvalidLock, errtext.JSONError(err))
+		if info, err = lockinfo.Decode(data); err != nil {
+			return fmt.Errorf("%w: %w", ErrInvalidLock, err)
 		}
 		return nil
 	})

@@ -9,19 +9,17 @@ import (
 	"io"
 	"net/http"
 	"strings"
-	"time"
 
-	"github.com/google/uuid"
-
-	"github.com/infrastate/backend-operator/internal/redact"
+	"github.com/infrastate/backend-operator/internal/lockinfo"
 )
 
 // maxLockBodyBytes bounds the lock holder body read from a conflict answer.
 const maxLockBodyBytes = 1 << 20
 
-// LockInfo describes a state lock, as Terraform writes it. Its JSON has the
-// seven keys ID, Operation, Info, Who, Version, Created and Path, always
-// present; Created is RFC 3339 with nanoseconds.
+// LockInfo is a type alias of lockinfo.Info, Terraform's description of a
+// state lock holder, under the name this package's users know it by. Its
+// JSON has the seven keys ID, Operation, Info, Who, Version, Created and
+// Path, always present; Created is RFC 3339 with nanoseconds.
 //
 // A LockInfo the client returns from an answer (LockError.Info) is the
 // server's text, with one change: the client's own secrets (the password,
@@ -30,48 +28,12 @@ const maxLockBodyBytes = 1 << 20
 // server echoing the credentials it received cannot make the client hand
 // them on. A field that held a secret, the ID included, no longer matches
 // what the server stored.
-type LockInfo struct {
-	// ID is the lock ID, a UUID.
-	ID string `json:"ID"`
-	// Operation is the Terraform operation, e.g. "OperationTypeApply".
-	Operation string `json:"Operation"`
-	// Info is free text.
-	Info string `json:"Info"`
-	// Who is the holder, conventionally user@host.
-	Who string `json:"Who"`
-	// Version is the holder's Terraform version.
-	Version string `json:"Version"`
-	// Created is when the lock was taken.
-	Created time.Time `json:"Created"`
-	// Path is the state path; empty for the http backend.
-	Path string `json:"Path"`
-}
+type LockInfo = lockinfo.Info
 
-// NewLockInfo returns a LockInfo with a new UUID and the current UTC time.
+// NewLockInfo returns a LockInfo with a new UUID and the current UTC time
+// (see lockinfo.New).
 func NewLockInfo(operation, who string) LockInfo {
-	return LockInfo{ID: uuid.NewString(), Operation: operation, Who: who, Created: time.Now().UTC()}
-}
-
-// Rewrite replaces every text field of l (all but Created) by f of it.
-// The state clients scrub the holders servers send with it.
-func (l *LockInfo) Rewrite(f func(string) string) {
-	for _, field := range []*string{&l.ID, &l.Operation, &l.Info, &l.Who, &l.Version, &l.Path} {
-		*field = f(*field)
-	}
-}
-
-// String describes the lock on one line.
-func (l LockInfo) String() string {
-	parts := []string{"ID=" + l.ID}
-	for _, f := range []struct{ k, v string }{{"operation", l.Operation}, {"who", l.Who}, {"version", l.Version}, {"info", l.Info}, {"path", l.Path}} {
-		if f.v != "" {
-			parts = append(parts, f.k+"="+f.v)
-		}
-	}
-	if !l.Created.IsZero() {
-		parts = append(parts, "created="+l.Created.Format(time.RFC3339))
-	}
-	return strings.Join(parts, ", ")
+	return lockinfo.New(operation, who)
 }
 
 // LockError reports a lock held by someone else: a 409 or 423 answer, or an
@@ -133,7 +95,7 @@ func (c *Client) acquire(ctx context.Context, info LockInfo) (string, error) {
 	if info.ID == "" {
 		return "", errors.New("lock: the LockInfo has no ID; use NewLockInfo")
 	}
-	body, err := encodeLockInfo(info)
+	body, err := info.Encode()
 	if err != nil {
 		return "", fmt.Errorf("lock: %w", err)
 	}
@@ -162,22 +124,12 @@ func (c *Client) Resume(info LockInfo) error {
 	if info.ID == "" {
 		return errors.New("resume: the LockInfo has no ID")
 	}
-	body, err := encodeLockInfo(info)
+	body, err := info.Encode()
 	if err != nil {
 		return fmt.Errorf("resume: %w", err)
 	}
 	c.hold(info.ID, body)
 	return nil
-}
-
-// encodeLockInfo returns info as the body Lock sends and Unlock sends
-// again.
-func encodeLockInfo(info LockInfo) ([]byte, error) {
-	body, err := json.Marshal(info)
-	if err != nil {
-		return nil, fmt.Errorf("encoding the LockInfo: %w", err)
-	}
-	return body, nil
 }
 
 // hold records lock id, taken with body, as the lock this client holds.
@@ -214,9 +166,9 @@ func (c *Client) release(ctx context.Context, id string) error {
 	case "":
 		body = forceUnlockBody(id)
 	default:
-		holder := &LockInfo{}
-		if json.Unmarshal(body, holder) != nil {
-			holder = nil
+		var holder *LockInfo
+		if info, err := lockinfo.Decode(body); err == nil {
+			holder = &info
 		}
 		return &LockError{Info: holder, Err: fmt.Errorf("lock ID %q does not match the lock this client holds", id)}
 	}
@@ -296,9 +248,9 @@ func (c *Client) lockConflict(resp *http.Response) error {
 	case len(bytes.TrimSpace(body)) == 0:
 		e.Err = errors.New("the answer names no lock holder")
 	default:
-		var holder LockInfo
-		if err := json.Unmarshal(body, &holder); err != nil {
-			e.Err = fmt.Errorf("the lock holder is not valid LockInfo JSON (%w)", redact.JSONError(err))
+		holder, err := lockinfo.Decode(body)
+		if err != nil {
+			e.Err = fmt.Errorf("the lock holder is not valid LockInfo JSON (%w)", err)
 		} else {
 			c.secrets.scrubLockInfo(&holder)
 			e.Info = &holder
