@@ -52,14 +52,38 @@ type options struct {
 // parseOptions reads the manager's flags from args. getenv supplies the
 // defaults that come from the environment (TENCENTCLOUD_REGION).
 func parseOptions(fs *flag.FlagSet, args []string, getenv func(string) string) (options, error) {
-	var (
-		o          options
-		namespaces string
-		policy     string
-		cosService string
-		allowed    netguard.PrefixList
-		denied     = netguard.PrefixList(netguard.DefaultDenied())
-	)
+	var o options
+	text := textFlags{denied: netguard.PrefixList(netguard.DefaultDenied())}
+	addServingFlags(fs, &o)
+	addLeaderElectionFlags(fs, &o)
+	addConcurrencyFlags(fs, &o)
+	addBackendDefaultFlags(fs, &o, &text, getenv)
+	addAccessFlags(fs, &text)
+	if err := fs.Parse(args); err != nil {
+		return options{}, err
+	}
+	if err := o.resolve(text); err != nil {
+		return options{}, err
+	}
+	if err := o.validate(); err != nil {
+		return options{}, err
+	}
+	return o, nil
+}
+
+// textFlags are the flags read as text or lists, which resolve turns into
+// options once every flag is parsed.
+type textFlags struct {
+	namespaces string
+	policy     string
+	cosService string
+	allowed    netguard.PrefixList
+	denied     netguard.PrefixList
+}
+
+// addServingFlags registers the flags of the manager's own endpoints:
+// metrics, health probes and profiling.
+func addServingFlags(fs *flag.FlagSet, o *options) {
 	fs.StringVar(&o.metricsAddr, "metrics-bind-address", "0",
 		"Address the metrics endpoint binds to, for example :8443 (secure) or :8080. 0 disables it.")
 	fs.BoolVar(&o.secureMetrics, "metrics-secure", true,
@@ -69,14 +93,22 @@ func parseOptions(fs *flag.FlagSet, args []string, getenv func(string) string) (
 	fs.StringVar(&o.pprofAddr, "pprof-bind-address", "0",
 		"Address the Go profiling endpoints (/debug/pprof/) bind to, for example 127.0.0.1:6060. 0 disables them. "+
 			"Unauthenticated: bind it to loopback only.")
+}
+
+// addLeaderElectionFlags registers the flags of leader election between
+// the manager's replicas.
+func addLeaderElectionFlags(fs *flag.FlagSet, o *options) {
 	fs.BoolVar(&o.leaderElect, "leader-elect", false,
 		"Enable leader election, so that only one replica reconciles at a time.")
 	fs.StringVar(&o.leaderElectionID, "leader-election-id", defaultLeaderElectionID,
 		"Name of the Lease the replicas compete for, in the manager's namespace. Two installations in one namespace need different names.")
 	fs.StringVar(&o.leaderElectionNamespace, "leader-election-namespace", "",
 		"Namespace of the leader election Lease. Empty uses the namespace the manager's Pod runs in; a manager run outside a cluster must set it.")
-	fs.StringVar(&namespaces, "watch-namespaces", "",
-		"Comma-separated namespaces to watch. Empty watches all namespaces.")
+}
+
+// addConcurrencyFlags registers the flags that bound how much work runs at
+// the same time: reconciles, probes and state reads, decryptions.
+func addConcurrencyFlags(fs *flag.FlagSet, o *options) {
 	fs.IntVar(&o.maxConcurrentReconciles, "max-concurrent-reconciles", 4,
 		"Maximum number of objects of one kind reconciled at the same time.")
 	fs.IntVar(&o.maxConcurrentProbes, "max-concurrent-probes", controllers.DefaultMaxConcurrentProbes,
@@ -86,6 +118,13 @@ func parseOptions(fs *flag.FlagSet, args []string, getenv func(string) string) (
 	fs.IntVar(&o.maxConcurrentDecryptions, "max-concurrent-decryptions", controllers.DefaultMaxConcurrentDecryptions,
 		fmt.Sprintf("Maximum number of OpenTofu-encrypted states decrypted at the same time, across kinds, and at most one per namespace. Each is held whole "+
 			"while it is decrypted, up to %d MiB as stored, where a plain state is streamed.", statefile.DefaultMaxEncryptedBytes>>20))
+}
+
+// addBackendDefaultFlags registers the flags that set what backends leave
+// unset or cannot set: the probe interval, how long a StateLock tries to
+// release its lock, the COS region and, for tests and demos, the COS
+// service.
+func addBackendDefaultFlags(fs *flag.FlagSet, o *options, text *textFlags, getenv func(string) string) {
 	fs.DurationVar(&o.defaultProbeInterval, "default-probe-interval", controllers.DefaultProbeInterval,
 		fmt.Sprintf("Probe interval of the backends and RemoteStates whose spec.probe.interval is unset, between %s and %s.",
 			shortDuration(backendsv1alpha1.MinProbeInterval), shortDuration(backendsv1alpha1.MaxProbeInterval)))
@@ -94,65 +133,89 @@ func parseOptions(fs *flag.FlagSet, args []string, getenv func(string) string) (
 			"its finalizer is removed all the same, with a Warning event naming the lock that may still be held. At least 1s.")
 	fs.StringVar(&o.cosDefaultRegion, "cos-default-region", getenv("TENCENTCLOUD_REGION"),
 		"Region of CosBackends that set none. Defaults to TENCENTCLOUD_REGION.")
-	fs.StringVar(&cosService, "cos-service-url", "",
+	fs.StringVar(&text.cosService, "cos-service-url", "",
 		"For tests and demos: points every CosBackend at this URL instead of the real COS service, "+
 			"for example a local COS protocol double (hack/cosdouble) at http://127.0.0.1:PORT. Requests keep the bucket's "+
 			"host name in their Host header and signature. Empty uses the real service.")
-	fs.StringVar(&policy, "secret-reference-policy", string(controllers.ReferencePolicyNamespace),
+}
+
+// addAccessFlags registers the flags that bound what the manager reaches:
+// the namespaces it watches, the Secrets and ConfigMaps a backend may
+// reference, and the addresses probes and state reads may connect to.
+func addAccessFlags(fs *flag.FlagSet, text *textFlags) {
+	fs.StringVar(&text.namespaces, "watch-namespaces", "",
+		"Comma-separated namespaces to watch. Empty watches all namespaces.")
+	fs.StringVar(&text.policy, "secret-reference-policy", string(controllers.ReferencePolicyNamespace),
 		"Which Secrets and ConfigMaps a backend may reference: namespace (any of its namespace, as a Pod can) or labeled "+
 			"(only those labelled "+backendsv1alpha1.AllowReferenceLabel+"=true).")
-	fs.Var(&allowed, netguard.AllowedFlag,
+	fs.Var(&text.allowed, netguard.AllowedFlag,
 		"Comma-separated CIDRs (or IPs) that probes and state reads may connect to; empty allows every address not denied.")
-	fs.Var(&denied, netguard.DeniedFlag,
+	fs.Var(&text.denied, netguard.DeniedFlag,
 		"Comma-separated CIDRs (or IPs) that probes and state reads never connect to, checked on the resolved address. "+
 			"The default denies link-local and cloud metadata addresses. Setting it replaces that list: repeat it (see config/manager) "+
 			"and add, for example, the cluster's pod and service ranges.")
-	if err := fs.Parse(args); err != nil {
-		return options{}, err
-	}
-	o.addressPolicy = netguard.Policy{Allowed: allowed, Denied: denied}
-	switch p := controllers.ReferencePolicy(policy); p {
+}
+
+// resolve sets the options read as text from text: the address policy,
+// the reference policy, the COS service URL and the watched namespaces,
+// failing on the first that is not valid, in that order.
+func (o *options) resolve(text textFlags) error {
+	o.addressPolicy = netguard.Policy{Allowed: text.allowed, Denied: text.denied}
+	switch p := controllers.ReferencePolicy(text.policy); p {
 	case controllers.ReferencePolicyNamespace, controllers.ReferencePolicyLabeled:
 		o.referencePolicy = p
 	default:
-		return options{}, fmt.Errorf("--secret-reference-policy must be namespace or labeled, got %q", policy)
+		return fmt.Errorf("--secret-reference-policy must be namespace or labeled, got %q", text.policy)
 	}
-
 	var err error
-	if cosService != "" {
-		if o.cosServiceURL, err = cos.ParseServiceURL(cosService); err != nil {
-			return options{}, fmt.Errorf("--cos-service-url: %w", err)
+	if text.cosService != "" {
+		if o.cosServiceURL, err = cos.ParseServiceURL(text.cosService); err != nil {
+			return fmt.Errorf("--cos-service-url: %w", err)
 		}
 	}
-	if o.watchNamespaces, err = parseNamespaces(namespaces); err != nil {
-		return options{}, err
-	}
+	o.watchNamespaces, err = parseNamespaces(text.namespaces)
+	return err
+}
+
+// validate checks the bounds of the numeric, duration and name settings,
+// and returns the first that is out of them.
+func (o options) validate() error {
 	if o.maxConcurrentReconciles < 1 {
-		return options{}, fmt.Errorf("--max-concurrent-reconciles must be at least 1, got %d", o.maxConcurrentReconciles)
+		return fmt.Errorf("--max-concurrent-reconciles must be at least 1, got %d", o.maxConcurrentReconciles)
 	}
 	if o.maxConcurrentProbes < 1 || o.maxConcurrentProbesPerNamespace < 1 {
-		return options{}, fmt.Errorf("--max-concurrent-probes and --max-concurrent-probes-per-namespace must be at least 1, got %d and %d",
+		return fmt.Errorf("--max-concurrent-probes and --max-concurrent-probes-per-namespace must be at least 1, got %d and %d",
 			o.maxConcurrentProbes, o.maxConcurrentProbesPerNamespace)
 	}
-	if msgs := validation.IsDNS1123Subdomain(o.leaderElectionID); len(msgs) > 0 {
-		return options{}, fmt.Errorf("--leader-election-id %q is not a valid Lease name: %s", o.leaderElectionID, strings.Join(msgs, "; "))
-	}
-	if o.leaderElectionNamespace != "" {
-		if msgs := validation.IsDNS1123Label(o.leaderElectionNamespace); len(msgs) > 0 {
-			return options{}, fmt.Errorf("--leader-election-namespace %q is not a valid namespace: %s", o.leaderElectionNamespace, strings.Join(msgs, "; "))
-		}
+	if err := validateLeaderElection(o.leaderElectionID, o.leaderElectionNamespace); err != nil {
+		return err
 	}
 	if o.maxConcurrentDecryptions < 1 {
-		return options{}, fmt.Errorf("--max-concurrent-decryptions must be at least 1, got %d", o.maxConcurrentDecryptions)
+		return fmt.Errorf("--max-concurrent-decryptions must be at least 1, got %d", o.maxConcurrentDecryptions)
 	}
 	if o.defaultProbeInterval < backendsv1alpha1.MinProbeInterval || o.defaultProbeInterval > backendsv1alpha1.MaxProbeInterval {
-		return options{}, fmt.Errorf("--default-probe-interval must be between %s and %s, as spec.probe.interval, got %s",
+		return fmt.Errorf("--default-probe-interval must be between %s and %s, as spec.probe.interval, got %s",
 			shortDuration(backendsv1alpha1.MinProbeInterval), shortDuration(backendsv1alpha1.MaxProbeInterval), o.defaultProbeInterval)
 	}
 	if o.lockReleaseWait < time.Second {
-		return options{}, fmt.Errorf("--lock-release-wait must be at least 1s, got %s", o.lockReleaseWait)
+		return fmt.Errorf("--lock-release-wait must be at least 1s, got %s", o.lockReleaseWait)
 	}
-	return o, nil
+	return nil
+}
+
+// validateLeaderElection checks that id is a valid Lease name and
+// namespace, when set, a valid namespace name.
+func validateLeaderElection(id, namespace string) error {
+	if msgs := validation.IsDNS1123Subdomain(id); len(msgs) > 0 {
+		return fmt.Errorf("--leader-election-id %q is not a valid Lease name: %s", id, strings.Join(msgs, "; "))
+	}
+	if namespace == "" {
+		return nil
+	}
+	if msgs := validation.IsDNS1123Label(namespace); len(msgs) > 0 {
+		return fmt.Errorf("--leader-election-namespace %q is not a valid namespace: %s", namespace, strings.Join(msgs, "; "))
+	}
+	return nil
 }
 
 // shortDuration prints d as the API's durations are written: 24h and 5m
