@@ -50,82 +50,132 @@ type Bounds struct {
 func Measure(raw []byte, b Bounds) (int, error) {
 	dec := json.NewDecoder(bytes.NewReader(raw))
 	dec.UseNumber()
-	var (
-		open    []frame // the lists and objects around the next token, innermost last
-		wantKey bool    // the next token of the innermost object is a key
-		started bool    // a token was read
-		done    bool    // the top value is complete
-		size    int
-	)
-	// member counts one more member of the innermost list or object, or
-	// completes the top value, and says whether a key comes next.
-	member := func() error {
-		if len(open) == 0 {
-			done = true
-			return nil
-		}
-		inner := &open[len(open)-1]
-		inner.members++
-		if inner.members > b.MaxMembers {
-			return ErrTooManyMembers
-		}
-		wantKey = inner.object
-		return nil
-	}
+	m := measurer{bounds: b}
 	for {
 		tok, err := dec.Token()
 		switch {
-		case errors.Is(err, io.EOF) && done:
-			return size, nil
-		case errors.Is(err, io.EOF) && started:
-			return 0, fmt.Errorf("%w: the value ends before it is complete", ErrNotJSON)
 		case errors.Is(err, io.EOF):
-			return 0, fmt.Errorf("%w: the value is empty", ErrNotJSON)
+			return m.end()
 		case err != nil:
 			return 0, syntaxError(err)
-		case done:
-			return 0, fmt.Errorf("%w: data follows the value", ErrNotJSON)
 		}
-		started = true
-		switch t := tok.(type) {
-		case json.Delim:
-			if t == '[' || t == '{' {
-				if len(open) >= b.MaxDepth {
-					return 0, ErrTooDeep
-				}
-				open = append(open, frame{object: t == '{'})
-				wantKey = t == '{'
-				continue
-			}
-			open = open[:len(open)-1]
-			// The closed list or object is a member of the one around it.
-		case string:
-			if wantKey {
-				if b.MaxKey > 0 && len(t) > b.MaxKey {
-					return 0, ErrKeyTooLong
-				}
-				size += len(t)
-				wantKey = false
-				continue
-			}
-			if len(t) > b.MaxString {
-				return 0, ErrStringTooLong
-			}
-			size += len(t)
-		case json.Number:
-			if b.Number != nil {
-				if err := b.Number(string(t)); err != nil {
-					return 0, err
-				}
-			}
-			size += ScalarSize
-		default: // bool or null
-			size += ScalarSize
-		}
-		if err := member(); err != nil {
+		if err := m.token(tok); err != nil {
 			return 0, err
 		}
 	}
+}
+
+// measurer is Measure's walk through the tokens of one value: where it is
+// in the value, and the size so far.
+type measurer struct {
+	bounds  Bounds
+	open    []frame // the lists and objects around the next token, innermost last
+	wantKey bool    // the next token of the innermost object is a key
+	started bool    // a token was read
+	done    bool    // the top value is complete
+	size    int
+}
+
+// end returns the size once the data ends, which must be right after a
+// complete value.
+func (m *measurer) end() (int, error) {
+	switch {
+	case m.done:
+		return m.size, nil
+	case m.started:
+		return 0, fmt.Errorf("%w: the value ends before it is complete", ErrNotJSON)
+	}
+	return 0, fmt.Errorf("%w: the value is empty", ErrNotJSON)
+}
+
+// token measures the next token, which must be part of the value.
+func (m *measurer) token(tok json.Token) error {
+	if m.done {
+		return fmt.Errorf("%w: data follows the value", ErrNotJSON)
+	}
+	m.started = true
+	switch t := tok.(type) {
+	case json.Delim:
+		if t == '[' || t == '{' {
+			return m.openNested(t == '{')
+		}
+		return m.closeNested()
+	case string:
+		if m.wantKey {
+			return m.key(t)
+		}
+		return m.str(t)
+	case json.Number:
+		return m.number(t)
+	default: // bool or null
+		m.size += ScalarSize
+		return m.member()
+	}
+}
+
+// openNested opens a list, or an object when object is true, within
+// Bounds.MaxDepth.
+func (m *measurer) openNested(object bool) error {
+	if len(m.open) >= m.bounds.MaxDepth {
+		return ErrTooDeep
+	}
+	m.open = append(m.open, frame{object: object})
+	m.wantKey = object
+	return nil
+}
+
+// closeNested closes the innermost list or object, which is then a member
+// of the one around it.
+func (m *measurer) closeNested() error {
+	m.open = m.open[:len(m.open)-1]
+	return m.member()
+}
+
+// key measures an object key, within Bounds.MaxKey; its value comes next.
+func (m *measurer) key(k string) error {
+	if m.bounds.MaxKey > 0 && len(k) > m.bounds.MaxKey {
+		return ErrKeyTooLong
+	}
+	m.size += len(k)
+	m.wantKey = false
+	return nil
+}
+
+// str measures a string value, within Bounds.MaxString.
+func (m *measurer) str(s string) error {
+	if len(s) > m.bounds.MaxString {
+		return ErrStringTooLong
+	}
+	m.size += len(s)
+	return m.member()
+}
+
+// number measures a number, checked by Bounds.Number when set.
+func (m *measurer) number(n json.Number) error {
+	if m.bounds.Number != nil {
+		if err := m.bounds.Number(string(n)); err != nil {
+			return err
+		}
+	}
+	m.size += ScalarSize
+	return m.member()
+}
+
+// member counts one more member of the innermost list or object, within
+// Bounds.MaxMembers, and says whether a key comes next; outside any list
+// or object it completes the top value.
+func (m *measurer) member() error {
+	if len(m.open) == 0 {
+		m.done = true
+		return nil
+	}
+	inner := &m.open[len(m.open)-1]
+	inner.members++
+	if inner.members > m.bounds.MaxMembers {
+		return ErrTooManyMembers
+	}
+	m.wantKey = inner.object
+	return nil
 }
 
 // frame is an open list or object.
