@@ -129,7 +129,7 @@ func TestConditionMessagesStartWithACapital(t *testing.T) {
 				checkHTTPSpec(backendsv1alpha1.HttpBackendSpec{Address: "https://s/x?token=t"}),
 				checkHTTPSpec(backendsv1alpha1.HttpBackendSpec{Address: "http://169.254.169.254/"}),
 				checkHTTPSpec(backendsv1alpha1.HttpBackendSpec{Address: "https://s/x", LockMethod: "GET"}),
-				checkHTTPSpec(backendsv1alpha1.HttpBackendSpec{Address: "https://s/x", ConfigMapName: "kube-root-ca.crt"}),
+				checkHTTPSpec(backendsv1alpha1.HttpBackendSpec{Address: "https://s/x", BackendCommonSpec: backendsv1alpha1.BackendCommonSpec{ConfigMapName: "kube-root-ca.crt"}}),
 				checkHTTPSpec(backendsv1alpha1.HttpBackendSpec{Address: "https://s/x", Overrides: []backendsv1alpha1.Override{{Path: "address"}}}),
 				checkHTTPSpec(backendsv1alpha1.HttpBackendSpec{Address: "%zz"}),
 			}

@@ -26,7 +26,7 @@ func TestCheckHTTPSpec(t *testing.T) {
 	valid := backendsv1alpha1.HttpBackendSpec{
 		Address:     "https://state.example.com/state/app?env=prod&ID=1",
 		LockAddress: "http://10.0.0.1:8080/lock", UnlockAddress: "https://[::1]:8443/unlock",
-		LockMethod: "POST", UnlockMethod: "DELETE", ConfigMapName: "app-backend",
+		LockMethod: "POST", UnlockMethod: "DELETE", BackendCommonSpec: backendsv1alpha1.BackendCommonSpec{ConfigMapName: "app-backend"},
 	}
 	cases := map[string]struct {
 		edit    func(*backendsv1alpha1.HttpBackendSpec)
@@ -84,7 +84,7 @@ func TestCheckCosAndRemoteStateSpecs(t *testing.T) {
 		"a prefix escape":    {err: checkCosSpec(backendsv1alpha1.CosBackendSpec{Prefix: "platform/../other"}), wantMsg: "spec.prefix must not contain '..' path segments"},
 		"a key escape":       {err: checkCosSpec(backendsv1alpha1.CosBackendSpec{Key: "../other/terraform.tfstate"}), wantMsg: "spec.key must not contain '..'"},
 		"an http endpoint":   {err: checkCosSpec(backendsv1alpha1.CosBackendSpec{Endpoint: "http://cos-internal.ap-guangzhou.tencentcos.cn"}), wantMsg: "spec.endpoint uses http://"},
-		"a mesh CA bundle":   {err: checkCosSpec(backendsv1alpha1.CosBackendSpec{ConfigMapName: "istio-ca-root-cert"}), wantMsg: "spec.configMapName must not be"},
+		"a mesh CA bundle":   {err: checkCosSpec(backendsv1alpha1.CosBackendSpec{BackendCommonSpec: backendsv1alpha1.BackendCommonSpec{ConfigMapName: "istio-ca-root-cert"}}), wantMsg: "spec.configMapName must not be"},
 		"overrides the probe ignores": {err: checkCosSpec(backendsv1alpha1.CosBackendSpec{Overrides: []backendsv1alpha1.Override{
 			override("domain", `"internal.tencentcloudapi.com"`), override("acl", `"private"`), override("encrypt", `true`),
 			override("assume_role", `{"policy": "{}"}`), override("assume_role.session_duration", `900`),

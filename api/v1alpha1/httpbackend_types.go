@@ -24,8 +24,6 @@ import (
 // +kubebuilder:validation:XValidation:rule="!has(self.overrides) || self.overrides.all(o, o.path != 'retry_wait_max')",message="overrides cannot set retry_wait_max: set spec.retryWaitMax instead, which the probe and RemoteState read too",fieldPath=".overrides"
 // +kubebuilder:validation:XValidation:rule="!has(self.runner) || !has(self.tls) || !has(self.tls.clientCertificateSecretRef) || self.runner.flavor != 'terraform' || !has(self.runner.version) || !self.runner.version.matches('^1[.][0-3]([.]|$)')",message="tls.clientCertificateSecretRef is read by Terraform 1.4 and later and by OpenTofu: the runner in spec.runner cannot read it",fieldPath=".tls.clientCertificateSecretRef"
 // +kubebuilder:validation:XValidation:rule="!has(self.runner) || !has(self.tls) || !has(self.tls.caCertificate) || self.runner.flavor != 'terraform' || !has(self.runner.version) || !self.runner.version.matches('^1[.][0-3]([.]|$)')",message="tls.caCertificate is read by Terraform 1.4 and later and by OpenTofu: the runner in spec.runner cannot read it",fieldPath=".tls.caCertificate"
-// +kubebuilder:validation:XValidation:rule="!has(self.encryption) || !has(self.runner) || self.runner.flavor != 'terraform'",message="encryption is OpenTofu's state encryption, which Terraform cannot read: set runner.flavor to opentofu, or remove encryption",fieldPath=".encryption"
-// +kubebuilder:validation:XValidation:rule="!has(self.encryption) || !has(self.runner) || !has(self.runner.version) || !self.runner.version.matches('^1[.]6([.]|$)')",message="encryption is read by OpenTofu 1.7 and later: the runner in spec.runner cannot read it",fieldPath=".encryption"
 type HttpBackendSpec struct {
 	// address of the state, the REST endpoint Terraform GETs and updates.
 	// It is configuration, published in the rendered ConfigMap and shown by
@@ -151,29 +149,9 @@ type HttpBackendSpec struct {
 	// +optional
 	LockPolicy *LockPolicy `json:"lockPolicy,omitempty"`
 
-	// runner says which program (terraform or opentofu) and version runs
-	// with the rendered files. Settings it cannot read are refused, and
-	// the files are rendered as it reads them. Unset renders what the spec
-	// says; status.rendered.compatibleRunners tells who can use it.
-	// +optional
-	Runner *Runner `json:"runner,omitempty"`
-
-	// encryption encrypts state and plans with OpenTofu's state
-	// encryption (pbkdf2 and aes_gcm), rendered as TF_ENCRYPTION into the
-	// credentials Secret. The probe and RemoteState decrypt with it. Not
-	// for Terraform, which cannot read encrypted state.
-	// +optional
-	Encryption *StateEncryption `json:"encryption,omitempty"`
-
-	// configMapName is the name of the rendered ConfigMap. Defaults to
-	// "<name>-backend". Names that Kubernetes or cluster add-ons publish in
-	// every namespace are refused.
-	// +optional
-	// +kubebuilder:validation:MinLength=1
-	// +kubebuilder:validation:MaxLength=253
-	// +kubebuilder:validation:Pattern=`^[a-z0-9]([-a-z0-9]*[a-z0-9])?(\.[a-z0-9]([-a-z0-9]*[a-z0-9])?)*$`
-	// +kubebuilder:validation:XValidation:rule="!(self in ['kube-root-ca.crt', 'openshift-service-ca.crt']) && !self.endsWith('-ca-root-cert')",message="configMapName must not be a name that Kubernetes or a cluster add-on publishes in every namespace (kube-root-ca.crt, openshift-service-ca.crt, *-ca-root-cert)"
-	ConfigMapName string `json:"configMapName,omitempty"`
+	// The fields every backend kind shares: runner, encryption and
+	// configMapName.
+	BackendCommonSpec `json:",inline"`
 
 	// overrides set attributes of the rendered backend block that no typed
 	// field covers. Credential attributes are rejected, and so are the

@@ -305,10 +305,10 @@ func TestEncryptionNeeds(t *testing.T) {
 	enc := &backendsv1alpha1.StateEncryption{PassphraseSecretRef: backendsv1alpha1.SecretKeyRef{Name: "tofu"}}
 	render := map[string]func(*backendsv1alpha1.Runner, *backendsv1alpha1.StateEncryption) (Files, error){
 		"http": func(r *backendsv1alpha1.Runner, e *backendsv1alpha1.StateEncryption) (Files, error) {
-			return HTTPFiles(backendsv1alpha1.HttpBackendSpec{Address: testAddress, Runner: r, Encryption: e})
+			return HTTPFiles(backendsv1alpha1.HttpBackendSpec{Address: testAddress, BackendCommonSpec: backendsv1alpha1.BackendCommonSpec{Runner: r, Encryption: e}})
 		},
 		"cos": func(r *backendsv1alpha1.Runner, e *backendsv1alpha1.StateEncryption) (Files, error) {
-			return CosFiles(backendsv1alpha1.CosBackendSpec{Bucket: testBucket, Runner: r, Encryption: e}, testRegion)
+			return CosFiles(backendsv1alpha1.CosBackendSpec{Bucket: testBucket, BackendCommonSpec: backendsv1alpha1.BackendCommonSpec{Runner: r, Encryption: e}}, testRegion)
 		},
 	}
 	tofu, terraform := backendsv1alpha1.RunnerOpenTofu, backendsv1alpha1.RunnerTerraform

@@ -92,7 +92,7 @@ func TestRenderForRunner(t *testing.T) {
 		}
 	})
 	t.Run("an override OpenTofu cannot read is refused naming it and its readers", func(t *testing.T) {
-		_, err := CosFiles(backendsv1alpha1.CosBackendSpec{Bucket: testBucket, Runner: tofu,
+		_, err := CosFiles(backendsv1alpha1.CosBackendSpec{Bucket: testBucket, BackendCommonSpec: backendsv1alpha1.BackendCommonSpec{Runner: tofu},
 			Overrides: []backendsv1alpha1.Override{overrideJSON("domain", `"tencentcloudapi.com"`)}}, testRegion)
 		if !errors.Is(err, ErrUnsupportedByRunner) {
 			t.Fatalf("err = %v, want ErrUnsupportedByRunner", err)
@@ -104,7 +104,7 @@ func TestRenderForRunner(t *testing.T) {
 		}
 	})
 	t.Run("backend.tf.json for OpenTofu doubles template introducers", func(t *testing.T) {
-		spec := backendsv1alpha1.HttpBackendSpec{Address: "https://s.example.com/state?a=${x}&b=%{y}&c=$${z}", Username: "u\rv", Runner: tofu}
+		spec := backendsv1alpha1.HttpBackendSpec{Address: "https://s.example.com/state?a=${x}&b=%{y}&c=$${z}", Username: "u\rv", BackendCommonSpec: backendsv1alpha1.BackendCommonSpec{Runner: tofu}}
 		f, err := HTTPFiles(spec)
 		if err != nil {
 			t.Fatal(err)

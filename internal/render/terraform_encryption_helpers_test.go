@@ -41,9 +41,11 @@ func newEncryptedWorkdir(t *testing.T, cli testtools.Runner, runner *backendsv1a
 	t.Cleanup(srv.Close)
 	files, err := HTTPFiles(backendsv1alpha1.HttpBackendSpec{
 		Address: srv.URL + statePath,
-		Runner:  runner,
-		Encryption: &backendsv1alpha1.StateEncryption{
-			PassphraseSecretRef: backendsv1alpha1.SecretKeyRef{Name: "passphrase"},
+		BackendCommonSpec: backendsv1alpha1.BackendCommonSpec{
+			Runner: runner,
+			Encryption: &backendsv1alpha1.StateEncryption{
+				PassphraseSecretRef: backendsv1alpha1.SecretKeyRef{Name: "passphrase"},
+			},
 		},
 	})
 	if err != nil {

@@ -143,7 +143,7 @@ func jsonTemplateProof(runner *backendsv1alpha1.Runner) featureProof {
 		var rec seen
 		srv := httptest.NewServer(rec.wrap(stateserver.New(stateserver.NewMemoryStore())))
 		t.Cleanup(srv.Close)
-		files, err := HTTPFiles(backendsv1alpha1.HttpBackendSpec{Address: srv.URL + statePath + "?" + templatedQuery, Runner: runner})
+		files, err := HTTPFiles(backendsv1alpha1.HttpBackendSpec{Address: srv.URL + statePath + "?" + templatedQuery, BackendCommonSpec: backendsv1alpha1.BackendCommonSpec{Runner: runner}})
 		if err != nil {
 			t.Fatal(err)
 		}
