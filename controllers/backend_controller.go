@@ -7,6 +7,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/infrastate/backend-operator/controllers/internal/conditions"
 	"github.com/infrastate/backend-operator/internal/render"
 
 	ctrl "sigs.k8s.io/controller-runtime"
@@ -77,7 +78,7 @@ func (r *backendReconciler) Reconcile(ctx context.Context, req ctrl.Request) (ct
 		err := runPhases(ctx, s, r.reconcileSpec, r.reconcileReferences, r.reconcileRender, r.reconcileProbe)
 		forgetReachableWhenStalled(r.kind.name(), obj, err)
 		obj.SharedStatus().Locked = lockedWord(obj.SharedStatus().Conditions)
-		return outcome{readyMessage: s.readyMessage, gates: r.kind.readyGates(), probePending: s.probePending, applied: s.applied},
+		return outcome{Outcome: conditions.Outcome{ReadyMessage: s.readyMessage, Gates: r.kind.readyGates(), ProbePending: s.probePending}, applied: s.applied},
 			s.requeueAfter, err
 	})
 }
@@ -89,7 +90,7 @@ func (r *backendReconciler) reconcileSpec(_ context.Context, s *backendScope) er
 }
 
 // reconcileReferences reads and checks the Secrets and ConfigMaps the
-// backend references (a problem is a stallError naming the object and
+// backend references (a problem is a stall naming the object and
 // key, never a value) and fills scope.resolved.
 func (r *backendReconciler) reconcileReferences(ctx context.Context, s *backendScope) error {
 	resolved, err := r.kind.resolve(ctx, r.envFor(ctx, s.obj.GetNamespace()), s.obj)
@@ -103,7 +104,7 @@ func (r *backendReconciler) reconcileReferences(ctx context.Context, s *backendS
 // reconcileRender renders the backend into its ConfigMap and credentials
 // Secret, writing only what changed, and records their names in
 // status.rendered. A render error or a name taken by a foreign object is
-// a stallError; the previous render is left as it was.
+// a stall; the previous render is left as it was.
 //
 // A backend whose last render came from the same inputs, and whose objects
 // stand as the operator wrote them, is not rendered again (see
@@ -118,10 +119,10 @@ func (r *backendReconciler) reconcileRender(ctx context.Context, s *backendScope
 	r.renders.forget(writerKey{kind: r.kind.name(), NamespacedName: client.ObjectKeyFromObject(s.obj)})
 	files, credentials, err := s.resolved.render()
 	if errors.Is(err, render.ErrUnsupportedByRunner) {
-		return stall(backendsv1alpha1.UnsupportedByRunnerReason, "Cannot render the backend configuration: %v", err)
+		return conditions.Stall(backendsv1alpha1.UnsupportedByRunnerReason, "Cannot render the backend configuration: %v", err)
 	}
 	if err != nil {
-		return stall(backendsv1alpha1.InvalidSpecReason, "Cannot render the backend configuration: %v", err)
+		return conditions.Stall(backendsv1alpha1.InvalidSpecReason, "Cannot render the backend configuration: %v", err)
 	}
 	s.readyMessage, err = r.writeRendered(ctx, s.obj, r.kind.name(), configMapName, inputs, files, credentials)
 	return err
@@ -140,7 +141,7 @@ func (r *backendReconciler) reconcileProbe(ctx context.Context, s *backendScope)
 	interval := probeInterval(r.kind.probeSpec(obj), r.opts.defaultProbeInterval)
 	plan := s.resolved.probe(interval)
 	if plan.off != nil {
-		setCondition(&status.Conditions, obj.GetGeneration(), plan.condition, *plan.off)
+		conditions.Set(&status.Conditions, obj.GetGeneration(), plan.condition, *plan.off)
 		status.State = nil
 		stateSize.DeleteLabelValues(r.kind.name(), obj.GetNamespace(), obj.GetName())
 	}

@@ -11,6 +11,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/controller/controllerutil"
 
 	backendsv1alpha1 "github.com/infrastate/backend-operator/api/v1alpha1"
+	"github.com/infrastate/backend-operator/controllers/internal/conditions"
 )
 
 // patchProtection adds the backend's protection finalizer when protect is
@@ -52,7 +53,7 @@ func (r *backendReconciler) finalize(ctx context.Context, obj backendObject, loc
 	}
 	before := obj.DeepCopyObject().(backendObject)
 	status := obj.SharedStatus()
-	setCondition(&status.Conditions, obj.GetGeneration(), backendsv1alpha1.ReadyCondition, inUseObservation(blockers))
+	conditions.Set(&status.Conditions, obj.GetGeneration(), backendsv1alpha1.ReadyCondition, inUseObservation(blockers))
 	if apiequality.Semantic.DeepEqual(obj, before) {
 		return ctrl.Result{}, nil
 	}

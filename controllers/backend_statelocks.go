@@ -18,6 +18,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/reconcile"
 
 	backendsv1alpha1 "github.com/infrastate/backend-operator/api/v1alpha1"
+	"github.com/infrastate/backend-operator/controllers/internal/conditions"
 )
 
 // What a backend knows of the StateLocks that name it: whether one holds
@@ -74,8 +75,8 @@ func stateLocksView(locks []backendsv1alpha1.StateLock) []byte {
 // the user has the lock read.
 func uncheckedLockVerdict(holder *backendsv1alpha1.StateLock, checkHint string) lockVerdict {
 	if holder == nil {
-		return lockVerdict{known: true, obs: observation{status: metav1.ConditionUnknown, reason: backendsv1alpha1.LockNotCheckedReason,
-			message: "The lock is not checked, and no StateLock holds it: " + checkHint}}
+		return lockVerdict{known: true, obs: conditions.Observation{Status: metav1.ConditionUnknown, Reason: backendsv1alpha1.LockNotCheckedReason,
+			Message: "The lock is not checked, and no StateLock holds it: " + checkHint}}
 	}
 	info := holder.Status.LockInfo
 	if info == nil {
@@ -85,8 +86,8 @@ func uncheckedLockVerdict(holder *backendsv1alpha1.StateLock, checkHint string) 
 	if holder.Status.HeldSince != nil {
 		since = " since " + holder.Status.HeldSince.UTC().Format(time.RFC3339)
 	}
-	return lockVerdict{known: true, holder: info.DeepCopy(), obs: observation{status: metav1.ConditionTrue, reason: backendsv1alpha1.LockHeldReason,
-		message: fmt.Sprintf("Lock %s is held by StateLock %s%s. The lock is not checked otherwise: %s",
+	return lockVerdict{known: true, holder: info.DeepCopy(), obs: conditions.Observation{Status: metav1.ConditionTrue, Reason: backendsv1alpha1.LockHeldReason,
+		Message: fmt.Sprintf("Lock %s is held by StateLock %s%s. The lock is not checked otherwise: %s",
 			holder.Status.LockID, holder.Name, since, checkHint)}}
 }
 
@@ -105,7 +106,7 @@ func applyUncheckedLock(obj backendObject, kind string, holder *backendsv1alpha1
 	} else {
 		lockHeld.DeleteLabelValues(kind, obj.GetNamespace(), obj.GetName())
 	}
-	setCondition(&status.Conditions, obj.GetGeneration(), backendsv1alpha1.LockedCondition, v.obs)
+	conditions.Set(&status.Conditions, obj.GetGeneration(), backendsv1alpha1.LockedCondition, v.obs)
 }
 
 // lockedWord is status.locked for conditions: the Locked condition's
@@ -142,7 +143,7 @@ const maxBlockersNamed = 5
 // inUseObservation is the Ready condition of a backend of kind whose
 // deletion waits for blockers (see deletionBlockers): which StateLocks,
 // which lock each holds, and what to do.
-func inUseObservation(blockers []backendsv1alpha1.StateLock) observation {
+func inUseObservation(blockers []backendsv1alpha1.StateLock) conditions.Observation {
 	var named, names []string
 	for i, sl := range blockers {
 		if i == maxBlockersNamed {
@@ -157,7 +158,7 @@ func inUseObservation(blockers []backendsv1alpha1.StateLock) observation {
 			named = append(named, fmt.Sprintf("StateLock %s (holds lock %s)", sl.Name, sl.Status.LockID))
 		}
 	}
-	return observation{status: metav1.ConditionFalse, reason: backendsv1alpha1.InUseReason, message: fmt.Sprintf(
+	return conditions.Observation{Status: metav1.ConditionFalse, Reason: backendsv1alpha1.InUseReason, Message: fmt.Sprintf(
 		"Deletion waits until no StateLock holds this backend's lock: %s. Delete them (kubectl delete statelock -n %s %s) "+
 			"to release their locks, or wait for their spec.until; the backend is deleted right after.",
 		strings.Join(named, ", "), blockers[0].Namespace, strings.Join(names, " "))}

@@ -9,6 +9,7 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
 	backendsv1alpha1 "github.com/infrastate/backend-operator/api/v1alpha1"
+	"github.com/infrastate/backend-operator/controllers/internal/conditions"
 )
 
 // named returns the StateLock of b renamed name, in workspace ws.
@@ -83,24 +84,24 @@ func TestUncheckedLockVerdict(t *testing.T) {
 		want   lockVerdict
 	}{
 		"no StateLock holds it: unchecked": {
-			want: lockVerdict{known: true, obs: observation{status: metav1.ConditionUnknown, reason: backendsv1alpha1.LockNotCheckedReason,
-				message: "The lock is not checked, and no StateLock holds it: set probe.lockCheck."}},
+			want: lockVerdict{known: true, obs: conditions.Observation{Status: metav1.ConditionUnknown, Reason: backendsv1alpha1.LockNotCheckedReason,
+				Message: "The lock is not checked, and no StateLock holds it: set probe.lockCheck."}},
 		},
 		"a StateLock holds it: held, by its LockInfo": {
 			holder: held,
-			want: lockVerdict{known: true, holder: held.Status.LockInfo, obs: observation{status: metav1.ConditionTrue, reason: backendsv1alpha1.LockHeldReason,
-				message: "Lock L is held by StateLock freeze since 2026-03-01T12:00:00Z. The lock is not checked otherwise: set probe.lockCheck."}},
+			want: lockVerdict{known: true, holder: held.Status.LockInfo, obs: conditions.Observation{Status: metav1.ConditionTrue, Reason: backendsv1alpha1.LockHeldReason,
+				Message: "Lock L is held by StateLock freeze since 2026-03-01T12:00:00Z. The lock is not checked otherwise: set probe.lockCheck."}},
 		},
 		"a StateLock that recorded only the ID": {
 			holder: recordedAlone,
-			want: lockVerdict{known: true, holder: &backendsv1alpha1.LockInfo{ID: "L", Who: slockWho}, obs: observation{status: metav1.ConditionTrue,
-				reason: backendsv1alpha1.LockHeldReason, message: "Lock L is held by StateLock freeze. The lock is not checked otherwise: set probe.lockCheck."}},
+			want: lockVerdict{known: true, holder: &backendsv1alpha1.LockInfo{ID: "L", Who: slockWho}, obs: conditions.Observation{Status: metav1.ConditionTrue,
+				Reason: backendsv1alpha1.LockHeldReason, Message: "Lock L is held by StateLock freeze. The lock is not checked otherwise: set probe.lockCheck."}},
 		},
 	}
 	for name, tc := range cases {
 		t.Run(name, func(t *testing.T) {
 			got := uncheckedLockVerdict(tc.holder, hint)
-			if diff := cmp.Diff(tc.want, got, cmp.AllowUnexported(lockVerdict{}, observation{})); diff != "" {
+			if diff := cmp.Diff(tc.want, got, cmp.AllowUnexported(lockVerdict{}, conditions.Observation{})); diff != "" {
 				t.Errorf("verdict (-want +got):\n%s", diff)
 			}
 		})
@@ -190,8 +191,8 @@ func TestInUseObservation(t *testing.T) {
 	for name, tc := range cases {
 		t.Run(name, func(t *testing.T) {
 			got := inUseObservation(tc.blockers)
-			want := observation{status: metav1.ConditionFalse, reason: backendsv1alpha1.InUseReason, message: tc.want}
-			if diff := cmp.Diff(want, got, cmp.AllowUnexported(observation{})); diff != "" {
+			want := conditions.Observation{Status: metav1.ConditionFalse, Reason: backendsv1alpha1.InUseReason, Message: tc.want}
+			if diff := cmp.Diff(want, got, cmp.AllowUnexported(conditions.Observation{})); diff != "" {
 				t.Errorf("observation (-want +got):\n%s", diff)
 			}
 		})
@@ -222,8 +223,8 @@ func TestTakeAllowed(t *testing.T) {
 				t.Errorf("takeAllowed = %v, want %v", got, tc.want)
 			}
 			reason := ""
-			if se, ok := asStall(err); ok {
-				reason = se.reason
+			if se, ok := conditions.AsStall(err); ok {
+				reason = se.Reason
 			} else if err != nil {
 				t.Fatalf("takeAllowed: %v, want a stall or nothing", err)
 			}

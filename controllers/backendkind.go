@@ -9,6 +9,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	backendsv1alpha1 "github.com/infrastate/backend-operator/api/v1alpha1"
+	"github.com/infrastate/backend-operator/controllers/internal/conditions"
 	"github.com/infrastate/backend-operator/internal/render"
 )
 
@@ -47,7 +48,7 @@ type backendKind interface {
 	// newList returns an empty list of the kind.
 	newList() client.ObjectList
 	// readyGates are the conditions that gate Ready besides the render,
-	// in the order that decides which one Ready reports (see summarize).
+	// in the order that decides which one Ready reports (see conditions.Summarize).
 	readyGates() []string
 	// configMapName is obj's spec.configMapName: the name of the rendered
 	// ConfigMap, or "" for the default.
@@ -62,7 +63,7 @@ type backendKind interface {
 	probeSpec(obj backendObject) *backendsv1alpha1.ProbeSpec
 	// resolve reads what obj references under env and checks it. It may
 	// set status fields that it decides (a CosBackend's region in
-	// effect). Every problem the user must fix is a stallError naming the
+	// effect). Every problem the user must fix is a stall naming the
 	// object and key, never a value.
 	resolve(ctx context.Context, env kindEnv, obj backendObject) (resolvedBackend, error)
 }
@@ -102,7 +103,7 @@ type resolvedBackend interface {
 	decrypter() stateDecrypter
 	// locker returns the locker of a workspace's lock for the StateLock
 	// owner, with the backend's own client and settings. It connects only
-	// when used. A backend whose lock cannot be taken is a stallError.
+	// when used. A backend whose lock cannot be taken is a stall.
 	locker(workspace string, owner client.Object) (stateLocker, error)
 }
 
@@ -118,7 +119,7 @@ type probePlan struct {
 	// off, when set, says why the object is not probed periodically
 	// (ProbeDisabled, AssumeRoleNotSupported): condition is set to it and
 	// status.state is cleared.
-	off *observation
+	off *conditions.Observation
 	// start builds the probe, with the clients it needs; nil when there is
 	// nothing to probe at all, which clears the lock status. An error is
 	// a stall.

@@ -15,6 +15,8 @@ import (
 	ctrlevent "sigs.k8s.io/controller-runtime/pkg/event"
 	"sigs.k8s.io/controller-runtime/pkg/handler"
 	"sigs.k8s.io/controller-runtime/pkg/source"
+
+	"github.com/infrastate/backend-operator/controllers/internal/conditions"
 )
 
 // reconciler holds what every reconciler of this package uses.
@@ -97,6 +99,16 @@ func (r *reconciler) ownedWriter() ownedWriter {
 	return ownedWriter{client: r.client, reader: r.apiReader, metadata: r.metadata, versions: r.written}
 }
 
+// outcome is how a reconciliation's phases ended: what Ready, Reconciling
+// and Stalled are summarized from (see conditions.Summarize), and the probe
+// result the phases wrote to status.
+type outcome struct {
+	conditions.Outcome
+	// applied is the probe result this reconciliation wrote to status; it
+	// is acknowledged once the status is patched.
+	applied *probeResult
+}
+
 // phasesFunc runs a kind's phases on obj and returns how they ended and
 // when to come back.
 type phasesFunc func(ctx context.Context) (outcome, time.Duration, error)
@@ -142,9 +154,9 @@ func (r *reconciler) forget(kind string, key types.NamespacedName) {
 // reconcile).
 func (r *reconciler) reconcileObject(ctx context.Context, req ctrl.Request, obj statusObject, kind string, run phasesFunc) (ctrl.Result, error) {
 	before := obj.DeepCopyObject().(statusObject)
-	markReconciling(obj.StatusConditions(), obj.GetGeneration(), *obj.StatusObservedGeneration())
+	conditions.MarkReconciling(obj.StatusConditions(), obj.GetGeneration(), *obj.StatusObservedGeneration())
 	out, requeueAfter, err := run(ctx)
-	if err := finishReconcile(ctx, r.client, r.events, obj, before, out, err); err != nil {
+	if err := finishReconcile(ctx, r.client, r.events, obj, before, out.Outcome, err); err != nil {
 		if apierrors.IsConflict(err) {
 			// The object changed since it was read (often the cache had
 			// not caught up with a write of ours yet): an expected race,

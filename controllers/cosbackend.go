@@ -11,6 +11,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	backendsv1alpha1 "github.com/infrastate/backend-operator/api/v1alpha1"
+	"github.com/infrastate/backend-operator/controllers/internal/conditions"
 	"github.com/infrastate/backend-operator/internal/cos"
 	"github.com/infrastate/backend-operator/internal/render"
 )
@@ -68,7 +69,7 @@ func (cosKind) resolve(ctx context.Context, env kindEnv, obj backendObject) (res
 	}
 	secrets, secretsErr := resolveCosSecrets(ctx, env.refs, backend)
 	encryption, encryptionErr := resolveEncryption(ctx, env.refs, backend.Spec.Encryption)
-	if err := joinStalls(regionErr, secretsErr, encryptionErr); err != nil {
+	if err := conditions.JoinStalls(regionErr, secretsErr, encryptionErr); err != nil {
 		return nil, err
 	}
 	return &cosResolved{backend: backend, region: region, secrets: secrets, encryption: encryption, env: env}, nil
@@ -106,7 +107,7 @@ func (c *cosResolved) decrypter() stateDecrypter {
 // can give the operator keys to read with.
 func (c *cosResolved) openState(workspace string) (stateStreamer, error) {
 	if assumeRoleOnly(c.backend) {
-		return nil, stall(backendsv1alpha1.AssumeRoleNotSupportedReason, "CosBackend %s cannot be read: %v", c.backend.Name, errAssumeRoleNotSupported)
+		return nil, conditions.Stall(backendsv1alpha1.AssumeRoleNotSupportedReason, "CosBackend %s cannot be read: %v", c.backend.Name, errAssumeRoleNotSupported)
 	}
 	cc, err := c.client()
 	if err != nil {
@@ -122,11 +123,11 @@ func (c *cosResolved) openState(workspace string) (stateStreamer, error) {
 // assumeRoleOnly).
 func (c *cosResolved) locker(workspace string, _ client.Object) (stateLocker, error) {
 	if assumeRoleOnly(c.backend) {
-		return nil, stall(backendsv1alpha1.AssumeRoleNotSupportedReason, "CosBackend %s cannot be locked: %v", c.backend.Name, errAssumeRoleNotSupported)
+		return nil, conditions.Stall(backendsv1alpha1.AssumeRoleNotSupportedReason, "CosBackend %s cannot be locked: %v", c.backend.Name, errAssumeRoleNotSupported)
 	}
 	cc, err := c.client()
 	if err != nil {
-		return nil, stall(backendsv1alpha1.BackendNotReadyReason, "CosBackend %s cannot be used: %v", c.backend.Name, err)
+		return nil, conditions.Stall(backendsv1alpha1.BackendNotReadyReason, "CosBackend %s cannot be used: %v", c.backend.Name, err)
 	}
 	return &cosLocker{cc: cc, workspace: workspace}, nil
 }
@@ -155,8 +156,8 @@ func (c *cosResolved) probe(interval time.Duration) probePlan {
 	case assumeRoleOnly(backend):
 		plan.lockUnchecked = "the operator has no credentials to read the bucket with (spec.assumeRole only). " +
 			"Set credentialsSecretRef to have the lock read."
-		plan.off = &observation{status: metav1.ConditionUnknown, reason: backendsv1alpha1.AssumeRoleNotSupportedReason,
-			message: "The bucket is not checked: the only credentials are spec.assumeRole, and the operator does not assume roles " +
+		plan.off = &conditions.Observation{Status: metav1.ConditionUnknown, Reason: backendsv1alpha1.AssumeRoleNotSupportedReason,
+			Message: "The bucket is not checked: the only credentials are spec.assumeRole, and the operator does not assume roles " +
 				"(it makes no STS call). Runners assume it with keys of their own environment. Set credentialsSecretRef to keys " +
 				"that may read the bucket to have it checked."}
 		return plan
@@ -167,7 +168,7 @@ func (c *cosResolved) probe(interval time.Duration) probePlan {
 	plan.start = func() (probeFunc, error) {
 		cc, err := c.client()
 		if err != nil {
-			return nil, stall(backendsv1alpha1.InvalidSpecReason, "Cannot build a COS client: %v", err)
+			return nil, conditions.Stall(backendsv1alpha1.InvalidSpecReason, "Cannot build a COS client: %v", err)
 		}
 		dec := c.decrypter()
 		holder := newHolderCheck(c.env, backend, backend.Spec.LockPolicy)
@@ -200,14 +201,14 @@ func effectiveRegion(spec backendsv1alpha1.CosBackendSpec, managerDefault string
 	if managerDefault != "" {
 		return managerDefault, nil
 	}
-	return "", stall(backendsv1alpha1.RegionMissingReason,
+	return "", conditions.Stall(backendsv1alpha1.RegionMissingReason,
 		"The backend sets no spec.region and the manager has no default region (--cos-default-region or TENCENTCLOUD_REGION): "+
 			"set spec.region to the bucket's region")
 }
 
 // resolveCosSecrets reads secretId, secretKey and the optional
 // securityToken from credentialsSecretRef. A missing Secret or key is a
-// stallError naming the Secret and keys.
+// stall naming the Secret and keys.
 func resolveCosSecrets(ctx context.Context, refs referenceReader, backend *backendsv1alpha1.CosBackend) (render.CosSecrets, error) {
 	var secrets render.CosSecrets
 	ref := backend.Spec.CredentialsSecretRef

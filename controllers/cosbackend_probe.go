@@ -10,6 +10,7 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
 	backendsv1alpha1 "github.com/infrastate/backend-operator/api/v1alpha1"
+	"github.com/infrastate/backend-operator/controllers/internal/conditions"
 	"github.com/infrastate/backend-operator/internal/cos"
 	"github.com/infrastate/backend-operator/internal/netguard"
 	"github.com/infrastate/backend-operator/internal/render"
@@ -41,7 +42,7 @@ func runCosProbe(ctx context.Context, cc *cos.Client, dec stateDecrypter, forceU
 	start := time.Now()
 	var res cosProbeResult
 	res.bucketErr = cc.CheckBucket(ctx)
-	probeDuration.WithLabelValues(cosBackendKind, bucketObservation("", res.bucketErr).reason).Observe(time.Since(start).Seconds())
+	probeDuration.WithLabelValues(cosBackendKind, bucketObservation("", res.bucketErr).Reason).Observe(time.Since(start).Seconds())
 	if res.bucketErr != nil {
 		return res
 	}
@@ -92,7 +93,7 @@ func applyCosProbe(backend *backendsv1alpha1.CosBackend, res cosProbeResult, fin
 	bucket := bucketObservation(backend.Spec.Bucket, res.bucketErr)
 	switch {
 	case res.bucketErr != nil:
-		setCondition(conds, backend.Generation, backendsv1alpha1.BucketReadyCondition, bucket)
+		conditions.Set(conds, backend.Generation, backendsv1alpha1.BucketReadyCondition, bucket)
 		applyLock(backend, cosBackendKind, lockReading{err: res.bucketErr}, backend.Spec.ForceUnlock, backend.Spec.LockPolicy, finished)
 		return
 	case res.stateErr != nil:
@@ -104,7 +105,7 @@ func applyCosProbe(backend *backendsv1alpha1.CosBackend, res cosProbeResult, fin
 			bucket = obs
 		}
 	}
-	setCondition(conds, backend.Generation, backendsv1alpha1.BucketReadyCondition, bucket)
+	conditions.Set(conds, backend.Generation, backendsv1alpha1.BucketReadyCondition, bucket)
 	applyLock(backend, cosBackendKind, res.lock, backend.Spec.ForceUnlock, backend.Spec.LockPolicy, finished)
 }
 
@@ -129,14 +130,14 @@ func cosConfig(spec backendsv1alpha1.CosBackendSpec, region string, secrets rend
 // exists but whose state object cannot be used: DecryptionFailed, or
 // StateUnreadable whatever the cause, whose next step the message gives
 // (see failureClasses).
-func stateObjectFailure(err error) observation {
+func stateObjectFailure(err error) conditions.Observation {
 	class := classifyFailure(err)
 	reason := backendsv1alpha1.StateUnreadableReason
 	if class.reason == backendsv1alpha1.DecryptionFailedReason {
 		reason = class.reason
 	}
-	return observation{status: metav1.ConditionFalse, reason: reason,
-		message: fmt.Sprintf("The bucket exists, but its state object cannot be used: %s. %s", errorText(err), class.nextStep(err))}
+	return conditions.Observation{Status: metav1.ConditionFalse, Reason: reason,
+		Message: fmt.Sprintf("The bucket exists, but its state object cannot be used: %s. %s", errorText(err), class.nextStep(err))}
 }
 
 // bucketFailures classify a failed bucket check, in order: the reason and
@@ -153,10 +154,10 @@ var bucketFailures = []struct {
 }
 
 // bucketObservation is the BucketReady condition for a bucket check.
-func bucketObservation(bucket string, err error) observation {
+func bucketObservation(bucket string, err error) conditions.Observation {
 	if err == nil {
-		return observation{status: metav1.ConditionTrue, reason: backendsv1alpha1.ReachableReason,
-			message: fmt.Sprintf("Bucket %s exists and can be read", bucket)}
+		return conditions.Observation{Status: metav1.ConditionTrue, Reason: backendsv1alpha1.ReachableReason,
+			Message: fmt.Sprintf("Bucket %s exists and can be read", bucket)}
 	}
 	reason, format, next := backendsv1alpha1.ServerErrorReason, "Checking bucket %s failed", cosAnswerNextStep
 	for _, f := range bucketFailures {
@@ -165,6 +166,6 @@ func bucketObservation(bucket string, err error) observation {
 			break
 		}
 	}
-	return observation{status: metav1.ConditionFalse, reason: reason,
-		message: fmt.Sprintf(format+": %s. %s", bucket, errorText(err), next)}
+	return conditions.Observation{Status: metav1.ConditionFalse, Reason: reason,
+		Message: fmt.Sprintf(format+": %s. %s", bucket, errorText(err), next)}
 }

@@ -8,6 +8,7 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
 	backendsv1alpha1 "github.com/infrastate/backend-operator/api/v1alpha1"
+	"github.com/infrastate/backend-operator/controllers/internal/conditions"
 )
 
 // TestCosProbingDisabledForgetsTheLock checks that turning probing off
@@ -50,8 +51,8 @@ func TestCosAssumeRoleOnlyStateIsAStall(t *testing.T) {
 			AssumeRole: &backendsv1alpha1.AssumeRole{RoleArn: "qcs::cam::uin/100000000001:roleName/tf", SessionName: "tf"}},
 	}
 	stream, err := (&cosResolved{backend: backend}).openState("default")
-	se, ok := asStall(err)
-	if stream != nil || !ok || se.reason != backendsv1alpha1.AssumeRoleNotSupportedReason {
+	se, ok := conditions.AsStall(err)
+	if stream != nil || !ok || se.Reason != backendsv1alpha1.AssumeRoleNotSupportedReason {
 		t.Fatalf("openState() = %v, %v; want no stream and an AssumeRoleNotSupported stall", stream != nil, err)
 	}
 }

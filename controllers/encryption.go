@@ -9,6 +9,7 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
 	backendsv1alpha1 "github.com/infrastate/backend-operator/api/v1alpha1"
+	"github.com/infrastate/backend-operator/controllers/internal/conditions"
 	"github.com/infrastate/backend-operator/internal/render"
 	"github.com/infrastate/backend-operator/internal/stateencryption"
 	"github.com/infrastate/backend-operator/internal/statefile"
@@ -138,7 +139,7 @@ func resolveEncryption(ctx context.Context, refs referenceReader, enc *backendsv
 		}
 		out.secrets.FallbackUnencrypted = fb.Unencrypted
 	}
-	if err := joinStalls(primaryErr, fallbackErr); err != nil {
+	if err := conditions.JoinStalls(primaryErr, fallbackErr); err != nil {
 		return nil, err
 	}
 	return out, nil
@@ -153,7 +154,7 @@ func readPassphrase(ctx context.Context, refs referenceReader, ref backendsv1alp
 	}
 	p := render.Passphrase{SecretName: ref.Name, Key: key, Value: value}
 	if err := p.Check(field); err != nil {
-		return render.Passphrase{}, stall(backendsv1alpha1.InvalidPassphraseReason, "%s", invalidPassphraseMessage(refs.namespace, p, field, err))
+		return render.Passphrase{}, conditions.Stall(backendsv1alpha1.InvalidPassphraseReason, "%s", invalidPassphraseMessage(refs.namespace, p, field, err))
 	}
 	return p, nil
 }
@@ -234,12 +235,12 @@ func encryptionReferences(enc *backendsv1alpha1.StateEncryption) []string {
 // unencryptedState is the observation of a plain state that OpenTofu will
 // refuse: encryption is configured without fallback.unencrypted, and
 // OpenTofu then reads only encrypted state. ok is false otherwise.
-func unencryptedState(enc *backendsv1alpha1.StateEncryption, state *backendsv1alpha1.StateSummary) (observation, bool) {
+func unencryptedState(enc *backendsv1alpha1.StateEncryption, state *backendsv1alpha1.StateSummary) (conditions.Observation, bool) {
 	if enc == nil || (enc.Fallback != nil && enc.Fallback.Unencrypted) || state == nil || !state.Present || state.Encrypted {
-		return observation{}, false
+		return conditions.Observation{}, false
 	}
-	return observation{status: metav1.ConditionFalse, reason: backendsv1alpha1.StateNotEncryptedReason,
-		message: fmt.Sprintf("The state (serial %d) is not encrypted, and spec.encryption does not accept unencrypted state: "+
+	return conditions.Observation{Status: metav1.ConditionFalse, Reason: backendsv1alpha1.StateNotEncryptedReason,
+		Message: fmt.Sprintf("The state (serial %d) is not encrypted, and spec.encryption does not accept unencrypted state: "+
 			"OpenTofu will refuse to read it. Set spec.encryption.fallback.unencrypted: true until the next apply writes it encrypted",
 			state.Serial)}, true
 }

@@ -15,6 +15,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client/fake"
 
 	backendsv1alpha1 "github.com/infrastate/backend-operator/api/v1alpha1"
+	"github.com/infrastate/backend-operator/controllers/internal/conditions"
 	"github.com/infrastate/backend-operator/internal/render"
 	"github.com/infrastate/backend-operator/internal/stateclient"
 	"github.com/infrastate/backend-operator/internal/stateencryption"
@@ -69,13 +70,13 @@ func TestResolveEncryption(t *testing.T) {
 			refs := referenceReader{reader: c, metadata: c, contents: newReferencedContents(), namespace: "ns", policy: ReferencePolicyNamespace}
 			got, err := resolveEncryption(t.Context(), refs, tt.enc)
 			if tt.wantReason != "" {
-				se, ok := asStall(err)
-				if !ok || se.reason != tt.wantReason {
+				se, ok := conditions.AsStall(err)
+				if !ok || se.Reason != tt.wantReason {
 					t.Fatalf("resolveEncryption() error %v, want a %s stall", err, tt.wantReason)
 				}
 				for _, s := range []string{current, previous, "fifteen-bytes!!"} {
-					if strings.Contains(se.message, s) {
-						t.Errorf("the stall quotes a passphrase: %s", se.message)
+					if strings.Contains(se.Message, s) {
+						t.Errorf("the stall quotes a passphrase: %s", se.Message)
 					}
 				}
 				return
@@ -214,7 +215,7 @@ func TestContentFailureOfEncryptedStates(t *testing.T) {
 	for name, tc := range cases {
 		t.Run(name, func(t *testing.T) {
 			got := contentFailure(tc.err)
-			if got.reason != tc.want || got.status != metav1.ConditionFalse {
+			if got.Reason != tc.want || got.Status != metav1.ConditionFalse {
 				t.Errorf("contentFailure(%v) = %+v, want %s, False", tc.err, got, tc.want)
 			}
 		})
@@ -244,7 +245,7 @@ func TestUnencryptedState(t *testing.T) {
 			if ok != tt.want {
 				t.Fatalf("unencryptedState() = %+v, %t; want %t", obs, ok, tt.want)
 			}
-			if ok && (obs.reason != backendsv1alpha1.StateNotEncryptedReason || obs.status != metav1.ConditionFalse) {
+			if ok && (obs.Reason != backendsv1alpha1.StateNotEncryptedReason || obs.Status != metav1.ConditionFalse) {
 				t.Errorf("unencryptedState() = %+v, want False, StateNotEncrypted", obs)
 			}
 		})

@@ -8,6 +8,7 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
 	backendsv1alpha1 "github.com/infrastate/backend-operator/api/v1alpha1"
+	"github.com/infrastate/backend-operator/controllers/internal/conditions"
 )
 
 // event is one Kubernetes event to emit.
@@ -52,7 +53,7 @@ func transitionEvents(before, after statusView) []event {
 		return stateLockEvents(before, after)
 	}
 	var events []event
-	if ready, changed := changedCondition(before.conditions, after.conditions, backendsv1alpha1.ReadyCondition); changed {
+	if ready, changed := conditions.Changed(before.conditions, after.conditions, backendsv1alpha1.ReadyCondition); changed {
 		switch {
 		case ready.Status == metav1.ConditionTrue:
 			// Worth an event when it ends a failure. An object becoming
@@ -67,7 +68,7 @@ func transitionEvents(before, after statusView) []event {
 		default:
 			events = append(events, event{corev1.EventTypeWarning, ready.Reason, "Reconcile", ready.Message})
 		}
-	} else if ready, changed := changedReason(before.conditions, after.conditions, backendsv1alpha1.ReadyCondition); changed &&
+	} else if ready, changed := conditions.ChangedReason(before.conditions, after.conditions, backendsv1alpha1.ReadyCondition); changed &&
 		ready.Status != metav1.ConditionTrue && ready.Reason != backendsv1alpha1.ProgressingReason {
 		// Still not Ready, for another reason: kubectl describe shows
 		// each reason in turn, not only the first.
@@ -109,17 +110,6 @@ func holderID(h *backendsv1alpha1.LockInfo) string {
 	return h.ID
 }
 
-// changedCondition returns the condition of type t in after when its status
-// differs from before (or it is new).
-func changedCondition(before, after []metav1.Condition, t string) (*metav1.Condition, bool) {
-	now := meta.FindStatusCondition(after, t)
-	if now == nil {
-		return nil, false
-	}
-	was := meta.FindStatusCondition(before, t)
-	return now, was == nil || was.Status != now.Status
-}
-
 // stateLockReasons are the reasons of a StateLock's Locked condition,
 // which its Ready condition repeats: stateLockEvents reports them from
 // Locked alone.
@@ -135,7 +125,7 @@ var stateLockReasons = []string{
 // or Unknown for another reason (a backend missing or unreachable).
 func stateLockEvents(before, after statusView) []event {
 	var events []event
-	if locked, changed := changedReason(before.conditions, after.conditions, backendsv1alpha1.LockedCondition); changed {
+	if locked, changed := conditions.ChangedReason(before.conditions, after.conditions, backendsv1alpha1.LockedCondition); changed {
 		switch {
 		case locked.Status == metav1.ConditionTrue:
 			events = append(events, event{corev1.EventTypeNormal, backendsv1alpha1.LockAcquiredReason, "Lock", locked.Message})
@@ -147,21 +137,9 @@ func stateLockEvents(before, after statusView) []event {
 			events = append(events, event{corev1.EventTypeNormal, locked.Reason, "Unlock", locked.Message})
 		}
 	}
-	if ready, changed := changedReason(before.conditions, after.conditions, backendsv1alpha1.ReadyCondition); changed &&
+	if ready, changed := conditions.ChangedReason(before.conditions, after.conditions, backendsv1alpha1.ReadyCondition); changed &&
 		ready.Status != metav1.ConditionTrue && !slices.Contains(stateLockReasons, ready.Reason) {
 		events = append(events, event{corev1.EventTypeWarning, ready.Reason, "Reconcile", ready.Message})
 	}
 	return events
-}
-
-// changedReason returns the condition of type t in after when its status
-// or reason differs from before (or it is new): changedCondition, and a
-// condition of the same status whose reason changed.
-func changedReason(before, after []metav1.Condition, t string) (*metav1.Condition, bool) {
-	now, changed := changedCondition(before, after, t)
-	if now == nil || changed {
-		return now, changed
-	}
-	// Unchanged status: the condition was in before.
-	return now, meta.FindStatusCondition(before, t).Reason != now.Reason
 }

@@ -12,6 +12,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	backendsv1alpha1 "github.com/infrastate/backend-operator/api/v1alpha1"
+	"github.com/infrastate/backend-operator/controllers/internal/conditions"
 )
 
 // statusObject is a kind of this API whose status has conditions and an
@@ -29,14 +30,14 @@ type statusObject interface {
 // the object waits for a watch event instead of being retried with
 // backoff. before is the object as read; the reconciliation changed only
 // obj's status.
-func finishReconcile[T statusObject](ctx context.Context, c client.Client, recorder events.EventRecorder, obj, before T, out outcome, err error) error {
-	if se, ok := asStall(err); ok {
-		out.stall = se
+func finishReconcile[T statusObject](ctx context.Context, c client.Client, recorder events.EventRecorder, obj, before T, out conditions.Outcome, err error) error {
+	if se, ok := conditions.AsStall(err); ok {
+		out.Stall = se
 	} else {
-		out.err = err
+		out.Err = err
 	}
 	conds := obj.StatusConditions()
-	*obj.StatusObservedGeneration() = summarize(conds, obj.GetGeneration(), *before.StatusObservedGeneration(), out)
+	*obj.StatusObservedGeneration() = conditions.Summarize(conds, obj.GetGeneration(), *before.StatusObservedGeneration(), out)
 
 	if !apiequality.Semantic.DeepEqual(obj, before) {
 		// The optimistic lock makes a patch computed from a stale cached
@@ -51,8 +52,8 @@ func finishReconcile[T statusObject](ctx context.Context, c client.Client, recor
 		}
 	}
 	emitTransitions(recorder, obj, before)
-	if out.stall != nil {
-		ctrl.LoggerFrom(ctx).Info("Stalled until the spec or a referenced object changes", "reason", out.stall.reason)
+	if out.Stall != nil {
+		ctrl.LoggerFrom(ctx).Info("Stalled until the spec or a referenced object changes", "reason", out.Stall.Reason)
 		return nil //nolint:nilerr // a stall is recorded as Stalled=True and waits for a change; returning it would requeue
 	}
 	return err
@@ -74,9 +75,9 @@ func emitTransitions(recorder events.EventRecorder, obj, before statusObject) {
 // referenced object change computes a status again.
 func patchRejectedStatus[T statusObject](ctx context.Context, c client.Client, recorder events.EventRecorder, before T, rejected error) error {
 	obj := before.DeepCopyObject().(T)
-	out := outcome{stall: &stallError{reason: backendsv1alpha1.StatusRejectedReason,
-		message: "The API server refused the status the operator computed: " + apiMessage(rejected)}}
-	*obj.StatusObservedGeneration() = summarize(obj.StatusConditions(), obj.GetGeneration(), *before.StatusObservedGeneration(), out)
+	out := conditions.Outcome{Stall: &conditions.StallError{Reason: backendsv1alpha1.StatusRejectedReason,
+		Message: "The API server refused the status the operator computed: " + apiMessage(rejected)}}
+	*obj.StatusObservedGeneration() = conditions.Summarize(obj.StatusConditions(), obj.GetGeneration(), *before.StatusObservedGeneration(), out)
 	patch := client.MergeFromWithOptions(before, client.MergeFromWithOptimisticLock{})
 	if err := c.Status().Patch(ctx, obj, patch, fieldOwner); err != nil {
 		return fmt.Errorf("patching status after the API server refused it (%w): %w", rejected, err)

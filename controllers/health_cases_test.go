@@ -17,6 +17,7 @@ import (
 	kstatus "sigs.k8s.io/cli-utils/pkg/kstatus/status"
 
 	backendsv1alpha1 "github.com/infrastate/backend-operator/api/v1alpha1"
+	"github.com/infrastate/backend-operator/controllers/internal/conditions"
 	"github.com/infrastate/backend-operator/internal/cos"
 	"github.com/infrastate/backend-operator/internal/netguard"
 	"github.com/infrastate/backend-operator/internal/outputs"
@@ -71,7 +72,7 @@ func healthCases() map[string]healthCase {
 		"the bucket is not checked: the only credentials are a role to assume": {
 			reason: backendsv1alpha1.AssumeRoleNotSupportedReason, in: "probe",
 			steps: map[string]healthStep{
-				cb: observed(observation{status: metav1.ConditionUnknown, reason: backendsv1alpha1.AssumeRoleNotSupportedReason, message: "not checked"}),
+				cb: observed(conditions.Observation{Status: metav1.ConditionUnknown, Reason: backendsv1alpha1.AssumeRoleNotSupportedReason, Message: "not checked"}),
 			},
 			want: readsCurrent,
 		},
@@ -196,7 +197,7 @@ func healthCases() map[string]healthCase {
 		},
 		"the state is not encrypted, as spec.encryption requires": {
 			reason: backendsv1alpha1.StateNotEncryptedReason, in: "probe",
-			steps: forKinds(func(t *testing.T, kind string, k healthKind, obj statusObject) (outcome, error) {
+			steps: forKinds(func(t *testing.T, kind string, k healthKind, obj statusObject) (conditions.Outcome, error) {
 				t.Helper()
 				obs, ok := unencryptedState(encrypted, &backendsv1alpha1.StateSummary{Present: true, Serial: 2})
 				if !ok {
@@ -211,7 +212,7 @@ func healthCases() map[string]healthCase {
 		},
 		"the backend holds no state": {
 			reason: backendsv1alpha1.StateNotFoundReason,
-			steps: forKinds(func(t *testing.T, kind string, k healthKind, obj statusObject) (outcome, error) {
+			steps: forKinds(func(t *testing.T, kind string, k healthKind, obj statusObject) (conditions.Outcome, error) {
 				t.Helper()
 				obs, err := (&remoteStateReconciler{}).publish(t.Context(), obj.(*backendsv1alpha1.RemoteState), remoteRead{})
 				if err != nil {
@@ -245,8 +246,8 @@ func healthCases() map[string]healthCase {
 		// The probe stopped on an internal error: Ready Unknown.
 		"the probe panicked": {
 			reason: backendsv1alpha1.ProbeFailedReason,
-			steps: forKinds(observed(observation{status: metav1.ConditionUnknown, reason: backendsv1alpha1.ProbeFailedReason,
-				message: "The probe stopped on an internal error of the operator"}), allKinds...),
+			steps: forKinds(observed(conditions.Observation{Status: metav1.ConditionUnknown, Reason: backendsv1alpha1.ProbeFailedReason,
+				Message: "The probe stopped on an internal error of the operator"}), allKinds...),
 			want: readsProgressing,
 		},
 
@@ -309,7 +310,7 @@ func healthCases() map[string]healthCase {
 				obj.SetDeletionTimestamp(&metav1.Time{Time: time.Now()})
 				blocker := backendsv1alpha1.StateLock{ObjectMeta: metav1.ObjectMeta{Name: "freeze", Namespace: obj.GetNamespace()},
 					Status: backendsv1alpha1.StateLockStatus{LockID: "l1"}}
-				setCondition(obj.StatusConditions(), obj.GetGeneration(), backendsv1alpha1.ReadyCondition, inUseObservation([]backendsv1alpha1.StateLock{blocker}))
+				conditions.Set(obj.StatusConditions(), obj.GetGeneration(), backendsv1alpha1.ReadyCondition, inUseObservation([]backendsv1alpha1.StateLock{blocker}))
 			},
 			want: health{kstatus.TerminatingStatus, kstatus.InProgressStatus, "Progressing"},
 		},
@@ -332,7 +333,7 @@ func healthCases() map[string]healthCase {
 		},
 		"the StateLock expired holding nothing": {
 			reason: backendsv1alpha1.ExpiredReason,
-			steps: forKinds(func(t *testing.T, kind string, k healthKind, obj statusObject) (outcome, error) {
+			steps: forKinds(func(t *testing.T, kind string, k healthKind, obj statusObject) (conditions.Outcome, error) {
 				t.Helper()
 				lock := obj.(*backendsv1alpha1.StateLock)
 				lock.Spec.Until = past

@@ -14,6 +14,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client/fake"
 
 	backendsv1alpha1 "github.com/infrastate/backend-operator/api/v1alpha1"
+	"github.com/infrastate/backend-operator/controllers/internal/conditions"
 	"github.com/infrastate/backend-operator/internal/outputs"
 	"github.com/infrastate/backend-operator/internal/statefile"
 	"github.com/infrastate/backend-operator/internal/testenv"
@@ -25,10 +26,10 @@ import (
 type healthKind struct {
 	newObject func() statusObject
 	probe     string
-	ok        func(obj statusObject) observation
+	ok        func(obj statusObject) conditions.Observation
 	// end is the outcome, and the error, of a reconciliation whose
 	// phases set obj's conditions, as the kind's Reconcile builds them.
-	end func(obj statusObject) (outcome, error)
+	end func(obj statusObject) (conditions.Outcome, error)
 }
 
 // healthKinds are the kinds of this API.
@@ -42,31 +43,31 @@ func healthKinds(t *testing.T) map[string]healthKind {
 		return healthKind{
 			newObject: func() statusObject { return kind.newObject() },
 			probe:     kind.readyGates()[0],
-			end: func(statusObject) (outcome, error) {
-				return outcome{readyMessage: "Rendered", gates: kind.readyGates()}, nil
+			end: func(statusObject) (conditions.Outcome, error) {
+				return conditions.Outcome{ReadyMessage: "Rendered", Gates: kind.readyGates()}, nil
 			},
 		}
 	}
 	http, cosb := backend(hb), backend(cb)
-	http.ok = func(statusObject) observation { return stateObservation(nil, nil) }
-	cosb.ok = func(statusObject) observation { return bucketObservation("b", nil) }
+	http.ok = func(statusObject) conditions.Observation { return stateObservation(nil, nil) }
+	cosb.ok = func(statusObject) conditions.Observation { return bucketObservation("b", nil) }
 	return map[string]healthKind{
 		hb: http,
 		cb: cosb,
 		rs: {
 			newObject: func() statusObject { return &backendsv1alpha1.RemoteState{} },
 			probe:     backendsv1alpha1.OutputsReadyCondition,
-			ok: func(obj statusObject) observation {
+			ok: func(obj statusObject) conditions.Observation {
 				return publishedObservation(t, obj.(*backendsv1alpha1.RemoteState))
 			},
-			end: func(statusObject) (outcome, error) {
-				return outcome{readyMessage: "Outputs are published", gates: remoteStateGates}, nil
+			end: func(statusObject) (conditions.Outcome, error) {
+				return conditions.Outcome{ReadyMessage: "Outputs are published", Gates: remoteStateGates}, nil
 			},
 		},
 		sl: {
 			newObject: func() statusObject { return &backendsv1alpha1.StateLock{} },
 			probe:     backendsv1alpha1.LockedCondition,
-			ok: func(obj statusObject) observation {
+			ok: func(obj statusObject) conditions.Observation {
 				lock := obj.(*backendsv1alpha1.StateLock)
 				applySlockResult(lock, slockResult{action: slockHold, taken: &heldLock{id: "l1"}}, "HttpBackend b")
 				return *lockedObservation(lock)
@@ -79,31 +80,31 @@ func healthKinds(t *testing.T) map[string]healthKind {
 // stateLockEnd is how a StateLock's Reconcile ends, with reconcileLock's
 // last step: Ready from stateLockOutcome, Reconciling while another holds
 // the lock, and a LockLost stall once the lock is lost.
-func stateLockEnd(obj statusObject) (outcome, error) {
+func stateLockEnd(obj statusObject) (conditions.Outcome, error) {
 	lock := obj.(*backendsv1alpha1.StateLock)
 	locked := meta.FindStatusCondition(lock.Status.Conditions, backendsv1alpha1.LockedCondition)
 	out := stateLockOutcome(locked)
 	if locked != nil && locked.Reason == backendsv1alpha1.WaitingForLockReason {
-		out.waiting = &observation{status: metav1.ConditionTrue, reason: locked.Reason, message: locked.Message}
+		out.Waiting = &conditions.Observation{Status: metav1.ConditionTrue, Reason: locked.Reason, Message: locked.Message}
 	}
 	if lockLost(lock) {
-		return out, stall(backendsv1alpha1.LockLostReason, "%s", locked.Message)
+		return out, conditions.Stall(backendsv1alpha1.LockLostReason, "%s", locked.Message)
 	}
 	return out, nil
 }
 
 // lockedObservation is a StateLock's Locked condition as an observation.
-func lockedObservation(lock *backendsv1alpha1.StateLock) *observation {
+func lockedObservation(lock *backendsv1alpha1.StateLock) *conditions.Observation {
 	c := meta.FindStatusCondition(lock.Status.Conditions, backendsv1alpha1.LockedCondition)
 	if c == nil {
 		return nil
 	}
-	return &observation{status: c.Status, reason: c.Reason, message: c.Message}
+	return &conditions.Observation{Status: c.Status, Reason: c.Reason, Message: c.Message}
 }
 
 // publishedObservation is the OutputsReady condition of a RemoteState whose outputs
 // were published, from publish itself.
-func publishedObservation(t *testing.T, remote *backendsv1alpha1.RemoteState) observation {
+func publishedObservation(t *testing.T, remote *backendsv1alpha1.RemoteState) conditions.Observation {
 	t.Helper()
 	c := fake.NewClientBuilder().WithScheme(testenv.Scheme()).Build()
 	r := newRemoteStateReconciler(c, c, nil)
@@ -117,21 +118,21 @@ func publishedObservation(t *testing.T, remote *backendsv1alpha1.RemoteState) ob
 
 // healthStep sets what one reconciliation of an object of kind learned,
 // with the controllers' own functions, and returns how it ended.
-type healthStep func(t *testing.T, kind string, k healthKind, obj statusObject) (outcome, error)
+type healthStep func(t *testing.T, kind string, k healthKind, obj statusObject) (conditions.Outcome, error)
 
 // observed is a reconciliation whose probe set the kind's probe condition
 // to obs.
-func observed(obs observation) healthStep {
-	return func(_ *testing.T, _ string, k healthKind, obj statusObject) (outcome, error) {
-		setCondition(obj.StatusConditions(), obj.GetGeneration(), k.probe, obs)
+func observed(obs conditions.Observation) healthStep {
+	return func(_ *testing.T, _ string, k healthKind, obj statusObject) (conditions.Outcome, error) {
+		conditions.Set(obj.StatusConditions(), obj.GetGeneration(), k.probe, obs)
 		return k.end(obj)
 	}
 }
 
 // probeSucceeded is a reconciliation whose probe succeeded.
 func probeSucceeded() healthStep {
-	return func(_ *testing.T, _ string, k healthKind, obj statusObject) (outcome, error) {
-		setCondition(obj.StatusConditions(), obj.GetGeneration(), k.probe, k.ok(obj))
+	return func(_ *testing.T, _ string, k healthKind, obj statusObject) (conditions.Outcome, error) {
+		conditions.Set(obj.StatusConditions(), obj.GetGeneration(), k.probe, k.ok(obj))
 		return k.end(obj)
 	}
 }
@@ -139,16 +140,16 @@ func probeSucceeded() healthStep {
 // lockRead is a backend's probe that reached the state and read its lock
 // as v says.
 func lockRead(v lockVerdict) healthStep {
-	return func(_ *testing.T, _ string, k healthKind, obj statusObject) (outcome, error) {
-		setCondition(obj.StatusConditions(), obj.GetGeneration(), k.probe, k.ok(obj))
-		setCondition(obj.StatusConditions(), obj.GetGeneration(), backendsv1alpha1.LockedCondition, v.obs)
+	return func(_ *testing.T, _ string, k healthKind, obj statusObject) (conditions.Outcome, error) {
+		conditions.Set(obj.StatusConditions(), obj.GetGeneration(), k.probe, k.ok(obj))
+		conditions.Set(obj.StatusConditions(), obj.GetGeneration(), backendsv1alpha1.LockedCondition, v.obs)
 		return k.end(obj)
 	}
 }
 
 // cosProbed is a CosBackend's probe that learned res.
 func cosProbed(res cosProbeResult) healthStep {
-	return func(_ *testing.T, _ string, k healthKind, obj statusObject) (outcome, error) {
+	return func(_ *testing.T, _ string, k healthKind, obj statusObject) (conditions.Outcome, error) {
 		applyCosProbe(obj.(*backendsv1alpha1.CosBackend), res, time.Now())
 		return k.end(obj)
 	}
@@ -158,7 +159,7 @@ func cosProbed(res cosProbeResult) healthStep {
 // StateLock that recorded holding lockID ("" for none) and that expires
 // at until (nil for never).
 func stateLockDid(lockID string, until *metav1.Time, res slockResult) healthStep {
-	return func(_ *testing.T, _ string, k healthKind, obj statusObject) (outcome, error) {
+	return func(_ *testing.T, _ string, k healthKind, obj statusObject) (conditions.Outcome, error) {
 		lock := obj.(*backendsv1alpha1.StateLock)
 		lock.Status.LockID, lock.Spec.Until = lockID, until
 		applySlockResult(lock, res, "HttpBackend b")
@@ -168,15 +169,15 @@ func stateLockDid(lockID string, until *metav1.Time, res slockResult) healthStep
 
 // stalled is a reconciliation whose phases stalled with reason.
 func stalled(reason string) healthStep {
-	return func(_ *testing.T, _ string, k healthKind, obj statusObject) (outcome, error) {
+	return func(_ *testing.T, _ string, k healthKind, obj statusObject) (conditions.Outcome, error) {
 		out, _ := k.end(obj)
-		return out, stall(reason, "The user must act")
+		return out, conditions.Stall(reason, "The user must act")
 	}
 }
 
 // erred is a reconciliation whose phases ended on a transient error.
 func erred() healthStep {
-	return func(_ *testing.T, _ string, k healthKind, obj statusObject) (outcome, error) {
+	return func(_ *testing.T, _ string, k healthKind, obj statusObject) (conditions.Outcome, error) {
 		out, _ := k.end(obj)
 		return out, errors.New("connection reset by the API server")
 	}
@@ -185,9 +186,9 @@ func erred() healthStep {
 // probing is a reconciliation that submitted the first probe of the
 // generation, which is under way.
 func probing() healthStep {
-	return func(_ *testing.T, _ string, k healthKind, obj statusObject) (outcome, error) {
+	return func(_ *testing.T, _ string, k healthKind, obj statusObject) (conditions.Outcome, error) {
 		out, err := k.end(obj)
-		out.probePending = true
+		out.ProbePending = true
 		return out, err
 	}
 }

@@ -16,6 +16,7 @@ import (
 	kstatus "sigs.k8s.io/cli-utils/pkg/kstatus/status"
 
 	backendsv1alpha1 "github.com/infrastate/backend-operator/api/v1alpha1"
+	"github.com/infrastate/backend-operator/controllers/internal/conditions"
 	"github.com/infrastate/backend-operator/internal/testenv"
 )
 
@@ -135,14 +136,14 @@ func reconcileStatus(t *testing.T, kind string, k healthKind, obj statusObject, 
 	t.Helper()
 	*obj.StatusObservedGeneration() = -1
 	conds := obj.StatusConditions()
-	markReconciling(conds, obj.GetGeneration(), -1)
+	conditions.MarkReconciling(conds, obj.GetGeneration(), -1)
 	out, err := step(t, kind, k, obj)
-	if se, ok := asStall(err); ok {
-		out.stall = se
+	if se, ok := conditions.AsStall(err); ok {
+		out.Stall = se
 	} else {
-		out.err = err
+		out.Err = err
 	}
-	*obj.StatusObservedGeneration() = summarize(conds, obj.GetGeneration(), -1, out)
+	*obj.StatusObservedGeneration() = conditions.Summarize(conds, obj.GetGeneration(), -1, out)
 }
 
 // TestEveryReasonHasAHealth checks that each reason api/v1alpha1 declares

@@ -10,6 +10,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	backendsv1alpha1 "github.com/infrastate/backend-operator/api/v1alpha1"
+	"github.com/infrastate/backend-operator/controllers/internal/conditions"
 	"github.com/infrastate/backend-operator/internal/render"
 )
 
@@ -71,7 +72,7 @@ func (httpKind) resolve(ctx context.Context, env kindEnv, obj backendObject) (re
 	backend := httpBackend(obj)
 	secrets, secretsErr := resolveHTTPSecrets(ctx, env.refs, backend)
 	encryption, encryptionErr := resolveEncryption(ctx, env.refs, backend.Spec.Encryption)
-	if err := joinStalls(secretsErr, encryptionErr); err != nil {
+	if err := conditions.JoinStalls(secretsErr, encryptionErr); err != nil {
 		return nil, err
 	}
 	return &httpResolved{backend: backend, secrets: secrets, encryption: encryption, env: env}, nil
@@ -122,11 +123,11 @@ func (h *httpResolved) openState(string) (stateStreamer, error) {
 // with a lock check of its own (see httpLocker.holder).
 func (h *httpResolved) locker(_ string, owner client.Object) (stateLocker, error) {
 	if h.backend.Spec.LockAddress == "" || h.backend.Spec.UnlockAddress == "" {
-		return nil, stall(backendsv1alpha1.LockingDisabledReason, "HttpBackend %s cannot be locked: %v", h.backend.Name, errLockingDisabled)
+		return nil, conditions.Stall(backendsv1alpha1.LockingDisabledReason, "HttpBackend %s cannot be locked: %v", h.backend.Name, errLockingDisabled)
 	}
 	sc, err := h.stateClient()
 	if err != nil {
-		return nil, stall(backendsv1alpha1.BackendNotReadyReason, "HttpBackend %s cannot be used: %v", h.backend.Name, err)
+		return nil, conditions.Stall(backendsv1alpha1.BackendNotReadyReason, "HttpBackend %s cannot be used: %v", h.backend.Name, err)
 	}
 	return &httpLocker{sc: sc, check: httpProbeRun{
 		checkLock: true,
@@ -169,7 +170,7 @@ func (h *httpResolved) probe(interval time.Duration) probePlan {
 	plan.start = func() (probeFunc, error) {
 		sc, err := h.stateClient()
 		if err != nil {
-			return nil, stall(backendsv1alpha1.InvalidSpecReason, "Cannot build a state client: %v", err)
+			return nil, conditions.Stall(backendsv1alpha1.InvalidSpecReason, "Cannot build a state client: %v", err)
 		}
 		run := httpProbeRun{
 			fetch:       interval > 0,
@@ -196,7 +197,7 @@ func (h *httpResolved) probe(interval time.Duration) probePlan {
 }
 
 // resolveHTTPSecrets reads and checks the credential material an
-// HttpBackend references. Problems are stallErrors naming the object and
+// HttpBackend references. Problems are stalls naming the object and
 // key: SecretNotFound, SecretKeyMissing, ConfigMapNotFound,
 // ConfigMapKeyMissing, InvalidCertificate; one reference's problem does
 // not hide another's (see joinStalls).
@@ -219,7 +220,7 @@ func resolveHTTPSecrets(ctx context.Context, refs referenceReader, backend *back
 			secrets.ClientCACertificatePEM, caErr = caBundle(ctx, refs, ca)
 		}
 	}
-	return secrets, joinStalls(passwordErr, certErr, caErr)
+	return secrets, conditions.JoinStalls(passwordErr, certErr, caErr)
 }
 
 // clientCertificate reads the certificate and key of the
@@ -261,7 +262,7 @@ func caBundle(ctx context.Context, refs referenceReader, ca *backendsv1alpha1.CA
 		bundle, err = refs.configMapKey(ctx, ca.ConfigMapRef.Name, key, field, keyField)
 		where = fmt.Sprintf("ConfigMap %s/%s key %s", refs.namespace, ca.ConfigMapRef.Name, key)
 	default:
-		return nil, stall(backendsv1alpha1.InvalidSpecReason, "The CA of %s is in neither a Secret nor a ConfigMap: set its secretRef or its configMapRef", field)
+		return nil, conditions.Stall(backendsv1alpha1.InvalidSpecReason, "The CA of %s is in neither a Secret nor a ConfigMap: set its secretRef or its configMapRef", field)
 	}
 	if err != nil {
 		return nil, err

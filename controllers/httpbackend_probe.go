@@ -12,6 +12,7 @@ import (
 	"k8s.io/apimachinery/pkg/types"
 
 	backendsv1alpha1 "github.com/infrastate/backend-operator/api/v1alpha1"
+	"github.com/infrastate/backend-operator/controllers/internal/conditions"
 	"github.com/infrastate/backend-operator/internal/render"
 	"github.com/infrastate/backend-operator/internal/stateclient"
 )
@@ -80,7 +81,7 @@ func runHTTPProbe(ctx context.Context, sc stateClient, plan httpProbeRun, log lo
 		res.fetched = true
 		res.summary, res.fetchErr = sc.FetchSummary(ctx, plan.decrypter.forRead(ctx))
 		res.fetchErr = plan.decrypter.explain(res.fetchErr)
-		probeDuration.WithLabelValues(httpBackendKind, stateObservation(res.summary, res.fetchErr).reason).Observe(time.Since(start).Seconds())
+		probeDuration.WithLabelValues(httpBackendKind, stateObservation(res.summary, res.fetchErr).Reason).Observe(time.Since(start).Seconds())
 	}
 	if plan.checkLock {
 		res.lockChecked = true
@@ -184,7 +185,7 @@ func applyHTTPProbe(backend *backendsv1alpha1.HttpBackend, res httpProbeResult, 
 				reachable = obs
 			}
 		}
-		setCondition(&backend.Status.Conditions, backend.Generation, backendsv1alpha1.StateReachableCondition, reachable)
+		conditions.Set(&backend.Status.Conditions, backend.Generation, backendsv1alpha1.StateReachableCondition, reachable)
 	}
 	if !res.lockChecked {
 		return
@@ -218,16 +219,16 @@ func stateClientConfig(spec backendsv1alpha1.HttpBackendSpec, secrets render.HTT
 }
 
 // stateObservation is the StateReachable condition for a fetch result.
-func stateObservation(summary *stateclient.StateSummary, err error) observation {
+func stateObservation(summary *stateclient.StateSummary, err error) conditions.Observation {
 	if err != nil {
 		return probeFailure(err)
 	}
 	if summary == nil || !summary.Present {
-		return observation{status: metav1.ConditionTrue, reason: backendsv1alpha1.ReachableReason,
-			message: "The backend answers; it holds no state yet"}
+		return conditions.Observation{Status: metav1.ConditionTrue, Reason: backendsv1alpha1.ReachableReason,
+			Message: "The backend answers; it holds no state yet"}
 	}
-	return observation{status: metav1.ConditionTrue, reason: backendsv1alpha1.ReachableReason,
-		message: fmt.Sprintf("The backend answers; state serial %d, lineage %s%s", summary.Serial, summary.Lineage, encryptedSuffix(summary.Encrypted))}
+	return conditions.Observation{Status: metav1.ConditionTrue, Reason: backendsv1alpha1.ReachableReason,
+		Message: fmt.Sprintf("The backend answers; state serial %d, lineage %s%s", summary.Serial, summary.Lineage, encryptedSuffix(summary.Encrypted))}
 }
 
 // stateSummary is status.state for a fetch result.

@@ -7,6 +7,7 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
 	backendsv1alpha1 "github.com/infrastate/backend-operator/api/v1alpha1"
+	"github.com/infrastate/backend-operator/controllers/internal/conditions"
 )
 
 // Writing what a probe learned of a lock into a backend's status and lock
@@ -33,11 +34,11 @@ func applyLock(obj backendObject, kind string, reading lockReading, forceUnlock 
 	recordLockStaleAfter(kind, obj, policy)
 	if v.known {
 		status.Lock, status.HolderPod = v.holder, v.holderPod
-		if !recordLockSeries(kind, obj, v.holder, v.holder != nil || v.obs.status == metav1.ConditionTrue) {
+		if !recordLockSeries(kind, obj, v.holder, v.holder != nil || v.obs.Status == metav1.ConditionTrue) {
 			lockAges.forget(kind, obj.GetNamespace(), obj.GetName())
 		}
 	}
-	setCondition(&status.Conditions, obj.GetGeneration(), backendsv1alpha1.LockedCondition, v.obs)
+	conditions.Set(&status.Conditions, obj.GetGeneration(), backendsv1alpha1.LockedCondition, v.obs)
 }
 
 // seedLockSeries serves the lock series of a backend whose status names

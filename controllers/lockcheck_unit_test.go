@@ -109,8 +109,8 @@ func TestForceUnlockOnEachServer(t *testing.T) {
 			}
 			v := lockStatus(got, lockTerms{forceUnlockID: holder})
 			wantReason := map[bool]string{true: "ForceUnlocked", false: "ForceUnlockRefused"}[tc.wantErr == nil]
-			if v.obs.reason != wantReason {
-				t.Errorf("Locked reason %s (%s), want %s", v.obs.reason, v.obs.message, wantReason)
+			if v.obs.Reason != wantReason {
+				t.Errorf("Locked reason %s (%s), want %s", v.obs.Reason, v.obs.Message, wantReason)
 			}
 		})
 	}
@@ -128,8 +128,8 @@ func TestForceUnlockNeverSendsTheEmptyBodyForAnotherHolder(t *testing.T) {
 		if _, unlocks := srv.take(); len(unlocks) != 0 {
 			t.Errorf("sent UNLOCK %q for a lock forceUnlock does not name", unlocks)
 		}
-		if v := lockStatus(got, lockTerms{forceUnlockID: "another-id"}); v.obs.reason != "ForceUnlockSkipped" || srv.holderID(t.Context(), t) != "the-holder" {
-			t.Errorf("Locked %s (%s), lock held by %q; want ForceUnlockSkipped and the-holder", v.obs.reason, v.obs.message, srv.holderID(t.Context(), t))
+		if v := lockStatus(got, lockTerms{forceUnlockID: "another-id"}); v.obs.Reason != "ForceUnlockSkipped" || srv.holderID(t.Context(), t) != "the-holder" {
+			t.Errorf("Locked %s (%s), lock held by %q; want ForceUnlockSkipped and the-holder", v.obs.Reason, v.obs.Message, srv.holderID(t.Context(), t))
 		}
 	}
 }
@@ -155,7 +155,7 @@ func TestLockCheckReleasesItsOwnLeftoverLock(t *testing.T) {
 		t.Errorf("%d UNLOCK attempts, want %d", len(unlocks), lockReleaseAttempts)
 	}
 	v := lockStatus(got, lockTerms{})
-	if v.obs.status != metav1.ConditionTrue || v.obs.reason != "LockCheckNotReleased" || !strings.Contains(v.obs.message, plan.lockID) {
+	if v.obs.Status != metav1.ConditionTrue || v.obs.Reason != "LockCheckNotReleased" || !strings.Contains(v.obs.Message, plan.lockID) {
 		t.Errorf("Locked = %+v, want True LockCheckNotReleased naming the lock", v.obs)
 	}
 
@@ -195,7 +195,7 @@ func TestUnreadableHolderIsNeverQuoted(t *testing.T) {
 			plan := httpProbeRun{checkLock: true, forceUnlock: "x", lockID: lockCheckID("uid-1"), who: "backend-operator test"}
 			got := runHTTPProbe(t.Context(), sc, plan, logr.Discard()).lock
 			v := lockStatus(got, lockTerms{forceUnlockID: plan.forceUnlock})
-			if v.obs.status != metav1.ConditionTrue || strings.Contains(v.obs.message, "c2VjcmV0") || strings.Contains(v.obs.message, "html") {
+			if v.obs.Status != metav1.ConditionTrue || strings.Contains(v.obs.Message, "c2VjcmV0") || strings.Contains(v.obs.Message, "html") {
 				t.Errorf("Locked = %+v, want True without the holder's body", v.obs)
 			}
 		})

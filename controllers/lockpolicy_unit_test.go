@@ -67,9 +67,9 @@ func TestLockAgeChangesRarely(t *testing.T) {
 	for age := time.Duration(0); age <= 7*24*time.Hour; age += time.Minute {
 		terms.now = lockTaken.Add(age)
 		v := lockStatus(lockReading{held: true, holder: holder}, terms)
-		if n := len(messages); n == 0 || messages[n-1] != v.obs.message {
-			messages = append(messages, v.obs.message)
-			reasons = append(reasons, v.obs.reason)
+		if n := len(messages); n == 0 || messages[n-1] != v.obs.Message {
+			messages = append(messages, v.obs.Message)
+			reasons = append(reasons, v.obs.Reason)
 		}
 	}
 	want := []string{"LockHeld", "LockHeld", "LockHeld", "LockHeld", "LockHeld", "StaleLock", "StaleLock", "StaleLock", "StaleLock"}
@@ -244,13 +244,13 @@ func TestLockStatusUnderLockPolicy(t *testing.T) {
 		t.Run(name, func(t *testing.T) {
 			tc.terms.now = now
 			v := lockStatus(tc.reading, tc.terms)
-			got := want{status: v.obs.status, reason: v.obs.reason, known: v.known, holder: v.holder, holderPod: v.holderPod}
+			got := want{status: v.obs.Status, reason: v.obs.Reason, known: v.known, holder: v.holder, holderPod: v.holderPod}
 			if diff := cmp.Diff(tc.want, got, cmp.AllowUnexported(want{})); diff != "" {
-				t.Errorf("lockStatus (-want +got):\n%s\nmessage: %s", diff, v.obs.message)
+				t.Errorf("lockStatus (-want +got):\n%s\nmessage: %s", diff, v.obs.Message)
 			}
 			for _, m := range tc.mentions {
-				if !strings.Contains(v.obs.message, m) {
-					t.Errorf("message %q does not mention %q", v.obs.message, m)
+				if !strings.Contains(v.obs.Message, m) {
+					t.Errorf("message %q does not mention %q", v.obs.Message, m)
 				}
 			}
 		})

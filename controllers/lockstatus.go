@@ -9,6 +9,7 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
 	backendsv1alpha1 "github.com/infrastate/backend-operator/api/v1alpha1"
+	"github.com/infrastate/backend-operator/controllers/internal/conditions"
 	"github.com/infrastate/backend-operator/internal/stateclient"
 )
 
@@ -45,7 +46,7 @@ type lockReading struct {
 // lockVerdict is what status says of a lock after a probe.
 type lockVerdict struct {
 	// obs is the Locked condition.
-	obs observation
+	obs conditions.Observation
 	// known is false when the probe learned nothing of the holder: then
 	// status.lock keeps the last holder seen.
 	known bool
@@ -68,35 +69,35 @@ func lockStatus(r lockReading, t lockTerms) lockVerdict {
 	switch {
 	case r.err != nil:
 		obs := probeFailure(r.err)
-		obs.status = metav1.ConditionUnknown
-		obs.message = "The lock cannot be read, so whether the state is locked is unknown: " + obs.message
+		obs.Status = metav1.ConditionUnknown
+		obs.Message = "The lock cannot be read, so whether the state is locked is unknown: " + obs.Message
 		return lockVerdict{obs: obs}
 	case r.ownErr != nil:
-		return lockVerdict{known: true, holder: r.holder, obs: observation{
-			status: metav1.ConditionTrue, reason: backendsv1alpha1.LockCheckNotReleasedReason,
-			message: fmt.Sprintf("%s It is the operator's own lock check, which could not release it (%v); the next probe releases it, and a run started meanwhile meets it.",
+		return lockVerdict{known: true, holder: r.holder, obs: conditions.Observation{
+			Status: metav1.ConditionTrue, Reason: backendsv1alpha1.LockCheckNotReleasedReason,
+			Message: fmt.Sprintf("%s It is the operator's own lock check, which could not release it (%v); the next probe releases it, and a run started meanwhile meets it.",
 				describeHolder(r.holder), r.ownErr),
 		}}
 	case r.released && r.goneRelease:
-		return lockVerdict{known: true, obs: observation{status: metav1.ConditionFalse, reason: backendsv1alpha1.HolderGoneReleasedReason,
-			message: fmt.Sprintf("The state is not locked. Released lock %s held by %s: its Pod %s had been %s since %s, longer than lockPolicy.gracePeriod (%s).",
+		return lockVerdict{known: true, obs: conditions.Observation{Status: metav1.ConditionFalse, Reason: backendsv1alpha1.HolderGoneReleasedReason,
+			Message: fmt.Sprintf("The state is not locked. Released lock %s held by %s: its Pod %s had been %s since %s, longer than lockPolicy.gracePeriod (%s).",
 				r.holder.ID, r.holder.Who, r.sighting.pod.Name, podDoneAs(r.sighting.pod.Phase),
 				r.sighting.pod.GoneSince.UTC().Format(time.RFC3339), t.grace)}}
 	case r.released:
-		return lockVerdict{known: true, obs: observation{status: metav1.ConditionFalse, reason: backendsv1alpha1.ForceUnlockedReason,
-			message: fmt.Sprintf("The state is not locked. Released lock %s held by %s, as forceUnlock.lockID asked.", r.holder.ID, r.holder.Who)}}
+		return lockVerdict{known: true, obs: conditions.Observation{Status: metav1.ConditionFalse, Reason: backendsv1alpha1.ForceUnlockedReason,
+			Message: fmt.Sprintf("The state is not locked. Released lock %s held by %s, as forceUnlock.lockID asked.", r.holder.ID, r.holder.Who)}}
 	case r.releaseErr != nil:
 		obs := probeFailure(r.releaseErr)
 		if _, refused := errors.AsType[*forceUnlockRefusedError](r.releaseErr); refused {
-			obs.reason = backendsv1alpha1.ForceUnlockRefusedReason
+			obs.Reason = backendsv1alpha1.ForceUnlockRefusedReason
 		}
 		what := "Force unlock"
 		if r.goneRelease {
 			what = "The release (its holder's Pod is gone)"
 		}
-		obs.status = metav1.ConditionTrue
-		obs.message = fmt.Sprintf("%s%s %s of %s failed: %s; it is tried again at the next probe.",
-			describeHolder(r.holder), holderNote(r.sighting, t.grace), what, r.holder.ID, obs.message)
+		obs.Status = metav1.ConditionTrue
+		obs.Message = fmt.Sprintf("%s%s %s of %s failed: %s; it is tried again at the next probe.",
+			describeHolder(r.holder), holderNote(r.sighting, t.grace), what, r.holder.ID, obs.Message)
 		return lockVerdict{known: true, holder: r.holder, holderPod: r.sighting.pod, obs: obs}
 	case r.held:
 		reason := backendsv1alpha1.LockHeldReason
@@ -110,11 +111,11 @@ func lockStatus(r lockReading, t lockTerms) lockVerdict {
 			}
 			message += lockAge(r.holder.Created, t.now, t.staleAfter)
 		}
-		return lockVerdict{known: true, holder: r.holder, holderPod: r.sighting.pod, obs: observation{status: metav1.ConditionTrue, reason: reason,
-			message: message + holderNote(r.sighting, t.grace) + forceUnlockNote(t.forceUnlockID, r.holder)}}
+		return lockVerdict{known: true, holder: r.holder, holderPod: r.sighting.pod, obs: conditions.Observation{Status: metav1.ConditionTrue, Reason: reason,
+			Message: message + holderNote(r.sighting, t.grace) + forceUnlockNote(t.forceUnlockID, r.holder)}}
 	}
-	return lockVerdict{known: true, obs: observation{status: metav1.ConditionFalse, reason: backendsv1alpha1.NotLockedReason,
-		message: "The state is not locked." + forceUnlockNote(t.forceUnlockID, nil)}}
+	return lockVerdict{known: true, obs: conditions.Observation{Status: metav1.ConditionFalse, Reason: backendsv1alpha1.NotLockedReason,
+		Message: "The state is not locked." + forceUnlockNote(t.forceUnlockID, nil)}}
 }
 
 // forceUnlockNote says why forceUnlock left the lock alone, or "" when it

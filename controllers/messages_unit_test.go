@@ -13,6 +13,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client/fake"
 
 	backendsv1alpha1 "github.com/infrastate/backend-operator/api/v1alpha1"
+	"github.com/infrastate/backend-operator/controllers/internal/conditions"
 	"github.com/infrastate/backend-operator/internal/cos"
 	"github.com/infrastate/backend-operator/internal/netguard"
 	"github.com/infrastate/backend-operator/internal/outputs"
@@ -67,28 +68,28 @@ func TestConditionMessagesStartWithACapital(t *testing.T) {
 	ref := backendsv1alpha1.BackendReference{Kind: httpBackendKind, Name: "app"}
 	enc := &backendsv1alpha1.StateEncryption{PassphraseSecretRef: backendsv1alpha1.SecretKeyRef{Name: "pass"}}
 
-	observations := map[string]func() []observation{
-		"probeFailure": func() []observation { return each(failures, probeFailure) },
-		"readFailure": func() []observation {
+	observations := map[string]func() []conditions.Observation{
+		"probeFailure": func() []conditions.Observation { return each(failures, probeFailure) },
+		"readFailure": func() []conditions.Observation {
 			return append(each(failures, readFailure), readFailure(fmt.Errorf("read: %w", errAssumeRoleNotSupported)))
 		},
-		"contentFailure":     func() []observation { return each(contentFailures, contentFailure) },
-		"stateObjectFailure": func() []observation { return each(failures, stateObjectFailure) },
-		"bucketObservation": func() []observation {
-			return append(each(failures, func(err error) observation { return bucketObservation("b", err) }), bucketObservation("b", nil))
+		"contentFailure":     func() []conditions.Observation { return each(contentFailures, contentFailure) },
+		"stateObjectFailure": func() []conditions.Observation { return each(failures, stateObjectFailure) },
+		"bucketObservation": func() []conditions.Observation {
+			return append(each(failures, func(err error) conditions.Observation { return bucketObservation("b", err) }), bucketObservation("b", nil))
 		},
-		"stateObservation": func() []observation {
+		"stateObservation": func() []conditions.Observation {
 			present := &stateclient.StateSummary{Present: true, Summary: statefile.Summary{Serial: 1, Lineage: "l"}}
-			return append(each(failures, func(err error) observation { return stateObservation(nil, err) }),
+			return append(each(failures, func(err error) conditions.Observation { return stateObservation(nil, err) }),
 				stateObservation(nil, nil), stateObservation(present, nil))
 		},
-		"unencryptedState": func() []observation {
+		"unencryptedState": func() []conditions.Observation {
 			obs, _ := unencryptedState(enc, &backendsv1alpha1.StateSummary{Present: true, Serial: 3})
-			return []observation{obs}
+			return []conditions.Observation{obs}
 		},
-		"noState":       func() []observation { return []observation{noState(ref, "default")} },
-		"probeDisabled": func() []observation { return []observation{*probeDisabled()} },
-		"probeFailed":   func() []observation { return []observation{probeFailed()} },
+		"noState":       func() []conditions.Observation { return []conditions.Observation{noState(ref, "default")} },
+		"probeDisabled": func() []conditions.Observation { return []conditions.Observation{*probeDisabled()} },
+		"probeFailed":   func() []conditions.Observation { return []conditions.Observation{probeFailed()} },
 	}
 	stalls := map[string]func() []error{
 		"referenceReader.notFound": func() []error {
@@ -151,12 +152,12 @@ func TestConditionMessagesStartWithACapital(t *testing.T) {
 			return []error{err}
 		},
 		"backendNotReady and joinStalls": func() []error {
-			joined := joinStalls(stall(backendsv1alpha1.SecretNotFoundReason, "Secret team-a/pw does not exist"),
-				stall(backendsv1alpha1.InvalidCertificateReason, "Secret team-a/c holds no PEM certificate"))
+			joined := conditions.JoinStalls(conditions.Stall(backendsv1alpha1.SecretNotFoundReason, "Secret team-a/pw does not exist"),
+				conditions.Stall(backendsv1alpha1.InvalidCertificateReason, "Secret team-a/c holds no PEM certificate"))
 			return []error{joined, backendNotReady(ref, joined)}
 		},
 		"invalidDefaultMessage": func() []error {
-			return []error{stall(backendsv1alpha1.InvalidSpecReason, "%s", invalidDefaultMessage(fmt.Errorf("%w: the value of %q is not JSON", outputs.ErrInvalidDefault, "x")))}
+			return []error{conditions.Stall(backendsv1alpha1.InvalidSpecReason, "%s", invalidDefaultMessage(fmt.Errorf("%w: the value of %q is not JSON", outputs.ErrInvalidDefault, "x")))}
 		},
 	}
 	messages := map[string]func() []string{
@@ -165,17 +166,17 @@ func TestConditionMessagesStartWithACapital(t *testing.T) {
 
 	for name, build := range observations {
 		for _, obs := range build() {
-			expectCapital(t, name, obs.message)
+			expectCapital(t, name, obs.Message)
 		}
 	}
 	for name, build := range stalls {
 		for _, err := range build() {
-			se, ok := asStall(err)
+			se, ok := conditions.AsStall(err)
 			if !ok {
 				t.Errorf("%s: %v is no stall", name, err)
 				continue
 			}
-			expectCapital(t, name, se.message)
+			expectCapital(t, name, se.Message)
 		}
 	}
 	for name, build := range messages {
@@ -186,8 +187,8 @@ func TestConditionMessagesStartWithACapital(t *testing.T) {
 }
 
 // each is f of every error.
-func each(errs []error, f func(error) observation) []observation {
-	out := make([]observation, 0, len(errs))
+func each(errs []error, f func(error) conditions.Observation) []conditions.Observation {
+	out := make([]conditions.Observation, 0, len(errs))
 	for _, err := range errs {
 		out = append(out, f(err))
 	}

@@ -5,6 +5,7 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
 	backendsv1alpha1 "github.com/infrastate/backend-operator/api/v1alpha1"
+	"github.com/infrastate/backend-operator/controllers/internal/conditions"
 )
 
 // The per-backend series the alerts read (charts/backend-operator's
@@ -66,7 +67,7 @@ func recordReachable(kind string, obj backendObject, plan probePlan) {
 // nothing of its state now (its Stalled condition says what is wrong),
 // and a new manager, which stalls before the probe too, serves none.
 func forgetReachableWhenStalled(kind string, obj backendObject, err error) {
-	if _, stalled := asStall(err); stalled {
+	if _, stalled := conditions.AsStall(err); stalled {
 		backendReachable.DeleteLabelValues(kind, obj.GetNamespace(), obj.GetName())
 	}
 }

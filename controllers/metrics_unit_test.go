@@ -17,6 +17,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/metrics"
 
 	backendsv1alpha1 "github.com/infrastate/backend-operator/api/v1alpha1"
+	"github.com/infrastate/backend-operator/controllers/internal/conditions"
 )
 
 // Names of the series the alerts read, as the tests gather them.
@@ -133,7 +134,7 @@ func TestBackendSeries(t *testing.T) {
 	holder := &backendsv1alpha1.LockInfo{ID: "lock-1", Who: "bob@ci", Created: metaTime(lockTaken)}
 	probed := func(status metav1.ConditionStatus, reason string) func(*backendsv1alpha1.HttpBackend) {
 		return func(b *backendsv1alpha1.HttpBackend) {
-			setCondition(&b.Status.Conditions, b.Generation, backendsv1alpha1.StateReachableCondition, observation{status: status, reason: reason})
+			conditions.Set(&b.Status.Conditions, b.Generation, backendsv1alpha1.StateReachableCondition, conditions.Observation{Status: status, Reason: reason})
 			recordReachable(kind, b, probePlan{condition: backendsv1alpha1.StateReachableCondition})
 		}
 	}

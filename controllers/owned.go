@@ -15,6 +15,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/controller/controllerutil"
 
 	backendsv1alpha1 "github.com/infrastate/backend-operator/api/v1alpha1"
+	"github.com/infrastate/backend-operator/controllers/internal/conditions"
 	"github.com/infrastate/backend-operator/internal/contenthash"
 	"github.com/infrastate/backend-operator/internal/render"
 )
@@ -156,7 +157,7 @@ func (w ownedWriter) apply(ctx context.Context, kind string, desired, current cl
 		if written, marked := current.GetAnnotations()[contenthash.Annotation]; marked && written != have {
 			// The data is neither what the operator wrote last nor what
 			// it would write: someone else wrote it.
-			return stall(backendsv1alpha1.ExternallyModifiedReason,
+			return conditions.Stall(backendsv1alpha1.ExternallyModifiedReason,
 				"%s %s was changed by another writer since the operator rendered it, so the operator stopped writing it: delete it to have it rendered again, or choose another name", kind, key)
 		}
 		content.copyData()
@@ -291,7 +292,7 @@ func controlledBy(obj metav1.Object, owner *metav1.OwnerReference) bool {
 
 // nameConflict is the stall of an object another owner controls.
 func nameConflict(kind string, key client.ObjectKey, owner *metav1.OwnerReference) error {
-	return stall(backendsv1alpha1.NameConflictReason,
+	return conditions.Stall(backendsv1alpha1.NameConflictReason,
 		"%s %s already exists and is not controlled by %s %s: choose another name or delete it", kind, key, owner.Kind, owner.Name)
 }
 
@@ -300,7 +301,7 @@ func nameConflict(kind string, key client.ObjectKey, owner *metav1.OwnerReferenc
 // the same write would only be refused again.
 func writeError(verb, kind string, key client.ObjectKey, err error) error {
 	if apierrors.IsInvalid(err) || apierrors.IsRequestEntityTooLargeError(err) {
-		return stall(backendsv1alpha1.WriteRejectedReason, "The API server refused %s %s %s: %v", verb, kind, key, apiMessage(err))
+		return conditions.Stall(backendsv1alpha1.WriteRejectedReason, "The API server refused %s %s %s: %v", verb, kind, key, apiMessage(err))
 	}
 	return fmt.Errorf("%s %s %s: %w", verb, kind, key, err)
 }

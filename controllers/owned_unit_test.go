@@ -18,6 +18,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client/interceptor"
 
 	backendsv1alpha1 "github.com/infrastate/backend-operator/api/v1alpha1"
+	"github.com/infrastate/backend-operator/controllers/internal/conditions"
 	"github.com/infrastate/backend-operator/internal/contenthash"
 	"github.com/infrastate/backend-operator/internal/render"
 	"github.com/infrastate/backend-operator/internal/testenv"
@@ -318,12 +319,12 @@ func TestApplyConfigMap(t *testing.T) {
 // nil.
 func checkOwnedError(t *testing.T, err error, reason string, is func(error) bool) {
 	t.Helper()
-	se, stalled := asStall(err)
+	se, stalled := conditions.AsStall(err)
 	switch {
-	case reason != "" && (!stalled || se.reason != reason):
+	case reason != "" && (!stalled || se.Reason != reason):
 		t.Fatalf("error %v, want a stall with reason %s", err, reason)
 	case reason == "" && stalled:
-		t.Fatalf("error %v is a stall (%s), want none", err, se.reason)
+		t.Fatalf("error %v is a stall (%s), want none", err, se.Reason)
 	case is != nil && (err == nil || !is(err)):
 		t.Fatalf("error %v does not match", err)
 	case reason == "" && is == nil && err != nil:
@@ -378,7 +379,7 @@ func TestApplyPatchIsLocked(t *testing.T) {
 
 		// The retry reads again and sees the other writer.
 		_, err = h.writer.applyConfigMap(context.Background(), desired.DeepCopy())
-		if se, ok := asStall(err); !ok || se.reason != backendsv1alpha1.ExternallyModifiedReason {
+		if se, ok := conditions.AsStall(err); !ok || se.Reason != backendsv1alpha1.ExternallyModifiedReason {
 			t.Errorf("the retry: error %v, want ExternallyModified", err)
 		}
 	})

@@ -9,6 +9,7 @@ import (
 	corev1 "k8s.io/api/core/v1"
 
 	backendsv1alpha1 "github.com/infrastate/backend-operator/api/v1alpha1"
+	"github.com/infrastate/backend-operator/controllers/internal/conditions"
 )
 
 // checkCertificates verifies that data is a PEM bundle of at least one
@@ -26,13 +27,13 @@ func checkCertificates(data []byte, where string) error {
 			continue
 		}
 		if _, err := x509.ParseCertificate(block.Bytes); err != nil {
-			return stall(backendsv1alpha1.InvalidCertificateReason,
+			return conditions.Stall(backendsv1alpha1.InvalidCertificateReason,
 				"%s holds a certificate that does not parse: put the certificate in it again, PEM-encoded", where)
 		}
 		count++
 	}
 	if count == 0 {
-		return stall(backendsv1alpha1.InvalidCertificateReason, "%s holds no PEM certificate: put the PEM certificates in it", where)
+		return conditions.Stall(backendsv1alpha1.InvalidCertificateReason, "%s holds no PEM certificate: put the PEM certificates in it", where)
 	}
 	return nil
 }
@@ -44,12 +45,12 @@ func checkKeyPair(certPEM, keyPEM []byte, where string) error {
 		return err
 	}
 	if !parsesAsPrivateKey(keyPEM) {
-		return stall(backendsv1alpha1.InvalidCertificateReason,
+		return conditions.Stall(backendsv1alpha1.InvalidCertificateReason,
 			"%s key %s holds no PEM private key that parses: create the Secret again from the key pair (kubectl create secret tls)",
 			where, corev1.TLSPrivateKeyKey)
 	}
 	if _, err := tls.X509KeyPair(certPEM, keyPEM); err != nil {
-		return stall(backendsv1alpha1.InvalidCertificateReason,
+		return conditions.Stall(backendsv1alpha1.InvalidCertificateReason,
 			"%s keys %s and %s do not match, the private key does not belong to the certificate: "+
 				"create the Secret again from a certificate and its own key (kubectl create secret tls)", where, corev1.TLSCertKey, corev1.TLSPrivateKeyKey)
 	}

@@ -5,6 +5,8 @@ import (
 	"testing"
 
 	"github.com/onsi/gomega"
+
+	"github.com/infrastate/backend-operator/controllers/internal/conditions"
 )
 
 func TestCheckCertificatesAndKeyPair(t *testing.T) {
@@ -37,8 +39,8 @@ func TestCheckCertificatesAndKeyPair(t *testing.T) {
 			if err == nil || !strings.Contains(err.Error(), tc.wantErr) {
 				t.Fatalf("error = %v, want one containing %q", err, tc.wantErr)
 			}
-			se, ok := asStall(err)
-			if !ok || se.reason != "InvalidCertificate" {
+			se, ok := conditions.AsStall(err)
+			if !ok || se.Reason != "InvalidCertificate" {
 				t.Errorf("error %v is not an InvalidCertificate stall", err)
 			}
 			for _, secret := range [][]byte{certs.clientKeyPEM, certs.otherKeyPEM} {

@@ -13,6 +13,7 @@ import (
 	ctrlevent "sigs.k8s.io/controller-runtime/pkg/event"
 
 	backendsv1alpha1 "github.com/infrastate/backend-operator/api/v1alpha1"
+	"github.com/infrastate/backend-operator/controllers/internal/conditions"
 )
 
 // What every kind's probe shares: its bounds, its interval, and the
@@ -39,16 +40,16 @@ func probeInterval(p *backendsv1alpha1.ProbeSpec, def time.Duration) time.Durati
 
 // probeDisabled is the observation of a probe condition while
 // probe.interval is 0s.
-func probeDisabled() *observation {
-	return &observation{status: metav1.ConditionUnknown, reason: backendsv1alpha1.ProbeDisabledReason,
-		message: "Probing is disabled: spec.probe.interval is 0s. Set an interval to have the state checked"}
+func probeDisabled() *conditions.Observation {
+	return &conditions.Observation{Status: metav1.ConditionUnknown, Reason: backendsv1alpha1.ProbeDisabledReason,
+		Message: "Probing is disabled: spec.probe.interval is 0s. Set an interval to have the state checked"}
 }
 
 // probeFailed is the observation of a probe condition whose probe
 // panicked.
-func probeFailed() observation {
-	return observation{status: metav1.ConditionUnknown, reason: backendsv1alpha1.ProbeFailedReason,
-		message: "The probe stopped on an internal error of the operator; the next probe runs at the next interval. " +
+func probeFailed() conditions.Observation {
+	return conditions.Observation{Status: metav1.ConditionUnknown, Reason: backendsv1alpha1.ProbeFailedReason,
+		Message: "The probe stopped on an internal error of the operator; the next probe runs at the next interval. " +
 			"Report it with the manager's log, which records it with its stack"}
 }
 
@@ -118,7 +119,7 @@ func (r *reconciler) probeStep(ctx context.Context, t probeTask) probeDecision {
 		if p, panicked := res.value.(probePanic); panicked {
 			ctrl.LoggerFrom(ctx).Error(fmt.Errorf("probe panicked: %v", p.value), "Probe failed on an internal error", "stack", string(p.stack))
 			obj := t.obj.(statusObject)
-			setCondition(obj.StatusConditions(), obj.GetGeneration(), t.condition, probeFailed())
+			conditions.Set(obj.StatusConditions(), obj.GetGeneration(), t.condition, probeFailed())
 			return probeDecision{ack: res, requeueAfter: next}
 		}
 		return probeDecision{result: res, ack: res, requeueAfter: next}

@@ -14,6 +14,7 @@ import (
 	"k8s.io/apimachinery/pkg/types"
 
 	backendsv1alpha1 "github.com/infrastate/backend-operator/api/v1alpha1"
+	"github.com/infrastate/backend-operator/controllers/internal/conditions"
 	"github.com/infrastate/backend-operator/internal/cos"
 	"github.com/infrastate/backend-operator/internal/render"
 	"github.com/infrastate/backend-operator/internal/stateclient"
@@ -65,23 +66,23 @@ func TestLockStatus(t *testing.T) {
 	for name, tc := range cases {
 		t.Run(name, func(t *testing.T) {
 			v := lockStatus(tc.reading, lockTerms{forceUnlockID: tc.forceUnlock})
-			got := want{status: v.obs.status, reason: v.obs.reason, known: v.known, holder: v.holder, mentions: tc.want.mentions}
+			got := want{status: v.obs.Status, reason: v.obs.Reason, known: v.known, holder: v.holder, mentions: tc.want.mentions}
 			if diff := cmp.Diff(tc.want, got, cmp.AllowUnexported(want{})); diff != "" {
-				t.Errorf("lockStatus mismatch (-want +got):\n%s\nmessage: %s", diff, v.obs.message)
+				t.Errorf("lockStatus mismatch (-want +got):\n%s\nmessage: %s", diff, v.obs.Message)
 			}
-			if !strings.Contains(v.obs.message, tc.want.mentions) {
-				t.Errorf("message %q does not mention %q", v.obs.message, tc.want.mentions)
+			if !strings.Contains(v.obs.Message, tc.want.mentions) {
+				t.Errorf("message %q does not mention %q", v.obs.Message, tc.want.mentions)
 			}
 
 			// The event the verdict causes after a probe that saw bob
 			// holding the lock: a failed read is never a release.
 			before := statusView{conditions: []metav1.Condition{{Type: "Locked", Status: T, Reason: "LockHeld"}}, holder: bob}
-			after := statusView{conditions: []metav1.Condition{{Type: "Locked", Status: v.obs.status, Reason: v.obs.reason, Message: v.obs.message}}, holder: bob}
+			after := statusView{conditions: []metav1.Condition{{Type: "Locked", Status: v.obs.Status, Reason: v.obs.Reason, Message: v.obs.Message}}, holder: bob}
 			if v.known {
 				after.holder = v.holder
 			}
 			for _, e := range transitionEvents(before, after) {
-				if e.reason == "LockReleased" && v.obs.status != F {
+				if e.reason == "LockReleased" && v.obs.Status != F {
 					t.Errorf("event %s for a lock that is not known to be free", e.reason)
 				}
 			}
@@ -130,7 +131,7 @@ func TestStateSummaryAndLockInfo(t *testing.T) {
 	if lockInfo(nil) != nil {
 		t.Error("lockInfo(nil) is not nil")
 	}
-	if got := clip("héllo", 2); got != "h" {
+	if got := conditions.Clip("héllo", 2); got != "h" {
 		t.Errorf(`clip("héllo", 2) = %q, want "h" (no split rune)`, got)
 	}
 }

@@ -15,6 +15,7 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
 	backendsv1alpha1 "github.com/infrastate/backend-operator/api/v1alpha1"
+	"github.com/infrastate/backend-operator/controllers/internal/conditions"
 	"github.com/infrastate/backend-operator/internal/cos"
 	"github.com/infrastate/backend-operator/internal/netguard"
 	"github.com/infrastate/backend-operator/internal/stateclient"
@@ -29,10 +30,10 @@ import (
 // message says what happened, then the error, which names what failed
 // (the error texts of internal/stateclient and internal/cos carry no
 // credentials), then what to check (see failureClasses).
-func probeFailure(err error) observation {
+func probeFailure(err error) conditions.Observation {
 	class := classifyFailure(err)
-	return observation{status: metav1.ConditionFalse, reason: class.reason,
-		message: class.summary + ": " + errorText(err) + ". " + class.nextStep(err)}
+	return conditions.Observation{Status: metav1.ConditionFalse, Reason: class.reason,
+		Message: class.summary + ": " + errorText(err) + ". " + class.nextStep(err)}
 }
 
 // errorText is err's text, without a final period, to go on with another

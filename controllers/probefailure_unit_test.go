@@ -12,6 +12,7 @@ import (
 	"github.com/google/go-cmp/cmp"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
+	"github.com/infrastate/backend-operator/controllers/internal/conditions"
 	"github.com/infrastate/backend-operator/internal/cos"
 	"github.com/infrastate/backend-operator/internal/netguard"
 	"github.com/infrastate/backend-operator/internal/outputs"
@@ -132,9 +133,9 @@ func TestProbeFailure(t *testing.T) {
 	for name, tc := range cases {
 		t.Run(name, func(t *testing.T) {
 			got := probeFailure(tc.err)
-			want := observation{status: metav1.ConditionFalse, reason: tc.wantReason,
-				message: tc.wantSummary + ": " + tc.err.Error() + ". " + tc.wantNext}
-			if diff := cmp.Diff(want, got, cmp.AllowUnexported(observation{})); diff != "" {
+			want := conditions.Observation{Status: metav1.ConditionFalse, Reason: tc.wantReason,
+				Message: tc.wantSummary + ": " + tc.err.Error() + ". " + tc.wantNext}
+			if diff := cmp.Diff(want, got, cmp.AllowUnexported(conditions.Observation{})); diff != "" {
 				t.Errorf("probeFailure() mismatch (-want +got):\n%s", diff)
 			}
 		})
@@ -147,7 +148,7 @@ func TestForbiddenMessage(t *testing.T) {
 	want := "The state server refused the credentials of the backend's spec.username and spec.passwordSecretRef: " +
 		"GET https://state.example.com/team-a: HTTP remote state endpoint invalid auth (403 Forbidden). " +
 		"Check that this user may read the state, and that the Secret holds the password the server expects"
-	if diff := cmp.Diff(want, probeFailure(err).message); diff != "" {
+	if diff := cmp.Diff(want, probeFailure(err).Message); diff != "" {
 		t.Errorf("message (-want +got):\n%s", diff)
 	}
 }
@@ -178,8 +179,8 @@ func TestBucketObservation(t *testing.T) {
 	for name, tc := range cases {
 		t.Run(name, func(t *testing.T) {
 			got := bucketObservation("b-1", tc.err)
-			want := observation{status: tc.wantStatus, reason: tc.wantReason, message: tc.wantMessage}
-			if diff := cmp.Diff(want, got, cmp.AllowUnexported(observation{})); diff != "" {
+			want := conditions.Observation{Status: tc.wantStatus, Reason: tc.wantReason, Message: tc.wantMessage}
+			if diff := cmp.Diff(want, got, cmp.AllowUnexported(conditions.Observation{})); diff != "" {
 				t.Errorf("bucketObservation() mismatch (-want +got):\n%s", diff)
 			}
 		})
@@ -218,8 +219,8 @@ func TestContentFailure(t *testing.T) {
 	for name, tc := range cases {
 		t.Run(name, func(t *testing.T) {
 			got := contentFailure(tc.err)
-			want := observation{status: metav1.ConditionFalse, reason: tc.wantReason, message: tc.wantMessage}
-			if diff := cmp.Diff(want, got, cmp.AllowUnexported(observation{})); diff != "" {
+			want := conditions.Observation{Status: metav1.ConditionFalse, Reason: tc.wantReason, Message: tc.wantMessage}
+			if diff := cmp.Diff(want, got, cmp.AllowUnexported(conditions.Observation{})); diff != "" {
 				t.Errorf("contentFailure() mismatch (-want +got):\n%s", diff)
 			}
 		})
@@ -245,8 +246,8 @@ func TestStateObjectFailure(t *testing.T) {
 	for name, tc := range cases {
 		t.Run(name, func(t *testing.T) {
 			got := stateObjectFailure(tc.err)
-			want := observation{status: metav1.ConditionFalse, reason: tc.wantReason, message: tc.wantMessage}
-			if diff := cmp.Diff(want, got, cmp.AllowUnexported(observation{})); diff != "" {
+			want := conditions.Observation{Status: metav1.ConditionFalse, Reason: tc.wantReason, Message: tc.wantMessage}
+			if diff := cmp.Diff(want, got, cmp.AllowUnexported(conditions.Observation{})); diff != "" {
 				t.Errorf("stateObjectFailure() mismatch (-want +got):\n%s", diff)
 			}
 		})

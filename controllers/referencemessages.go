@@ -4,6 +4,8 @@ import (
 	"fmt"
 	"slices"
 	"strings"
+
+	"github.com/infrastate/backend-operator/controllers/internal/conditions"
 )
 
 // The messages of a reference that cannot be used: what is wrong, and what
@@ -69,7 +71,7 @@ func keyList(keys []string) string {
 	}
 	shown := make([]string, 0, min(len(keys), listedKeys))
 	for _, k := range keys[:min(len(keys), listedKeys)] {
-		if c := clip(k, listedKeyBytes); c != k {
+		if c := conditions.Clip(k, listedKeyBytes); c != k {
 			k = c + "..."
 		}
 		shown = append(shown, k)

@@ -1,7 +1,6 @@
 package controllers
 
 import (
-	"errors"
 	"fmt"
 	"strings"
 	"testing"
@@ -13,40 +12,9 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client/fake"
 
 	backendsv1alpha1 "github.com/infrastate/backend-operator/api/v1alpha1"
+	"github.com/infrastate/backend-operator/controllers/internal/conditions"
 	"github.com/infrastate/backend-operator/internal/testenv"
 )
-
-func TestJoinStalls(t *testing.T) {
-	transient := errors.New("reading Secret team-a/pw: the server is currently unable to handle the request")
-	cases := map[string]struct {
-		errs []error
-		want error
-	}{
-		"nothing failed": {errs: []error{nil, nil}},
-		"one stall":      {errs: []error{nil, stall("SecretNotFound", "A")}, want: &stallError{reason: "SecretNotFound", message: "A"}},
-		"several stalls, in order": {errs: []error{stall("SecretNotFound", "A"), nil, stall("ConfigMapKeyMissing", "B"), stall("InvalidPassphrase", "C.")},
-			want: &stallError{reason: "SecretNotFound", message: "A. B. C"}},
-		"a wrapped stall": {errs: []error{fmt.Errorf("resolving: %w", stall("RegionMissing", "A")), stall("SecretNotFound", "B")},
-			want: &stallError{reason: "RegionMissing", message: "A. B"}},
-		"a transient error wins: its retry reports every problem": {errs: []error{stall("SecretNotFound", "A"), transient, stall("SecretKeyMissing", "B")},
-			want: transient},
-	}
-	for name, tc := range cases {
-		t.Run(name, func(t *testing.T) {
-			got := joinStalls(tc.errs...)
-			if want, ok := tc.want.(*stallError); ok { //nolint:errorlint // the table's own values, never wrapped
-				se, _ := asStall(got)
-				if diff := cmp.Diff(want, se, cmp.AllowUnexported(stallError{})); diff != "" {
-					t.Errorf("joinStalls() mismatch (-want +got):\n%s", diff)
-				}
-				return
-			}
-			if got != tc.want { //nolint:errorlint // the very error given must come back, not one that wraps it
-				t.Errorf("joinStalls() = %v, want %v", got, tc.want)
-			}
-		})
-	}
-}
 
 func TestMissingKeysMessage(t *testing.T) {
 	many := make([]string, 0, 30)
@@ -190,17 +158,17 @@ func TestResolveReportsEveryProblem(t *testing.T) {
 				opts: &options{},
 			}
 			_, err := tc.kind.resolve(t.Context(), env, tc.backend)
-			se, ok := asStall(err)
+			se, ok := conditions.AsStall(err)
 			if !ok {
 				t.Fatalf("resolve() = %v, want a stall", err)
 			}
-			want := &stallError{reason: tc.wantReason, message: strings.Join(tc.want, ". ")}
-			if diff := cmp.Diff(want, se, cmp.AllowUnexported(stallError{})); diff != "" {
+			want := &conditions.StallError{Reason: tc.wantReason, Message: strings.Join(tc.want, ". ")}
+			if diff := cmp.Diff(want, se, cmp.AllowUnexported(conditions.StallError{})); diff != "" {
 				t.Errorf("resolve() stall mismatch (-want +got):\n%s", diff)
 			}
 			for _, secret := range []string{short, cosSecretID, string(certs.otherKeyPEM[40:80])} {
-				if strings.Contains(se.message, secret) {
-					t.Errorf("the stall quotes a value: %s", se.message)
+				if strings.Contains(se.Message, secret) {
+					t.Errorf("the stall quotes a value: %s", se.Message)
 				}
 			}
 		})

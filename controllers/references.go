@@ -13,6 +13,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	backendsv1alpha1 "github.com/infrastate/backend-operator/api/v1alpha1"
+	"github.com/infrastate/backend-operator/controllers/internal/conditions"
 )
 
 // ReferencePolicy says which Secrets and ConfigMaps of its namespace a
@@ -51,8 +52,8 @@ func (r *reconciler) references(namespace string) referenceReader {
 }
 
 // secret fetches a Secret of the object's namespace; a missing Secret is a
-// stallError with reason SecretNotFound, one the policy does not allow a
-// stallError with reason ReferenceNotAllowed.
+// stall with reason SecretNotFound, one the policy does not allow a
+// stall with reason ReferenceNotAllowed.
 func (r referenceReader) secret(ctx context.Context, name, field string) (*corev1.Secret, error) {
 	secret := &corev1.Secret{}
 	if err := r.get(ctx, secret, &corev1.SecretList{}, "Secret", name, field); err != nil {
@@ -62,7 +63,7 @@ func (r referenceReader) secret(ctx context.Context, name, field string) (*corev
 }
 
 // secretKey returns one key of a Secret; a missing or empty key is a
-// stallError with reason SecretKeyMissing (see requiredKeys). keyField is
+// stall with reason SecretKeyMissing (see requiredKeys). keyField is
 // the spec field that names the key.
 func (r referenceReader) secretKey(ctx context.Context, name, key, field, keyField string) ([]byte, error) {
 	secret, err := r.secret(ctx, name, field)
@@ -77,7 +78,7 @@ func (r referenceReader) secretKey(ctx context.Context, name, key, field, keyFie
 }
 
 // requiredKeys returns non-empty keys of a Secret already read, in the
-// order asked. Keys that are missing or empty are one stallError with
+// order asked. Keys that are missing or empty are one stall with
 // reason SecretKeyMissing, naming them all and listing the keys the
 // Secret has. keyField is the spec field that names the key ("" when the
 // keys are fixed, as tls.crt and tls.key are).
@@ -97,14 +98,14 @@ func requiredKeys(secret *corev1.Secret, field, keyField string, keys ...string)
 	if len(missing) == 0 && len(empty) == 0 {
 		return values, nil
 	}
-	return nil, stall(backendsv1alpha1.SecretKeyMissingReason, "%s", missingKeysMessage(keyProblem{
+	return nil, conditions.Stall(backendsv1alpha1.SecretKeyMissingReason, "%s", missingKeysMessage(keyProblem{
 		kind: "Secret", namespace: secret.Namespace, name: secret.Name, field: field, keyField: keyField,
 		missing: missing, empty: empty, present: slices.Collect(maps.Keys(secret.Data)),
 	}))
 }
 
 // configMapKey returns one key of a ConfigMap (data or binaryData); a
-// missing or empty key is a stallError with reason ConfigMapKeyMissing
+// missing or empty key is a stall with reason ConfigMapKeyMissing
 // that lists the keys the ConfigMap has.
 func (r referenceReader) configMapKey(ctx context.Context, name, key, field, keyField string) ([]byte, error) {
 	cm := &corev1.ConfigMap{}
@@ -124,7 +125,7 @@ func (r referenceReader) configMapKey(ctx context.Context, name, key, field, key
 	} else {
 		problem.missing = []string{key}
 	}
-	return nil, stall(backendsv1alpha1.ConfigMapKeyMissingReason, "%s", missingKeysMessage(problem))
+	return nil, conditions.Stall(backendsv1alpha1.ConfigMapKeyMissingReason, "%s", missingKeysMessage(problem))
 }
 
 // get reads the Secret or ConfigMap name into obj. The content is read
@@ -201,7 +202,7 @@ func (r referenceReader) read(ctx context.Context, obj client.Object, list clien
 	case !exists:
 		return r.notFound(kind, name, field)
 	}
-	return stall(backendsv1alpha1.ReferenceNotAllowedReason,
+	return conditions.Stall(backendsv1alpha1.ReferenceNotAllowedReason,
 		"%s %s/%s referenced by %s is not labelled %s=true, which the manager's --secret-reference-policy=labeled requires: add the label to allow this reference",
 		kind, r.namespace, name, field, backendsv1alpha1.AllowReferenceLabel)
 }
@@ -259,7 +260,7 @@ func (r referenceReader) notFound(kind, name, field string) error {
 	if kind == "ConfigMap" {
 		reason = backendsv1alpha1.ConfigMapNotFoundReason
 	}
-	return stall(reason, "%s", notFoundMessage(kind, r.namespace, name, field))
+	return conditions.Stall(reason, "%s", notFoundMessage(kind, r.namespace, name, field))
 }
 
 // copyInto copies a listed Secret or ConfigMap into obj of the same type.

@@ -14,6 +14,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/reconcile"
 
 	backendsv1alpha1 "github.com/infrastate/backend-operator/api/v1alpha1"
+	"github.com/infrastate/backend-operator/controllers/internal/conditions"
 )
 
 // remoteStateBackend is the backendRefIndex extractor of RemoteStates:
@@ -68,7 +69,7 @@ func (r *remoteStateReconciler) Reconcile(ctx context.Context, req ctrl.Request)
 		r.observeRefresh(remote)
 		s := &remoteScope{remote: remote}
 		err := runPhases(ctx, s, r.reconcileSpec, r.reconcileBackend, r.reconcileOutputs)
-		return outcome{readyMessage: "Outputs are published", gates: remoteStateGates, probePending: s.probePending, applied: s.applied},
+		return outcome{Outcome: conditions.Outcome{ReadyMessage: "Outputs are published", Gates: remoteStateGates, ProbePending: s.probePending}, applied: s.applied},
 			s.requeueAfter, err
 	})
 }

@@ -15,6 +15,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	backendsv1alpha1 "github.com/infrastate/backend-operator/api/v1alpha1"
+	"github.com/infrastate/backend-operator/controllers/internal/conditions"
 	"github.com/infrastate/backend-operator/internal/outputs"
 	"github.com/infrastate/backend-operator/internal/statefile"
 )
@@ -37,10 +38,10 @@ func (r *remoteStateReconciler) reconcileSpec(_ context.Context, s *remoteScope)
 func (r *remoteStateReconciler) reconcileBackend(ctx context.Context, s *remoteScope) error {
 	ref := s.remote.Spec.BackendRef
 	_, backend, resolved, err := r.resolveBackendRef(ctx, s.remote.Namespace, ref)
-	if se, ok := asStall(err); ok && se.reason == backendsv1alpha1.BackendNotFoundReason {
+	if se, ok := conditions.AsStall(err); ok && se.Reason == backendsv1alpha1.BackendNotFoundReason {
 		cm, secret := remoteStateTargets(s.remote)
-		return stall(se.reason, "%s. The outputs published last stay in ConfigMap %s and Secret %s: create the backend again, "+
-			"or point spec.backendRef at one that exists", se.message, cm, secret)
+		return conditions.Stall(se.Reason, "%s. The outputs published last stay in ConfigMap %s and Secret %s: create the backend again, "+
+			"or point spec.backendRef at one that exists", se.Message, cm, secret)
 	}
 	if err != nil {
 		return err
@@ -48,11 +49,11 @@ func (r *remoteStateReconciler) reconcileBackend(ctx context.Context, s *remoteS
 	workspace := workspaceOrDefault(s.remote.Spec.Workspace)
 	s.newStream = func() (stateStreamer, error) {
 		stream, err := resolved.openState(workspace)
-		if _, ok := asStall(err); ok {
+		if _, ok := conditions.AsStall(err); ok {
 			return nil, err
 		}
 		if err != nil {
-			return nil, stall(backendsv1alpha1.BackendNotReadyReason, "%s %s cannot be used: %v", ref.Kind, ref.Name, err)
+			return nil, conditions.Stall(backendsv1alpha1.BackendNotReadyReason, "%s %s cannot be used: %v", ref.Kind, ref.Name, err)
 		}
 		return stream, nil
 	}
@@ -69,7 +70,7 @@ func (r *remoteStateReconciler) reconcileBackend(ctx context.Context, s *remoteS
 func (r *reconciler) resolveBackendRef(ctx context.Context, namespace string, ref backendsv1alpha1.BackendReference) (backendKind, backendObject, resolvedBackend, error) {
 	kind, ok := lookupBackendKind(ref.Kind)
 	if !ok {
-		return nil, nil, nil, stall(backendsv1alpha1.InvalidSpecReason, "The kind %q of spec.backendRef is not a backend kind: set it to %s",
+		return nil, nil, nil, conditions.Stall(backendsv1alpha1.InvalidSpecReason, "The kind %q of spec.backendRef is not a backend kind: set it to %s",
 			ref.Kind, strings.Join(backendKindNames(), " or "))
 	}
 	backend := kind.newObject()
@@ -88,7 +89,7 @@ func getBackend(ctx context.Context, c client.Reader, key types.NamespacedName, 
 	err := c.Get(ctx, key, obj)
 	switch {
 	case apierrors.IsNotFound(err):
-		return stall(backendsv1alpha1.BackendNotFoundReason, "%s %s does not exist in namespace %s (spec.backendRef names a backend of the object's own namespace)",
+		return conditions.Stall(backendsv1alpha1.BackendNotFoundReason, "%s %s does not exist in namespace %s (spec.backendRef names a backend of the object's own namespace)",
 			kind, key.Name, key.Namespace)
 	case err != nil:
 		return fmt.Errorf("reading %s %s: %w", kind, key, err)
@@ -100,8 +101,8 @@ func getBackend(ctx context.Context, c client.Reader, key types.NamespacedName, 
 // reason, then its message, which may list several problems, each with
 // what to do.
 func backendNotReady(ref backendsv1alpha1.BackendReference, err error) error {
-	if se, ok := asStall(err); ok {
-		return stall(backendsv1alpha1.BackendNotReadyReason, "%s %s cannot be used (%s): %s", ref.Kind, ref.Name, se.reason, se.message)
+	if se, ok := conditions.AsStall(err); ok {
+		return conditions.Stall(backendsv1alpha1.BackendNotReadyReason, "%s %s cannot be used (%s): %s", ref.Kind, ref.Name, se.Reason, se.Message)
 	}
 	return err
 }
@@ -120,7 +121,7 @@ func (r *remoteStateReconciler) reconcileOutputs(ctx context.Context, s *remoteS
 	remote := s.remote
 	defaults := defaultsOf(remote.Spec.Defaults)
 	if err := outputs.CheckDefaults(defaults); err != nil {
-		return stall(backendsv1alpha1.InvalidSpecReason, "%s", invalidDefaultMessage(err))
+		return conditions.Stall(backendsv1alpha1.InvalidSpecReason, "%s", invalidDefaultMessage(err))
 	}
 	interval := remoteStateInterval(remote, r.opts.defaultProbeInterval)
 	task := probeTask{kind: remoteStateKind, obj: remote, inputs: s.inputs, interval: interval,
@@ -133,8 +134,8 @@ func (r *remoteStateReconciler) reconcileOutputs(ctx context.Context, s *remoteS
 			// triggers, instead of waiting for the next read.
 			return err
 		}
-		setCondition(&remote.Status.Conditions, remote.Generation, backendsv1alpha1.OutputsReadyCondition, obs)
-		if obs.status == metav1.ConditionTrue {
+		conditions.Set(&remote.Status.Conditions, remote.Generation, backendsv1alpha1.OutputsReadyCondition, obs)
+		if obs.Status == metav1.ConditionTrue {
 			remoteStateRefresh.succeeded(client.ObjectKeyFromObject(remote), res.finished)
 		}
 		return nil
@@ -191,7 +192,7 @@ func readOutputs(ctx context.Context, stream stateStreamer, dec stateDecrypter, 
 // publish writes a read's outputs and returns the OutputsReady
 // observation. Only errors writing to the API server, and stalls, are
 // returned as errors.
-func (r *remoteStateReconciler) publish(ctx context.Context, remote *backendsv1alpha1.RemoteState, read remoteRead) (observation, error) {
+func (r *remoteStateReconciler) publish(ctx context.Context, remote *backendsv1alpha1.RemoteState, read remoteRead) (conditions.Observation, error) {
 	switch {
 	case read.err != nil:
 		return readFailure(read.err), nil //nolint:nilerr // a failed read is reported in OutputsReady, not retried as an error
@@ -206,13 +207,13 @@ func (r *remoteStateReconciler) publish(ctx context.Context, remote *backendsv1a
 	cmName, secretName := remoteStateTargets(remote)
 	w := r.ownedWriter()
 	if _, err := w.applySecret(ctx, outputs.Secret(owner, secretName, sensitive)); err != nil {
-		return observation{}, err
+		return conditions.Observation{}, err
 	}
 	if _, err := w.applyConfigMap(ctx, outputs.ConfigMap(owner, cmName, plain)); err != nil {
-		return observation{}, err
+		return conditions.Observation{}, err
 	}
 	if err := w.deletePrevious(ctx, owner, remote.Status.Rendered, cmName, secretName); err != nil {
-		return observation{}, err
+		return conditions.Observation{}, err
 	}
 
 	remote.Status.Rendered = &backendsv1alpha1.RenderedObjects{ConfigMapName: cmName, SecretName: secretName}
@@ -223,14 +224,14 @@ func (r *remoteStateReconciler) publish(ctx context.Context, remote *backendsv1a
 	if len(read.values) > maxOutputStatuses {
 		msg += fmt.Sprintf("; status.outputs lists the first %d", maxOutputStatuses)
 	}
-	return observation{status: metav1.ConditionTrue, reason: backendsv1alpha1.OutputsPublishedReason, message: msg}, nil
+	return conditions.Observation{Status: metav1.ConditionTrue, Reason: backendsv1alpha1.OutputsPublishedReason, Message: msg}, nil
 }
 
 // noState is the OutputsReady observation of a workspace that holds no
 // state: terraform_remote_state fails the same way.
-func noState(ref backendsv1alpha1.BackendReference, workspace string) observation {
-	return observation{status: metav1.ConditionFalse, reason: backendsv1alpha1.StateNotFoundReason,
-		message: fmt.Sprintf("%s %s holds no state for workspace %s: apply the stack that writes it first, or check spec.workspace",
+func noState(ref backendsv1alpha1.BackendReference, workspace string) conditions.Observation {
+	return conditions.Observation{Status: metav1.ConditionFalse, Reason: backendsv1alpha1.StateNotFoundReason,
+		Message: fmt.Sprintf("%s %s holds no state for workspace %s: apply the stack that writes it first, or check spec.workspace",
 			ref.Kind, ref.Name, workspace)}
 }
 
@@ -248,14 +249,14 @@ func remoteStateTargets(remote *backendsv1alpha1.RemoteState) (configMapName, se
 }
 
 // readFailure classifies an error reading the state (see probeFailure).
-func readFailure(err error) observation {
+func readFailure(err error) conditions.Observation {
 	return probeFailure(err)
 }
 
 // contentFailure is the OutputsReady observation of a state that was read
 // but cannot be published; its message ends with what to do.
-func contentFailure(err error) observation {
-	obs := observation{status: metav1.ConditionFalse, reason: backendsv1alpha1.StateUnreadableReason}
+func contentFailure(err error) conditions.Observation {
+	obs := conditions.Observation{Status: metav1.ConditionFalse, Reason: backendsv1alpha1.StateUnreadableReason}
 	var (
 		missing  *outputs.MissingError
 		mismatch *outputs.TypeMismatchError
@@ -263,32 +264,32 @@ func contentFailure(err error) observation {
 	)
 	switch {
 	case errors.Is(err, outputs.ErrTooLarge):
-		obs.reason = backendsv1alpha1.OutputsTooLargeReason
-		obs.message = "The outputs cannot be published: " + err.Error() + "; select the outputs you need with spec.outputs"
+		obs.Reason = backendsv1alpha1.OutputsTooLargeReason
+		obs.Message = "The outputs cannot be published: " + err.Error() + "; select the outputs you need with spec.outputs"
 	case errors.As(err, &missing):
-		obs.reason = backendsv1alpha1.OutputMissingReason
-		obs.message = fmt.Sprintf("Output %q is not in the state and spec.defaults has no value for it: "+
+		obs.Reason = backendsv1alpha1.OutputMissingReason
+		obs.Message = fmt.Sprintf("Output %q is not in the state and spec.defaults has no value for it: "+
 			"add it to the outputs of the stack that writes the state and apply it, set spec.defaults, or leave it out of spec.outputs", missing.Name)
 	case errors.As(err, &mismatch):
-		obs.reason = backendsv1alpha1.OutputTypeMismatchReason
-		obs.message = fmt.Sprintf("Output %q is a %s, not the %s spec.outputs asks for: "+
+		obs.Reason = backendsv1alpha1.OutputTypeMismatchReason
+		obs.Message = fmt.Sprintf("Output %q is a %s, not the %s spec.outputs asks for: "+
 			"set its type in spec.outputs to the output's type (or to any), or change the output in the stack that writes the state",
 			mismatch.Name, mismatch.Got, mismatch.Want)
 	case errors.As(err, &key):
-		obs.reason = backendsv1alpha1.OutputKeyInvalidReason
-		obs.message = capitalize(err.Error()) + "; rename it with spec.outputs[].key or leave it out"
+		obs.Reason = backendsv1alpha1.OutputKeyInvalidReason
+		obs.Message = capitalize(err.Error()) + "; rename it with spec.outputs[].key or leave it out"
 	case errors.Is(err, outputs.ErrInvalidDefault):
-		obs.reason = backendsv1alpha1.InvalidSpecReason
-		obs.message = invalidDefaultMessage(err)
+		obs.Reason = backendsv1alpha1.InvalidSpecReason
+		obs.Message = invalidDefaultMessage(err)
 	case errors.Is(err, statefile.ErrEncrypted):
-		obs.reason = backendsv1alpha1.StateEncryptedReason
-		obs.message = "The state is encrypted with OpenTofu's state encryption: set spec.encryption on the backend " +
+		obs.Reason = backendsv1alpha1.StateEncryptedReason
+		obs.Message = "The state is encrypted with OpenTofu's state encryption: set spec.encryption on the backend " +
 			"to the passphrase its runners encrypt with"
 	case errors.Is(err, statefile.ErrDecrypt):
-		obs.reason = backendsv1alpha1.DecryptionFailedReason
-		obs.message = "The state is encrypted and spec.encryption of the backend cannot decrypt it: " + errorText(err) + ". " + decryptionNextStep(err)
+		obs.Reason = backendsv1alpha1.DecryptionFailedReason
+		obs.Message = "The state is encrypted and spec.encryption of the backend cannot decrypt it: " + errorText(err) + ". " + decryptionNextStep(err)
 	default:
-		obs.message = fmt.Sprintf("The state cannot be parsed: %s. %s", errorText(err), nextStepAs(backendsv1alpha1.StateUnreadableReason, err))
+		obs.Message = fmt.Sprintf("The state cannot be parsed: %s. %s", errorText(err), nextStepAs(backendsv1alpha1.StateUnreadableReason, err))
 	}
 	return obs
 }
@@ -318,7 +319,7 @@ func outputStatuses(values []outputs.Value) []backendsv1alpha1.OutputStatus {
 	values = values[:min(len(values), maxOutputStatuses)]
 	out := make([]backendsv1alpha1.OutputStatus, 0, len(values))
 	for _, v := range values {
-		out = append(out, backendsv1alpha1.OutputStatus{Name: clip(v.Name, 128), Key: v.Key, Type: clip(v.Type, 1024), Sensitive: v.Sensitive})
+		out = append(out, backendsv1alpha1.OutputStatus{Name: conditions.Clip(v.Name, 128), Key: v.Key, Type: conditions.Clip(v.Type, 1024), Sensitive: v.Sensitive})
 	}
 	return out
 }

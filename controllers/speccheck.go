@@ -8,6 +8,7 @@ import (
 	"strings"
 
 	backendsv1alpha1 "github.com/infrastate/backend-operator/api/v1alpha1"
+	"github.com/infrastate/backend-operator/controllers/internal/conditions"
 	"github.com/infrastate/backend-operator/internal/netguard"
 )
 
@@ -74,7 +75,7 @@ func checkHTTPSpec(spec backendsv1alpha1.HttpBackendSpec) error {
 	}
 	for _, f := range []struct{ field, value string }{{"spec.lockMethod", spec.LockMethod}, {"spec.unlockMethod", spec.UnlockMethod}} {
 		if f.value != "" && !slices.Contains(lockMethods, f.value) {
-			return stall(backendsv1alpha1.InvalidSpecReason, "The value of %s must be one of %s, the methods state servers use", f.field, strings.Join(lockMethods, ", "))
+			return conditions.Stall(backendsv1alpha1.InvalidSpecReason, "The value of %s must be one of %s, the methods state servers use", f.field, strings.Join(lockMethods, ", "))
 		}
 	}
 	if err := checkProbedOverrides(spec.Overrides, httpProbedAttributes); err != nil {
@@ -89,7 +90,7 @@ func checkHTTPSpec(spec backendsv1alpha1.HttpBackendSpec) error {
 func checkProbedOverrides(overrides []backendsv1alpha1.Override, probed map[string]string) error {
 	for i, o := range overrides {
 		if field, ok := probed[o.Path]; ok {
-			return stall(backendsv1alpha1.InvalidSpecReason,
+			return conditions.Stall(backendsv1alpha1.InvalidSpecReason,
 				"The override spec.overrides[%d] sets %s, which the probe and RemoteState read from %s: set %s instead, or status would describe another backend than the one runners use",
 				i, o.Path, field, field)
 		}
@@ -102,22 +103,22 @@ func checkProbedOverrides(overrides []backendsv1alpha1.Override, probed map[stri
 func checkURL(field, raw string) error {
 	u, err := url.Parse(raw)
 	if err != nil {
-		return stall(backendsv1alpha1.InvalidSpecReason, "The value of %s is not a valid URL", field)
+		return conditions.Stall(backendsv1alpha1.InvalidSpecReason, "The value of %s is not a valid URL", field)
 	}
 	if u.User != nil {
-		return stall(backendsv1alpha1.InvalidSpecReason,
+		return conditions.Stall(backendsv1alpha1.InvalidSpecReason,
 			"The value of %s must not contain user information (user:password@host): it would be published in the rendered ConfigMap; set username and passwordSecretRef instead", field)
 	}
 	for name := range u.Query() {
 		if credentialParameter.MatchString(name) {
-			return stall(backendsv1alpha1.InvalidSpecReason,
+			return conditions.Stall(backendsv1alpha1.InvalidSpecReason,
 				"The value of %s must not carry credentials in its query string (parameter %s): it is published in the rendered ConfigMap; set username and passwordSecretRef instead", field, name)
 		}
 	}
 	host := strings.TrimSuffix(strings.ToLower(u.Hostname()), ".")
 	addr, err := netip.ParseAddr(host)
 	if (err == nil && !netguard.DefaultPolicy().Allows(addr)) || slices.Contains(metadataHosts, host) {
-		return stall(backendsv1alpha1.InvalidSpecReason, "The value of %s must not point at a link-local address or a cloud metadata service", field)
+		return conditions.Stall(backendsv1alpha1.InvalidSpecReason, "The value of %s must not point at a link-local address or a cloud metadata service", field)
 	}
 	return nil
 }
@@ -129,11 +130,11 @@ func checkURL(field, raw string) error {
 func checkCosSpec(spec backendsv1alpha1.CosBackendSpec) error {
 	for _, f := range []struct{ field, value string }{{"spec.prefix", spec.Prefix}, {"spec.key", spec.Key}} {
 		if slices.Contains(strings.Split(f.value, "/"), "..") {
-			return stall(backendsv1alpha1.InvalidSpecReason, "The value of %s must not contain '..' path segments: they would reach objects outside the prefix", f.field)
+			return conditions.Stall(backendsv1alpha1.InvalidSpecReason, "The value of %s must not contain '..' path segments: they would reach objects outside the prefix", f.field)
 		}
 	}
 	if strings.HasPrefix(spec.Endpoint, "http://") && !spec.AllowInsecureEndpoint {
-		return stall(backendsv1alpha1.InvalidSpecReason,
+		return conditions.Stall(backendsv1alpha1.InvalidSpecReason,
 			"The value of spec.endpoint uses http://, which sends the security token and the state in clear text: use https:// or set allowInsecureEndpoint")
 	}
 	if err := checkProbedOverrides(spec.Overrides, cosProbedAttributes); err != nil {
@@ -147,13 +148,13 @@ func checkCosSpec(spec backendsv1alpha1.CosBackendSpec) error {
 // Output keys and defaults are checked where they are used.
 func checkRemoteStateSpec(spec backendsv1alpha1.RemoteStateSpec) error {
 	if spec.Workspace == "." || spec.Workspace == ".." {
-		return stall(backendsv1alpha1.InvalidSpecReason, "The value of spec.workspace must not be '.' or '..': they would reach objects outside the backend's prefix")
+		return conditions.Stall(backendsv1alpha1.InvalidSpecReason, "The value of spec.workspace must not be '.' or '..': they would reach objects outside the backend's prefix")
 	}
 	if err := checkConfigMapName("spec.target.configMapName", spec.Target.ConfigMapName); err != nil {
 		return err
 	}
 	if strings.HasPrefix(spec.Target.SecretName, "sh.helm.release.v1.") {
-		return stall(backendsv1alpha1.InvalidSpecReason, "The value of spec.target.secretName must not be a Helm release Secret name (sh.helm.release.v1.*)")
+		return conditions.Stall(backendsv1alpha1.InvalidSpecReason, "The value of spec.target.secretName must not be a Helm release Secret name (sh.helm.release.v1.*)")
 	}
 	return nil
 }
@@ -162,7 +163,7 @@ func checkRemoteStateSpec(spec backendsv1alpha1.RemoteStateSpec) error {
 // publish in every namespace: the operator would fight them over it.
 func checkConfigMapName(field, name string) error {
 	if name == "kube-root-ca.crt" || name == "openshift-service-ca.crt" || strings.HasSuffix(name, "-ca-root-cert") {
-		return stall(backendsv1alpha1.InvalidSpecReason,
+		return conditions.Stall(backendsv1alpha1.InvalidSpecReason,
 			"The value of %s must not be a name that Kubernetes or a cluster add-on publishes in every namespace (kube-root-ca.crt, openshift-service-ca.crt, *-ca-root-cert)", field)
 	}
 	return nil

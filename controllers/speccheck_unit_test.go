@@ -18,6 +18,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/reconcile"
 
 	backendsv1alpha1 "github.com/infrastate/backend-operator/api/v1alpha1"
+	"github.com/infrastate/backend-operator/controllers/internal/conditions"
 	"github.com/infrastate/backend-operator/internal/testenv"
 )
 
@@ -126,12 +127,12 @@ func expectStall(t *testing.T, err error, wantMsg, secret string) {
 		}
 		return
 	}
-	se, ok := asStall(err)
-	if !ok || se.reason != backendsv1alpha1.InvalidSpecReason || !strings.Contains(se.message, wantMsg) {
+	se, ok := conditions.AsStall(err)
+	if !ok || se.Reason != backendsv1alpha1.InvalidSpecReason || !strings.Contains(se.Message, wantMsg) {
 		t.Fatalf("error = %v, want an InvalidSpec stall containing %q", err, wantMsg)
 	}
-	if secret != "" && strings.Contains(se.message, secret) {
-		t.Errorf("message %q quotes the secret", se.message)
+	if secret != "" && strings.Contains(se.Message, secret) {
+		t.Errorf("message %q quotes the secret", se.Message)
 	}
 }
 
@@ -185,8 +186,8 @@ func TestReconcileRefusesLegacySpec(t *testing.T) {
 			if err := c.Get(context.Background(), key, got); err != nil {
 				t.Fatal(err)
 			}
-			conditions := *got.(interface{ StatusConditions() *[]metav1.Condition }).StatusConditions()
-			stalled := apimeta.FindStatusCondition(conditions, backendsv1alpha1.StalledCondition)
+			conds := *got.(interface{ StatusConditions() *[]metav1.Condition }).StatusConditions()
+			stalled := apimeta.FindStatusCondition(conds, backendsv1alpha1.StalledCondition)
 			if stalled == nil || stalled.Reason != backendsv1alpha1.InvalidSpecReason || !strings.Contains(stalled.Message, tc.wantMsg) || strings.Contains(stalled.Message, secret) {
 				t.Fatalf("Stalled = %+v, want InvalidSpec saying %q without the value", stalled, tc.wantMsg)
 			}

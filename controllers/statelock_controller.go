@@ -20,6 +20,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/predicate"
 
 	backendsv1alpha1 "github.com/infrastate/backend-operator/api/v1alpha1"
+	"github.com/infrastate/backend-operator/controllers/internal/conditions"
 )
 
 const stateLockKind = "StateLock"
@@ -61,7 +62,7 @@ type slockScope struct {
 	// applied is the operation result written to status.
 	applied *probeResult
 	// waiting is the Reconciling condition while another holds the lock.
-	waiting *observation
+	waiting *conditions.Observation
 }
 
 // backendName names the StateLock's backend in messages.
@@ -91,8 +92,8 @@ func (r *stateLockReconciler) Reconcile(ctx context.Context, req ctrl.Request) (
 		s := &slockScope{sl: sl}
 		err := runPhases(ctx, s, r.reconcileBackend, r.reconcileLock)
 		out := stateLockOutcome(meta.FindStatusCondition(sl.Status.Conditions, backendsv1alpha1.LockedCondition))
-		out.probePending, out.applied, out.waiting = s.probePending, s.applied, s.waiting
-		return out, s.requeueAfter, err
+		out.ProbePending, out.Waiting = s.probePending, s.waiting
+		return outcome{Outcome: out, applied: s.applied}, s.requeueAfter, err
 	})
 }
 
@@ -101,14 +102,14 @@ func (r *stateLockReconciler) Reconcile(ctx context.Context, req ctrl.Request) (
 // is held), except once the StateLock expired, when it has done all its
 // spec asks: Ready is then True with reason Expired, so that GitOps tools
 // and kubectl wait read it as current rather than in progress forever.
-func stateLockOutcome(locked *metav1.Condition) outcome {
+func stateLockOutcome(locked *metav1.Condition) conditions.Outcome {
 	switch {
 	case locked == nil:
-		return outcome{readyReason: backendsv1alpha1.LockAcquiredReason, gates: stateLockGates}
+		return conditions.Outcome{ReadyReason: backendsv1alpha1.LockAcquiredReason, Gates: stateLockGates}
 	case locked.Reason == backendsv1alpha1.ExpiredReason:
-		return outcome{readyMessage: locked.Message, readyReason: backendsv1alpha1.ExpiredReason}
+		return conditions.Outcome{ReadyMessage: locked.Message, ReadyReason: backendsv1alpha1.ExpiredReason}
 	}
-	return outcome{readyMessage: locked.Message, readyReason: backendsv1alpha1.LockAcquiredReason, gates: stateLockGates}
+	return conditions.Outcome{ReadyMessage: locked.Message, ReadyReason: backendsv1alpha1.LockAcquiredReason, Gates: stateLockGates}
 }
 
 // reconcileBackend reads the backend the StateLock names and its
@@ -119,8 +120,8 @@ func stateLockOutcome(locked *metav1.Condition) outcome {
 func (r *stateLockReconciler) reconcileBackend(ctx context.Context, s *slockScope) error {
 	kind, backend, resolved, err := r.resolveBackendRef(ctx, s.sl.Namespace, s.sl.Spec.BackendRef)
 	if err != nil {
-		if se, ok := asStall(err); ok && s.sl.Status.LockID != "" {
-			return stall(se.reason, "%s; the lock %s the StateLock took stays held on the server", se.message, s.sl.Status.LockID)
+		if se, ok := conditions.AsStall(err); ok && s.sl.Status.LockID != "" {
+			return conditions.Stall(se.Reason, "%s; the lock %s the StateLock took stays held on the server", se.Message, s.sl.Status.LockID)
 		}
 		return err
 	}
@@ -143,11 +144,11 @@ func (r *stateLockReconciler) reconcileLock(ctx context.Context, s *slockScope) 
 	case action == slockIdle && lockLost(sl) && !expired(sl, now):
 		r.probes.forget(key)
 		c := meta.FindStatusCondition(sl.Status.Conditions, backendsv1alpha1.LockedCondition)
-		return stall(backendsv1alpha1.LockLostReason, "%s", c.Message)
+		return conditions.Stall(backendsv1alpha1.LockLostReason, "%s", c.Message)
 	case action == slockIdle:
 		r.probes.forget(key)
 		if c := meta.FindStatusCondition(sl.Status.Conditions, backendsv1alpha1.LockedCondition); c == nil || c.Reason != backendsv1alpha1.ExpiredReason {
-			setCondition(&sl.Status.Conditions, sl.Generation, backendsv1alpha1.LockedCondition, expiredObservation(sl, "", s.backendName()))
+			conditions.Set(&sl.Status.Conditions, sl.Generation, backendsv1alpha1.LockedCondition, expiredObservation(sl, "", s.backendName()))
 		}
 		return nil
 	}
@@ -161,7 +162,7 @@ func (r *stateLockReconciler) reconcileLock(ctx context.Context, s *slockScope) 
 			// The backend's reconciler adds the finalizer, and the watch
 			// on backends brings the StateLock back once it is there.
 			s.probePending, s.requeueAfter = true, minLockRetry
-			s.waiting = &observation{status: metav1.ConditionTrue, reason: backendsv1alpha1.ProgressingReason, message: fmt.Sprintf(
+			s.waiting = &conditions.Observation{Status: metav1.ConditionTrue, Reason: backendsv1alpha1.ProgressingReason, Message: fmt.Sprintf(
 				"Waiting for %s to be protected from deletion (finalizer %s) before taking its lock", s.backendName(), backendsv1alpha1.BackendProtectionFinalizer)}
 			return nil
 		}
@@ -191,11 +192,11 @@ func (r *stateLockReconciler) reconcileLock(ctx context.Context, s *slockScope) 
 	s.requeueAfter = earliest(s.requeueAfter, step.requeueAfter)
 	if c := meta.FindStatusCondition(sl.Status.Conditions, backendsv1alpha1.LockedCondition); c != nil && c.Reason == backendsv1alpha1.WaitingForLockReason {
 		// In progress (kstatus), though the generation was observed.
-		s.waiting = &observation{status: metav1.ConditionTrue, reason: c.Reason, message: c.Message}
+		s.waiting = &conditions.Observation{Status: metav1.ConditionTrue, Reason: c.Reason, Message: c.Message}
 	}
 	if err == nil && lockLost(sl) {
 		c := meta.FindStatusCondition(sl.Status.Conditions, backendsv1alpha1.LockedCondition)
-		return stall(backendsv1alpha1.LockLostReason, "%s", c.Message)
+		return conditions.Stall(backendsv1alpha1.LockLostReason, "%s", c.Message)
 	}
 	return err
 }
@@ -207,7 +208,7 @@ func (r *stateLockReconciler) reconcileLock(ctx context.Context, s *slockScope) 
 func takeAllowed(backend backendObject, name string) (bool, error) {
 	switch {
 	case !backend.GetDeletionTimestamp().IsZero():
-		return false, stall(backendsv1alpha1.BackendNotReadyReason,
+		return false, conditions.Stall(backendsv1alpha1.BackendNotReadyReason,
 			"%s is being deleted: the StateLock does not take its lock. Create the backend again once it is gone, or delete this StateLock", name)
 	case !controllerutil.ContainsFinalizer(backend, backendsv1alpha1.BackendProtectionFinalizer):
 		return false, nil
@@ -217,7 +218,7 @@ func takeAllowed(backend backendObject, name string) (bool, error) {
 
 // startOf returns the start of op on the lock of the StateLock's
 // workspace, with the locker of its backend (filled by reconcileBackend).
-// A backend whose lock cannot be taken is a stallError.
+// A backend whose lock cannot be taken is a stall.
 func (s *slockScope) startOf(op slockOperation) (func() (probeFunc, error), error) {
 	locker, err := s.resolved.locker(workspaceOrDefault(s.sl.Spec.Workspace), s.sl)
 	if err != nil {
@@ -345,8 +346,8 @@ func (r *stateLockReconciler) finalize(ctx context.Context, sl *backendsv1alpha1
 
 // stallMessage is the message of a stall, or the error's text.
 func stallMessage(err error) string {
-	if se, ok := asStall(err); ok {
-		return se.message
+	if se, ok := conditions.AsStall(err); ok {
+		return se.Message
 	}
 	return err.Error()
 }

@@ -7,6 +7,8 @@ import (
 	"github.com/google/go-cmp/cmp"
 	"github.com/google/go-cmp/cmp/cmpopts"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+
+	"github.com/infrastate/backend-operator/controllers/internal/conditions"
 )
 
 func TestStateLockEvents(t *testing.T) {
@@ -132,18 +134,18 @@ func TestViewOfStateLock(t *testing.T) {
 func TestSummarizeStateLock(t *testing.T) {
 	const T, F, U = metav1.ConditionTrue, metav1.ConditionFalse, metav1.ConditionUnknown
 	lockedWaiting := cond("Locked", F, "WaitingForLock", "Waiting behind H")
-	waitingObs := &observation{status: T, reason: "WaitingForLock", message: "Waiting behind H"}
+	waitingObs := &conditions.Observation{Status: T, Reason: "WaitingForLock", Message: "Waiting behind H"}
 	gates := stateLockGates
 	cases := map[string]struct {
 		conds        []metav1.Condition
 		observed     int64
-		out          outcome
+		out          conditions.Outcome
 		want         []metav1.Condition
 		wantObserved int64
 	}{
 		"waiting behind a holder: Reconciling True with the waiting reason, Ready False": {
 			conds: []metav1.Condition{lockedWaiting}, observed: 1,
-			out: outcome{readyMessage: "Waiting behind H", gates: gates, waiting: waitingObs},
+			out: conditions.Outcome{ReadyMessage: "Waiting behind H", Gates: gates, Waiting: waitingObs},
 			want: []metav1.Condition{
 				lockedWaiting, cond("Ready", F, "WaitingForLock", "Waiting behind H"), cond("Reconciling", T, "WaitingForLock", "Waiting behind H"),
 			},
@@ -154,7 +156,7 @@ func TestSummarizeStateLock(t *testing.T) {
 				lockedWaiting, cond("Ready", F, "BackendNotFound", "no backend"), cond("Stalled", T, "BackendNotFound", "no backend"),
 			},
 			observed: 2,
-			out:      outcome{gates: gates, waiting: waitingObs},
+			out:      conditions.Outcome{Gates: gates, Waiting: waitingObs},
 			want: []metav1.Condition{
 				lockedWaiting, cond("Ready", F, "WaitingForLock", "Waiting behind H"), cond("Reconciling", T, "WaitingForLock", "Waiting behind H"),
 			},
@@ -165,7 +167,7 @@ func TestSummarizeStateLock(t *testing.T) {
 				lockedWaiting, cond("Ready", U, "Progressing", "Waiting for the first probe"), cond("Reconciling", T, "Progressing", "Waiting for the first probe"),
 			},
 			observed: -1,
-			out:      outcome{gates: gates, waiting: waitingObs},
+			out:      conditions.Outcome{Gates: gates, Waiting: waitingObs},
 			want: []metav1.Condition{
 				lockedWaiting, cond("Ready", F, "WaitingForLock", "Waiting behind H"), cond("Reconciling", T, "WaitingForLock", "Waiting behind H"),
 			},
@@ -176,7 +178,7 @@ func TestSummarizeStateLock(t *testing.T) {
 				cond("Locked", T, "LockAcquired", "Holds lock L"), cond("Ready", F, "WaitingForLock", "Waiting behind H"), cond("Reconciling", T, "WaitingForLock", "Waiting behind H"),
 			},
 			observed: 2,
-			out:      outcome{readyMessage: "Holds lock L", gates: gates},
+			out:      conditions.Outcome{ReadyMessage: "Holds lock L", Gates: gates},
 			want: []metav1.Condition{
 				cond("Locked", T, "LockAcquired", "Holds lock L"), cond("Ready", T, "Succeeded", "Holds lock L"),
 			},
@@ -185,8 +187,8 @@ func TestSummarizeStateLock(t *testing.T) {
 		"a stall while waiting: Stalled, never Reconciling": {
 			conds:    []metav1.Condition{lockedWaiting, cond("Reconciling", T, "WaitingForLock", "Waiting behind H")},
 			observed: 1,
-			out: outcome{gates: gates, waiting: waitingObs,
-				stall: &stallError{reason: "LockingDisabled", message: "HttpBackend app cannot be locked"}},
+			out: conditions.Outcome{Gates: gates, Waiting: waitingObs,
+				Stall: &conditions.StallError{Reason: "LockingDisabled", Message: "HttpBackend app cannot be locked"}},
 			want: []metav1.Condition{
 				lockedWaiting, cond("Ready", F, "LockingDisabled", "HttpBackend app cannot be locked"), cond("Stalled", T, "LockingDisabled", "HttpBackend app cannot be locked"),
 			},
@@ -195,7 +197,7 @@ func TestSummarizeStateLock(t *testing.T) {
 		"lost: a stall": {
 			conds:    []metav1.Condition{cond("Locked", F, "LockLost", "Lost lock L"), cond("Ready", T, "Succeeded", "Holds lock L")},
 			observed: 2,
-			out:      outcome{gates: gates, stall: &stallError{reason: "LockLost", message: "Lost lock L"}},
+			out:      conditions.Outcome{Gates: gates, Stall: &conditions.StallError{Reason: "LockLost", Message: "Lost lock L"}},
 			want: []metav1.Condition{
 				cond("Locked", F, "LockLost", "Lost lock L"), cond("Ready", F, "LockLost", "Lost lock L"), cond("Stalled", T, "LockLost", "Lost lock L"),
 			},
@@ -204,7 +206,7 @@ func TestSummarizeStateLock(t *testing.T) {
 		"an error while waiting: Reconciling says the error": {
 			conds:    []metav1.Condition{lockedWaiting, cond("Ready", F, "WaitingForLock", "Waiting behind H"), cond("Stalled", T, "LockLost", "old")},
 			observed: 1,
-			out:      outcome{gates: gates, waiting: waitingObs, err: errors.New("conflict")},
+			out:      conditions.Outcome{Gates: gates, Waiting: waitingObs, Err: errors.New("conflict")},
 			want: []metav1.Condition{
 				lockedWaiting, cond("Ready", F, "ReconcileError", "conflict"), cond("Reconciling", T, "ReconcileError", "Retrying after an error: conflict"),
 			},
@@ -212,7 +214,7 @@ func TestSummarizeStateLock(t *testing.T) {
 		},
 		"the first operation under way: Progressing": {
 			observed: -1,
-			out:      outcome{gates: gates, probePending: true},
+			out:      conditions.Outcome{Gates: gates, ProbePending: true},
 			want: []metav1.Condition{
 				cond("Ready", U, "Progressing", "Waiting for the first probe"), cond("Reconciling", T, "Progressing", "Waiting for the first probe of this generation"),
 			},
@@ -232,7 +234,7 @@ func TestSummarizeStateLock(t *testing.T) {
 	for name, tc := range cases {
 		t.Run(name, func(t *testing.T) {
 			conds := append([]metav1.Condition(nil), tc.conds...)
-			got := summarize(&conds, generation, tc.observed, tc.out)
+			got := conditions.Summarize(&conds, generation, tc.observed, tc.out)
 			if got != tc.wantObserved {
 				t.Errorf("observedGeneration = %d, want %d", got, tc.wantObserved)
 			}

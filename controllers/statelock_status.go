@@ -8,6 +8,7 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
 	backendsv1alpha1 "github.com/infrastate/backend-operator/api/v1alpha1"
+	"github.com/infrastate/backend-operator/controllers/internal/conditions"
 )
 
 // The functions of this file are pure: they decide what a StateLock does
@@ -109,21 +110,21 @@ type heldLock struct {
 // lockLost). backend names the backend in messages.
 func applySlockResult(sl *backendsv1alpha1.StateLock, res slockResult, backend string) {
 	st := &sl.Status
-	set := func(o observation) {
-		setCondition(&st.Conditions, sl.Generation, backendsv1alpha1.LockedCondition, o)
+	set := func(o conditions.Observation) {
+		conditions.Set(&st.Conditions, sl.Generation, backendsv1alpha1.LockedCondition, o)
 	}
 	switch {
 	case res.err != nil:
 		obs := probeFailure(res.err)
-		obs.status = metav1.ConditionUnknown
+		obs.Status = metav1.ConditionUnknown
 		switch res.action {
 		case slockRelease:
-			obs.message = fmt.Sprintf("Cannot release lock %s of %s, tried again shortly: %s", st.LockID, backend, obs.message)
+			obs.Message = fmt.Sprintf("Cannot release lock %s of %s, tried again shortly: %s", st.LockID, backend, obs.Message)
 		case slockHold:
 			if st.LockID != "" {
-				obs.message = fmt.Sprintf("Cannot check that lock %s of %s is still held, tried again shortly: %s", st.LockID, backend, obs.message)
+				obs.Message = fmt.Sprintf("Cannot check that lock %s of %s is still held, tried again shortly: %s", st.LockID, backend, obs.Message)
 			} else {
-				obs.message = fmt.Sprintf("Cannot take the lock of %s, tried again shortly: %s", backend, obs.message)
+				obs.Message = fmt.Sprintf("Cannot take the lock of %s, tried again shortly: %s", backend, obs.Message)
 			}
 		}
 		set(obs)
@@ -142,19 +143,19 @@ func applySlockResult(sl *backendsv1alpha1.StateLock, res slockResult, backend s
 		if res.holder != nil {
 			by = fmt.Sprintf("%s now holds it (taken after a force unlock)", describeLockHolder(res.holder))
 		}
-		set(observation{status: metav1.ConditionFalse, reason: backendsv1alpha1.LockLostReason, message: fmt.Sprintf(
+		set(conditions.Observation{Status: metav1.ConditionFalse, Reason: backendsv1alpha1.LockLostReason, Message: fmt.Sprintf(
 			"Lost lock %s of %s: %s. The StateLock does not take it again until its spec changes or its %s annotation gets a new value.",
 			lost, backend, by, backendsv1alpha1.ReacquireAnnotation)})
 	case res.action == slockHold:
 		st.Holder = res.holder
-		set(observation{status: metav1.ConditionFalse, reason: backendsv1alpha1.WaitingForLockReason, message: fmt.Sprintf(
+		set(conditions.Observation{Status: metav1.ConditionFalse, Reason: backendsv1alpha1.WaitingForLockReason, Message: fmt.Sprintf(
 			"Waiting for the lock of %s: %s. The StateLock takes it as soon as it is free, never by force.",
 			backend, describeLockHolder(res.holder))})
 	case res.action == slockRelease:
 		obs := expiredObservation(sl, st.LockID, backend)
 		if !res.released {
 			obs = expiredObservation(sl, "", backend)
-			obs.message += fmt.Sprintf(" Lock %s was no longer held by the StateLock: nothing to release.", st.LockID)
+			obs.Message += fmt.Sprintf(" Lock %s was no longer held by the StateLock: nothing to release.", st.LockID)
 		}
 		st.LockID, st.LockInfo, st.HeldSince, st.Holder = "", nil, nil, nil
 		set(obs)
@@ -162,7 +163,7 @@ func applySlockResult(sl *backendsv1alpha1.StateLock, res slockResult, backend s
 }
 
 // heldObservation is the Locked condition of a StateLock holding its lock.
-func heldObservation(sl *backendsv1alpha1.StateLock, backend string) observation {
+func heldObservation(sl *backendsv1alpha1.StateLock, backend string) conditions.Observation {
 	since := ""
 	if sl.Status.HeldSince != nil {
 		since = " since " + sl.Status.HeldSince.UTC().Format(time.RFC3339)
@@ -171,19 +172,19 @@ func heldObservation(sl *backendsv1alpha1.StateLock, backend string) observation
 	if sl.Spec.Until != nil {
 		until = ", until " + sl.Spec.Until.UTC().Format(time.RFC3339)
 	}
-	return observation{status: metav1.ConditionTrue, reason: backendsv1alpha1.LockAcquiredReason, message: fmt.Sprintf(
+	return conditions.Observation{Status: metav1.ConditionTrue, Reason: backendsv1alpha1.LockAcquiredReason, Message: fmt.Sprintf(
 		"Holds lock %s of %s%s%s", sl.Status.LockID, backend, since, until)}
 }
 
 // expiredObservation is the Locked condition of a StateLock whose until
 // has passed; released is the lock it released then, "" when it held
 // none.
-func expiredObservation(sl *backendsv1alpha1.StateLock, released, backend string) observation {
+func expiredObservation(sl *backendsv1alpha1.StateLock, released, backend string) conditions.Observation {
 	msg := fmt.Sprintf("Expired at %s", sl.Spec.Until.UTC().Format(time.RFC3339))
 	if released != "" {
 		msg += fmt.Sprintf(": released lock %s of %s", released, backend)
 	}
-	return observation{status: metav1.ConditionFalse, reason: backendsv1alpha1.ExpiredReason, message: msg + "."}
+	return conditions.Observation{Status: metav1.ConditionFalse, Reason: backendsv1alpha1.ExpiredReason, Message: msg + "."}
 }
 
 // describeLockHolder names a holder in a message: its ID, Who and when it

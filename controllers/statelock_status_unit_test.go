@@ -10,6 +10,7 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
 	backendsv1alpha1 "github.com/infrastate/backend-operator/api/v1alpha1"
+	"github.com/infrastate/backend-operator/controllers/internal/conditions"
 	"github.com/infrastate/backend-operator/internal/cos"
 	"github.com/infrastate/backend-operator/internal/stateclient"
 )
@@ -213,7 +214,7 @@ func TestApplySlockResult(t *testing.T) {
 			want: func() backendsv1alpha1.StateLockStatus {
 				st := holding()
 				st.Conditions = []metav1.Condition{lockedCond("Unknown", "Unreachable",
-					"Cannot check that lock L of HttpBackend app is still held, tried again shortly: "+probeFailure(unreachable).message)}
+					"Cannot check that lock L of HttpBackend app is still held, tried again shortly: "+probeFailure(unreachable).Message)}
 				return st
 			}(),
 		},
@@ -221,13 +222,13 @@ func TestApplySlockResult(t *testing.T) {
 			sl:  makeSlock().build(),
 			res: slockResult{action: slockHold, err: unauthorized},
 			want: backendsv1alpha1.StateLockStatus{Conditions: []metav1.Condition{lockedCond("Unknown", "Unauthorized",
-				"Cannot take the lock of HttpBackend app, tried again shortly: "+probeFailure(unauthorized).message)}},
+				"Cannot take the lock of HttpBackend app, tried again shortly: "+probeFailure(unauthorized).Message)}},
 		},
 		"a failed take while waiting keeps the holder": {
 			sl:  makeSlock().waitsFor(alice).locked("False", "WaitingForLock", 1, created).build(),
 			res: slockResult{action: slockHold, err: unreachable},
 			want: backendsv1alpha1.StateLockStatus{Holder: alice, Conditions: []metav1.Condition{lockedCond("Unknown", "Unreachable",
-				"Cannot take the lock of HttpBackend app, tried again shortly: "+probeFailure(unreachable).message)}},
+				"Cannot take the lock of HttpBackend app, tried again shortly: "+probeFailure(unreachable).Message)}},
 		},
 		"a failed release keeps the lock ID": {
 			sl:  makeSlock().until(slockNow.Add(-time.Minute)).holds(heldSince).locked("True", "LockAcquired", 1, heldSince).build(),
@@ -235,7 +236,7 @@ func TestApplySlockResult(t *testing.T) {
 			want: func() backendsv1alpha1.StateLockStatus {
 				st := holding()
 				st.Conditions = []metav1.Condition{lockedCond("Unknown", "Unreachable",
-					"Cannot release lock L of HttpBackend app, tried again shortly: "+probeFailure(unreachable).message)}
+					"Cannot release lock L of HttpBackend app, tried again shortly: "+probeFailure(unreachable).Message)}
 				return st
 			}(),
 		},
@@ -341,40 +342,46 @@ func TestApplySlockResultCopiesTheLock(t *testing.T) {
 
 func TestHeldAndExpiredObservations(t *testing.T) {
 	cases := map[string]struct {
-		obs  func() observation
-		want observation
+		obs  func() conditions.Observation
+		want conditions.Observation
 	}{
 		"held, no until": {
-			obs:  func() observation { return heldObservation(makeSlock().holds(slockCreated).build(), slockBackend) },
-			want: observation{status: "True", reason: "LockAcquired", message: "Holds lock L of HttpBackend app since 2026-03-01T10:00:00Z"},
+			obs: func() conditions.Observation {
+				return heldObservation(makeSlock().holds(slockCreated).build(), slockBackend)
+			},
+			want: conditions.Observation{Status: "True", Reason: "LockAcquired", Message: "Holds lock L of HttpBackend app since 2026-03-01T10:00:00Z"},
 		},
 		"held until, in UTC whatever the zone": {
-			obs: func() observation {
+			obs: func() conditions.Observation {
 				sl := makeSlock().until(slockNow.In(time.FixedZone("UTC+8", 8*3600))).holds(slockCreated).build()
 				return heldObservation(sl, slockBackend)
 			},
-			want: observation{status: "True", reason: "LockAcquired", message: "Holds lock L of HttpBackend app since 2026-03-01T10:00:00Z, until 2026-03-01T12:00:00Z"},
+			want: conditions.Observation{Status: "True", Reason: "LockAcquired", Message: "Holds lock L of HttpBackend app since 2026-03-01T10:00:00Z, until 2026-03-01T12:00:00Z"},
 		},
 		"held, no heldSince": {
-			obs: func() observation {
+			obs: func() conditions.Observation {
 				sl := makeSlock().build()
 				sl.Status.LockID = "L"
 				return heldObservation(sl, slockBackend)
 			},
-			want: observation{status: "True", reason: "LockAcquired", message: "Holds lock L of HttpBackend app"},
+			want: conditions.Observation{Status: "True", Reason: "LockAcquired", Message: "Holds lock L of HttpBackend app"},
 		},
 		"expired, a lock released": {
-			obs:  func() observation { return expiredObservation(makeSlock().until(slockNow).build(), "L", slockBackend) },
-			want: observation{status: "False", reason: "Expired", message: "Expired at 2026-03-01T12:00:00Z: released lock L of HttpBackend app."},
+			obs: func() conditions.Observation {
+				return expiredObservation(makeSlock().until(slockNow).build(), "L", slockBackend)
+			},
+			want: conditions.Observation{Status: "False", Reason: "Expired", Message: "Expired at 2026-03-01T12:00:00Z: released lock L of HttpBackend app."},
 		},
 		"expired, nothing held": {
-			obs:  func() observation { return expiredObservation(makeSlock().until(slockNow).build(), "", slockBackend) },
-			want: observation{status: "False", reason: "Expired", message: "Expired at 2026-03-01T12:00:00Z."},
+			obs: func() conditions.Observation {
+				return expiredObservation(makeSlock().until(slockNow).build(), "", slockBackend)
+			},
+			want: conditions.Observation{Status: "False", Reason: "Expired", Message: "Expired at 2026-03-01T12:00:00Z."},
 		},
 	}
 	for name, tc := range cases {
 		t.Run(name, func(t *testing.T) {
-			if diff := cmp.Diff(tc.want, tc.obs(), cmp.AllowUnexported(observation{})); diff != "" {
+			if diff := cmp.Diff(tc.want, tc.obs(), cmp.AllowUnexported(conditions.Observation{})); diff != "" {
 				t.Errorf("observation (-want +got):\n%s", diff)
 			}
 		})

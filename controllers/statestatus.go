@@ -4,11 +4,11 @@ import (
 	"fmt"
 	"math"
 	"time"
-	"unicode/utf8"
 
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
 	backendsv1alpha1 "github.com/infrastate/backend-operator/api/v1alpha1"
+	"github.com/infrastate/backend-operator/controllers/internal/conditions"
 	"github.com/infrastate/backend-operator/internal/stateclient"
 	"github.com/infrastate/backend-operator/internal/statefile"
 )
@@ -25,8 +25,8 @@ func stateStatus(summary statefile.Summary, size int64) *backendsv1alpha1.StateS
 	return &backendsv1alpha1.StateSummary{
 		Present:          true,
 		Serial:           int64(min(summary.Serial, math.MaxInt64)),
-		Lineage:          clip(summary.Lineage, 128),
-		TerraformVersion: clip(summary.TerraformVersion, 64),
+		Lineage:          conditions.Clip(summary.Lineage, 128),
+		TerraformVersion: conditions.Clip(summary.TerraformVersion, 64),
 		SizeBytes:        size,
 		OutputCount:      int32(min(max(summary.OutputCount, 0), math.MaxInt32)),
 		Encrypted:        summary.Encrypted,
@@ -42,8 +42,8 @@ func lockInfo(l *stateclient.LockInfo) *backendsv1alpha1.LockInfo {
 	// The holder wrote these fields; clip them to the bounds of the API so
 	// that an oversized lock cannot make the status patch fail.
 	out := &backendsv1alpha1.LockInfo{
-		ID: clip(l.ID, 256), Operation: clip(l.Operation, 256), Info: clip(l.Info, 4096),
-		Who: clip(l.Who, 512), Version: clip(l.Version, 64), Path: clip(l.Path, 1024),
+		ID: conditions.Clip(l.ID, 256), Operation: conditions.Clip(l.Operation, 256), Info: conditions.Clip(l.Info, 4096),
+		Who: conditions.Clip(l.Who, 512), Version: conditions.Clip(l.Version, 64), Path: conditions.Clip(l.Path, 1024),
 	}
 	if !l.Created.IsZero() {
 		created := metav1.NewTime(l.Created)
@@ -68,15 +68,4 @@ func describeHolder(h *backendsv1alpha1.LockInfo) string {
 		msg += ", since " + h.Created.UTC().Format(time.RFC3339)
 	}
 	return msg + "."
-}
-
-// clip shortens s to at most n bytes without splitting a UTF-8 sequence.
-func clip(s string, n int) string {
-	if len(s) <= n {
-		return s
-	}
-	for n > 0 && !utf8.RuneStart(s[n]) {
-		n--
-	}
-	return s[:n]
 }

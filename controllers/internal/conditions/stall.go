@@ -1,4 +1,4 @@
-package controllers
+package conditions
 
 import (
 	"errors"
@@ -6,43 +6,44 @@ import (
 	"strings"
 )
 
-// stallError is a problem only the user can fix: a missing Secret, a PEM
+// StallError is a problem only the user can fix: a missing Secret, a PEM
 // that does not parse, a name that collides. The reconciler records it as
 // Stalled=True with its reason and does not requeue; the watches on the
 // referenced objects bring the object back when something changes.
 //
 // Messages name objects and keys, never values.
-type stallError struct {
-	reason  string
-	message string
+type StallError struct {
+	Reason  string
+	Message string
 }
 
-func (e *stallError) Error() string { return e.message }
+// Error returns the message.
+func (e *StallError) Error() string { return e.Message }
 
-// stall returns a stallError with a formatted message.
-func stall(reason, format string, args ...any) error {
-	return &stallError{reason: reason, message: fmt.Sprintf(format, args...)}
+// Stall returns a StallError with a formatted message.
+func Stall(reason, format string, args ...any) error {
+	return &StallError{Reason: reason, Message: fmt.Sprintf(format, args...)}
 }
 
-// asStall returns the stallError in err's chain, if any.
-func asStall(err error) (*stallError, bool) {
-	return errors.AsType[*stallError](err)
+// AsStall returns the StallError in err's chain, if any.
+func AsStall(err error) (*StallError, bool) {
+	return errors.AsType[*StallError](err)
 }
 
-// joinStalls is the outcome of checks that each may fail, such as the
+// JoinStalls is the outcome of checks that each may fail, such as the
 // references of one backend, read one after the other: nil when none
 // failed; the first error that is no stall when there is one (a failed
 // read of the API server is retried with backoff, and the retry reports
 // every problem); otherwise one stall that lists every problem, so that
 // the user fixes them all in one round. Its reason is the first problem's,
 // its message the problems' messages in order, one sentence each.
-func joinStalls(errs ...error) error {
-	var stalls []*stallError
+func JoinStalls(errs ...error) error {
+	var stalls []*StallError
 	for _, err := range errs {
 		if err == nil {
 			continue
 		}
-		se, ok := asStall(err)
+		se, ok := AsStall(err)
 		if !ok {
 			return err
 		}
@@ -56,7 +57,7 @@ func joinStalls(errs ...error) error {
 	}
 	messages := make([]string, 0, len(stalls))
 	for _, se := range stalls {
-		messages = append(messages, strings.TrimSuffix(se.message, "."))
+		messages = append(messages, strings.TrimSuffix(se.Message, "."))
 	}
-	return &stallError{reason: stalls[0].reason, message: strings.Join(messages, ". ")}
+	return &StallError{Reason: stalls[0].Reason, Message: strings.Join(messages, ". ")}
 }
