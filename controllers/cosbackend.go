@@ -20,8 +20,6 @@ import (
 // +kubebuilder:rbac:groups=backends.infrastate.io,resources=cosbackends/status,verbs=patch
 // +kubebuilder:rbac:groups=backends.infrastate.io,resources=cosbackends/finalizers,verbs=update
 
-const cosBackendKind = "CosBackend"
-
 // Keys of the CosBackend credentials Secret.
 const (
 	cosSecretIDKey      = "secretId"
@@ -33,7 +31,7 @@ const (
 // backend, read through internal/cos.
 type cosKind struct{}
 
-func (cosKind) name() string                           { return cosBackendKind }
+func (cosKind) name() string                           { return backendsv1alpha1.CosBackendKind }
 func (cosKind) newObject() backendObject               { return &backendsv1alpha1.CosBackend{} }
 func (cosKind) newList() client.ObjectList             { return &backendsv1alpha1.CosBackendList{} }
 func (cosKind) readyGates() []string                   { return []string{backendsv1alpha1.BucketReadyCondition} }

@@ -42,7 +42,7 @@ func runCosProbe(ctx context.Context, cc *cos.Client, dec stateDecrypter, forceU
 	start := time.Now()
 	var res cosProbeResult
 	res.bucketErr = cc.CheckBucket(ctx)
-	probeDuration.WithLabelValues(cosBackendKind, bucketObservation("", res.bucketErr).Reason).Observe(time.Since(start).Seconds())
+	probeDuration.WithLabelValues(backendsv1alpha1.CosBackendKind, bucketObservation("", res.bucketErr).Reason).Observe(time.Since(start).Seconds())
 	if res.bucketErr != nil {
 		return res
 	}
@@ -94,19 +94,19 @@ func applyCosProbe(backend *backendsv1alpha1.CosBackend, res cosProbeResult, fin
 	switch {
 	case res.bucketErr != nil:
 		conditions.Set(conds, backend.Generation, backendsv1alpha1.BucketReadyCondition, bucket)
-		applyLock(backend, cosBackendKind, lockReading{err: res.bucketErr}, backend.Spec.ForceUnlock, backend.Spec.LockPolicy, finished)
+		applyLock(backend, backendsv1alpha1.CosBackendKind, lockReading{err: res.bucketErr}, backend.Spec.ForceUnlock, backend.Spec.LockPolicy, finished)
 		return
 	case res.stateErr != nil:
 		bucket = stateObjectFailure(res.stateErr)
 	default:
 		backend.Status.State = res.state
-		stateSize.WithLabelValues(cosBackendKind, backend.Namespace, backend.Name).Set(float64(res.state.SizeBytes))
+		stateSize.WithLabelValues(backendsv1alpha1.CosBackendKind, backend.Namespace, backend.Name).Set(float64(res.state.SizeBytes))
 		if obs, ok := unencryptedState(backend.Spec.Encryption, res.state); ok {
 			bucket = obs
 		}
 	}
 	conditions.Set(conds, backend.Generation, backendsv1alpha1.BucketReadyCondition, bucket)
-	applyLock(backend, cosBackendKind, res.lock, backend.Spec.ForceUnlock, backend.Spec.LockPolicy, finished)
+	applyLock(backend, backendsv1alpha1.CosBackendKind, res.lock, backend.Spec.ForceUnlock, backend.Spec.LockPolicy, finished)
 }
 
 // cosConfig is the COS client configuration of a spec.

@@ -24,8 +24,8 @@ func TestCosProbingDisabledForgetsTheLock(t *testing.T) {
 			Lock:       &backendsv1alpha1.LockInfo{ID: "held"},
 		}},
 	}
-	lockHeld.WithLabelValues(cosBackendKind, "team-a", "gauge").Set(1)
-	t.Cleanup(func() { lockHeld.DeleteLabelValues(cosBackendKind, "team-a", "gauge") })
+	lockHeld.WithLabelValues(backendsv1alpha1.CosBackendKind, "team-a", "gauge").Set(1)
+	t.Cleanup(func() { lockHeld.DeleteLabelValues(backendsv1alpha1.CosBackendKind, "team-a", "gauge") })
 
 	r := newBackendReconciler(cosKind{}, nil, nil, nil)
 	if err := r.reconcileProbe(context.Background(), &backendScope{obj: backend, resolved: &cosResolved{backend: backend}}); err != nil {
@@ -35,7 +35,7 @@ func TestCosProbingDisabledForgetsTheLock(t *testing.T) {
 	if backend.Status.Lock != nil || locked == nil || locked.Status != metav1.ConditionUnknown || locked.Reason != backendsv1alpha1.LockNotCheckedReason {
 		t.Errorf("status after disabling probes = lock %v, conditions %v; want no lock, Locked Unknown LockNotChecked", backend.Status.Lock, backend.Status.Conditions)
 	}
-	if lockHeld.DeleteLabelValues(cosBackendKind, "team-a", "gauge") {
+	if lockHeld.DeleteLabelValues(backendsv1alpha1.CosBackendKind, "team-a", "gauge") {
 		t.Errorf("the lock-held gauge still reports the backend with probing disabled")
 	}
 }

@@ -47,10 +47,10 @@ var (
 
 // The kinds of this API, as the health cases name them.
 const (
-	hb = httpBackendKind
-	cb = cosBackendKind
-	rs = remoteStateKind
-	sl = stateLockKind
+	hb = backendsv1alpha1.HttpBackendKind
+	cb = backendsv1alpha1.CosBackendKind
+	rs = backendsv1alpha1.RemoteStateKind
+	sl = backendsv1alpha1.StateLockKind
 )
 
 // allKinds are the kinds of this API, in the order the cases report them.

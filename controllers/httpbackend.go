@@ -18,13 +18,11 @@ import (
 // +kubebuilder:rbac:groups=backends.infrastate.io,resources=httpbackends/status,verbs=patch
 // +kubebuilder:rbac:groups=backends.infrastate.io,resources=httpbackends/finalizers,verbs=update
 
-const httpBackendKind = "HttpBackend"
-
 // httpKind is the HttpBackend kind: a Terraform REST state backend, read
 // and locked through internal/stateclient.
 type httpKind struct{}
 
-func (httpKind) name() string                           { return httpBackendKind }
+func (httpKind) name() string                           { return backendsv1alpha1.HttpBackendKind }
 func (httpKind) newObject() backendObject               { return &backendsv1alpha1.HttpBackend{} }
 func (httpKind) newList() client.ObjectList             { return &backendsv1alpha1.HttpBackendList{} }
 func (httpKind) readyGates() []string                   { return []string{backendsv1alpha1.StateReachableCondition} }

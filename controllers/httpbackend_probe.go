@@ -81,7 +81,7 @@ func runHTTPProbe(ctx context.Context, sc stateClient, plan httpProbeRun, log lo
 		res.fetched = true
 		res.summary, res.fetchErr = sc.FetchSummary(ctx, plan.decrypter.forRead(ctx))
 		res.fetchErr = plan.decrypter.explain(res.fetchErr)
-		probeDuration.WithLabelValues(httpBackendKind, stateObservation(res.summary, res.fetchErr).Reason).Observe(time.Since(start).Seconds())
+		probeDuration.WithLabelValues(backendsv1alpha1.HttpBackendKind, stateObservation(res.summary, res.fetchErr).Reason).Observe(time.Since(start).Seconds())
 	}
 	if plan.checkLock {
 		res.lockChecked = true
@@ -180,7 +180,7 @@ func applyHTTPProbe(backend *backendsv1alpha1.HttpBackend, res httpProbeResult, 
 		reachable := stateObservation(res.summary, res.fetchErr)
 		if res.fetchErr == nil {
 			backend.Status.State = stateSummary(res.summary)
-			stateSize.WithLabelValues(httpBackendKind, backend.Namespace, backend.Name).Set(float64(res.summary.SizeBytes))
+			stateSize.WithLabelValues(backendsv1alpha1.HttpBackendKind, backend.Namespace, backend.Name).Set(float64(res.summary.SizeBytes))
 			if obs, ok := unencryptedState(backend.Spec.Encryption, backend.Status.State); ok {
 				reachable = obs
 			}
@@ -190,7 +190,7 @@ func applyHTTPProbe(backend *backendsv1alpha1.HttpBackend, res httpProbeResult, 
 	if !res.lockChecked {
 		return
 	}
-	applyLock(backend, httpBackendKind, res.lock, backend.Spec.ForceUnlock, backend.Spec.LockPolicy, finished)
+	applyLock(backend, backendsv1alpha1.HttpBackendKind, res.lock, backend.Spec.ForceUnlock, backend.Spec.LockPolicy, finished)
 }
 
 // stateClientConfig is the state client configuration of a spec, with the

@@ -311,7 +311,7 @@ func TestLockAgeCollector(t *testing.T) {
 // the lock is free, held without Created, no longer checked, or the
 // backend forgotten; kept when the lock cannot be read.
 func TestApplyLockRecordsTheLockAge(t *testing.T) {
-	const kind, ns = httpBackendKind, "lock-age-test"
+	const kind, ns = backendsv1alpha1.HttpBackendKind, "lock-age-test"
 	holder := &backendsv1alpha1.LockInfo{ID: "lock-1", Who: "bob@ci", Created: metaTime(lockTaken)}
 	noCreated := &backendsv1alpha1.LockInfo{ID: "lock-1", Who: "bob@ci"}
 	recorded := func(name string) (time.Time, bool) {

@@ -65,7 +65,7 @@ var contentFailures = []error{
 func TestConditionMessagesStartWithACapital(t *testing.T) {
 	certs := newTestCertificatesT(t)
 	holder := &backendsv1alpha1.LockInfo{ID: "L", Who: "bob@ci", Operation: "OperationTypeApply", Created: metaTime(time.Unix(0, 0))}
-	ref := backendsv1alpha1.BackendReference{Kind: httpBackendKind, Name: "app"}
+	ref := backendsv1alpha1.BackendReference{Kind: backendsv1alpha1.HttpBackendKind, Name: "app"}
 	enc := &backendsv1alpha1.StateEncryption{PassphraseSecretRef: backendsv1alpha1.SecretKeyRef{Name: "pass"}}
 
 	observations := map[string]func() []conditions.Observation{

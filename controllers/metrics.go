@@ -7,6 +7,8 @@ import (
 	"github.com/prometheus/client_golang/prometheus"
 	"k8s.io/apimachinery/pkg/types"
 	"sigs.k8s.io/controller-runtime/pkg/metrics"
+
+	backendsv1alpha1 "github.com/infrastate/backend-operator/api/v1alpha1"
 )
 
 // Metrics of the probes, registered with controller-runtime's registry so
@@ -54,7 +56,7 @@ func init() {
 
 // forgetMetrics removes the series of a deleted object of kind.
 func forgetMetrics(kind, namespace, name string) {
-	if kind == remoteStateKind {
+	if kind == backendsv1alpha1.RemoteStateKind {
 		remoteStateRefresh.forget(types.NamespacedName{Namespace: namespace, Name: name})
 		return
 	}

@@ -129,7 +129,7 @@ func TestReachableValue(t *testing.T) {
 // or the backend is deleted.
 func TestBackendSeries(t *testing.T) {
 	const ns = "metrics-test"
-	kind := httpBackendKind
+	kind := backendsv1alpha1.HttpBackendKind
 	stale := &backendsv1alpha1.LockPolicy{StaleAfter: &metav1.Duration{Duration: 2 * time.Hour}}
 	holder := &backendsv1alpha1.LockInfo{ID: "lock-1", Who: "bob@ci", Created: metaTime(lockTaken)}
 	probed := func(status metav1.ConditionStatus, reason string) func(*backendsv1alpha1.HttpBackend) {
@@ -195,7 +195,7 @@ func TestBackendSeries(t *testing.T) {
 		"a RemoteState of the same name deleted": {
 			steps: []func(*backendsv1alpha1.HttpBackend){
 				probed(metav1.ConditionTrue, backendsv1alpha1.ReachableReason), heldUnder(stale),
-				func(b *backendsv1alpha1.HttpBackend) { forgetMetrics(remoteStateKind, ns, b.Name) },
+				func(b *backendsv1alpha1.HttpBackend) { forgetMetrics(backendsv1alpha1.RemoteStateKind, ns, b.Name) },
 			},
 			want: map[string]float64{
 				reachableMetric + "{kind=HttpBackend,name=web}":  1,

@@ -259,7 +259,7 @@ func TestPanickingProbeIsContained(t *testing.T) {
 	ctx := t.Context()
 	go func() { _ = r.probes.Start(ctx) }()
 
-	task := probeTask{kind: httpBackendKind, obj: backend, inputs: "v1", interval: time.Minute, condition: backendsv1alpha1.StateReachableCondition}
+	task := probeTask{kind: backendsv1alpha1.HttpBackendKind, obj: backend, inputs: "v1", interval: time.Minute, condition: backendsv1alpha1.StateReachableCondition}
 	if step := r.probeStep(ctx, task); !step.submit {
 		t.Fatalf("probeStep() = %+v, want a probe submitted", step)
 	}
@@ -352,7 +352,7 @@ func TestAdvanceProbeIntervalAfter(t *testing.T) {
 			r := newReconciler(nil, nil, nil, []Option{withClock(clk)})
 			ctx := t.Context()
 			go func() { _ = r.probes.Start(ctx) }()
-			task := probeTask{kind: httpBackendKind, obj: backend, inputs: "v1", interval: 2 * time.Second,
+			task := probeTask{kind: backendsv1alpha1.HttpBackendKind, obj: backend, inputs: "v1", interval: 2 * time.Second,
 				condition: backendsv1alpha1.StateReachableCondition, intervalAfter: tc.intervalAfter}
 			apply := func(*probeResult) error { return nil }
 			start := func() (probeFunc, error) { return func(context.Context) any { return "learned" }, nil }

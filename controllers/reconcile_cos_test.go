@@ -21,7 +21,7 @@ import (
 // The CosBackend of the COS cases, its bucket and the objects Terraform
 // keeps in it.
 var (
-	netBackend = objectRef{cosBackendKind, "net"}
+	netBackend = objectRef{backendsv1alpha1.CosBackendKind, "net"}
 	netBucket  = cosBucket(harnessNamespace)
 )
 
@@ -50,7 +50,7 @@ func newNetBackend(opts ...func(*backendsv1alpha1.CosBackend)) *backendsv1alpha1
 // cosBackend reads the CosBackend name.
 func (e *reconcileEnv) cosBackend(name string) *backendsv1alpha1.CosBackend {
 	e.t.Helper()
-	return e.object(objectRef{cosBackendKind, name}).(*backendsv1alpha1.CosBackend)
+	return e.object(objectRef{backendsv1alpha1.CosBackendKind, name}).(*backendsv1alpha1.CosBackend)
 }
 
 // Preparations of the cases' COS server.
@@ -183,7 +183,7 @@ func expectCosRendered(t *testing.T, e *reconcileEnv) {
 		t.Errorf("Secret data (-want +got):\n%s", diff)
 	}
 	for _, obj := range []client.Object{cm, secret} {
-		if ref := metav1.GetControllerOf(obj); ref == nil || ref.Kind != cosBackendKind || ref.UID != backend.UID {
+		if ref := metav1.GetControllerOf(obj); ref == nil || ref.Kind != backendsv1alpha1.CosBackendKind || ref.UID != backend.UID {
 			t.Errorf("controller of %s = %v, want the CosBackend", obj.GetName(), ref)
 		}
 	}

@@ -61,7 +61,7 @@ var harnessEpoch = time.Date(2030, time.January, 1, 12, 0, 0, 0, time.UTC)
 // and the base it embeds. It is the only place the tests name the
 // reconcilers' constructors.
 func newKindReconciler(kind string, c client.Client, apiReader client.Reader, recorder events.EventRecorder, opts ...Option) (reconcile.Reconciler, *reconciler) {
-	if kind == remoteStateKind {
+	if kind == backendsv1alpha1.RemoteStateKind {
 		r := newRemoteStateReconciler(c, apiReader, recorder, opts...)
 		return r, &r.reconciler
 	}
@@ -75,7 +75,7 @@ func newKindReconciler(kind string, c client.Client, apiReader client.Reader, re
 
 // newKindObject returns an empty object of kind.
 func newKindObject(kind string) statusObject {
-	if kind == remoteStateKind {
+	if kind == backendsv1alpha1.RemoteStateKind {
 		return &backendsv1alpha1.RemoteState{}
 	}
 	backendKind, ok := lookupBackendKind(kind)
@@ -299,7 +299,7 @@ func (e *reconcileEnv) object(target objectRef) statusObject {
 // httpBackend reads the HttpBackend name.
 func (e *reconcileEnv) httpBackend(name string) *backendsv1alpha1.HttpBackend {
 	e.t.Helper()
-	return e.object(objectRef{httpBackendKind, name}).(*backendsv1alpha1.HttpBackend)
+	return e.object(objectRef{backendsv1alpha1.HttpBackendKind, name}).(*backendsv1alpha1.HttpBackend)
 }
 
 // configMap and secret read a ConfigMap or a Secret; nil when it does not

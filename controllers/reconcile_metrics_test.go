@@ -181,7 +181,7 @@ func TestReconcileBackendMetrics(t *testing.T) {
 				check: allChecks(lockSeries, func(t *testing.T, _ *reconcileEnv) {
 					t.Helper()
 					lockAges.mu.Lock()
-					_, ok := lockAges.created[lockAgeKey{httpBackendKind, harnessNamespace, webBackend.name}]
+					_, ok := lockAges.created[lockAgeKey{backendsv1alpha1.HttpBackendKind, harnessNamespace, webBackend.name}]
 					lockAges.mu.Unlock()
 					if !ok {
 						t.Error("no infrastate_state_lock_age_seconds series for the lock the status names")

@@ -16,14 +16,14 @@ import (
 
 // The RemoteState of the cases reads HttpBackend "web" and publishes to
 // "network-outputs".
-var networkState = objectRef{remoteStateKind, "network"}
+var networkState = objectRef{backendsv1alpha1.RemoteStateKind, "network"}
 
 const networkOutputs = "network-outputs"
 
 // newNetworkState is the RemoteState "network" reading HttpBackend "web",
 // changed by mutate.
 func newNetworkState(mutate ...func(*backendsv1alpha1.RemoteState)) *backendsv1alpha1.RemoteState {
-	rs := makeRemoteState(networkState.name, harnessNamespace, httpBackendKind, webBackend.name)
+	rs := makeRemoteState(networkState.name, harnessNamespace, backendsv1alpha1.HttpBackendKind, webBackend.name)
 	for _, m := range mutate {
 		m(rs)
 	}
@@ -46,7 +46,7 @@ func expectPublished(t *testing.T, e *reconcileEnv) {
 		t.Errorf("Secret data (-want +got):\n%s", diff)
 	}
 	for _, obj := range []client.Object{cm, secret} {
-		want := []metav1.OwnerReference{{APIVersion: backendsv1alpha1.GroupVersion.String(), Kind: remoteStateKind,
+		want := []metav1.OwnerReference{{APIVersion: backendsv1alpha1.GroupVersion.String(), Kind: backendsv1alpha1.RemoteStateKind,
 			Name: networkState.name, UID: "uid-network", Controller: new(true), BlockOwnerDeletion: new(true)}}
 		if diff := cmp.Diff(want, obj.GetOwnerReferences()); diff != "" {
 			t.Errorf("owner references of %s (-want +got):\n%s", obj.GetName(), diff)

@@ -16,7 +16,7 @@ import (
 
 // The HttpBackend of the render and stall cases, and what it renders.
 var (
-	webBackend = objectRef{httpBackendKind, "web"}
+	webBackend = objectRef{backendsv1alpha1.HttpBackendKind, "web"}
 )
 
 const (
@@ -82,7 +82,7 @@ func expectRendered(t *testing.T, e *reconcileEnv, configMapName string) {
 		t.Errorf("Secret data (-want +got):\n%s", diff)
 	}
 	for _, obj := range []client.Object{cm, secret} {
-		want := []metav1.OwnerReference{{APIVersion: backendsv1alpha1.GroupVersion.String(), Kind: httpBackendKind,
+		want := []metav1.OwnerReference{{APIVersion: backendsv1alpha1.GroupVersion.String(), Kind: backendsv1alpha1.HttpBackendKind,
 			Name: backend.Name, UID: backend.UID, Controller: new(true), BlockOwnerDeletion: new(true)}}
 		if diff := cmp.Diff(want, obj.GetOwnerReferences()); diff != "" {
 			t.Errorf("owner references of %s (-want +got):\n%s", obj.GetName(), diff)

@@ -5,6 +5,8 @@ import (
 	"time"
 
 	"sigs.k8s.io/controller-runtime/pkg/client"
+
+	backendsv1alpha1 "github.com/infrastate/backend-operator/api/v1alpha1"
 )
 
 // TestReconcileAPITraffic checks what a backend costs the API server: its
@@ -147,7 +149,7 @@ func TestReconcileRenderMemo(t *testing.T) {
 			e.reconcileUntilProbed(webBackend)
 			base := e.reconciler(webBackend.kind).base
 			backend := e.httpBackend(webBackend.name)
-			memo, ok := base.renders.get(writerKey{kind: httpBackendKind, NamespacedName: client.ObjectKeyFromObject(backend)})
+			memo, ok := base.renders.get(writerKey{kind: backendsv1alpha1.HttpBackendKind, NamespacedName: client.ObjectKeyFromObject(backend)})
 			if !ok {
 				t.Fatal("no memo after a render")
 			}
@@ -158,7 +160,7 @@ func TestReconcileRenderMemo(t *testing.T) {
 			if tc.otherInput {
 				inputs += "-other"
 			}
-			if _, got := base.unchangedRender(e.ctx, backend, httpBackendKind, inputs); got != tc.want {
+			if _, got := base.unchangedRender(e.ctx, backend, backendsv1alpha1.HttpBackendKind, inputs); got != tc.want {
 				t.Errorf("unchangedRender() = %t, want %t", got, tc.want)
 			}
 		})

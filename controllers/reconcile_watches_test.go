@@ -27,8 +27,8 @@ func TestReconcileWatchesFindReferrers(t *testing.T) {
 		stored(makeHttpBackend("other", harnessNamespace, harnessAddress).build()),
 		stored(makeHttpBackend("custom", harnessNamespace, harnessAddress).configMapName("custom-files").build()),
 		newNetworkState(),
-		stored(makeRemoteState("unrelated", harnessNamespace, httpBackendKind, "other")),
-		stored(makeRemoteState("elsewhere", "team-b", httpBackendKind, webBackend.name)),
+		stored(makeRemoteState("unrelated", harnessNamespace, backendsv1alpha1.HttpBackendKind, "other")),
+		stored(makeRemoteState("elsewhere", "team-b", backendsv1alpha1.HttpBackendKind, webBackend.name)),
 	}
 	c := newReconcileEnv(t, objects, stateScript{}, nil).client
 	httpBackends := func() client.ObjectList { return &backendsv1alpha1.HttpBackendList{} }
@@ -81,7 +81,7 @@ func TestReconcileWatchesFindReferrers(t *testing.T) {
 			event:  secret("state-ca"),
 		},
 		"a backend reconciles the RemoteStates of its namespace reading it": {
-			mapper: readersOfBackend(c, httpBackendKind),
+			mapper: readersOfBackend(c, backendsv1alpha1.HttpBackendKind),
 			event:  newWebBackend(), want: requests("network"),
 		},
 		"a backend's referenced Secret reconciles the RemoteStates reading it": {
@@ -128,8 +128,8 @@ func TestReconcileWatchesSkipOwnCreation(t *testing.T) {
 		}
 		return obj
 	}
-	backends := referrersOf(httpBackendKind, writersAndReferrers(c, httpKind{}, secretReference))
-	remoteStates := referrersOf(remoteStateKind, readersOfReferenced(c, secretReference))
+	backends := referrersOf(backendsv1alpha1.HttpBackendKind, writersAndReferrers(c, httpKind{}, secretReference))
+	remoteStates := referrersOf(backendsv1alpha1.RemoteStateKind, readersOfReferenced(c, secretReference))
 
 	type send func(h handler.EventHandler, q workqueue.TypedRateLimitingInterface[reconcile.Request])
 	create := func(obj client.Object) send {
@@ -153,25 +153,25 @@ func TestReconcileWatchesSkipOwnCreation(t *testing.T) {
 		want    []string
 	}{
 		"creating its rendered Secret does not reconcile the backend, but reconciles one reading it": {
-			handler: backends, event: create(written(webSecret, httpBackendKind, webBackend.name)), want: []string{"reader"},
+			handler: backends, event: create(written(webSecret, backendsv1alpha1.HttpBackendKind, webBackend.name)), want: []string{"reader"},
 		},
 		"changing its rendered Secret reconciles the backend": {
-			handler: backends, event: update(written(webSecret, httpBackendKind, webBackend.name)), want: []string{"reader", "web"},
+			handler: backends, event: update(written(webSecret, backendsv1alpha1.HttpBackendKind, webBackend.name)), want: []string{"reader", "web"},
 		},
 		"deleting its rendered Secret reconciles the backend": {
-			handler: backends, event: deleted(written(webSecret, httpBackendKind, webBackend.name)), want: []string{"reader", "web"},
+			handler: backends, event: deleted(written(webSecret, backendsv1alpha1.HttpBackendKind, webBackend.name)), want: []string{"reader", "web"},
 		},
 		"a foreign object created under a rendered name reconciles the backend": {
 			handler: backends, event: create(written(webSecret, "", "")), want: []string{"reader", "web"},
 		},
 		"an object of another kind of the same name is not its writer": {
-			handler: backends, event: create(written(webSecret, remoteStateKind, webBackend.name)), want: []string{"reader", "web"},
+			handler: backends, event: create(written(webSecret, backendsv1alpha1.RemoteStateKind, webBackend.name)), want: []string{"reader", "web"},
 		},
 		"creating its published Secret does not reconcile the RemoteState": {
-			handler: remoteStates, event: create(written(networkOutputs, remoteStateKind, "network")),
+			handler: remoteStates, event: create(written(networkOutputs, backendsv1alpha1.RemoteStateKind, "network")),
 		},
 		"changing its published Secret reconciles the RemoteState": {
-			handler: remoteStates, event: update(written(networkOutputs, remoteStateKind, "network")), want: []string{"network"},
+			handler: remoteStates, event: update(written(networkOutputs, backendsv1alpha1.RemoteStateKind, "network")), want: []string{"network"},
 		},
 	}
 	for name, tc := range cases {

@@ -65,7 +65,7 @@ type remoteScope struct {
 // RemoteState that stalls is not refreshed either.
 func (r *remoteStateReconciler) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.Result, error) {
 	remote := &backendsv1alpha1.RemoteState{}
-	return r.reconcile(ctx, req, remote, remoteStateKind, func(ctx context.Context) (outcome, time.Duration, error) {
+	return r.reconcile(ctx, req, remote, backendsv1alpha1.RemoteStateKind, func(ctx context.Context) (outcome, time.Duration, error) {
 		r.observeRefresh(remote)
 		s := &remoteScope{remote: remote}
 		err := runPhases(ctx, s, r.reconcileSpec, r.reconcileBackend, r.reconcileOutputs)
@@ -105,8 +105,8 @@ func (r *remoteStateReconciler) setupWithManager(mgr ctrl.Manager) error {
 			builder.WithPredicates(predicate.GenerationChangedPredicate{}))
 	}
 	return b.
-		WatchesRawSource(r.opts.related.source("Secret", referrersOf(remoteStateKind, readersOfReferenced(c, secretReference)))).
-		WatchesRawSource(r.opts.related.source("ConfigMap", referrersOf(remoteStateKind, readersOfReferenced(c, configMapReference)))).
+		WatchesRawSource(r.opts.related.source("Secret", referrersOf(backendsv1alpha1.RemoteStateKind, readersOfReferenced(c, secretReference)))).
+		WatchesRawSource(r.opts.related.source("ConfigMap", referrersOf(backendsv1alpha1.RemoteStateKind, readersOfReferenced(c, configMapReference)))).
 		WithOptions(controller.Options{MaxConcurrentReconciles: r.opts.maxConcurrentReconciles}).
 		Named("remotestate").
 		Complete(r)

@@ -20,8 +20,6 @@ import (
 	"github.com/infrastate/backend-operator/internal/statefile"
 )
 
-const remoteStateKind = "RemoteState"
-
 // reconcileSpec refuses, as a stall, a spec the admission rules would
 // refuse today but that was stored before they existed.
 func (r *remoteStateReconciler) reconcileSpec(_ context.Context, s *remoteScope) error {
@@ -124,7 +122,7 @@ func (r *remoteStateReconciler) reconcileOutputs(ctx context.Context, s *remoteS
 		return conditions.Stall(backendsv1alpha1.InvalidSpecReason, "%s", invalidDefaultMessage(err))
 	}
 	interval := remoteStateInterval(remote, r.opts.defaultProbeInterval)
-	task := probeTask{kind: remoteStateKind, obj: remote, inputs: s.inputs, interval: interval,
+	task := probeTask{kind: backendsv1alpha1.RemoteStateKind, obj: remote, inputs: s.inputs, interval: interval,
 		condition: backendsv1alpha1.OutputsReadyCondition}
 	apply := func(res *probeResult) error {
 		obs, err := r.publish(ctx, remote, res.value.(remoteRead))
@@ -203,7 +201,7 @@ func (r *remoteStateReconciler) publish(ctx context.Context, remote *backendsv1a
 	}
 
 	plain, sensitive := outputs.Split(read.values)
-	owner := ownerOf(remote, remoteStateKind)
+	owner := ownerOf(remote, backendsv1alpha1.RemoteStateKind)
 	cmName, secretName := remoteStateTargets(remote)
 	w := r.ownedWriter()
 	if _, err := w.applySecret(ctx, outputs.Secret(owner, secretName, sensitive)); err != nil {

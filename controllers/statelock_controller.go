@@ -23,8 +23,6 @@ import (
 	"github.com/infrastate/backend-operator/controllers/internal/conditions"
 )
 
-const stateLockKind = "StateLock"
-
 // stateLockGates are the conditions that gate a StateLock's Ready: it is
 // Ready while it holds its lock.
 var stateLockGates = []string{backendsv1alpha1.LockedCondition}
@@ -75,7 +73,7 @@ func (s *slockScope) backendName() string {
 // being deleted. Status is patched once, at the end.
 func (r *stateLockReconciler) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.Result, error) {
 	sl := &backendsv1alpha1.StateLock{}
-	if found, err := r.get(ctx, req, sl, stateLockKind); !found {
+	if found, err := r.get(ctx, req, sl, backendsv1alpha1.StateLockKind); !found {
 		return ctrl.Result{}, err
 	}
 	if !sl.DeletionTimestamp.IsZero() {
@@ -88,7 +86,7 @@ func (r *stateLockReconciler) Reconcile(ctx context.Context, req ctrl.Request) (
 			return ctrl.Result{}, fmt.Errorf("adding the finalizer: %w", err)
 		}
 	}
-	return r.reconcileObject(ctx, req, sl, stateLockKind, func(ctx context.Context) (outcome, time.Duration, error) {
+	return r.reconcileObject(ctx, req, sl, backendsv1alpha1.StateLockKind, func(ctx context.Context) (outcome, time.Duration, error) {
 		s := &slockScope{sl: sl}
 		err := runPhases(ctx, s, r.reconcileBackend, r.reconcileLock)
 		out := stateLockOutcome(meta.FindStatusCondition(sl.Status.Conditions, backendsv1alpha1.LockedCondition))
@@ -136,7 +134,7 @@ func (r *stateLockReconciler) reconcileLock(ctx context.Context, s *slockScope) 
 	sl := s.sl
 	now := r.opts.clock.Now()
 	action := planStateLock(sl, now)
-	key := probeKey{kind: stateLockKind, NamespacedName: client.ObjectKeyFromObject(sl)}
+	key := probeKey{kind: backendsv1alpha1.StateLockKind, NamespacedName: client.ObjectKeyFromObject(sl)}
 	if sl.Spec.Until != nil && !expired(sl, now) {
 		s.requeueAfter = sl.Spec.Until.Sub(now)
 	}
@@ -178,7 +176,7 @@ func (r *stateLockReconciler) reconcileLock(ctx context.Context, s *slockScope) 
 	inputs := fingerprint(append(append(identity(sl), identity(s.backend)...),
 		append(s.resolved.inputs(), []byte(action.String()), []byte(sl.Annotations[backendsv1alpha1.ReacquireAnnotation]),
 			backendLockView(s.backend))...)...)
-	task := probeTask{kind: stateLockKind, obj: sl, inputs: inputs, interval: slockInterval(sl, action, checkEvery, now),
+	task := probeTask{kind: backendsv1alpha1.StateLockKind, obj: sl, inputs: inputs, interval: slockInterval(sl, action, checkEvery, now),
 		condition: backendsv1alpha1.LockedCondition,
 		// The next operation depends on what this one learned: a lock
 		// taken is checked at the backend's probe interval, not retried.
@@ -282,7 +280,7 @@ func (r *stateLockReconciler) finalize(ctx context.Context, sl *backendsv1alpha1
 	if !controllerutil.ContainsFinalizer(sl, backendsv1alpha1.StateLockFinalizer) {
 		return ctrl.Result{}, nil
 	}
-	key := probeKey{kind: stateLockKind, NamespacedName: client.ObjectKeyFromObject(sl)}
+	key := probeKey{kind: backendsv1alpha1.StateLockKind, NamespacedName: client.ObjectKeyFromObject(sl)}
 	now := r.opts.clock.Now()
 	waitLeft := sl.DeletionTimestamp.Add(r.opts.lockReleaseWait).Sub(now)
 	giveUp := func(cause string) (ctrl.Result, error) {
@@ -314,7 +312,7 @@ func (r *stateLockReconciler) finalize(ctx context.Context, sl *backendsv1alpha1
 	if err != nil {
 		return giveUp(stallMessage(err))
 	}
-	task := probeTask{kind: stateLockKind, obj: sl, inputs: fingerprint(append(identity(sl), []byte("finalize"))...),
+	task := probeTask{kind: backendsv1alpha1.StateLockKind, obj: sl, inputs: fingerprint(append(identity(sl), []byte("finalize"))...),
 		interval: lockRetryAfter(sl.DeletionTimestamp.Time, now), condition: backendsv1alpha1.LockedCondition}
 	var res *slockResult
 	apply := func(p *probeResult) error {
