@@ -182,11 +182,6 @@ func (r *backendReconciler) reconcileProbe(ctx context.Context, s *backendScope)
 	return err
 }
 
-// envFor is the environment a kind resolves an object of namespace with.
-func (r *reconciler) envFor(ctx context.Context, namespace string) kindEnv {
-	return kindEnv{refs: r.references(namespace), opts: &r.opts, log: ctrl.LoggerFrom(ctx)}
-}
-
 // setupWithManager registers the reconciler with mgr; the field indexes
 // and the related watches come from SetupAll. It reconciles on spec
 // changes of the backend, when a StateLock that names it comes, goes,

@@ -6,36 +6,13 @@ import (
 	"time"
 
 	"github.com/go-logr/logr"
+	"k8s.io/utils/clock"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	backendsv1alpha1 "github.com/infrastate/backend-operator/api/v1alpha1"
 	"github.com/infrastate/backend-operator/controllers/internal/conditions"
 	"github.com/infrastate/backend-operator/internal/render"
 )
-
-// backendKinds are the backend kinds the operator manages. Each is
-// implemented in a file of its own (httpbackend.go, cosbackend.go); the
-// backend reconciler, the field indexes, RemoteState's reads and its
-// watches work on every kind of this list, so a new kind is its
-// implementation and one line here.
-var backendKinds = []backendKind{httpKind{}, cosKind{}}
-
-// lookupBackendKind returns the backend kind named name.
-func lookupBackendKind(name string) (backendKind, bool) {
-	for _, k := range backendKinds {
-		if k.name() == name {
-			return k, true
-		}
-	}
-	return nil, false
-}
-
-// backendObject is an object of a backend kind.
-type backendObject interface {
-	statusObject
-	// SharedStatus is the status every backend kind shares.
-	SharedStatus() *backendsv1alpha1.BackendStatus
-}
 
 // backendKind is what the operator needs of one backend kind: the only
 // code that knows the kind's spec. Methods that take a backendObject get
@@ -73,8 +50,16 @@ type backendKind interface {
 type kindEnv struct {
 	// refs reads the Secrets and ConfigMaps of the object's namespace.
 	refs referenceReader
-	// opts are the manager's settings, the client factories among them.
-	opts *options
+	// clock is the manager's clock.
+	clock clock.PassiveClock
+	// stateClients and cosClients build the clients of the backends
+	// (connecting only where the manager's address policy allows).
+	stateClients stateClientFactory
+	cosClients   cosClientFactory
+	// cosDefaultRegion is the region of CosBackends that set none.
+	cosDefaultRegion string
+	// decryptions bounds the encrypted states read at once.
+	decryptions *decryptions
 	// log is the logger of the reconciliation, for the clients.
 	log logr.Logger
 }

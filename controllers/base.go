@@ -182,3 +182,15 @@ func runPhases[S any](ctx context.Context, scope *S, phases ...func(context.Cont
 	}
 	return nil
 }
+
+// references returns the reader of the references of an object in
+// namespace.
+func (r *reconciler) references(namespace string) referenceReader {
+	return referenceReader{reader: r.apiReader, metadata: r.metadata, contents: r.contents, namespace: namespace, policy: r.opts.referencePolicy}
+}
+
+// envFor is the environment a kind resolves an object of namespace with.
+func (r *reconciler) envFor(ctx context.Context, namespace string) kindEnv {
+	return kindEnv{refs: r.references(namespace), clock: r.opts.clock, stateClients: r.opts.stateClients, cosClients: r.opts.cosClients,
+		cosDefaultRegion: r.opts.cosDefaultRegion, decryptions: r.opts.decryptions, log: ctrl.LoggerFrom(ctx)}
+}

@@ -61,7 +61,7 @@ func (cosKind) references(obj backendObject) []string {
 // at once (see joinStalls).
 func (cosKind) resolve(ctx context.Context, env kindEnv, obj backendObject) (resolvedBackend, error) {
 	backend := cosBackend(obj)
-	region, regionErr := effectiveRegion(backend.Spec, env.opts.cosDefaultRegion)
+	region, regionErr := effectiveRegion(backend.Spec, env.cosDefaultRegion)
 	if regionErr == nil {
 		backend.Status.Region = region
 	}
@@ -96,7 +96,7 @@ func (c *cosResolved) render() (render.Files, map[string][]byte, error) {
 }
 
 func (c *cosResolved) decrypter() stateDecrypter {
-	return stateDecrypter{encryption: c.encryption, decryptions: c.env.opts.decryptions, namespace: c.backend.Namespace}
+	return stateDecrypter{encryption: c.encryption, decryptions: c.env.decryptions, namespace: c.backend.Namespace}
 }
 
 // openState reads a workspace's state object with the backend's keys. A
@@ -132,7 +132,7 @@ func (c *cosResolved) locker(workspace string, _ client.Object) (stateLocker, er
 
 // client builds the backend's COS client.
 func (c *cosResolved) client() (*cos.Client, error) {
-	cc, err := c.env.opts.cosClients(cosConfig(c.backend.Spec, c.region, c.secrets))
+	cc, err := c.env.cosClients(cosConfig(c.backend.Spec, c.region, c.secrets))
 	if err != nil {
 		return nil, fmt.Errorf("building a COS client: %w", err)
 	}

@@ -6,7 +6,6 @@ import (
 
 	apiequality "k8s.io/apimachinery/pkg/api/equality"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
-	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/client-go/tools/events"
 	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/client"
@@ -14,14 +13,6 @@ import (
 	backendsv1alpha1 "github.com/infrastate/backend-operator/api/v1alpha1"
 	"github.com/infrastate/backend-operator/controllers/internal/conditions"
 )
-
-// statusObject is a kind of this API whose status has conditions and an
-// observed generation.
-type statusObject interface {
-	client.Object
-	StatusConditions() *[]metav1.Condition
-	StatusObservedGeneration() *int64
-}
 
 // finishReconcile is the deferred end of every Reconcile: it summarises
 // Ready, Reconciling and Stalled from err, patches the status once when it

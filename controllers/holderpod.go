@@ -74,7 +74,7 @@ func newHolderCheck(env kindEnv, obj backendObject, policy *backendsv1alpha1.Loc
 	status := obj.SharedStatus()
 	return &holderCheck{
 		pods: env.refs.reader, namespace: obj.GetNamespace(),
-		grace: gracePeriod(policy), clock: env.opts.clock,
+		grace: gracePeriod(policy), clock: env.clock,
 		lock: status.Lock.DeepCopy(), pod: status.HolderPod.DeepCopy(),
 	}
 }

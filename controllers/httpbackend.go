@@ -99,7 +99,7 @@ func (h *httpResolved) render() (render.Files, map[string][]byte, error) {
 }
 
 func (h *httpResolved) decrypter() stateDecrypter {
-	return stateDecrypter{encryption: h.encryption, decryptions: h.env.opts.decryptions, namespace: h.backend.Namespace}
+	return stateDecrypter{encryption: h.encryption, decryptions: h.env.decryptions, namespace: h.backend.Namespace}
 }
 
 // openState reads the state through the backend's own address,
@@ -138,7 +138,7 @@ func (h *httpResolved) locker(_ string, owner client.Object) (stateLocker, error
 
 // stateClient builds the backend's state client.
 func (h *httpResolved) stateClient() (stateClient, error) {
-	sc, err := h.env.opts.stateClients(stateClientConfig(h.backend.Spec, h.secrets), h.env.log.WithName("stateclient"))
+	sc, err := h.env.stateClients(stateClientConfig(h.backend.Spec, h.secrets), h.env.log.WithName("stateclient"))
 	if err != nil {
 		return nil, fmt.Errorf("building a state client: %w", err)
 	}

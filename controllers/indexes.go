@@ -3,9 +3,7 @@ package controllers
 import (
 	"context"
 	"slices"
-	"strings"
 
-	"k8s.io/apimachinery/pkg/api/meta"
 	"k8s.io/apimachinery/pkg/types"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/reconcile"
@@ -13,18 +11,6 @@ import (
 	backendsv1alpha1 "github.com/infrastate/backend-operator/api/v1alpha1"
 	"github.com/infrastate/backend-operator/internal/render"
 )
-
-// referencesIndex indexes objects by the Secrets and ConfigMaps they
-// reference or write, as "Secret/<name>" and "ConfigMap/<name>", so that a
-// change to one of them reconciles exactly the objects that read it, and
-// the deletion of a foreign object that took a name an object writes
-// (NameConflict) lets that object write it at once. The names a backend
-// renders by default, derived from its own name, are not indexed (see
-// renderedReferences and writerOf).
-const referencesIndex = ".spec.references"
-
-func secretReference(name string) string    { return "Secret/" + name }
-func configMapReference(name string) string { return "ConfigMap/" + name }
 
 // renderedReferences are the references of the objects a backend named
 // name renders under names of the spec's choosing: its configMapName, when
@@ -38,21 +24,6 @@ func renderedReferences(name, configMapName string) []string {
 		return nil
 	}
 	return []string{configMapReference(configMapName)}
-}
-
-// writerOf returns the name of the backend that renders the Secret or
-// ConfigMap (reference names its kind) called name under a default name,
-// "" when name is no such name.
-func writerOf(reference func(string) string, name string) string {
-	suffix := render.CredentialsSecretName("")
-	if reference(name) == configMapReference(name) {
-		suffix = render.DefaultConfigMapName("")
-	}
-	backend, ok := strings.CutSuffix(name, suffix)
-	if !ok || backend == "" {
-		return ""
-	}
-	return backend
 }
 
 // enqueueWriters returns a map function that enqueues the backend of kind
@@ -88,17 +59,6 @@ func writersAndReferrers(c client.Reader, kind backendKind, reference func(strin
 	}
 }
 
-// remoteStateReferences are the references of the ConfigMap and the Secret
-// a RemoteState publishes to, for referencesIndex.
-func remoteStateReferences(obj client.Object) []string {
-	rs, ok := obj.(*backendsv1alpha1.RemoteState)
-	if !ok {
-		return nil
-	}
-	cm, secret := remoteStateTargets(rs)
-	return []string{configMapReference(cm), secretReference(secret)}
-}
-
 // enqueueReferrers returns a map function that enqueues every object of
 // list's kind in the event object's namespace whose references index holds
 // reference(name).
@@ -107,13 +67,6 @@ func enqueueReferrers(c client.Reader, newList func() client.ObjectList, referen
 		return indexedRequests(ctx, c, newList, obj.GetNamespace(), referencesIndex, reference(obj.GetName()))
 	}
 }
-
-// backendRefIndex indexes the objects that name a backend (RemoteStates,
-// StateLocks) by that backend, as "<Kind>/<name>", so that a change to a
-// backend reconciles them.
-const backendRefIndex = ".spec.backendRef"
-
-func backendRefValue(kind, name string) string { return kind + "/" + name }
 
 // backendRefOf returns the backendRefIndex extractor of the objects of
 // type T, whose spec.backendRef ref reads.
@@ -151,25 +104,4 @@ func indexedRequests(ctx context.Context, c client.Reader, newList func() client
 		requests = append(requests, reconcile.Request{NamespacedName: client.ObjectKeyFromObject(o)})
 	})
 	return requests
-}
-
-// forEachObject calls fn for every item of a typed list.
-func forEachObject(list client.ObjectList, fn func(client.Object)) error {
-	items, err := meta.ExtractList(list)
-	if err != nil {
-		return err
-	}
-	for _, item := range items {
-		if o, ok := item.(client.Object); ok {
-			fn(o)
-		}
-	}
-	return nil
-}
-
-// countItems is the number of items of a typed list.
-func countItems(list client.ObjectList) (int, error) {
-	n := 0
-	err := forEachObject(list, func(client.Object) { n++ })
-	return n, err
 }

@@ -84,11 +84,3 @@ func clearLock(obj backendObject, kind string) {
 	lockAges.forget(kind, obj.GetNamespace(), obj.GetName())
 	lockStaleAfter.DeleteLabelValues(kind, obj.GetNamespace(), obj.GetName())
 }
-
-// forceUnlockID is the lock ID a backend's spec.forceUnlock names, or "".
-func forceUnlockID(f *backendsv1alpha1.ForceUnlockSpec) string {
-	if f == nil {
-		return ""
-	}
-	return f.LockID
-}

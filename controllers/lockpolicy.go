@@ -105,3 +105,11 @@ func lockAge(created *metav1.Time, now time.Time, staleAfter time.Duration) stri
 func staleLock(created *metav1.Time, now time.Time, staleAfter time.Duration) bool {
 	return staleAfter > 0 && created != nil && now.Sub(created.Time) > staleAfter
 }
+
+// forceUnlockID is the lock ID a backend's spec.forceUnlock names, or "".
+func forceUnlockID(f *backendsv1alpha1.ForceUnlockSpec) string {
+	if f == nil {
+		return ""
+	}
+	return f.LockID
+}

@@ -1,8 +1,6 @@
 package controllers
 
 import (
-	"context"
-	"io"
 	"net/url"
 	"time"
 
@@ -13,32 +11,7 @@ import (
 	"github.com/infrastate/backend-operator/internal/cos"
 	"github.com/infrastate/backend-operator/internal/netguard"
 	"github.com/infrastate/backend-operator/internal/stateclient"
-	"github.com/infrastate/backend-operator/internal/statefile"
 )
-
-// stateClient is what the HttpBackend kind uses of a state client.
-type stateClient interface {
-	FetchSummary(ctx context.Context, dec *statefile.Decryption) (*stateclient.StateSummary, error)
-	StreamState(ctx context.Context, read func(io.Reader) error) (found bool, size int64, err error)
-	Lock(ctx context.Context, info stateclient.LockInfo) (string, error)
-	Unlock(ctx context.Context, id string) error
-	ForceUnlock(ctx context.Context, id string) error
-	ForceUnlockEmptyBody(ctx context.Context) error
-	// Resume records a lock taken earlier (by a StateLock) as the one
-	// the client holds, so that Unlock sends the body it was taken with.
-	Resume(info stateclient.LockInfo) error
-	// CloseIdleConnections closes the connections kept for a next
-	// request; every probe and state read calls it when it is done.
-	CloseIdleConnections()
-}
-
-// stateClientFactory builds a state client from a backend's settings.
-type stateClientFactory func(cfg stateclient.Config, log logr.Logger) (stateClient, error)
-
-// cosClientFactory builds a COS client from a backend's settings. The
-// options' one connects through the address policy (to the
-// WithCosServiceURL server when one is set).
-type cosClientFactory func(cfg cos.Config) (*cos.Client, error)
 
 // options are the settings shared by the reconcilers, set with Option.
 type options struct {

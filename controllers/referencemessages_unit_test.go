@@ -155,7 +155,6 @@ func TestResolveReportsEveryProblem(t *testing.T) {
 			c := builder.Build()
 			env := kindEnv{
 				refs: referenceReader{reader: c, metadata: c, contents: newReferencedContents(), namespace: ns, policy: ReferencePolicyNamespace},
-				opts: &options{},
 			}
 			_, err := tc.kind.resolve(t.Context(), env, tc.backend)
 			se, ok := conditions.AsStall(err)

@@ -45,12 +45,6 @@ type referenceReader struct {
 	policy    ReferencePolicy
 }
 
-// references returns the reader of the references of an object in
-// namespace.
-func (r *reconciler) references(namespace string) referenceReader {
-	return referenceReader{reader: r.apiReader, metadata: r.metadata, contents: r.contents, namespace: namespace, policy: r.opts.referencePolicy}
-}
-
 // secret fetches a Secret of the object's namespace; a missing Secret is a
 // stall with reason SecretNotFound, one the policy does not allow a
 // stall with reason ReferenceNotAllowed.
@@ -226,30 +220,6 @@ func (r referenceReader) exists(ctx context.Context, kind string, key types.Name
 	}
 	_, found, err := metadataFromAPI(ctx, r.reader, r.metadata, kind, key)
 	return found, err
-}
-
-// metadataFromAPI reads the metadata of the Secret or ConfigMap key from
-// the API server, as a list by name (never a read of the object itself,
-// which a reference policy may forbid), drops its annotations but the
-// content hash, and has a relatedReader metadata hold it. found is false
-// when it does not exist.
-func metadataFromAPI(ctx context.Context, reader, metadata client.Reader, kind string, key types.NamespacedName) (meta *metav1.PartialObjectMetadata, found bool, err error) {
-	list := &metav1.PartialObjectMetadataList{}
-	list.SetGroupVersionKind(corev1.SchemeGroupVersion.WithKind(kind + "List"))
-	if err := reader.List(ctx, list, client.InNamespace(key.Namespace), client.MatchingFields{"metadata.name": key.Name}); err != nil {
-		return nil, false, fmt.Errorf("listing the metadata of %s %s: %w", kind, key, err)
-	}
-	for i := range list.Items {
-		if list.Items[i].Name != key.Name {
-			continue
-		}
-		meta = trimMetadata(kind, &list.Items[i])
-		if related, ok := metadata.(relatedReader); ok {
-			related.remember(kind, meta)
-		}
-		return meta, true, nil
-	}
-	return nil, false, nil
 }
 
 // notFound is the stall of a missing reference. References name objects

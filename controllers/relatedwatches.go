@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"time"
 
+	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/types"
@@ -26,8 +27,11 @@ type relatedWatches struct {
 	// referencesIndex says which Secrets and ConfigMaps are related.
 	cache cache.Cache
 	// lists are the list types of every kind with a referencesIndex.
-	lists  []func() client.ObjectList
-	client metadata.Interface
+	lists []func() client.ObjectList
+	// renderers make an object of each kind that renders ConfigMaps and
+	// Secrets under names derived from its own (see writerOf).
+	renderers []func() client.Object
+	client    metadata.Interface
 	// contents are the contents of referenced objects, swept with the
 	// watches.
 	contents *referencedContents
@@ -39,10 +43,10 @@ const relatedSweepInterval = 5 * time.Minute
 
 // newRelatedWatches returns the watches of the Secrets and ConfigMaps of
 // namespaces (all when empty) related to the objects in c of the kinds of
-// lists, which also sweep contents.
+// lists, or rendered by those of renderers, which also sweep contents.
 func newRelatedWatches(c cache.Cache, mc metadata.Interface, namespaces []string, lists []func() client.ObjectList,
-	contents *referencedContents) *relatedWatches {
-	w := &relatedWatches{cache: c, lists: lists, client: mc, contents: contents}
+	renderers []func() client.Object, contents *referencedContents) *relatedWatches {
+	w := &relatedWatches{cache: c, lists: lists, renderers: renderers, client: mc, contents: contents}
 	w.secrets = newRelatedObjects("Secret", namespaces, w.related(secretReference))
 	w.configMaps = newRelatedObjects("ConfigMap", namespaces, w.related(configMapReference))
 	return w
@@ -57,19 +61,20 @@ func (w *relatedWatches) related(reference func(string) string) func(context.Con
 			return true
 		}
 		return namedByAny(ctx, w.cache, w.lists, obj.Namespace, reference(obj.Name)) ||
-			renderedByAny(ctx, w.cache, obj.Namespace, writerOf(reference, obj.Name))
+			renderedByAny(ctx, w.cache, w.renderers, obj.Namespace, writerOf(reference, obj.Name))
 	}
 }
 
-// renderedByAny reports whether a backend of any kind called name exists
-// in namespace: the object of the default name it renders is related,
-// whoever holds it. An error reading the cache counts as existing.
-func renderedByAny(ctx context.Context, c client.Reader, namespace, name string) bool {
+// renderedByAny reports whether an object of one of the kinds renderers
+// make, called name, exists in namespace: the object of the default name
+// it renders is related, whoever holds it. An error reading the cache
+// counts as existing.
+func renderedByAny(ctx context.Context, c client.Reader, renderers []func() client.Object, namespace, name string) bool {
 	if name == "" {
 		return false
 	}
-	for _, kind := range backendKinds {
-		err := c.Get(ctx, types.NamespacedName{Namespace: namespace, Name: name}, kind.newObject())
+	for _, newObject := range renderers {
+		err := c.Get(ctx, types.NamespacedName{Namespace: namespace, Name: name}, newObject())
 		if err == nil || !apierrors.IsNotFound(err) {
 			return true
 		}
@@ -212,4 +217,28 @@ func (s relatedSource) Start(_ context.Context, q workqueue.TypedRateLimitingInt
 // workers start with the related objects held.
 func (s relatedSource) WaitForSync(ctx context.Context) error {
 	return s.watch.waitForSync(ctx)
+}
+
+// metadataFromAPI reads the metadata of the Secret or ConfigMap key from
+// the API server, as a list by name (never a read of the object itself,
+// which a reference policy may forbid), drops its annotations but the
+// content hash, and has a relatedReader holder hold it. found is false
+// when it does not exist.
+func metadataFromAPI(ctx context.Context, reader, holder client.Reader, kind string, key types.NamespacedName) (meta *metav1.PartialObjectMetadata, found bool, err error) {
+	list := &metav1.PartialObjectMetadataList{}
+	list.SetGroupVersionKind(corev1.SchemeGroupVersion.WithKind(kind + "List"))
+	if err := reader.List(ctx, list, client.InNamespace(key.Namespace), client.MatchingFields{"metadata.name": key.Name}); err != nil {
+		return nil, false, fmt.Errorf("listing the metadata of %s %s: %w", kind, key, err)
+	}
+	for i := range list.Items {
+		if list.Items[i].Name != key.Name {
+			continue
+		}
+		meta = trimMetadata(kind, &list.Items[i])
+		if related, ok := holder.(relatedReader); ok {
+			related.remember(kind, meta)
+		}
+		return meta, true, nil
+	}
+	return nil, false, nil
 }

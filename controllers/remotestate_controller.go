@@ -132,3 +132,14 @@ func readersOfReferenced(c client.Reader, reference func(string) string) handler
 		return requests
 	}
 }
+
+// remoteStateReferences are the references of the ConfigMap and the Secret
+// a RemoteState publishes to, for referencesIndex.
+func remoteStateReferences(obj client.Object) []string {
+	rs, ok := obj.(*backendsv1alpha1.RemoteState)
+	if !ok {
+		return nil
+	}
+	cm, secret := remoteStateTargets(rs)
+	return []string{configMapReference(cm), secretReference(secret)}
+}

@@ -6,12 +6,9 @@ import (
 	"errors"
 	"fmt"
 	"io"
-	"strings"
 
 	apiextensionsv1 "k8s.io/apiextensions-apiserver/pkg/apis/apiextensions/v1"
-	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
-	"k8s.io/apimachinery/pkg/types"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	backendsv1alpha1 "github.com/infrastate/backend-operator/api/v1alpha1"
@@ -59,50 +56,6 @@ func (r *remoteStateReconciler) reconcileBackend(ctx context.Context, s *remoteS
 	parts := append(identity(s.remote), identity(backend)...)
 	s.inputs = fingerprint(append(parts, resolved.inputs()...)...)
 	return nil
-}
-
-// resolveBackendRef reads the backend ref names in namespace and its
-// references through its kind. A kind that is no backend kind is an
-// InvalidSpec stall, a missing backend a BackendNotFound one, a backend
-// whose references are broken a BackendNotReady one.
-func (r *reconciler) resolveBackendRef(ctx context.Context, namespace string, ref backendsv1alpha1.BackendReference) (backendKind, backendObject, resolvedBackend, error) {
-	kind, ok := lookupBackendKind(ref.Kind)
-	if !ok {
-		return nil, nil, nil, conditions.Stall(backendsv1alpha1.InvalidSpecReason, "The kind %q of spec.backendRef is not a backend kind: set it to %s",
-			ref.Kind, strings.Join(backendKindNames(), " or "))
-	}
-	backend := kind.newObject()
-	if err := getBackend(ctx, r.client, types.NamespacedName{Namespace: namespace, Name: ref.Name}, backend, ref.Kind); err != nil {
-		return nil, nil, nil, err
-	}
-	resolved, err := kind.resolve(ctx, r.envFor(ctx, namespace), backend)
-	if err != nil {
-		return nil, nil, nil, backendNotReady(ref, err)
-	}
-	return kind, backend, resolved, nil
-}
-
-// getBackend reads the backend; a missing one is a BackendNotFound stall.
-func getBackend(ctx context.Context, c client.Reader, key types.NamespacedName, obj client.Object, kind string) error {
-	err := c.Get(ctx, key, obj)
-	switch {
-	case apierrors.IsNotFound(err):
-		return conditions.Stall(backendsv1alpha1.BackendNotFoundReason, "%s %s does not exist in namespace %s (spec.backendRef names a backend of the object's own namespace)",
-			kind, key.Name, key.Namespace)
-	case err != nil:
-		return fmt.Errorf("reading %s %s: %w", kind, key, err)
-	}
-	return nil
-}
-
-// backendNotReady wraps a backend's stall as the RemoteState's own: its
-// reason, then its message, which may list several problems, each with
-// what to do.
-func backendNotReady(ref backendsv1alpha1.BackendReference, err error) error {
-	if se, ok := conditions.AsStall(err); ok {
-		return conditions.Stall(backendsv1alpha1.BackendNotReadyReason, "%s %s cannot be used (%s): %s", ref.Kind, ref.Name, se.Reason, se.Message)
-	}
-	return err
 }
 
 // reconcileOutputs reads the state when a read is due and publishes the
@@ -298,15 +251,6 @@ func invalidDefaultMessage(err error) string {
 	return capitalize(err.Error()) + ": fix spec.defaults"
 }
 
-// backendKindNames are the names of the backend kinds.
-func backendKindNames() []string {
-	names := make([]string, 0, len(backendKinds))
-	for _, k := range backendKinds {
-		names = append(names, k.name())
-	}
-	return names
-}
-
 // maxOutputStatuses is the most outputs status.outputs lists, the API's
 // bound: a ConfigMap holds many more.
 const maxOutputStatuses = 512
@@ -341,12 +285,4 @@ func selectorsOf(in []backendsv1alpha1.OutputSelector) []outputs.Selector {
 		out = append(out, outputs.Selector{Name: o.Name, Type: o.Type, Key: o.Key})
 	}
 	return out
-}
-
-// workspaceOrDefault is the workspace to read.
-func workspaceOrDefault(w string) string {
-	if w == "" {
-		return backendsv1alpha1.DefaultWorkspace
-	}
-	return w
 }

@@ -28,10 +28,13 @@ func SetupAll(ctx context.Context, mgr ctrl.Manager, opts ...Option) error {
 	if err := mgr.Add(probes); err != nil {
 		return fmt.Errorf("adding the prober: %w", err)
 	}
-	// The kinds whose referencesIndex names Secrets and ConfigMaps.
+	// The kinds whose referencesIndex names Secrets and ConfigMaps, and
+	// those that render them under names of their own.
 	lists := []func() client.ObjectList{newRemoteStateList}
+	var renderers []func() client.Object
 	for _, kind := range backendKinds {
 		lists = append(lists, kind.newList)
+		renderers = append(renderers, func() client.Object { return kind.newObject() })
 	}
 	// One memory of referenced contents: a Secret read for a backend is
 	// not read again for the RemoteStates reading it.
@@ -42,7 +45,7 @@ func SetupAll(ctx context.Context, mgr ctrl.Manager, opts ...Option) error {
 	if err != nil {
 		return fmt.Errorf("building a metadata client: %w", err)
 	}
-	related := newRelatedWatches(mgr.GetCache(), mc, o.watchNamespaces, lists, contents)
+	related := newRelatedWatches(mgr.GetCache(), mc, o.watchNamespaces, lists, renderers, contents)
 	if err := mgr.Add(related); err != nil {
 		return fmt.Errorf("adding the watches of Secrets and ConfigMaps: %w", err)
 	}

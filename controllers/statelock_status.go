@@ -97,14 +97,6 @@ type slockResult struct {
 	err error
 }
 
-// heldLock is a lock a StateLock holds.
-type heldLock struct {
-	// id is the lock's ID as the backend reports it.
-	id string
-	// info is the LockInfo written when the lock was taken.
-	info backendsv1alpha1.LockInfo
-}
-
 // applySlockResult writes what a lock operation learned into sl's status
 // and its Locked condition, and records a lost lock as acted on (see
 // lockLost). backend names the backend in messages.
