@@ -8,6 +8,7 @@ import (
 	"time"
 
 	"github.com/infrastate/backend-operator/controllers/internal/conditions"
+	"github.com/infrastate/backend-operator/controllers/internal/probes"
 	"github.com/infrastate/backend-operator/internal/render"
 
 	ctrl "sigs.k8s.io/controller-runtime"
@@ -47,7 +48,7 @@ type backendScope struct {
 	probePending bool
 	// applied is the probe result written to status, set by
 	// reconcileProbe.
-	applied *probeResult
+	applied *probes.Result
 	// stateLocks are the StateLocks that name the backend, read before
 	// the phases.
 	stateLocks []backendsv1alpha1.StateLock
@@ -145,7 +146,7 @@ func (r *backendReconciler) reconcileProbe(ctx context.Context, s *backendScope)
 		status.State = nil
 		stateSize.DeleteLabelValues(r.kind.name(), obj.GetNamespace(), obj.GetName())
 	}
-	key := probeKey{kind: r.kind.name(), NamespacedName: client.ObjectKeyFromObject(obj)}
+	key := probes.Key{Kind: r.kind.name(), NamespacedName: client.ObjectKeyFromObject(obj)}
 	if plan.lockUnchecked != "" {
 		// Written before the probe's result, which does not touch the
 		// lock: whatever the probe learns, the lock is the StateLocks'.
@@ -153,7 +154,7 @@ func (r *backendReconciler) reconcileProbe(ctx context.Context, s *backendScope)
 	}
 	if plan.start == nil {
 		recordReachable(r.kind.name(), obj, plan)
-		r.probes.forget(key)
+		r.probes.Forget(key)
 		return nil
 	}
 	seedLockSeries(r.kind.name(), obj, plan.lockPolicy)
@@ -165,8 +166,8 @@ func (r *backendReconciler) reconcileProbe(ctx context.Context, s *backendScope)
 		inputs = fingerprint([]byte(inputs), stateLocksView(s.stateLocks))
 	}
 	task := probeTask{kind: r.kind.name(), obj: obj, inputs: inputs, interval: interval, condition: plan.condition}
-	apply := func(res *probeResult) error {
-		plan.apply(res.value, res.finished)
+	apply := func(res *probes.Result) error {
+		plan.apply(res.Value, res.Finished)
 		return nil
 	}
 	step, err := r.advanceProbe(ctx, task, apply, plan.start)
@@ -174,7 +175,7 @@ func (r *backendReconciler) reconcileProbe(ctx context.Context, s *backendScope)
 	s.requeueAfter, s.probePending, s.applied = step.requeueAfter, step.pending, step.ack
 	if err == nil && !s.probePending {
 		if at := holderReleaseAt(status, plan.lockPolicy); !at.IsZero() {
-			if wait, ok := r.schedule.pullIn(key.NamespacedName, inputs, at, r.opts.clock.Now()); ok && (s.requeueAfter <= 0 || wait < s.requeueAfter) {
+			if wait, ok := r.schedule.PullIn(key.NamespacedName, inputs, at, r.opts.clock.Now()); ok && (s.requeueAfter <= 0 || wait < s.requeueAfter) {
 				s.requeueAfter = wait
 			}
 		}

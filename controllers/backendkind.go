@@ -11,6 +11,7 @@ import (
 
 	backendsv1alpha1 "github.com/infrastate/backend-operator/api/v1alpha1"
 	"github.com/infrastate/backend-operator/controllers/internal/conditions"
+	"github.com/infrastate/backend-operator/controllers/internal/probes"
 	"github.com/infrastate/backend-operator/internal/render"
 )
 
@@ -108,7 +109,7 @@ type probePlan struct {
 	// start builds the probe, with the clients it needs; nil when there is
 	// nothing to probe at all, which clears the lock status. An error is
 	// a stall.
-	start func() (probeFunc, error)
+	start func() (probes.Func, error)
 	// apply writes into the object's status what a probe that ended at
 	// finished learned (start's probe returned value).
 	apply func(value any, finished time.Time)

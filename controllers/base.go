@@ -17,6 +17,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/source"
 
 	"github.com/infrastate/backend-operator/controllers/internal/conditions"
+	"github.com/infrastate/backend-operator/controllers/internal/probes"
 )
 
 // reconciler holds what every reconciler of this package uses.
@@ -38,10 +39,10 @@ type reconciler struct {
 	renders *renderMemos
 	// written are the versions of the objects the reconciler wrote.
 	written  *writtenVersions
-	schedule *probeSchedule
+	schedule *probes.Schedule
 	// probes runs the probes of this kind, and of the others when the
 	// reconcilers are set up together (SetupAll).
-	probes *prober
+	probes *probes.Pool
 	// wake receives an event when a probe ends, to reconcile its object.
 	wake chan ctrlevent.GenericEvent
 }
@@ -55,9 +56,9 @@ const wakeBuffer = 1024
 
 func newReconciler(c client.Client, apiReader client.Reader, recorder events.EventRecorder, opts []Option) reconciler {
 	o := newOptions(opts)
-	probes := o.prober
-	if probes == nil {
-		probes = newProber(o.maxConcurrentProbes, o.maxConcurrentProbesPerNamespace, o.clock)
+	pool := o.prober
+	if pool == nil {
+		pool = probes.NewPool(o.maxConcurrentProbes, o.maxConcurrentProbesPerNamespace, o.clock)
 	}
 	contents := o.contents
 	if contents == nil {
@@ -72,8 +73,8 @@ func newReconciler(c client.Client, apiReader client.Reader, recorder events.Eve
 		contents:  contents,
 		written:   newWrittenVersions(),
 		renders:   newRenderMemos(),
-		schedule:  newProbeSchedule(),
-		probes:    probes,
+		schedule:  probes.NewSchedule(),
+		probes:    pool,
 		wake:      make(chan ctrlevent.GenericEvent, wakeBuffer),
 	}
 }
@@ -106,7 +107,7 @@ type outcome struct {
 	conditions.Outcome
 	// applied is the probe result this reconciliation wrote to status; it
 	// is acknowledged once the status is patched.
-	applied *probeResult
+	applied *probes.Result
 }
 
 // phasesFunc runs a kind's phases on obj and returns how they ended and
@@ -143,10 +144,10 @@ func (r *reconciler) get(ctx context.Context, req ctrl.Request, obj client.Objec
 
 // forget drops what the reconciler keeps of an object that is gone.
 func (r *reconciler) forget(kind string, key types.NamespacedName) {
-	r.schedule.forget(key)
+	r.schedule.Forget(key)
 	r.written.forget(writerKey{kind: kind, NamespacedName: key})
 	r.renders.forget(writerKey{kind: kind, NamespacedName: key})
-	r.probes.forget(probeKey{kind: kind, NamespacedName: key})
+	r.probes.Forget(probes.Key{Kind: kind, NamespacedName: key})
 	forgetMetrics(kind, key.Namespace, key.Name)
 }
 
@@ -168,7 +169,7 @@ func (r *reconciler) reconcileObject(ctx context.Context, req ctrl.Request, obj 
 		return ctrl.Result{}, err
 	}
 	if out.applied != nil {
-		r.probes.ack(probeKey{kind: kind, NamespacedName: req.NamespacedName}, out.applied)
+		r.probes.Ack(probes.Key{Kind: kind, NamespacedName: req.NamespacedName}, out.applied)
 	}
 	return ctrl.Result{RequeueAfter: requeueAfter}, nil
 }

@@ -12,6 +12,7 @@ import (
 
 	backendsv1alpha1 "github.com/infrastate/backend-operator/api/v1alpha1"
 	"github.com/infrastate/backend-operator/controllers/internal/conditions"
+	"github.com/infrastate/backend-operator/controllers/internal/probes"
 	"github.com/infrastate/backend-operator/internal/cos"
 	"github.com/infrastate/backend-operator/internal/render"
 )
@@ -163,7 +164,7 @@ func (c *cosResolved) probe(interval time.Duration) probePlan {
 	forceUnlock := forceUnlockID(backend.Spec.ForceUnlock)
 	// The holder check copies status.lock and status.holderPod when the
 	// probe is submitted (see advanceProbe), not at every reconcile.
-	plan.start = func() (probeFunc, error) {
+	plan.start = func() (probes.Func, error) {
 		cc, err := c.client()
 		if err != nil {
 			return nil, conditions.Stall(backendsv1alpha1.InvalidSpecReason, "Cannot build a COS client: %v", err)

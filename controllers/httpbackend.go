@@ -11,6 +11,7 @@ import (
 
 	backendsv1alpha1 "github.com/infrastate/backend-operator/api/v1alpha1"
 	"github.com/infrastate/backend-operator/controllers/internal/conditions"
+	"github.com/infrastate/backend-operator/controllers/internal/probes"
 	"github.com/infrastate/backend-operator/internal/render"
 )
 
@@ -165,7 +166,7 @@ func (h *httpResolved) probe(interval time.Duration) probePlan {
 	// The probe's settings, with the holder check's copy of status.lock
 	// and status.holderPod, are built when it is submitted (see
 	// advanceProbe), not at every reconcile.
-	plan.start = func() (probeFunc, error) {
+	plan.start = func() (probes.Func, error) {
 		sc, err := h.stateClient()
 		if err != nil {
 			return nil, conditions.Stall(backendsv1alpha1.InvalidSpecReason, "Cannot build a state client: %v", err)

@@ -8,6 +8,7 @@ import (
 	"k8s.io/utils/clock"
 	ctrl "sigs.k8s.io/controller-runtime"
 
+	"github.com/infrastate/backend-operator/controllers/internal/probes"
 	"github.com/infrastate/backend-operator/internal/cos"
 	"github.com/infrastate/backend-operator/internal/netguard"
 	"github.com/infrastate/backend-operator/internal/stateclient"
@@ -31,7 +32,7 @@ type options struct {
 	cosServiceURL                   *url.URL
 	// prober is shared by the reconcilers SetupAll sets up; nil makes each
 	// reconciler run its own.
-	prober *prober
+	prober *probes.Pool
 	// contents are shared by the reconcilers SetupAll sets up; nil makes
 	// each reconciler keep its own.
 	contents *referencedContents
@@ -125,7 +126,7 @@ func WithMaxConcurrentDecryptions(n int) Option {
 func withDecryptions(d *decryptions) Option { return func(o *options) { o.decryptions = d } }
 
 // withProber shares p between reconcilers.
-func withProber(p *prober) Option { return func(o *options) { o.prober = p } }
+func withProber(p *probes.Pool) Option { return func(o *options) { o.prober = p } }
 
 // withRelated makes the reconcilers watch and read the related Secrets
 // and ConfigMaps through w.

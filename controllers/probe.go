@@ -9,6 +9,7 @@ import (
 
 	backendsv1alpha1 "github.com/infrastate/backend-operator/api/v1alpha1"
 	"github.com/infrastate/backend-operator/controllers/internal/conditions"
+	"github.com/infrastate/backend-operator/internal/contenthash"
 )
 
 // What every kind's probe shares: its bounds, its interval, and the
@@ -53,3 +54,9 @@ func probeFailed() conditions.Observation {
 func identity(obj client.Object) [][]byte {
 	return [][]byte{[]byte(obj.GetUID()), []byte(strconv.FormatInt(obj.GetGeneration(), 10))}
 }
+
+// fingerprint hashes probe inputs, so that the schedule notices rotated
+// credentials without keeping them. A fingerprint of probe inputs never
+// leaves the process; the content hashes of the rendered objects use the
+// same function (contenthash.Sum) on data that those objects hold anyway.
+func fingerprint(parts ...[]byte) string { return contenthash.Sum(parts...) }

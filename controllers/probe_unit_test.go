@@ -15,6 +15,7 @@ import (
 
 	backendsv1alpha1 "github.com/infrastate/backend-operator/api/v1alpha1"
 	"github.com/infrastate/backend-operator/controllers/internal/conditions"
+	"github.com/infrastate/backend-operator/controllers/internal/probes"
 	"github.com/infrastate/backend-operator/internal/cos"
 	"github.com/infrastate/backend-operator/internal/render"
 	"github.com/infrastate/backend-operator/internal/stateclient"
@@ -164,29 +165,29 @@ func TestStateClientConfig(t *testing.T) {
 func TestProbeSchedule(t *testing.T) {
 	key := types.NamespacedName{Namespace: "ns", Name: "b"}
 	start := time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC)
-	s := newProbeSchedule()
-	if due, _ := s.due(key, "in", start); !due {
+	s := probes.NewSchedule()
+	if due, _ := s.Due(key, "in", start); !due {
 		t.Fatal("a never probed object is not due")
 	}
-	next := s.probed(key, "in", start, time.Minute)
+	next := s.Probed(key, "in", start, time.Minute)
 	if next < time.Minute || next > 66*time.Second {
 		t.Fatalf("jittered wait %s, want between 1m and 1m6s", next)
 	}
-	if due, wait := s.due(key, "in", start.Add(30*time.Second)); due || wait != next-30*time.Second {
+	if due, wait := s.Due(key, "in", start.Add(30*time.Second)); due || wait != next-30*time.Second {
 		t.Errorf("due half way = %v, %s; want false, %s", due, wait, next-30*time.Second)
 	}
-	if due, _ := s.due(key, "rotated", start.Add(time.Second)); !due {
+	if due, _ := s.Due(key, "rotated", start.Add(time.Second)); !due {
 		t.Error("new inputs do not make a probe due")
 	}
-	if due, _ := s.due(key, "in", start.Add(next)); !due {
+	if due, _ := s.Due(key, "in", start.Add(next)); !due {
 		t.Error("not due after the interval")
 	}
-	s.probed(key, "in", start, 0)
-	if due, wait := s.due(key, "in", start.Add(24*time.Hour)); due || wait != 0 {
+	s.Probed(key, "in", start, 0)
+	if due, wait := s.Due(key, "in", start.Add(24*time.Hour)); due || wait != 0 {
 		t.Errorf("with probing off: due = %v, %s; want false, 0", due, wait)
 	}
-	s.forget(key)
-	if due, _ := s.due(key, "in", start); !due {
+	s.Forget(key)
+	if due, _ := s.Due(key, "in", start); !due {
 		t.Error("a forgotten object is not due")
 	}
 }

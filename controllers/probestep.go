@@ -12,6 +12,7 @@ import (
 	ctrlevent "sigs.k8s.io/controller-runtime/pkg/event"
 
 	"github.com/infrastate/backend-operator/controllers/internal/conditions"
+	"github.com/infrastate/backend-operator/controllers/internal/probes"
 )
 
 // probeTask describes the probe of one object for probeStep.
@@ -37,10 +38,10 @@ type probeTask struct {
 // probeDecision is what a reconcile does about a probe.
 type probeDecision struct {
 	// result is a finished probe to write to status.
-	result *probeResult
+	result *probes.Result
 	// ack is the finished probe to acknowledge once the status is written:
 	// result, or one probeStep wrote itself (a probe that panicked).
-	ack *probeResult
+	ack *probes.Result
 	// submit is true when a probe is due and must be submitted.
 	submit bool
 	// pending is true while a probe is queued or running.
@@ -63,16 +64,16 @@ type probeDecision struct {
 // with thousands of backends spreads their probes instead of firing them
 // all together.
 func (r *reconciler) probeStep(ctx context.Context, t probeTask) probeDecision {
-	key := probeKey{kind: t.kind, NamespacedName: client.ObjectKeyFromObject(t.obj)}
+	key := probes.Key{Kind: t.kind, NamespacedName: client.ObjectKeyFromObject(t.obj)}
 	now := r.opts.clock.Now()
-	res, pending := r.probes.poll(key, t.inputs)
+	res, pending := r.probes.Poll(key, t.inputs)
 	switch {
-	case res != nil && t.interval > 0 && now.Sub(res.finished) > t.interval:
-		r.probes.ack(key, res) // too old to write: probe again
+	case res != nil && t.interval > 0 && now.Sub(res.Finished) > t.interval:
+		r.probes.Ack(key, res) // too old to write: probe again
 	case res != nil:
-		next := r.schedule.probed(key.NamespacedName, t.inputs, res.finished, t.interval)
-		if p, panicked := res.value.(probePanic); panicked {
-			ctrl.LoggerFrom(ctx).Error(fmt.Errorf("probe panicked: %v", p.value), "Probe failed on an internal error", "stack", string(p.stack))
+		next := r.schedule.Probed(key.NamespacedName, t.inputs, res.Finished, t.interval)
+		if p, panicked := res.Value.(probes.Panic); panicked {
+			ctrl.LoggerFrom(ctx).Error(fmt.Errorf("probe panicked: %v", p.Value), "Probe failed on an internal error", "stack", string(p.Stack))
 			obj := t.obj.(statusObject)
 			conditions.Set(obj.StatusConditions(), obj.GetGeneration(), t.condition, probeFailed())
 			return probeDecision{ack: res, requeueAfter: next}
@@ -85,9 +86,9 @@ func (r *reconciler) probeStep(ctx context.Context, t probeTask) probeDecision {
 	if cond := meta.FindStatusCondition(*obj.StatusConditions(), t.condition); cond != nil && cond.ObservedGeneration == obj.GetGeneration() {
 		// The status holds a probe of this generation: after a restart,
 		// the next one can wait.
-		r.schedule.seed(key.NamespacedName, t.inputs, now, t.interval)
+		r.schedule.Seed(key.NamespacedName, t.inputs, now, t.interval)
 	}
-	if due, wait := r.schedule.due(key.NamespacedName, t.inputs, now); !due {
+	if due, wait := r.schedule.Due(key.NamespacedName, t.inputs, now); !due {
 		return probeDecision{requeueAfter: wait}
 	}
 	return probeDecision{submit: true}
@@ -98,7 +99,7 @@ func (r *reconciler) probeStep(ctx context.Context, t probeTask) probeDecision {
 // submits it. The decision says when to come back, whether a probe is
 // under way, and which result to acknowledge once the status is written:
 // a result apply could not write is not, so the next attempt writes it.
-func (r *reconciler) advanceProbe(ctx context.Context, t probeTask, apply func(*probeResult) error, start func() (probeFunc, error)) (probeDecision, error) {
+func (r *reconciler) advanceProbe(ctx context.Context, t probeTask, apply func(*probes.Result) error, start func() (probes.Func, error)) (probeDecision, error) {
 	step := r.probeStep(ctx, t)
 	switch {
 	case step.result != nil:
@@ -107,7 +108,7 @@ func (r *reconciler) advanceProbe(ctx context.Context, t probeTask, apply func(*
 			return step, err
 		}
 		if t.intervalAfter != nil {
-			step.requeueAfter = r.schedule.probed(client.ObjectKeyFromObject(t.obj), t.inputs, step.result.finished, t.intervalAfter())
+			step.requeueAfter = r.schedule.Probed(client.ObjectKeyFromObject(t.obj), t.inputs, step.result.Finished, t.intervalAfter())
 		}
 	case step.submit:
 		run, err := start()
@@ -117,8 +118,8 @@ func (r *reconciler) advanceProbe(ctx context.Context, t probeTask, apply func(*
 		r.submitProbe(t, run) //nolint:contextcheck // the probe outlives this reconcile and runs under the manager's context; see prober
 		step.pending = true
 		if grace := r.probeGrace(t); grace > 0 {
-			key := probeKey{kind: t.kind, NamespacedName: client.ObjectKeyFromObject(t.obj)}
-			if r.probes.await(ctx, key, t.inputs, grace) {
+			key := probes.Key{Kind: t.kind, NamespacedName: client.ObjectKeyFromObject(t.obj)}
+			if r.probes.Await(ctx, key, t.inputs, grace) {
 				return r.advanceProbe(ctx, t, apply, start) // writes the result it finds
 			}
 		}
@@ -146,9 +147,9 @@ func (r *reconciler) probeGrace(t probeTask) time.Duration {
 
 // submitProbe hands run to the prober; when it ends, the object is
 // reconciled again to write its result.
-func (r *reconciler) submitProbe(t probeTask, run probeFunc) {
-	key := probeKey{kind: t.kind, NamespacedName: client.ObjectKeyFromObject(t.obj)}
-	r.probes.submit(key, t.inputs, run, func(ctx context.Context) {
+func (r *reconciler) submitProbe(t probeTask, run probes.Func) {
+	key := probes.Key{Kind: t.kind, NamespacedName: client.ObjectKeyFromObject(t.obj)}
+	r.probes.Submit(key, t.inputs, run, func(ctx context.Context) {
 		wake := ctrlevent.GenericEvent{Object: &metav1.PartialObjectMetadata{ObjectMeta: metav1.ObjectMeta{
 			Namespace: key.Namespace, Name: key.Name,
 		}}}

@@ -271,10 +271,7 @@ func (e *reconcileEnv) settle() {
 	deadline := time.Now().Add(wakeTimeout)
 	for kind, r := range e.reconcilers {
 		for {
-			p := r.base.probes
-			p.mu.Lock()
-			busy := len(p.jobs)
-			p.mu.Unlock()
+			busy := r.base.probes.Pending()
 			if busy == 0 {
 				break
 			}

@@ -15,6 +15,7 @@ import (
 
 	backendsv1alpha1 "github.com/infrastate/backend-operator/api/v1alpha1"
 	"github.com/infrastate/backend-operator/controllers/internal/conditions"
+	"github.com/infrastate/backend-operator/controllers/internal/probes"
 )
 
 // remoteStateBackend is the backendRefIndex extractor of RemoteStates:
@@ -56,7 +57,7 @@ type remoteScope struct {
 	probePending bool
 	// applied is the probe result written to status, set by the probe
 	// phase.
-	applied *probeResult
+	applied *probes.Result
 }
 
 // Reconcile resolves the backend, then reads the state and publishes the

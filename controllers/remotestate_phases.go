@@ -13,6 +13,7 @@ import (
 
 	backendsv1alpha1 "github.com/infrastate/backend-operator/api/v1alpha1"
 	"github.com/infrastate/backend-operator/controllers/internal/conditions"
+	"github.com/infrastate/backend-operator/controllers/internal/probes"
 	"github.com/infrastate/backend-operator/internal/outputs"
 	"github.com/infrastate/backend-operator/internal/statefile"
 )
@@ -77,8 +78,8 @@ func (r *remoteStateReconciler) reconcileOutputs(ctx context.Context, s *remoteS
 	interval := remoteStateInterval(remote, r.opts.defaultProbeInterval)
 	task := probeTask{kind: backendsv1alpha1.RemoteStateKind, obj: remote, inputs: s.inputs, interval: interval,
 		condition: backendsv1alpha1.OutputsReadyCondition}
-	apply := func(res *probeResult) error {
-		obs, err := r.publish(ctx, remote, res.value.(remoteRead))
+	apply := func(res *probes.Result) error {
+		obs, err := r.publish(ctx, remote, res.Value.(remoteRead))
 		if err != nil {
 			// Not published: the result stays for the next attempt, which
 			// the watch on the published objects or the fix of the spec
@@ -87,11 +88,11 @@ func (r *remoteStateReconciler) reconcileOutputs(ctx context.Context, s *remoteS
 		}
 		conditions.Set(&remote.Status.Conditions, remote.Generation, backendsv1alpha1.OutputsReadyCondition, obs)
 		if obs.Status == metav1.ConditionTrue {
-			remoteStateRefresh.succeeded(client.ObjectKeyFromObject(remote), res.finished)
+			remoteStateRefresh.succeeded(client.ObjectKeyFromObject(remote), res.Finished)
 		}
 		return nil
 	}
-	start := func() (probeFunc, error) {
+	start := func() (probes.Func, error) {
 		stream, err := s.newStream()
 		if err != nil {
 			return nil, err

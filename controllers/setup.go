@@ -10,6 +10,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	backendsv1alpha1 "github.com/infrastate/backend-operator/api/v1alpha1"
+	"github.com/infrastate/backend-operator/controllers/internal/probes"
 )
 
 // SetupAll registers the field indexes and the reconcilers of every kind
@@ -24,8 +25,8 @@ func SetupAll(ctx context.Context, mgr ctrl.Manager, opts ...Option) error {
 	// One prober for every kind: its bounds are the manager's, and each
 	// namespace's share of them spans kinds.
 	o := newOptions(opts)
-	probes := newProber(o.maxConcurrentProbes, o.maxConcurrentProbesPerNamespace, o.clock)
-	if err := mgr.Add(probes); err != nil {
+	pool := probes.NewPool(o.maxConcurrentProbes, o.maxConcurrentProbesPerNamespace, o.clock)
+	if err := mgr.Add(pool); err != nil {
 		return fmt.Errorf("adding the prober: %w", err)
 	}
 	// The kinds whose referencesIndex names Secrets and ConfigMaps, and
@@ -50,7 +51,7 @@ func SetupAll(ctx context.Context, mgr ctrl.Manager, opts ...Option) error {
 		return fmt.Errorf("adding the watches of Secrets and ConfigMaps: %w", err)
 	}
 	opts = append([]Option{withProbeGrace(defaultProbeGrace)}, opts...) // a new array: never into the caller's
-	opts = append(opts, withProber(probes), withContents(contents), withRelated(related), withDecryptions(o.decryptions))
+	opts = append(opts, withProber(pool), withContents(contents), withRelated(related), withDecryptions(o.decryptions))
 
 	recorder := mgr.GetEventRecorder("backend-operator")
 	c, reader := mgr.GetClient(), mgr.GetAPIReader()

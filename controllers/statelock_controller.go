@@ -21,6 +21,7 @@ import (
 
 	backendsv1alpha1 "github.com/infrastate/backend-operator/api/v1alpha1"
 	"github.com/infrastate/backend-operator/controllers/internal/conditions"
+	"github.com/infrastate/backend-operator/controllers/internal/probes"
 )
 
 // stateLockGates are the conditions that gate a StateLock's Ready: it is
@@ -58,7 +59,7 @@ type slockScope struct {
 	// probePending is true while a lock operation is under way.
 	probePending bool
 	// applied is the operation result written to status.
-	applied *probeResult
+	applied *probes.Result
 	// waiting is the Reconciling condition while another holds the lock.
 	waiting *conditions.Observation
 }
@@ -134,17 +135,17 @@ func (r *stateLockReconciler) reconcileLock(ctx context.Context, s *slockScope) 
 	sl := s.sl
 	now := r.opts.clock.Now()
 	action := planStateLock(sl, now)
-	key := probeKey{kind: backendsv1alpha1.StateLockKind, NamespacedName: client.ObjectKeyFromObject(sl)}
+	key := probes.Key{Kind: backendsv1alpha1.StateLockKind, NamespacedName: client.ObjectKeyFromObject(sl)}
 	if sl.Spec.Until != nil && !expired(sl, now) {
 		s.requeueAfter = sl.Spec.Until.Sub(now)
 	}
 	switch {
 	case action == slockIdle && lockLost(sl) && !expired(sl, now):
-		r.probes.forget(key)
+		r.probes.Forget(key)
 		c := meta.FindStatusCondition(sl.Status.Conditions, backendsv1alpha1.LockedCondition)
 		return conditions.Stall(backendsv1alpha1.LockLostReason, "%s", c.Message)
 	case action == slockIdle:
-		r.probes.forget(key)
+		r.probes.Forget(key)
 		if c := meta.FindStatusCondition(sl.Status.Conditions, backendsv1alpha1.LockedCondition); c == nil || c.Reason != backendsv1alpha1.ExpiredReason {
 			conditions.Set(&sl.Status.Conditions, sl.Generation, backendsv1alpha1.LockedCondition, expiredObservation(sl, "", s.backendName()))
 		}
@@ -154,7 +155,7 @@ func (r *stateLockReconciler) reconcileLock(ctx context.Context, s *slockScope) 
 	if action == slockHold && !holdsLock(sl) {
 		switch protected, err := takeAllowed(s.backend, s.backendName()); {
 		case err != nil:
-			r.probes.forget(key)
+			r.probes.Forget(key)
 			return err
 		case !protected:
 			// The backend's reconciler adds the finalizer, and the watch
@@ -181,8 +182,8 @@ func (r *stateLockReconciler) reconcileLock(ctx context.Context, s *slockScope) 
 		// The next operation depends on what this one learned: a lock
 		// taken is checked at the backend's probe interval, not retried.
 		intervalAfter: func() time.Duration { return slockInterval(sl, planStateLock(sl, now), checkEvery, now) }}
-	apply := func(res *probeResult) error {
-		applySlockResult(sl, res.value.(slockResult), s.backendName())
+	apply := func(res *probes.Result) error {
+		applySlockResult(sl, res.Value.(slockResult), s.backendName())
 		return nil
 	}
 	step, err := r.advanceProbe(ctx, task, apply, start)
@@ -217,12 +218,12 @@ func takeAllowed(backend backendObject, name string) (bool, error) {
 // startOf returns the start of op on the lock of the StateLock's
 // workspace, with the locker of its backend (filled by reconcileBackend).
 // A backend whose lock cannot be taken is a stall.
-func (s *slockScope) startOf(op slockOperation) (func() (probeFunc, error), error) {
+func (s *slockScope) startOf(op slockOperation) (func() (probes.Func, error), error) {
 	locker, err := s.resolved.locker(workspaceOrDefault(s.sl.Spec.Workspace), s.sl)
 	if err != nil {
 		return nil, err
 	}
-	return func() (probeFunc, error) {
+	return func() (probes.Func, error) {
 		return func(ctx context.Context) any { return op.run(ctx, locker) }, nil
 	}, nil
 }
@@ -280,7 +281,7 @@ func (r *stateLockReconciler) finalize(ctx context.Context, sl *backendsv1alpha1
 	if !controllerutil.ContainsFinalizer(sl, backendsv1alpha1.StateLockFinalizer) {
 		return ctrl.Result{}, nil
 	}
-	key := probeKey{kind: backendsv1alpha1.StateLockKind, NamespacedName: client.ObjectKeyFromObject(sl)}
+	key := probes.Key{Kind: backendsv1alpha1.StateLockKind, NamespacedName: client.ObjectKeyFromObject(sl)}
 	now := r.opts.clock.Now()
 	waitLeft := sl.DeletionTimestamp.Add(r.opts.lockReleaseWait).Sub(now)
 	giveUp := func(cause string) (ctrl.Result, error) {
@@ -303,7 +304,7 @@ func (r *stateLockReconciler) finalize(ctx context.Context, sl *backendsv1alpha1
 		if sl.Status.LockID == "" {
 			// It holds nothing it knows of, and cannot reach the server
 			// to look for a lock it did not record.
-			r.probes.forget(key)
+			r.probes.Forget(key)
 			return ctrl.Result{}, r.removeFinalizer(ctx, sl)
 		}
 		return giveUp(stallMessage(err))
@@ -315,8 +316,8 @@ func (r *stateLockReconciler) finalize(ctx context.Context, sl *backendsv1alpha1
 	task := probeTask{kind: backendsv1alpha1.StateLockKind, obj: sl, inputs: fingerprint(append(identity(sl), []byte("finalize"))...),
 		interval: lockRetryAfter(sl.DeletionTimestamp.Time, now), condition: backendsv1alpha1.LockedCondition}
 	var res *slockResult
-	apply := func(p *probeResult) error {
-		v := p.value.(slockResult)
+	apply := func(p *probes.Result) error {
+		v := p.Value.(slockResult)
 		res = &v
 		return nil
 	}
@@ -327,7 +328,7 @@ func (r *stateLockReconciler) finalize(ctx context.Context, sl *backendsv1alpha1
 	case res == nil:
 		return ctrl.Result{RequeueAfter: step.requeueAfter}, nil
 	case res.err != nil:
-		r.probes.ack(key, step.ack)
+		r.probes.Ack(key, step.ack)
 		return giveUp(res.err.Error())
 	}
 	if res.released {
@@ -338,7 +339,7 @@ func (r *stateLockReconciler) finalize(ctx context.Context, sl *backendsv1alpha1
 		r.events.Eventf(sl, nil, corev1.EventTypeNormal, backendsv1alpha1.LockReleasedReason, "Finalize",
 			"Released lock %s of %s %s: the StateLock was deleted", id, sl.Spec.BackendRef.Kind, sl.Spec.BackendRef.Name)
 	}
-	r.probes.forget(key)
+	r.probes.Forget(key)
 	return ctrl.Result{}, r.removeFinalizer(ctx, sl)
 }
 

@@ -1,4 +1,4 @@
-package controllers
+package probes
 
 import (
 	"context"
@@ -10,7 +10,7 @@ import (
 	"k8s.io/utils/clock"
 )
 
-// prober runs probes off the reconcile path, so that a tenant whose
+// Pool runs probes off the reconcile path, so that a tenant whose
 // servers are slow, hung or rate-limiting never holds the workers that
 // render other tenants' backends. At most limit probes run at once, and at
 // most perNamespace of one namespace; a free slot goes to the namespace
@@ -24,38 +24,39 @@ import (
 //
 // A probe works on copies of what it needs and returns a result; its
 // notify function re-enqueues the object, whose next reconcile takes the
-// result with poll and writes it to status. The reconciler stays the only
+// result with Poll and writes it to status. The reconciler stays the only
 // writer of status.
-type prober struct {
+type Pool struct {
 	limit, perNamespace int
 	clock               clock.PassiveClock
 
 	mu      sync.Mutex
-	idle    *sync.Cond               // signalled whenever a probe ends
-	base    context.Context          //nolint:containedctx // the manager's context, which probes run under; see prober
-	closed  bool                     // the manager stopped: nothing starts any more
-	running map[*probeJob]struct{}   // running probes
-	active  map[string]int           // running probes per namespace
-	queues  map[string][]*probeJob   // queued probes per namespace, FIFO
-	ring    []string                 // namespaces with queued probes, in turn order
-	jobs    map[probeKey]*probeJob   // the current probe of each object, queued or running
-	done    map[probeKey]probeResult // finished results not yet polled
+	idle    *sync.Cond             // signalled whenever a probe ends
+	base    context.Context        //nolint:containedctx // the manager's context, which probes run under; see prober
+	closed  bool                   // the manager stopped: nothing starts any more
+	running map[*probeJob]struct{} // running probes
+	active  map[string]int         // running probes per namespace
+	queues  map[string][]*probeJob // queued probes per namespace, FIFO
+	ring    []string               // namespaces with queued probes, in turn order
+	jobs    map[Key]*probeJob      // the current probe of each object, queued or running
+	done    map[Key]Result         // finished results not yet polled
 }
 
-// probeKey names one object of one kind.
-type probeKey struct {
-	kind string
+// Key names one object of one kind.
+type Key struct {
+	// Kind is the object's kind.
+	Kind string
 	types.NamespacedName
 }
 
-// probeFunc runs one probe with ctx and returns what it learned.
-type probeFunc func(ctx context.Context) any
+// Func runs one probe with ctx and returns what it learned.
+type Func func(ctx context.Context) any
 
 // probeJob is one submitted probe.
 type probeJob struct {
-	key    probeKey
+	key    Key
 	inputs string
-	run    probeFunc
+	run    Func
 	notify func(ctx context.Context)
 	cancel context.CancelFunc // set while it runs
 	// finished, set while a reconcile awaits the probe (see await), is
@@ -63,26 +64,29 @@ type probeJob struct {
 	finished chan struct{}
 }
 
-// probeResult is a finished probe: what it returned, the inputs it was
+// Result is a finished probe: what it returned, the inputs it was
 // submitted with, and when it ended.
-type probeResult struct {
-	inputs   string
-	finished time.Time
-	value    any
+type Result struct {
+	// Inputs are the inputs the probe was submitted with.
+	Inputs string
+	// Finished is when it ended.
+	Finished time.Time
+	// Value is what it returned.
+	Value any
 }
 
-// newProber returns a prober running at most limit probes at once and at
+// NewPool returns a pool running at most limit probes at once and at
 // most perNamespace per namespace. Probes start once Start has been called.
-func newProber(limit, perNamespace int, clk clock.PassiveClock) *prober {
-	p := &prober{
+func NewPool(limit, perNamespace int, clk clock.PassiveClock) *Pool {
+	p := &Pool{
 		limit:        max(limit, 1),
 		perNamespace: max(perNamespace, 1),
 		clock:        clk,
 		running:      map[*probeJob]struct{}{},
 		active:       map[string]int{},
 		queues:       map[string][]*probeJob{},
-		jobs:         map[probeKey]*probeJob{},
-		done:         map[probeKey]probeResult{},
+		jobs:         map[Key]*probeJob{},
+		done:         map[Key]Result{},
 	}
 	p.idle = sync.NewCond(&p.mu)
 	return p
@@ -90,7 +94,7 @@ func newProber(limit, perNamespace int, clk clock.PassiveClock) *prober {
 
 // Start lets probes run until ctx ends, then cancels the running ones and
 // waits for them. It implements manager.Runnable.
-func (p *prober) Start(ctx context.Context) error {
+func (p *Pool) Start(ctx context.Context) error {
 	p.mu.Lock()
 	p.base = ctx
 	p.dispatchLocked() //nolint:contextcheck // probes run under base, which is ctx; see prober
@@ -109,17 +113,17 @@ func (p *prober) Start(ctx context.Context) error {
 	return nil
 }
 
-// poll returns the finished result of key for inputs: the caller writes it
+// Poll returns the finished result of key for inputs: the caller writes it
 // to status, and acknowledges it with ack once the status is written, so
-// that a failed write loses nothing; until then every poll returns it.
+// that a failed write loses nothing; until then every Poll returns it.
 // pending is true while a probe for these inputs is queued or running. A
 // result or a probe for other inputs is dropped (and the probe cancelled):
 // it would describe a spec or credentials that no longer apply.
-func (p *prober) poll(key probeKey, inputs string) (result *probeResult, pending bool) {
+func (p *Pool) Poll(key Key, inputs string) (result *Result, pending bool) {
 	p.mu.Lock()
 	defer p.mu.Unlock()
 	if res, ok := p.done[key]; ok {
-		if res.inputs == inputs {
+		if res.Inputs == inputs {
 			return &res, false
 		}
 		delete(p.done, key)
@@ -135,12 +139,12 @@ func (p *prober) poll(key probeKey, inputs string) (result *probeResult, pending
 	return nil, false
 }
 
-// submit queues a probe of key with inputs. run gets a context that ends
+// Submit queues a probe of key with inputs. run gets a context that ends
 // when the probe is superseded or forgotten, or the manager stops; notify
 // is called once its result can be polled, with a context that ends when
 // the manager stops. A probe already queued or running for key is
 // replaced.
-func (p *prober) submit(key probeKey, inputs string, run probeFunc, notify func(ctx context.Context)) {
+func (p *Pool) Submit(key Key, inputs string, run Func, notify func(ctx context.Context)) {
 	p.mu.Lock()
 	defer p.mu.Unlock()
 	p.dropLocked(key)
@@ -154,12 +158,12 @@ func (p *prober) submit(key probeKey, inputs string, run probeFunc, notify func(
 	p.dispatchLocked()
 }
 
-// await waits up to grace for the probe of key with inputs to end, and
+// Await waits up to grace for the probe of key with inputs to end, and
 // reports whether it did: its result can then be polled, and notify is
 // not called, since the caller writes the result itself. It returns false
 // at once when no such probe is queued or running, and after grace (or
 // when ctx ends) otherwise, notify then being called when it ends.
-func (p *prober) await(ctx context.Context, key probeKey, inputs string, grace time.Duration) bool {
+func (p *Pool) Await(ctx context.Context, key Key, inputs string, grace time.Duration) bool {
 	p.mu.Lock()
 	job, ok := p.jobs[key]
 	if !ok || job.inputs != inputs || job.finished != nil {
@@ -189,19 +193,26 @@ func (p *prober) await(ctx context.Context, key probeKey, inputs string, grace t
 	}
 }
 
-// ack drops the result res of key once its status is written, unless a
-// newer result replaced it.
-func (p *prober) ack(key probeKey, res *probeResult) {
+// Pending is how many probes are queued or running.
+func (p *Pool) Pending() int {
 	p.mu.Lock()
 	defer p.mu.Unlock()
-	if done, ok := p.done[key]; ok && done.inputs == res.inputs && done.finished.Equal(res.finished) {
+	return len(p.jobs)
+}
+
+// Ack drops the result res of key once its status is written, unless a
+// newer result replaced it.
+func (p *Pool) Ack(key Key, res *Result) {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	if done, ok := p.done[key]; ok && done.Inputs == res.Inputs && done.Finished.Equal(res.Finished) {
 		delete(p.done, key)
 	}
 }
 
-// forget drops everything known of key: a queued probe, a running one
+// Forget drops everything known of key: a queued probe, a running one
 // (cancelled) and a result not yet polled. For deleted objects.
-func (p *prober) forget(key probeKey) {
+func (p *Pool) Forget(key Key) {
 	p.mu.Lock()
 	defer p.mu.Unlock()
 	p.dropLocked(key)
@@ -209,7 +220,7 @@ func (p *prober) forget(key probeKey) {
 }
 
 // dropLocked cancels and forgets the probe of key, queued or running.
-func (p *prober) dropLocked(key probeKey) {
+func (p *Pool) dropLocked(key Key) {
 	job, ok := p.jobs[key]
 	if !ok {
 		return
@@ -233,7 +244,7 @@ func (p *prober) dropLocked(key probeKey) {
 
 // dispatchLocked starts queued probes while the bounds allow, taking
 // namespaces in turn.
-func (p *prober) dispatchLocked() {
+func (p *Pool) dispatchLocked() {
 	if p.base == nil || p.closed || p.base.Err() != nil {
 		return
 	}
@@ -249,7 +260,7 @@ func (p *prober) dispatchLocked() {
 // nextLocked takes the first queued probe of the namespace with the
 // fewest running probes (below its bound; the earliest in turn order among
 // equals), and moves that namespace to the end of the turn order.
-func (p *prober) nextLocked() *probeJob {
+func (p *Pool) nextLocked() *probeJob {
 	best := -1
 	for i, ns := range p.ring {
 		if p.active[ns] < p.perNamespace && (best < 0 || p.active[ns] < p.active[p.ring[best]]) {
@@ -273,7 +284,7 @@ func (p *prober) nextLocked() *probeJob {
 }
 
 // removeFromRingLocked removes ns from the turn order.
-func (p *prober) removeFromRingLocked(ns string) {
+func (p *Pool) removeFromRingLocked(ns string) {
 	for i, queued := range p.ring {
 		if queued == ns {
 			p.ring = append(p.ring[:i:i], p.ring[i+1:]...)
@@ -286,7 +297,7 @@ func (p *prober) removeFromRingLocked(ns string) {
 // startLocked runs job in a goroutine of its own, with a context derived
 // from the manager's (base), not from the reconcile that submitted it: a
 // probe outlives that reconcile by design.
-func (p *prober) startLocked(job *probeJob) {
+func (p *Pool) startLocked(job *probeJob) {
 	ctx, cancel := context.WithCancel(p.base)
 	job.cancel = cancel
 	p.running[job] = struct{}{}
@@ -300,7 +311,7 @@ func (p *prober) startLocked(job *probeJob) {
 
 // finish records a probe's result and starts the next ones. The result is
 // kept only when the probe is still the current one for its object.
-func (p *prober) finish(job *probeJob, value any) {
+func (p *Pool) finish(job *probeJob, value any) {
 	p.mu.Lock()
 	delete(p.running, job)
 	p.active[job.key.Namespace]--
@@ -311,7 +322,7 @@ func (p *prober) finish(job *probeJob, value any) {
 	awaited := false
 	if current {
 		delete(p.jobs, job.key)
-		p.done[job.key] = probeResult{inputs: job.inputs, finished: p.clock.Now(), value: value}
+		p.done[job.key] = Result{Inputs: job.inputs, Finished: p.clock.Now(), Value: value}
 		if job.finished != nil {
 			awaited = true
 			close(job.finished)
@@ -327,19 +338,20 @@ func (p *prober) finish(job *probeJob, value any) {
 	}
 }
 
-// probePanic is the result of a probe that panicked: the panic is
-// contained, as controller-runtime contains a Reconcile's, so that one
-// tenant's answer cannot crash the manager for all.
-type probePanic struct {
-	value any
-	stack []byte
+// Panic is the result of a probe that panicked: the panic is contained, as
+// controller-runtime contains a Reconcile's, so that one tenant's answer
+// cannot crash the manager for all.
+type Panic struct {
+	// Value is what the probe panicked with; Stack where it did.
+	Value any
+	Stack []byte
 }
 
-// runRecovered runs run and turns a panic into a probePanic result.
-func runRecovered(ctx context.Context, run probeFunc) (value any) {
+// runRecovered runs run and turns a panic into a Panic result.
+func runRecovered(ctx context.Context, run Func) (value any) {
 	defer func() {
 		if r := recover(); r != nil {
-			value = probePanic{value: r, stack: debug.Stack()}
+			value = Panic{Value: r, Stack: debug.Stack()}
 		}
 	}()
 	return run(ctx)

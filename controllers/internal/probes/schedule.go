@@ -1,4 +1,4 @@
-package controllers
+package probes
 
 import (
 	"math/rand/v2"
@@ -6,17 +6,15 @@ import (
 	"time"
 
 	"k8s.io/apimachinery/pkg/types"
-
-	"github.com/infrastate/backend-operator/internal/contenthash"
 )
 
-// probeSchedule remembers, in memory, when each object was last probed and
+// Schedule remembers, in memory, when each object was last probed and
 // with which inputs, so that a reconcile triggered by a watch event does not
 // probe again before the interval has passed. New inputs (a new generation,
 // rotated credentials) make a probe due at once. After a restart, objects
 // whose status already describes a probe are seeded at a random point of
 // their interval (see seed), and the others are probed at once.
-type probeSchedule struct {
+type Schedule struct {
 	mu   sync.Mutex
 	last map[types.NamespacedName]probeRecord
 }
@@ -27,13 +25,14 @@ type probeRecord struct {
 	next   time.Duration
 }
 
-func newProbeSchedule() *probeSchedule {
-	return &probeSchedule{last: map[types.NamespacedName]probeRecord{}}
+// NewSchedule returns a schedule that knows no object yet.
+func NewSchedule() *Schedule {
+	return &Schedule{last: map[types.NamespacedName]probeRecord{}}
 }
 
-// due reports whether key must be probed now, and otherwise how long until
-// it must (0 when only new inputs make it due: periodic probing is off).
-func (s *probeSchedule) due(key types.NamespacedName, inputs string, now time.Time) (bool, time.Duration) {
+// Due reports whether key must be probed now, and otherwise how long until
+// it must (0 when only new inputs make it Due: periodic probing is off).
+func (s *Schedule) Due(key types.NamespacedName, inputs string, now time.Time) (bool, time.Duration) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	rec, ok := s.last[key]
@@ -49,10 +48,10 @@ func (s *probeSchedule) due(key types.NamespacedName, inputs string, now time.Ti
 	return true, 0
 }
 
-// probed records a probe of key that ended at end and returns the
+// Probed records a probe of key that ended at end and returns the
 // jittered wait until the next one, counted from that end; an interval of
 // 0 means no periodic probe.
-func (s *probeSchedule) probed(key types.NamespacedName, inputs string, end time.Time, interval time.Duration) time.Duration {
+func (s *Schedule) Probed(key types.NamespacedName, inputs string, end time.Time, interval time.Duration) time.Duration {
 	next := jitter(interval)
 	s.mu.Lock()
 	defer s.mu.Unlock()
@@ -60,13 +59,13 @@ func (s *probeSchedule) probed(key types.NamespacedName, inputs string, end time
 	return next
 }
 
-// pullIn brings key's next probe forward to t, at the latest, and returns
+// PullIn brings key's next probe forward to t, at the latest, and returns
 // the wait from now until it is due (at least a millisecond). It does
 // nothing, and returns false, when key is unknown or was probed with other
 // inputs (a probe is due at once anyway), or when the last probe ended at
 // or after t: that probe already ran past t, so that a probe whose work
 // failed is not repeated at once but at the interval.
-func (s *probeSchedule) pullIn(key types.NamespacedName, inputs string, t, now time.Time) (time.Duration, bool) {
+func (s *Schedule) PullIn(key types.NamespacedName, inputs string, t, now time.Time) (time.Duration, bool) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	rec, ok := s.last[key]
@@ -80,12 +79,12 @@ func (s *probeSchedule) pullIn(key types.NamespacedName, inputs string, t, now t
 	return max(rec.at.Add(rec.next).Sub(now), time.Millisecond), true
 }
 
-// seed schedules the first probe of key, when nothing is known of it yet,
+// Seed schedules the first probe of key, when nothing is known of it yet,
 // at a random point of interval from now: after a restart the status of
 // key already holds a probe, so the next one can wait, and seeding every
 // object this way spreads their probes over the interval. It does nothing
 // when key is known or interval is 0.
-func (s *probeSchedule) seed(key types.NamespacedName, inputs string, now time.Time, interval time.Duration) {
+func (s *Schedule) Seed(key types.NamespacedName, inputs string, now time.Time, interval time.Duration) {
 	if interval <= 0 {
 		return
 	}
@@ -98,8 +97,8 @@ func (s *probeSchedule) seed(key types.NamespacedName, inputs string, now time.T
 	s.last[key] = probeRecord{at: now, inputs: inputs, next: first}
 }
 
-// forget drops what is known of key, when the object is deleted.
-func (s *probeSchedule) forget(key types.NamespacedName) {
+// Forget drops what is known of key, when the object is deleted.
+func (s *Schedule) Forget(key types.NamespacedName) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	delete(s.last, key)
@@ -112,9 +111,3 @@ func jitter(d time.Duration) time.Duration {
 	}
 	return d + time.Duration(rand.Int64N(int64(d)/10+1)) //nolint:gosec // G404: spreads probes over time; nothing secret depends on it
 }
-
-// fingerprint hashes probe inputs, so that the schedule notices rotated
-// credentials without keeping them. A fingerprint of probe inputs never
-// leaves the process; the content hashes of the rendered objects use the
-// same function (contenthash.Sum) on data that those objects hold anyway.
-func fingerprint(parts ...[]byte) string { return contenthash.Sum(parts...) }
