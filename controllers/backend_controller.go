@@ -8,7 +8,9 @@ import (
 	"time"
 
 	"github.com/infrastate/backend-operator/controllers/internal/conditions"
+	"github.com/infrastate/backend-operator/controllers/internal/owned"
 	"github.com/infrastate/backend-operator/controllers/internal/probes"
+	"github.com/infrastate/backend-operator/controllers/internal/related"
 	"github.com/infrastate/backend-operator/internal/render"
 
 	ctrl "sigs.k8s.io/controller-runtime"
@@ -109,7 +111,7 @@ func (r *backendReconciler) reconcileReferences(ctx context.Context, s *backendS
 //
 // A backend whose last render came from the same inputs, and whose objects
 // stand as the operator wrote them, is not rendered again (see
-// renderMemo).
+// owned.Memo).
 func (r *backendReconciler) reconcileRender(ctx context.Context, s *backendScope) error {
 	configMapName := r.kind.configMapName(s.obj)
 	inputs := fingerprint(append(append(identity(s.obj), s.resolved.inputs()...), []byte(configMapName))...)
@@ -117,7 +119,7 @@ func (r *backendReconciler) reconcileRender(ctx context.Context, s *backendScope
 		s.readyMessage = message
 		return nil
 	}
-	r.renders.forget(writerKey{kind: r.kind.name(), NamespacedName: client.ObjectKeyFromObject(s.obj)})
+	r.renders.Forget(owned.WriterKey{Kind: r.kind.name(), NamespacedName: client.ObjectKeyFromObject(s.obj)})
 	files, credentials, err := s.resolved.render()
 	if errors.Is(err, render.ErrUnsupportedByRunner) {
 		return conditions.Stall(backendsv1alpha1.UnsupportedByRunnerReason, "Cannot render the backend configuration: %v", err)
@@ -187,7 +189,7 @@ func (r *backendReconciler) reconcileProbe(ctx context.Context, s *backendScope)
 // and the related watches come from SetupAll. It reconciles on spec
 // changes of the backend, when a StateLock that names it comes, goes,
 // takes or releases its lock (see stateLockHoldingChanged), on changes to the Secrets and ConfigMaps that a
-// backend references or renders, through referencesIndex (a foreign
+// backend references or renders, through related.ReferencesIndex (a foreign
 // object that took a rendered name among them; not the creation of its
 // own rendered objects: see referrersOf), and when one of its probes
 // ends. Rendered and referenced objects are watched for metadata only
@@ -204,14 +206,14 @@ func (r *backendReconciler) setupWithManager(mgr ctrl.Manager) error {
 	return b.
 		Watches(&backendsv1alpha1.StateLock{}, handler.EnqueueRequestsFromMapFunc(lockedBackend(r.kind.name())),
 			builder.WithPredicates(stateLockHoldingChanged())).
-		WatchesRawSource(r.opts.related.source("Secret", referrers(secretReference))).
-		WatchesRawSource(r.opts.related.source("ConfigMap", referrers(configMapReference))).
+		WatchesRawSource(r.opts.related.Source("Secret", referrers(related.SecretReference))).
+		WatchesRawSource(r.opts.related.Source("ConfigMap", referrers(related.ConfigMapReference))).
 		WithOptions(controller.Options{MaxConcurrentReconciles: r.opts.maxConcurrentReconciles}).
 		Named(strings.ToLower(r.kind.name())).
 		Complete(r)
 }
 
-// backendReferences is the referencesIndex extractor of a backend kind:
+// backendReferences is the related.ReferencesIndex extractor of a backend kind:
 // the Secrets and ConfigMaps an object references, and those it renders.
 func backendReferences(kind backendKind) client.IndexerFunc {
 	return func(obj client.Object) []string {

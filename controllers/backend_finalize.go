@@ -12,6 +12,7 @@ import (
 
 	backendsv1alpha1 "github.com/infrastate/backend-operator/api/v1alpha1"
 	"github.com/infrastate/backend-operator/controllers/internal/conditions"
+	"github.com/infrastate/backend-operator/controllers/internal/owned"
 )
 
 // patchProtection adds the backend's protection finalizer when protect is
@@ -31,7 +32,7 @@ func (r *reconciler) patchProtection(ctx context.Context, obj client.Object, pro
 		controllerutil.RemoveFinalizer(obj, backendsv1alpha1.BackendProtectionFinalizer)
 	}
 	patch := client.MergeFromWithOptions(before, client.MergeFromWithOptimisticLock{})
-	if err := client.IgnoreNotFound(r.client.Patch(ctx, obj, patch, fieldOwner)); err != nil {
+	if err := client.IgnoreNotFound(r.client.Patch(ctx, obj, patch, owned.FieldOwner)); err != nil {
 		return fmt.Errorf("patching the finalizer %s: %w", backendsv1alpha1.BackendProtectionFinalizer, err)
 	}
 	return nil
@@ -58,7 +59,7 @@ func (r *backendReconciler) finalize(ctx context.Context, obj backendObject, loc
 		return ctrl.Result{}, nil
 	}
 	patch := client.MergeFromWithOptions(before, client.MergeFromWithOptimisticLock{})
-	if err := client.IgnoreNotFound(r.client.Status().Patch(ctx, obj, patch, fieldOwner)); err != nil {
+	if err := client.IgnoreNotFound(r.client.Status().Patch(ctx, obj, patch, owned.FieldOwner)); err != nil {
 		if apierrors.IsConflict(err) {
 			return ctrl.Result{RequeueAfter: conflictRetryAfter}, nil
 		}

@@ -32,7 +32,7 @@ type backendKind interface {
 	// ConfigMap, or "" for the default.
 	configMapName(obj backendObject) string
 	// references lists the Secrets and ConfigMaps obj references, as
-	// secretReference and configMapReference values.
+	// related.SecretReference and related.ConfigMapReference values.
 	references(obj backendObject) []string
 	// checkSpec refuses, as a stall, a spec the admission rules would
 	// refuse today but that was stored before they existed.

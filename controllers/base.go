@@ -17,7 +17,9 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/source"
 
 	"github.com/infrastate/backend-operator/controllers/internal/conditions"
+	"github.com/infrastate/backend-operator/controllers/internal/owned"
 	"github.com/infrastate/backend-operator/controllers/internal/probes"
+	"github.com/infrastate/backend-operator/controllers/internal/related"
 )
 
 // reconciler holds what every reconciler of this package uses.
@@ -25,20 +27,20 @@ type reconciler struct {
 	client    client.Client
 	apiReader client.Reader
 	// metadata reads the metadata of the Secrets and ConfigMaps related
-	// to the objects of this API, as relatedWatches hold them (without
+	// to the objects of this API, as related.Watches hold them (without
 	// annotations but the content hash: kubectl's
 	// last-applied-configuration copy of a Secret's data is never kept):
-	// relatedReader once set up, the client before (tests).
+	// related.Reader once set up, the client before (tests).
 	metadata client.Reader
 	events   events.EventRecorder
 	opts     options
 	// contents are the contents of the referenced Secrets and ConfigMaps
 	// read so far, shared by the reconcilers SetupAll sets up.
-	contents *referencedContents
+	contents *related.Contents
 	// renders are the memos of the backends' last renders.
-	renders *renderMemos
+	renders *owned.Memos
 	// written are the versions of the objects the reconciler wrote.
-	written  *writtenVersions
+	written  *owned.Versions
 	schedule *probes.Schedule
 	// probes runs the probes of this kind, and of the others when the
 	// reconcilers are set up together (SetupAll).
@@ -62,7 +64,7 @@ func newReconciler(c client.Client, apiReader client.Reader, recorder events.Eve
 	}
 	contents := o.contents
 	if contents == nil {
-		contents = newReferencedContents()
+		contents = related.NewContents()
 	}
 	return reconciler{
 		client:    c,
@@ -71,8 +73,8 @@ func newReconciler(c client.Client, apiReader client.Reader, recorder events.Eve
 		events:    recorder,
 		opts:      o,
 		contents:  contents,
-		written:   newWrittenVersions(),
-		renders:   newRenderMemos(),
+		written:   owned.NewVersions(),
+		renders:   owned.NewMemos(),
 		schedule:  probes.NewSchedule(),
 		probes:    pool,
 		wake:      make(chan ctrlevent.GenericEvent, wakeBuffer),
@@ -86,7 +88,7 @@ func (r *reconciler) setup(mgr ctrl.Manager, b *builder.Builder) (*builder.Build
 	if r.opts.related == nil {
 		return nil, errors.New("the reconcilers are set up by SetupAll, which watches the Secrets and ConfigMaps they read")
 	}
-	r.metadata = relatedReader{watches: r.opts.related}
+	r.metadata = related.Reader{Watches: r.opts.related}
 	if r.opts.prober == nil {
 		if err := mgr.Add(r.probes); err != nil {
 			return nil, fmt.Errorf("adding the prober: %w", err)
@@ -95,9 +97,9 @@ func (r *reconciler) setup(mgr ctrl.Manager, b *builder.Builder) (*builder.Build
 	return b.WatchesRawSource(source.Channel(r.wake, &handler.EnqueueRequestForObject{})), nil
 }
 
-// ownedWriter writes the objects the reconciler renders or publishes.
-func (r *reconciler) ownedWriter() ownedWriter {
-	return ownedWriter{client: r.client, reader: r.apiReader, metadata: r.metadata, versions: r.written}
+// owned.Writer writes the objects the reconciler renders or publishes.
+func (r *reconciler) ownedWriter() owned.Writer {
+	return owned.Writer{Client: r.client, Reader: r.apiReader, Metadata: r.metadata, Versions: r.written}
 }
 
 // outcome is how a reconciliation's phases ended: what Ready, Reconciling
@@ -145,8 +147,8 @@ func (r *reconciler) get(ctx context.Context, req ctrl.Request, obj client.Objec
 // forget drops what the reconciler keeps of an object that is gone.
 func (r *reconciler) forget(kind string, key types.NamespacedName) {
 	r.schedule.Forget(key)
-	r.written.forget(writerKey{kind: kind, NamespacedName: key})
-	r.renders.forget(writerKey{kind: kind, NamespacedName: key})
+	r.written.Forget(owned.WriterKey{Kind: kind, NamespacedName: key})
+	r.renders.Forget(owned.WriterKey{Kind: kind, NamespacedName: key})
 	r.probes.Forget(probes.Key{Kind: kind, NamespacedName: key})
 	forgetMetrics(kind, key.Namespace, key.Name)
 }

@@ -10,7 +10,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/cache"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
-	"github.com/infrastate/backend-operator/internal/contenthash"
+	"github.com/infrastate/backend-operator/controllers/internal/related"
 )
 
 // CacheOptions are the manager's cache settings: the namespaces to watch
@@ -57,7 +57,7 @@ func cacheTransform() toolscache.TransformFunc {
 		}
 		switch obj := out.(type) {
 		case *metav1.PartialObjectMetadata:
-			obj.Annotations = keptAnnotations(obj.Annotations)
+			obj.Annotations = related.KeptAnnotations(obj.Annotations)
 		case metav1.Object:
 			// kubectl apply keeps a copy of the whole object in it: a
 			// cached backend would weigh twice what it does.
@@ -69,16 +69,4 @@ func cacheTransform() toolscache.TransformFunc {
 		}
 		return out, nil
 	}
-}
-
-// keptAnnotations is what cacheTransform and the related watches keep of
-// the annotations of a Secret or ConfigMap: the content hash of an object
-// the operator wrote (see ownedWriter), which holds no secret, and nothing
-// else.
-func keptAnnotations(in map[string]string) map[string]string {
-	hash, ok := in[contenthash.Annotation]
-	if !ok {
-		return nil
-	}
-	return map[string]string{contenthash.Annotation: hash}
 }

@@ -13,6 +13,7 @@ import (
 	backendsv1alpha1 "github.com/infrastate/backend-operator/api/v1alpha1"
 	"github.com/infrastate/backend-operator/controllers/internal/conditions"
 	"github.com/infrastate/backend-operator/controllers/internal/probes"
+	"github.com/infrastate/backend-operator/controllers/internal/related"
 	"github.com/infrastate/backend-operator/internal/cos"
 	"github.com/infrastate/backend-operator/internal/render"
 )
@@ -52,7 +53,7 @@ func (cosKind) references(obj backendObject) []string {
 	spec := cosBackend(obj).Spec
 	var refs []string
 	if ref := spec.CredentialsSecretRef; ref != nil {
-		refs = append(refs, secretReference(ref.Name))
+		refs = append(refs, related.SecretReference(ref.Name))
 	}
 	return append(refs, encryptionReferences(spec.Encryption)...)
 }

@@ -10,6 +10,7 @@ import (
 
 	backendsv1alpha1 "github.com/infrastate/backend-operator/api/v1alpha1"
 	"github.com/infrastate/backend-operator/controllers/internal/conditions"
+	"github.com/infrastate/backend-operator/controllers/internal/related"
 	"github.com/infrastate/backend-operator/internal/render"
 	"github.com/infrastate/backend-operator/internal/stateencryption"
 	"github.com/infrastate/backend-operator/internal/statefile"
@@ -220,14 +221,14 @@ func passphraseKey(p render.Passphrase) stateencryption.Key {
 }
 
 // encryptionReferences are the Secrets spec.encryption references, as
-// secretReference values.
+// related.SecretReference values.
 func encryptionReferences(enc *backendsv1alpha1.StateEncryption) []string {
 	if enc == nil {
 		return nil
 	}
-	refs := []string{secretReference(enc.PassphraseSecretRef.Name)}
+	refs := []string{related.SecretReference(enc.PassphraseSecretRef.Name)}
 	if fb := enc.Fallback; fb != nil && fb.PassphraseSecretRef != nil {
-		refs = append(refs, secretReference(fb.PassphraseSecretRef.Name))
+		refs = append(refs, related.SecretReference(fb.PassphraseSecretRef.Name))
 	}
 	return refs
 }

@@ -16,6 +16,7 @@ import (
 
 	backendsv1alpha1 "github.com/infrastate/backend-operator/api/v1alpha1"
 	"github.com/infrastate/backend-operator/controllers/internal/conditions"
+	"github.com/infrastate/backend-operator/controllers/internal/related"
 	"github.com/infrastate/backend-operator/internal/render"
 	"github.com/infrastate/backend-operator/internal/stateclient"
 	"github.com/infrastate/backend-operator/internal/stateencryption"
@@ -67,7 +68,7 @@ func TestResolveEncryption(t *testing.T) {
 				builder = builder.WithObjects(s.DeepCopy())
 			}
 			c := builder.Build()
-			refs := referenceReader{reader: c, metadata: c, contents: newReferencedContents(), namespace: "ns", policy: ReferencePolicyNamespace}
+			refs := referenceReader{reader: c, metadata: c, contents: related.NewContents(), namespace: "ns", policy: ReferencePolicyNamespace}
 			got, err := resolveEncryption(t.Context(), refs, tt.enc)
 			if tt.wantReason != "" {
 				se, ok := conditions.AsStall(err)
@@ -135,7 +136,7 @@ func TestEncryptionReferences(t *testing.T) {
 		PassphraseSecretRef: backendsv1alpha1.SecretKeyRef{Name: "new"},
 		Fallback:            &backendsv1alpha1.EncryptionFallback{PassphraseSecretRef: &backendsv1alpha1.SecretKeyRef{Name: "old"}},
 	})
-	if diff := cmp.Diff([]string{secretReference("new"), secretReference("old")}, got); diff != "" {
+	if diff := cmp.Diff([]string{related.SecretReference("new"), related.SecretReference("old")}, got); diff != "" {
 		t.Errorf("encryptionReferences() mismatch (-want +got):\n%s", diff)
 	}
 	if got := encryptionReferences(nil); got != nil {

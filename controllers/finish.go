@@ -12,6 +12,7 @@ import (
 
 	backendsv1alpha1 "github.com/infrastate/backend-operator/api/v1alpha1"
 	"github.com/infrastate/backend-operator/controllers/internal/conditions"
+	"github.com/infrastate/backend-operator/controllers/internal/owned"
 )
 
 // finishReconcile is the deferred end of every Reconcile: it summarises
@@ -35,7 +36,7 @@ func finishReconcile[T statusObject](ctx context.Context, c client.Client, recor
 		// object fail with a conflict instead of overwriting newer
 		// conditions; the retry reads the object again.
 		patch := client.MergeFromWithOptions(before, client.MergeFromWithOptimisticLock{})
-		if patchErr := c.Status().Patch(ctx, obj, patch, fieldOwner); patchErr != nil {
+		if patchErr := c.Status().Patch(ctx, obj, patch, owned.FieldOwner); patchErr != nil {
 			if apierrors.IsInvalid(patchErr) || apierrors.IsRequestEntityTooLargeError(patchErr) {
 				return patchRejectedStatus(ctx, c, recorder, before, patchErr)
 			}
@@ -67,10 +68,10 @@ func emitTransitions(recorder events.EventRecorder, obj, before statusObject) {
 func patchRejectedStatus[T statusObject](ctx context.Context, c client.Client, recorder events.EventRecorder, before T, rejected error) error {
 	obj := before.DeepCopyObject().(T)
 	out := conditions.Outcome{Stall: &conditions.StallError{Reason: backendsv1alpha1.StatusRejectedReason,
-		Message: "The API server refused the status the operator computed: " + apiMessage(rejected)}}
+		Message: "The API server refused the status the operator computed: " + owned.APIMessage(rejected)}}
 	*obj.StatusObservedGeneration() = conditions.Summarize(obj.StatusConditions(), obj.GetGeneration(), *before.StatusObservedGeneration(), out)
 	patch := client.MergeFromWithOptions(before, client.MergeFromWithOptimisticLock{})
-	if err := c.Status().Patch(ctx, obj, patch, fieldOwner); err != nil {
+	if err := c.Status().Patch(ctx, obj, patch, owned.FieldOwner); err != nil {
 		return fmt.Errorf("patching status after the API server refused it (%w): %w", rejected, err)
 	}
 	emitTransitions(recorder, obj, before)

@@ -12,6 +12,7 @@ import (
 	backendsv1alpha1 "github.com/infrastate/backend-operator/api/v1alpha1"
 	"github.com/infrastate/backend-operator/controllers/internal/conditions"
 	"github.com/infrastate/backend-operator/controllers/internal/probes"
+	"github.com/infrastate/backend-operator/controllers/internal/related"
 	"github.com/infrastate/backend-operator/internal/render"
 )
 
@@ -43,17 +44,17 @@ func (httpKind) references(obj backendObject) []string {
 	spec := httpBackend(obj).Spec
 	var refs []string
 	if ref := spec.PasswordSecretRef; ref != nil {
-		refs = append(refs, secretReference(ref.Name))
+		refs = append(refs, related.SecretReference(ref.Name))
 	}
 	if tls := spec.TLS; tls != nil {
 		if ref := tls.ClientCertificateSecretRef; ref != nil {
-			refs = append(refs, secretReference(ref.Name))
+			refs = append(refs, related.SecretReference(ref.Name))
 		}
 		if ca := tls.CACertificate; ca != nil && ca.SecretRef != nil {
-			refs = append(refs, secretReference(ca.SecretRef.Name))
+			refs = append(refs, related.SecretReference(ca.SecretRef.Name))
 		}
 		if ca := tls.CACertificate; ca != nil && ca.ConfigMapRef != nil {
-			refs = append(refs, configMapReference(ca.ConfigMapRef.Name))
+			refs = append(refs, related.ConfigMapReference(ca.ConfigMapRef.Name))
 		}
 	}
 	return append(refs, encryptionReferences(spec.Encryption)...)

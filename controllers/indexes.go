@@ -9,6 +9,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/reconcile"
 
 	backendsv1alpha1 "github.com/infrastate/backend-operator/api/v1alpha1"
+	"github.com/infrastate/backend-operator/controllers/internal/related"
 	"github.com/infrastate/backend-operator/internal/render"
 )
 
@@ -16,14 +17,14 @@ import (
 // name renders under names of the spec's choosing: its configMapName, when
 // it sets one other than the default. The default names (the ConfigMap's
 // and the credentials Secret's, which has no other) are derived from the
-// backend's name, and writerOf finds the backend from them: an index entry
+// backend's name, and related.WriterOf finds the backend from them: an index entry
 // for each of them would cost every backend memory twice over (the cache
 // indexes a value per namespace and cluster-wide).
 func renderedReferences(name, configMapName string) []string {
 	if configMapName == "" || configMapName == render.DefaultConfigMapName(name) {
 		return nil
 	}
-	return []string{configMapReference(configMapName)}
+	return []string{related.ConfigMapReference(configMapName)}
 }
 
 // enqueueWriters returns a map function that enqueues the backend of kind
@@ -31,7 +32,7 @@ func renderedReferences(name, configMapName string) []string {
 // its kind) under a default name, when the cache holds it.
 func enqueueWriters(c client.Reader, kind backendKind, reference func(string) string) func(context.Context, client.Object) []reconcile.Request {
 	return func(ctx context.Context, obj client.Object) []reconcile.Request {
-		name := writerOf(reference, obj.GetName())
+		name := related.WriterOf(reference, obj.GetName())
 		if name == "" {
 			return nil
 		}
@@ -44,7 +45,7 @@ func enqueueWriters(c client.Reader, kind backendKind, reference func(string) st
 }
 
 // writersAndReferrers enqueues, for kind, both the backends that name the
-// event object in referencesIndex and the one that renders it under a
+// event object in related.ReferencesIndex and the one that renders it under a
 // default name.
 func writersAndReferrers(c client.Reader, kind backendKind, reference func(string) string) func(context.Context, client.Object) []reconcile.Request {
 	referrers, writers := enqueueReferrers(c, kind.newList, reference), enqueueWriters(c, kind, reference)
@@ -64,7 +65,7 @@ func writersAndReferrers(c client.Reader, kind backendKind, reference func(strin
 // reference(name).
 func enqueueReferrers(c client.Reader, newList func() client.ObjectList, reference func(string) string) func(context.Context, client.Object) []reconcile.Request {
 	return func(ctx context.Context, obj client.Object) []reconcile.Request {
-		return indexedRequests(ctx, c, newList, obj.GetNamespace(), referencesIndex, reference(obj.GetName()))
+		return indexedRequests(ctx, c, newList, obj.GetNamespace(), related.ReferencesIndex, reference(obj.GetName()))
 	}
 }
 
@@ -100,8 +101,15 @@ func indexedRequests(ctx context.Context, c client.Reader, newList func() client
 		return nil
 	}
 	var requests []reconcile.Request
-	_ = forEachObject(list, func(o client.Object) {
+	_ = related.ForEachObject(list, func(o client.Object) {
 		requests = append(requests, reconcile.Request{NamespacedName: client.ObjectKeyFromObject(o)})
 	})
 	return requests
 }
+
+// backendRefIndex indexes the objects that name a backend (RemoteStates,
+// StateLocks) by that backend, as "<Kind>/<name>", so that a change to a
+// backend reconciles them.
+const backendRefIndex = ".spec.backendRef"
+
+func backendRefValue(kind, name string) string { return kind + "/" + name }

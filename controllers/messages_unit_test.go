@@ -14,6 +14,7 @@ import (
 
 	backendsv1alpha1 "github.com/infrastate/backend-operator/api/v1alpha1"
 	"github.com/infrastate/backend-operator/controllers/internal/conditions"
+	"github.com/infrastate/backend-operator/controllers/internal/related"
 	"github.com/infrastate/backend-operator/internal/cos"
 	"github.com/infrastate/backend-operator/internal/netguard"
 	"github.com/infrastate/backend-operator/internal/outputs"
@@ -104,7 +105,7 @@ func TestConditionMessagesStartWithACapital(t *testing.T) {
 			c := fake.NewClientBuilder().WithScheme(testenv.Scheme()).WithObjects(makeSecret("pass", "team-a", map[string]string{
 				"short": "fifteen-bytes!!", "nfd": "cafe\u0301-passphrase-0123",
 			})).Build()
-			refs := referenceReader{reader: c, metadata: c, contents: newReferencedContents(), namespace: "team-a", policy: ReferencePolicyNamespace}
+			refs := referenceReader{reader: c, metadata: c, contents: related.NewContents(), namespace: "team-a", policy: ReferencePolicyNamespace}
 			var errs []error
 			for _, key := range []string{"short", "nfd", "gone"} {
 				_, err := readPassphrase(t.Context(), refs, backendsv1alpha1.SecretKeyRef{Name: "pass", Key: key}, "spec.encryption.passphraseSecretRef")

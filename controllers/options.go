@@ -9,6 +9,7 @@ import (
 	ctrl "sigs.k8s.io/controller-runtime"
 
 	"github.com/infrastate/backend-operator/controllers/internal/probes"
+	"github.com/infrastate/backend-operator/controllers/internal/related"
 	"github.com/infrastate/backend-operator/internal/cos"
 	"github.com/infrastate/backend-operator/internal/netguard"
 	"github.com/infrastate/backend-operator/internal/stateclient"
@@ -35,10 +36,10 @@ type options struct {
 	prober *probes.Pool
 	// contents are shared by the reconcilers SetupAll sets up; nil makes
 	// each reconciler keep its own.
-	contents *referencedContents
+	contents *related.Contents
 	// related are the watches of related Secrets and ConfigMaps SetupAll
 	// runs.
-	related *relatedWatches
+	related *related.Watches
 	// watchNamespaces are the namespaces the manager watches; empty is
 	// all.
 	watchNamespaces []string
@@ -130,7 +131,7 @@ func withProber(p *probes.Pool) Option { return func(o *options) { o.prober = p 
 
 // withRelated makes the reconcilers watch and read the related Secrets
 // and ConfigMaps through w.
-func withRelated(w *relatedWatches) Option { return func(o *options) { o.related = w } }
+func withRelated(w *related.Watches) Option { return func(o *options) { o.related = w } }
 
 // WithWatchNamespaces says which namespaces the manager watches (all when
 // empty), as its cache does (see CacheOptions): the Secrets and
@@ -161,7 +162,7 @@ func WithLockReleaseWait(d time.Duration) Option {
 func withProbeGrace(d time.Duration) Option { return func(o *options) { o.probeGrace = d } }
 
 // withContents makes the reconcilers share the referenced contents c.
-func withContents(c *referencedContents) Option { return func(o *options) { o.contents = c } }
+func withContents(c *related.Contents) Option { return func(o *options) { o.contents = c } }
 
 // WithCosDefaultRegion sets the region of CosBackends that set none.
 func WithCosDefaultRegion(region string) Option {

@@ -7,6 +7,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	backendsv1alpha1 "github.com/infrastate/backend-operator/api/v1alpha1"
+	"github.com/infrastate/backend-operator/controllers/internal/owned"
 )
 
 // TestReconcileAPITraffic checks what a backend costs the API server: its
@@ -149,14 +150,14 @@ func TestReconcileRenderMemo(t *testing.T) {
 			e.reconcileUntilProbed(webBackend)
 			base := e.reconciler(webBackend.kind).base
 			backend := e.httpBackend(webBackend.name)
-			memo, ok := base.renders.get(writerKey{kind: backendsv1alpha1.HttpBackendKind, NamespacedName: client.ObjectKeyFromObject(backend)})
+			memo, ok := base.renders.Get(owned.WriterKey{Kind: backendsv1alpha1.HttpBackendKind, NamespacedName: client.ObjectKeyFromObject(backend)})
 			if !ok {
 				t.Fatal("no memo after a render")
 			}
 			if tc.change != nil {
 				tc.change(e)
 			}
-			inputs := memo.inputs
+			inputs := memo.Inputs
 			if tc.otherInput {
 				inputs += "-other"
 			}

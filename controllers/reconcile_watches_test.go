@@ -15,6 +15,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/reconcile"
 
 	backendsv1alpha1 "github.com/infrastate/backend-operator/api/v1alpha1"
+	"github.com/infrastate/backend-operator/controllers/internal/related"
 )
 
 // TestReconcileWatchesFindReferrers checks, through the production field
@@ -49,35 +50,35 @@ func TestReconcileWatchesFindReferrers(t *testing.T) {
 		want   []reconcile.Request
 	}{
 		"a referenced Secret reconciles its backend": {
-			mapper: enqueueReferrers(c, httpBackends, secretReference),
+			mapper: enqueueReferrers(c, httpBackends, related.SecretReference),
 			event:  secret("state-password"), want: requests("web"),
 		},
 		"a referenced ConfigMap reconciles its backend": {
-			mapper: enqueueReferrers(c, httpBackends, configMapReference),
+			mapper: enqueueReferrers(c, httpBackends, related.ConfigMapReference),
 			event:  secret("state-ca"), want: requests("web"),
 		},
 		"a rendered Secret reconciles its backend": {
-			mapper: writersAndReferrers(c, httpKind{}, secretReference),
+			mapper: writersAndReferrers(c, httpKind{}, related.SecretReference),
 			event:  secret(webSecret), want: requests("web"),
 		},
 		"a rendered ConfigMap reconciles its backend": {
-			mapper: writersAndReferrers(c, httpKind{}, configMapReference),
+			mapper: writersAndReferrers(c, httpKind{}, related.ConfigMapReference),
 			event:  secret(webConfigMap), want: requests("web"),
 		},
 		"a Secret named as a missing backend's would be reconciles nothing": {
-			mapper: writersAndReferrers(c, httpKind{}, secretReference),
+			mapper: writersAndReferrers(c, httpKind{}, related.SecretReference),
 			event:  secret("gone-backend-credentials"),
 		},
 		"a Secret named as another kind's backend's would be reconciles nothing": {
-			mapper: writersAndReferrers(c, cosKind{}, secretReference),
+			mapper: writersAndReferrers(c, cosKind{}, related.SecretReference),
 			event:  secret(webSecret),
 		},
 		"a ConfigMap under a configMapName reconciles its backend": {
-			mapper: writersAndReferrers(c, httpKind{}, configMapReference),
+			mapper: writersAndReferrers(c, httpKind{}, related.ConfigMapReference),
 			event:  secret("custom-files"), want: requests("custom"),
 		},
 		"a Secret of the same name as a ConfigMap reconciles nothing": {
-			mapper: enqueueReferrers(c, httpBackends, secretReference),
+			mapper: enqueueReferrers(c, httpBackends, related.SecretReference),
 			event:  secret("state-ca"),
 		},
 		"a backend reconciles the RemoteStates of its namespace reading it": {
@@ -85,15 +86,15 @@ func TestReconcileWatchesFindReferrers(t *testing.T) {
 			event:  newWebBackend(), want: requests("network"),
 		},
 		"a backend's referenced Secret reconciles the RemoteStates reading it": {
-			mapper: readersOfReferenced(c, secretReference),
+			mapper: readersOfReferenced(c, related.SecretReference),
 			event:  secret("state-password"), want: requests("network"),
 		},
 		"a published Secret reconciles its RemoteState": {
-			mapper: readersOfReferenced(c, secretReference),
+			mapper: readersOfReferenced(c, related.SecretReference),
 			event:  secret(networkOutputs), want: requests("network"),
 		},
 		"an unreferenced ConfigMap reconciles nothing": {
-			mapper: readersOfReferenced(c, configMapReference),
+			mapper: readersOfReferenced(c, related.ConfigMapReference),
 			event:  &corev1.ConfigMap{ObjectMeta: metav1.ObjectMeta{Namespace: harnessNamespace, Name: "unrelated"}},
 		},
 	}
@@ -128,8 +129,8 @@ func TestReconcileWatchesSkipOwnCreation(t *testing.T) {
 		}
 		return obj
 	}
-	backends := referrersOf(backendsv1alpha1.HttpBackendKind, writersAndReferrers(c, httpKind{}, secretReference))
-	remoteStates := referrersOf(backendsv1alpha1.RemoteStateKind, readersOfReferenced(c, secretReference))
+	backends := referrersOf(backendsv1alpha1.HttpBackendKind, writersAndReferrers(c, httpKind{}, related.SecretReference))
+	remoteStates := referrersOf(backendsv1alpha1.RemoteStateKind, readersOfReferenced(c, related.SecretReference))
 
 	type send func(h handler.EventHandler, q workqueue.TypedRateLimitingInterface[reconcile.Request])
 	create := func(obj client.Object) send {

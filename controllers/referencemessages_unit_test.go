@@ -13,6 +13,7 @@ import (
 
 	backendsv1alpha1 "github.com/infrastate/backend-operator/api/v1alpha1"
 	"github.com/infrastate/backend-operator/controllers/internal/conditions"
+	"github.com/infrastate/backend-operator/controllers/internal/related"
 	"github.com/infrastate/backend-operator/internal/testenv"
 )
 
@@ -154,7 +155,7 @@ func TestResolveReportsEveryProblem(t *testing.T) {
 			}
 			c := builder.Build()
 			env := kindEnv{
-				refs: referenceReader{reader: c, metadata: c, contents: newReferencedContents(), namespace: ns, policy: ReferencePolicyNamespace},
+				refs: referenceReader{reader: c, metadata: c, contents: related.NewContents(), namespace: ns, policy: ReferencePolicyNamespace},
 			}
 			_, err := tc.kind.resolve(t.Context(), env, tc.backend)
 			se, ok := conditions.AsStall(err)

@@ -14,6 +14,7 @@ import (
 
 	backendsv1alpha1 "github.com/infrastate/backend-operator/api/v1alpha1"
 	"github.com/infrastate/backend-operator/controllers/internal/conditions"
+	"github.com/infrastate/backend-operator/controllers/internal/related"
 )
 
 // ReferencePolicy says which Secrets and ConfigMaps of its namespace a
@@ -33,14 +34,14 @@ const (
 
 // referenceReader reads the Secrets and ConfigMaps a backend references
 // under the manager's reference policy: from the API server once per
-// version, then from the contents kept in memory (see referencedContents;
+// version, then from the contents kept in memory (see related.Contents;
 // the manager caches no other Secret's content).
 type referenceReader struct {
 	reader client.Reader
 	// metadata reads metadata without annotations (see reconciler).
 	metadata client.Reader
 	// contents are the contents already read, by version.
-	contents  *referencedContents
+	contents  *related.Contents
 	namespace string
 	policy    ReferencePolicy
 }
@@ -126,23 +127,23 @@ func (r referenceReader) configMapKey(ctx context.Context, name, key, field, key
 // from the API server once per version: while the metadata the manager
 // watches shows the version read last (and, under the labeled policy,
 // the label), the content kept in memory is used (see
-// referencedContents).
+// related.Contents).
 func (r referenceReader) get(ctx context.Context, obj client.Object, list client.ObjectList, kind, name, field string) error {
-	key := contentKey{kind: kind, NamespacedName: types.NamespacedName{Namespace: r.namespace, Name: name}}
+	key := related.ContentKey{Kind: kind, NamespacedName: types.NamespacedName{Namespace: r.namespace, Name: name}}
 	meta := &metav1.PartialObjectMetadata{TypeMeta: metav1.TypeMeta{APIVersion: "v1", Kind: kind}}
 	if err := r.metadata.Get(ctx, key.NamespacedName, meta); err == nil && r.allowed(meta) &&
-		r.contents.get(key, meta.GetResourceVersion(), obj) {
+		r.contents.Get(key, meta.GetResourceVersion(), obj) {
 		return nil
 	}
 	err := r.read(ctx, obj, list, kind, name, field)
 	if err != nil {
-		r.contents.forget(key)
+		r.contents.Forget(key)
 		return err
 	}
-	r.contents.put(key, obj)
-	if related, ok := r.metadata.(relatedReader); ok {
+	r.contents.Put(key, obj)
+	if watched, ok := r.metadata.(related.Reader); ok {
 		// Named by an object now: the watch holds it from here on.
-		related.remember(kind, obj)
+		watched.Remember(kind, obj)
 	}
 	return nil
 }
@@ -179,7 +180,7 @@ func (r referenceReader) read(ctx context.Context, obj client.Object, list clien
 		return fmt.Errorf("reading %s %s: %w", kind, key, err)
 	}
 	found := false
-	if err := forEachObject(list, func(o client.Object) {
+	if err := related.ForEachObject(list, func(o client.Object) {
 		if o.GetName() == name && !found {
 			found = true
 			copyInto(obj, o)
@@ -215,10 +216,10 @@ func (r referenceReader) exists(ctx context.Context, kind string, key types.Name
 	case !apierrors.IsNotFound(err):
 		return false, err
 	}
-	if _, ok := r.metadata.(relatedReader); !ok {
+	if _, ok := r.metadata.(related.Reader); !ok {
 		return false, nil // the metadata reader holds every object
 	}
-	_, found, err := metadataFromAPI(ctx, r.reader, r.metadata, kind, key)
+	_, found, err := related.MetadataFromAPI(ctx, r.reader, r.metadata, kind, key)
 	return found, err
 }
 

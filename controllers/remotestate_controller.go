@@ -16,6 +16,7 @@ import (
 	backendsv1alpha1 "github.com/infrastate/backend-operator/api/v1alpha1"
 	"github.com/infrastate/backend-operator/controllers/internal/conditions"
 	"github.com/infrastate/backend-operator/controllers/internal/probes"
+	"github.com/infrastate/backend-operator/controllers/internal/related"
 )
 
 // remoteStateBackend is the backendRefIndex extractor of RemoteStates:
@@ -106,8 +107,8 @@ func (r *remoteStateReconciler) setupWithManager(mgr ctrl.Manager) error {
 			builder.WithPredicates(predicate.GenerationChangedPredicate{}))
 	}
 	return b.
-		WatchesRawSource(r.opts.related.source("Secret", referrersOf(backendsv1alpha1.RemoteStateKind, readersOfReferenced(c, secretReference)))).
-		WatchesRawSource(r.opts.related.source("ConfigMap", referrersOf(backendsv1alpha1.RemoteStateKind, readersOfReferenced(c, configMapReference)))).
+		WatchesRawSource(r.opts.related.Source("Secret", referrersOf(backendsv1alpha1.RemoteStateKind, readersOfReferenced(c, related.SecretReference)))).
+		WatchesRawSource(r.opts.related.Source("ConfigMap", referrersOf(backendsv1alpha1.RemoteStateKind, readersOfReferenced(c, related.ConfigMapReference)))).
 		WithOptions(controller.Options{MaxConcurrentReconciles: r.opts.maxConcurrentReconciles}).
 		Named("remotestate").
 		Complete(r)
@@ -135,12 +136,12 @@ func readersOfReferenced(c client.Reader, reference func(string) string) handler
 }
 
 // remoteStateReferences are the references of the ConfigMap and the Secret
-// a RemoteState publishes to, for referencesIndex.
+// a RemoteState publishes to, for related.ReferencesIndex.
 func remoteStateReferences(obj client.Object) []string {
 	rs, ok := obj.(*backendsv1alpha1.RemoteState)
 	if !ok {
 		return nil
 	}
 	cm, secret := remoteStateTargets(rs)
-	return []string{configMapReference(cm), secretReference(secret)}
+	return []string{related.ConfigMapReference(cm), related.SecretReference(secret)}
 }

@@ -158,13 +158,13 @@ func (r *remoteStateReconciler) publish(ctx context.Context, remote *backendsv1a
 	owner := ownerOf(remote, backendsv1alpha1.RemoteStateKind)
 	cmName, secretName := remoteStateTargets(remote)
 	w := r.ownedWriter()
-	if _, err := w.applySecret(ctx, outputs.Secret(owner, secretName, sensitive)); err != nil {
+	if _, err := w.ApplySecret(ctx, outputs.Secret(owner, secretName, sensitive)); err != nil {
 		return conditions.Observation{}, err
 	}
-	if _, err := w.applyConfigMap(ctx, outputs.ConfigMap(owner, cmName, plain)); err != nil {
+	if _, err := w.ApplyConfigMap(ctx, outputs.ConfigMap(owner, cmName, plain)); err != nil {
 		return conditions.Observation{}, err
 	}
-	if err := w.deletePrevious(ctx, owner, remote.Status.Rendered, cmName, secretName); err != nil {
+	if err := w.DeletePrevious(ctx, owner, remote.Status.Rendered, cmName, secretName); err != nil {
 		return conditions.Observation{}, err
 	}
 

@@ -8,6 +8,7 @@ import (
 	"k8s.io/apimachinery/pkg/types"
 
 	backendsv1alpha1 "github.com/infrastate/backend-operator/api/v1alpha1"
+	"github.com/infrastate/backend-operator/controllers/internal/owned"
 	"github.com/infrastate/backend-operator/internal/contenthash"
 	"github.com/infrastate/backend-operator/internal/render"
 )
@@ -18,7 +19,7 @@ import (
 // writeRendered writes a backend's rendered files and credentials, records
 // their names in status.rendered, and returns the Ready message.
 // configMapName is the spec's, "" for the default. It remembers what it
-// wrote under inputs (see renderMemo).
+// wrote under inputs (see owned.Memo).
 func (r *reconciler) writeRendered(ctx context.Context, obj backendObject, kind, configMapName, inputs string,
 	files render.Files, credentials map[string][]byte) (string, error) {
 	status := obj.SharedStatus()
@@ -32,11 +33,11 @@ func (r *reconciler) writeRendered(ctx context.Context, obj backendObject, kind,
 	if err != nil {
 		return "", err
 	}
-	written.inputs = inputs
-	r.renders.set(writerKey{kind: kind, NamespacedName: client.ObjectKeyFromObject(obj)}, written)
+	written.Inputs = inputs
+	r.renders.Set(owned.WriterKey{Kind: kind, NamespacedName: client.ObjectKeyFromObject(obj)}, written)
 	status.Rendered = &backendsv1alpha1.RenderedObjects{
-		ConfigMapName:     written.configMapName,
-		SecretName:        written.secretName,
+		ConfigMapName:     written.ConfigMapName,
+		SecretName:        written.SecretName,
 		CompatibleRunners: render.Compatible(files.Needs),
 	}
 	return renderedMessage(status.Rendered), nil
@@ -61,19 +62,19 @@ func renderedMessage(names *backendsv1alpha1.RenderedObjects) string {
 // Labels are not compared: nobody changes them without changing the
 // version.
 func (r *reconciler) unchangedRender(ctx context.Context, obj backendObject, kind, inputs string) (string, bool) {
-	writer := writerKey{kind: kind, NamespacedName: client.ObjectKeyFromObject(obj)}
-	memo, ok := r.renders.get(writer)
+	writer := owned.WriterKey{Kind: kind, NamespacedName: client.ObjectKeyFromObject(obj)}
+	memo, ok := r.renders.Get(writer)
 	names := obj.SharedStatus().Rendered
-	if !ok || memo.inputs != inputs || names == nil ||
-		names.ConfigMapName != memo.configMapName || names.SecretName != memo.secretName {
+	if !ok || memo.Inputs != inputs || names == nil ||
+		names.ConfigMapName != memo.ConfigMapName || names.SecretName != memo.SecretName {
 		return "", false
 	}
 	w := r.ownedWriter()
 	for _, o := range []struct{ kind, name, hash string }{
-		{"ConfigMap", memo.configMapName, memo.configMapHash},
-		{"Secret", memo.secretName, memo.secretHash},
+		{"ConfigMap", memo.ConfigMapName, memo.ConfigMapHash},
+		{"Secret", memo.SecretName, memo.SecretHash},
 	} {
-		if !w.asWritten(ctx, writer, obj.GetUID(), o.kind, o.name, o.hash) {
+		if !w.AsWritten(ctx, writer, obj.GetUID(), o.kind, o.name, o.hash) {
 			return "", false
 		}
 	}
@@ -93,7 +94,7 @@ type renderedObjects struct {
 // and deletes those of previous names. The Secret is written first: a
 // runner that sees new files also finds the credentials they need. It
 // returns the names and content hashes it wrote.
-func writeRenderedObjects(ctx context.Context, w ownedWriter, in renderedObjects) (renderMemo, error) {
+func writeRenderedObjects(ctx context.Context, w owned.Writer, in renderedObjects) (owned.Memo, error) {
 	configMapName := in.configMapName
 	if configMapName == "" {
 		configMapName = render.DefaultConfigMapName(in.owner.Name)
@@ -101,19 +102,19 @@ func writeRenderedObjects(ctx context.Context, w ownedWriter, in renderedObjects
 	secretName := render.CredentialsSecretName(in.owner.Name)
 
 	secret := render.CredentialsSecret(in.owner, secretName, in.credentials)
-	if _, err := w.applySecret(ctx, secret); err != nil {
-		return renderMemo{}, err
+	if _, err := w.ApplySecret(ctx, secret); err != nil {
+		return owned.Memo{}, err
 	}
 	cm := render.ConfigMap(in.owner, configMapName, in.files)
-	if _, err := w.applyConfigMap(ctx, cm); err != nil {
-		return renderMemo{}, err
+	if _, err := w.ApplyConfigMap(ctx, cm); err != nil {
+		return owned.Memo{}, err
 	}
-	if err := w.deletePrevious(ctx, in.owner, in.previous, configMapName, secretName); err != nil {
-		return renderMemo{}, err
+	if err := w.DeletePrevious(ctx, in.owner, in.previous, configMapName, secretName); err != nil {
+		return owned.Memo{}, err
 	}
-	return renderMemo{
-		configMapName: configMapName, secretName: secretName,
-		configMapHash: cm.Annotations[contenthash.Annotation], secretHash: secret.Annotations[contenthash.Annotation],
+	return owned.Memo{
+		ConfigMapName: configMapName, SecretName: secretName,
+		ConfigMapHash: cm.Annotations[contenthash.Annotation], SecretHash: secret.Annotations[contenthash.Annotation],
 	}, nil
 }
 

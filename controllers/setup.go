@@ -11,6 +11,7 @@ import (
 
 	backendsv1alpha1 "github.com/infrastate/backend-operator/api/v1alpha1"
 	"github.com/infrastate/backend-operator/controllers/internal/probes"
+	"github.com/infrastate/backend-operator/controllers/internal/related"
 )
 
 // SetupAll registers the field indexes and the reconcilers of every kind
@@ -29,7 +30,7 @@ func SetupAll(ctx context.Context, mgr ctrl.Manager, opts ...Option) error {
 	if err := mgr.Add(pool); err != nil {
 		return fmt.Errorf("adding the prober: %w", err)
 	}
-	// The kinds whose referencesIndex names Secrets and ConfigMaps, and
+	// The kinds whose related.ReferencesIndex names Secrets and ConfigMaps, and
 	// those that render them under names of their own.
 	lists := []func() client.ObjectList{newRemoteStateList}
 	var renderers []func() client.Object
@@ -39,19 +40,19 @@ func SetupAll(ctx context.Context, mgr ctrl.Manager, opts ...Option) error {
 	}
 	// One memory of referenced contents: a Secret read for a backend is
 	// not read again for the RemoteStates reading it.
-	contents := newReferencedContents()
+	contents := related.NewContents()
 	// One watch of the Secrets and ConfigMaps related to the objects of
 	// every kind, holding only those.
 	mc, err := metadata.NewForConfigAndClient(mgr.GetConfig(), mgr.GetHTTPClient())
 	if err != nil {
 		return fmt.Errorf("building a metadata client: %w", err)
 	}
-	related := newRelatedWatches(mgr.GetCache(), mc, o.watchNamespaces, lists, renderers, contents)
-	if err := mgr.Add(related); err != nil {
+	watches := related.NewWatches(mgr.GetCache(), mc, o.watchNamespaces, lists, renderers, contents)
+	if err := mgr.Add(watches); err != nil {
 		return fmt.Errorf("adding the watches of Secrets and ConfigMaps: %w", err)
 	}
 	opts = append([]Option{withProbeGrace(defaultProbeGrace)}, opts...) // a new array: never into the caller's
-	opts = append(opts, withProber(pool), withContents(contents), withRelated(related), withDecryptions(o.decryptions))
+	opts = append(opts, withProber(pool), withContents(contents), withRelated(watches), withDecryptions(o.decryptions))
 
 	recorder := mgr.GetEventRecorder("backend-operator")
 	c, reader := mgr.GetClient(), mgr.GetAPIReader()
@@ -83,11 +84,11 @@ type fieldIndex struct {
 func fieldIndexes() []fieldIndex {
 	var indexes []fieldIndex
 	for _, kind := range backendKinds {
-		indexes = append(indexes, fieldIndex{kind.newObject(), referencesIndex, backendReferences(kind)})
+		indexes = append(indexes, fieldIndex{kind.newObject(), related.ReferencesIndex, backendReferences(kind)})
 	}
 	return append(indexes,
 		fieldIndex{&backendsv1alpha1.RemoteState{}, backendRefIndex, remoteStateBackend},
-		fieldIndex{&backendsv1alpha1.RemoteState{}, referencesIndex, remoteStateReferences},
+		fieldIndex{&backendsv1alpha1.RemoteState{}, related.ReferencesIndex, remoteStateReferences},
 		fieldIndex{&backendsv1alpha1.StateLock{}, backendRefIndex, stateLockBackend},
 	)
 }

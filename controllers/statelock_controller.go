@@ -21,6 +21,7 @@ import (
 
 	backendsv1alpha1 "github.com/infrastate/backend-operator/api/v1alpha1"
 	"github.com/infrastate/backend-operator/controllers/internal/conditions"
+	"github.com/infrastate/backend-operator/controllers/internal/owned"
 	"github.com/infrastate/backend-operator/controllers/internal/probes"
 )
 
@@ -366,7 +367,7 @@ func (r *stateLockReconciler) removeFinalizer(ctx context.Context, sl *backendsv
 func (r *stateLockReconciler) patchFinalizer(ctx context.Context, sl *backendsv1alpha1.StateLock, change func(client.Object, string) bool) error {
 	before := sl.DeepCopy()
 	change(sl, backendsv1alpha1.StateLockFinalizer)
-	return r.client.Patch(ctx, sl, client.MergeFromWithOptions(before, client.MergeFromWithOptimisticLock{}), fieldOwner)
+	return r.client.Patch(ctx, sl, client.MergeFromWithOptions(before, client.MergeFromWithOptimisticLock{}), owned.FieldOwner)
 }
 
 // stateLockBackend is the backendRefIndex extractor of StateLocks: the

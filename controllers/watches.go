@@ -4,14 +4,13 @@ import (
 	"context"
 
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
-	"k8s.io/apimachinery/pkg/runtime/schema"
 	"k8s.io/client-go/util/workqueue"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	ctrlevent "sigs.k8s.io/controller-runtime/pkg/event"
 	"sigs.k8s.io/controller-runtime/pkg/handler"
 	"sigs.k8s.io/controller-runtime/pkg/reconcile"
 
-	backendsv1alpha1 "github.com/infrastate/backend-operator/api/v1alpha1"
+	"github.com/infrastate/backend-operator/controllers/internal/related"
 )
 
 // referrersOf enqueues, for every event of a Secret or ConfigMap, the
@@ -55,22 +54,9 @@ func referrersOf(kind string, find handler.MapFunc) handler.EventHandler {
 // controllerOfKind is the name of obj's controller when it is an object of
 // kind of this API, "" otherwise.
 func controllerOfKind(obj metav1.Object, kind string) string {
-	ref := controllerOfThisAPI(obj)
+	ref := related.ControllerOfThisAPI(obj)
 	if ref == nil || ref.Kind != kind {
 		return ""
 	}
 	return ref.Name
-}
-
-// controllerOfThisAPI is obj's controller reference when the controller
-// is an object of this API, nil otherwise.
-func controllerOfThisAPI(obj metav1.Object) *metav1.OwnerReference {
-	ref := metav1.GetControllerOfNoCopy(obj)
-	if ref == nil {
-		return nil
-	}
-	if gv, err := schema.ParseGroupVersion(ref.APIVersion); err != nil || gv.Group != backendsv1alpha1.GroupVersion.Group {
-		return nil
-	}
-	return ref
 }

@@ -1,4 +1,4 @@
-package controllers
+package related
 
 import (
 	"context"
@@ -19,49 +19,49 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/reconcile"
 )
 
-// relatedWatches are the watches of the Secrets and the ConfigMaps related
+// Watches are the watches of the Secrets and the ConfigMaps related
 // to the objects of this API (see relatedObjects), run by the manager.
-type relatedWatches struct {
+type Watches struct {
 	secrets, configMaps *relatedObjects
 	// cache is the manager's cache of the objects of this API, whose
-	// referencesIndex says which Secrets and ConfigMaps are related.
+	// ReferencesIndex says which Secrets and ConfigMaps are related.
 	cache cache.Cache
-	// lists are the list types of every kind with a referencesIndex.
+	// lists are the list types of every kind with a ReferencesIndex.
 	lists []func() client.ObjectList
 	// renderers make an object of each kind that renders ConfigMaps and
-	// Secrets under names derived from its own (see writerOf).
+	// Secrets under names derived from its own (see WriterOf).
 	renderers []func() client.Object
 	client    metadata.Interface
 	// contents are the contents of referenced objects, swept with the
 	// watches.
-	contents *referencedContents
+	contents *Contents
 }
 
 // relatedSweepInterval is how often the watches drop the objects, and the
 // contents, that no object of this API names or writes any longer.
 const relatedSweepInterval = 5 * time.Minute
 
-// newRelatedWatches returns the watches of the Secrets and ConfigMaps of
+// NewWatches returns the watches of the Secrets and ConfigMaps of
 // namespaces (all when empty) related to the objects in c of the kinds of
 // lists, or rendered by those of renderers, which also sweep contents.
-func newRelatedWatches(c cache.Cache, mc metadata.Interface, namespaces []string, lists []func() client.ObjectList,
-	renderers []func() client.Object, contents *referencedContents) *relatedWatches {
-	w := &relatedWatches{cache: c, lists: lists, renderers: renderers, client: mc, contents: contents}
-	w.secrets = newRelatedObjects("Secret", namespaces, w.related(secretReference))
-	w.configMaps = newRelatedObjects("ConfigMap", namespaces, w.related(configMapReference))
+func NewWatches(c cache.Cache, mc metadata.Interface, namespaces []string, lists []func() client.ObjectList,
+	renderers []func() client.Object, contents *Contents) *Watches {
+	w := &Watches{cache: c, lists: lists, renderers: renderers, client: mc, contents: contents}
+	w.secrets = newRelatedObjects("Secret", namespaces, w.related(SecretReference))
+	w.configMaps = newRelatedObjects("ConfigMap", namespaces, w.related(ConfigMapReference))
 	return w
 }
 
-// related returns the predicate of a kind whose referencesIndex values
+// related returns the predicate of a kind whose ReferencesIndex values
 // reference makes: an object is related when an object of this API
 // controls it or names it.
-func (w *relatedWatches) related(reference func(string) string) func(context.Context, *metav1.PartialObjectMetadata) bool {
+func (w *Watches) related(reference func(string) string) func(context.Context, *metav1.PartialObjectMetadata) bool {
 	return func(ctx context.Context, obj *metav1.PartialObjectMetadata) bool {
-		if controllerOfThisAPI(obj) != nil {
+		if ControllerOfThisAPI(obj) != nil {
 			return true
 		}
 		return namedByAny(ctx, w.cache, w.lists, obj.Namespace, reference(obj.Name)) ||
-			renderedByAny(ctx, w.cache, w.renderers, obj.Namespace, writerOf(reference, obj.Name))
+			renderedByAny(ctx, w.cache, w.renderers, obj.Namespace, WriterOf(reference, obj.Name))
 	}
 }
 
@@ -83,12 +83,12 @@ func renderedByAny(ctx context.Context, c client.Reader, renderers []func() clie
 }
 
 // namedByAny reports whether an object of one of the kinds of lists in
-// namespace has reference in its referencesIndex; an error reading the
+// namespace has reference in its ReferencesIndex; an error reading the
 // cache counts as named, so that nothing is dropped by mistake.
 func namedByAny(ctx context.Context, c client.Reader, lists []func() client.ObjectList, namespace, reference string) bool {
 	for _, newList := range lists {
 		list := newList()
-		err := c.List(ctx, list, client.InNamespace(namespace), client.MatchingFields{referencesIndex: reference},
+		err := c.List(ctx, list, client.InNamespace(namespace), client.MatchingFields{ReferencesIndex: reference},
 			client.Limit(1), client.UnsafeDisableDeepCopy)
 		if err != nil {
 			return true
@@ -103,7 +103,7 @@ func namedByAny(ctx context.Context, c client.Reader, lists []func() client.Obje
 // Start waits until the manager's cache holds the objects of this API
 // (which decide what is related), starts both watches, and sweeps them
 // and the referenced contents until ctx ends.
-func (w *relatedWatches) Start(ctx context.Context) error {
+func (w *Watches) Start(ctx context.Context) error {
 	for _, newList := range w.lists {
 		list := newList()
 		// Listing starts the kind's informer when nothing did yet.
@@ -126,7 +126,7 @@ func (w *relatedWatches) Start(ctx context.Context) error {
 		case <-ticker.C:
 			w.secrets.sweep(ctx)
 			w.configMaps.sweep(ctx)
-			w.contents.sweepUnreferenced(func(key contentKey) bool {
+			w.contents.sweepUnreferenced(func(key ContentKey) bool {
 				return namedByAny(ctx, w.cache, w.lists, key.Namespace, key.reference())
 			})
 		}
@@ -134,7 +134,7 @@ func (w *relatedWatches) Start(ctx context.Context) error {
 }
 
 // of returns the watch of kind.
-func (w *relatedWatches) of(kind string) (*relatedObjects, bool) {
+func (w *Watches) of(kind string) (*relatedObjects, bool) {
 	switch kind {
 	case "Secret":
 		return w.secrets, true
@@ -144,20 +144,20 @@ func (w *relatedWatches) of(kind string) (*relatedObjects, bool) {
 	return nil, false
 }
 
-// relatedReader reads the metadata that relatedWatches hold, as a
+// Reader reads the metadata that Watches hold, as a
 // client.Reader: Get of a *metav1.PartialObjectMetadata of kind Secret or
 // ConfigMap. An object not held is NotFound.
-type relatedReader struct{ watches *relatedWatches }
+type Reader struct{ Watches *Watches }
 
-var _ client.Reader = relatedReader{}
+var _ client.Reader = Reader{}
 
 // Get copies the metadata held for key into obj.
-func (r relatedReader) Get(_ context.Context, key client.ObjectKey, obj client.Object, _ ...client.GetOption) error {
+func (r Reader) Get(_ context.Context, key client.ObjectKey, obj client.Object, _ ...client.GetOption) error {
 	meta, ok := obj.(*metav1.PartialObjectMetadata)
 	if !ok {
 		return fmt.Errorf("related objects hold metadata only, not %T", obj)
 	}
-	w, ok := r.watches.of(meta.Kind)
+	w, ok := r.Watches.of(meta.Kind)
 	if !ok {
 		return fmt.Errorf("no related objects of kind %q", meta.Kind)
 	}
@@ -170,36 +170,36 @@ func (r relatedReader) Get(_ context.Context, key client.ObjectKey, obj client.O
 }
 
 // List is not supported: callers get one object by name.
-func (r relatedReader) List(context.Context, client.ObjectList, ...client.ListOption) error {
+func (r Reader) List(context.Context, client.ObjectList, ...client.ListOption) error {
 	return errors.New("related objects are read one by name")
 }
 
-// remember holds the metadata of obj (a Secret or ConfigMap) read from the
-// API server for an object that names it (see relatedObjects.remember).
-func (r relatedReader) remember(kind string, obj metav1.Object) {
-	if w, ok := r.watches.of(kind); ok {
+// Remember holds the metadata of obj (a Secret or ConfigMap) read from the
+// API server for an object that names it (see relatedObjects.Remember).
+func (r Reader) Remember(kind string, obj metav1.Object) {
+	if w, ok := r.Watches.of(kind); ok {
 		w.remember(obj)
 	}
 }
 
-// relatedSource is the source of a controller's events of the related
+// Source is the source of a controller's events of the related
 // Secrets or ConfigMaps: it hands every event of the watch to h.
-type relatedSource struct {
+type Source struct {
 	watch *relatedObjects
 	h     handler.EventHandler
 }
 
-// source returns the controller source of kind's events for h.
-func (w *relatedWatches) source(kind string, h handler.EventHandler) relatedSource {
+// Source returns the controller Source of kind's events for h.
+func (w *Watches) Source(kind string, h handler.EventHandler) Source {
 	objects, ok := w.of(kind)
 	if !ok {
 		panic("no related objects of kind " + kind)
 	}
-	return relatedSource{watch: objects, h: h}
+	return Source{watch: objects, h: h}
 }
 
 // Start registers the handler with the watch.
-func (s relatedSource) Start(_ context.Context, q workqueue.TypedRateLimitingInterface[reconcile.Request]) error {
+func (s Source) Start(_ context.Context, q workqueue.TypedRateLimitingInterface[reconcile.Request]) error {
 	s.watch.addHandler(func(ctx context.Context, event relatedEvent, obj *metav1.PartialObjectMetadata) {
 		switch event {
 		case relatedCreated:
@@ -215,16 +215,16 @@ func (s relatedSource) Start(_ context.Context, q workqueue.TypedRateLimitingInt
 
 // WaitForSync waits for the watch's first lists, so that the controller's
 // workers start with the related objects held.
-func (s relatedSource) WaitForSync(ctx context.Context) error {
+func (s Source) WaitForSync(ctx context.Context) error {
 	return s.watch.waitForSync(ctx)
 }
 
-// metadataFromAPI reads the metadata of the Secret or ConfigMap key from
+// MetadataFromAPI reads the metadata of the Secret or ConfigMap key from
 // the API server, as a list by name (never a read of the object itself,
 // which a reference policy may forbid), drops its annotations but the
 // content hash, and has a relatedReader holder hold it. found is false
 // when it does not exist.
-func metadataFromAPI(ctx context.Context, reader, holder client.Reader, kind string, key types.NamespacedName) (meta *metav1.PartialObjectMetadata, found bool, err error) {
+func MetadataFromAPI(ctx context.Context, reader, holder client.Reader, kind string, key types.NamespacedName) (meta *metav1.PartialObjectMetadata, found bool, err error) {
 	list := &metav1.PartialObjectMetadataList{}
 	list.SetGroupVersionKind(corev1.SchemeGroupVersion.WithKind(kind + "List"))
 	if err := reader.List(ctx, list, client.InNamespace(key.Namespace), client.MatchingFields{"metadata.name": key.Name}); err != nil {
@@ -235,8 +235,8 @@ func metadataFromAPI(ctx context.Context, reader, holder client.Reader, kind str
 			continue
 		}
 		meta = trimMetadata(kind, &list.Items[i])
-		if related, ok := holder.(relatedReader); ok {
-			related.remember(kind, meta)
+		if related, ok := holder.(Reader); ok {
+			related.Remember(kind, meta)
 		}
 		return meta, true, nil
 	}

@@ -1,4 +1,4 @@
-package controllers
+package owned
 
 import (
 	"slices"
@@ -7,10 +7,10 @@ import (
 	"k8s.io/apimachinery/pkg/types"
 )
 
-// writtenVersions remembers, for each object the operator writes, the
+// Versions remembers, for each object the operator writes, the
 // resourceVersion it last wrote or read in full and found as it should be.
 // While the watched metadata still shows that version, nobody changed the
-// object since: ownedWriter then trusts the content-hash annotation the
+// object since: Writer then trusts the content-hash annotation the
 // metadata carries and reads nothing from the API server. Another version
 // means someone (perhaps the operator itself, in a write the cache has not
 // caught up with) wrote it since, and it is read in full again.
@@ -18,12 +18,12 @@ import (
 // The versions are kept per owner, and an owner's are forgotten with it.
 // They are lost on a restart, which therefore reads every written object
 // once.
-type writtenVersions struct {
+type Versions struct {
 	mu sync.Mutex
 	// byOwner holds the few objects of each writer (a backend writes two)
 	// in a slice rather than a map: a map per backend would cost several
 	// times the memory of the versions.
-	byOwner map[writerKey][]writtenVersion
+	byOwner map[WriterKey][]writtenVersion
 }
 
 // writtenVersion is the version recorded for one written object.
@@ -32,9 +32,9 @@ type writtenVersion struct {
 	version string
 }
 
-// writerKey names the object of this API that writes objects.
-type writerKey struct {
-	kind string
+// WriterKey names the object of this API that writes objects.
+type WriterKey struct {
+	Kind string
 	types.NamespacedName
 }
 
@@ -44,12 +44,13 @@ type writtenKey struct {
 	kind, name string
 }
 
-func newWrittenVersions() *writtenVersions {
-	return &writtenVersions{byOwner: map[writerKey][]writtenVersion{}}
+// NewVersions returns the versions of no object.
+func NewVersions() *Versions {
+	return &Versions{byOwner: map[WriterKey][]writtenVersion{}}
 }
 
 // get returns the version recorded for obj of writer, "" when none is.
-func (v *writtenVersions) get(writer writerKey, obj writtenKey) string {
+func (v *Versions) get(writer WriterKey, obj writtenKey) string {
 	v.mu.Lock()
 	defer v.mu.Unlock()
 	for _, w := range v.byOwner[writer] {
@@ -61,7 +62,7 @@ func (v *writtenVersions) get(writer writerKey, obj writtenKey) string {
 }
 
 // set records version for obj of writer; an empty version forgets it.
-func (v *writtenVersions) set(writer writerKey, obj writtenKey, version string) {
+func (v *Versions) set(writer WriterKey, obj writtenKey, version string) {
 	v.mu.Lock()
 	defer v.mu.Unlock()
 	objects := slices.DeleteFunc(v.byOwner[writer], func(w writtenVersion) bool { return w.obj == obj })
@@ -75,8 +76,8 @@ func (v *writtenVersions) set(writer writerKey, obj writtenKey, version string) 
 	v.byOwner[writer] = objects
 }
 
-// forget drops every version recorded for writer, which is gone.
-func (v *writtenVersions) forget(writer writerKey) {
+// Forget drops every version recorded for writer, which is gone.
+func (v *Versions) Forget(writer WriterKey) {
 	v.mu.Lock()
 	defer v.mu.Unlock()
 	delete(v.byOwner, writer)

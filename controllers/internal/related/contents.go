@@ -1,4 +1,4 @@
-package controllers
+package related
 
 import (
 	"sync"
@@ -8,7 +8,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 )
 
-// referencedContents keeps in memory the contents of the Secrets and
+// Contents keeps in memory the contents of the Secrets and
 // ConfigMaps that objects of this API reference, each with the
 // resourceVersion it was read at. The manager watches every Secret and
 // ConfigMap for metadata: while the watched version is the one read, the
@@ -18,33 +18,34 @@ import (
 // Only objects read because an object references them enter it (the
 // manager still never caches the Secrets of the cluster), and
 // sweepUnreferenced drops those no object references any longer (see
-// relatedWatches.Start).
-type referencedContents struct {
+// Watches.Start).
+type Contents struct {
 	mu      sync.Mutex
-	entries map[contentKey]client.Object
+	entries map[ContentKey]client.Object
 }
 
-// contentKey names a Secret or ConfigMap.
-type contentKey struct {
-	kind string // "Secret" or "ConfigMap"
+// ContentKey names a Secret or ConfigMap.
+type ContentKey struct {
+	Kind string // "Secret" or "ConfigMap"
 	types.NamespacedName
 }
 
-// reference is the referencesIndex value of the object key names.
-func (k contentKey) reference() string {
-	if k.kind == "ConfigMap" {
-		return configMapReference(k.Name)
+// reference is the ReferencesIndex value of the object key names.
+func (k ContentKey) reference() string {
+	if k.Kind == "ConfigMap" {
+		return ConfigMapReference(k.Name)
 	}
-	return secretReference(k.Name)
+	return SecretReference(k.Name)
 }
 
-func newReferencedContents() *referencedContents {
-	return &referencedContents{entries: map[contentKey]client.Object{}}
+// NewContents returns no content.
+func NewContents() *Contents {
+	return &Contents{entries: map[ContentKey]client.Object{}}
 }
 
-// get copies into obj (a *corev1.Secret or *corev1.ConfigMap) the content
+// Get copies into obj (a *corev1.Secret or *corev1.ConfigMap) the content
 // of key read at version, and reports whether it had it.
-func (c *referencedContents) get(key contentKey, version string, obj client.Object) bool {
+func (c *Contents) Get(key ContentKey, version string, obj client.Object) bool {
 	c.mu.Lock()
 	defer c.mu.Unlock()
 	kept, ok := c.entries[key]
@@ -68,9 +69,9 @@ func (c *referencedContents) get(key contentKey, version string, obj client.Obje
 	return false
 }
 
-// put keeps a copy of obj, read from the API server, as key's content.
+// Put keeps a copy of obj, read from the API server, as key's content.
 // Its annotations are dropped: kubectl keeps a copy of the data in one.
-func (c *referencedContents) put(key contentKey, obj client.Object) {
+func (c *Contents) Put(key ContentKey, obj client.Object) {
 	kept, ok := obj.DeepCopyObject().(client.Object)
 	if !ok {
 		return
@@ -82,18 +83,18 @@ func (c *referencedContents) put(key contentKey, obj client.Object) {
 	c.entries[key] = kept
 }
 
-// forget drops key's content.
-func (c *referencedContents) forget(key contentKey) {
+// Forget drops key's content.
+func (c *Contents) Forget(key ContentKey) {
 	c.mu.Lock()
 	defer c.mu.Unlock()
 	delete(c.entries, key)
 }
 
 // keys returns the keys it holds.
-func (c *referencedContents) keys() []contentKey {
+func (c *Contents) keys() []ContentKey {
 	c.mu.Lock()
 	defer c.mu.Unlock()
-	keys := make([]contentKey, 0, len(c.entries))
+	keys := make([]ContentKey, 0, len(c.entries))
 	for k := range c.entries {
 		keys = append(keys, k)
 	}
@@ -102,10 +103,10 @@ func (c *referencedContents) keys() []contentKey {
 
 // sweepUnreferenced forgets the contents of the objects that referenced
 // says no object references any longer.
-func (c *referencedContents) sweepUnreferenced(referenced func(contentKey) bool) {
+func (c *Contents) sweepUnreferenced(referenced func(ContentKey) bool) {
 	for _, key := range c.keys() {
 		if !referenced(key) {
-			c.forget(key)
+			c.Forget(key)
 		}
 	}
 }

@@ -1,4 +1,4 @@
-package controllers
+package owned
 
 import (
 	"context"
@@ -24,11 +24,11 @@ import (
 	"github.com/infrastate/backend-operator/internal/testenv"
 )
 
-// ownedTestOwner controls the objects of the ownedWriter tests.
+// ownedTestOwner controls the objects of the Writer tests.
 var ownedTestOwner = render.Owner{APIVersion: "backends.infrastate.io/v1alpha1", Kind: "HttpBackend", Name: "app", Namespace: "ns", UID: "owner-uid"}
 
-// ownedTestWriter is ownedTestOwner as writtenVersions knows it.
-var ownedTestWriter = writerKey{kind: "HttpBackend", NamespacedName: types.NamespacedName{Namespace: "ns", Name: "app"}}
+// ownedTestWriter is ownedTestOwner as Versions knows it.
+var ownedTestWriter = WriterKey{Kind: "HttpBackend", NamespacedName: types.NamespacedName{Namespace: "ns", Name: "app"}}
 
 // recordStored, as the version a writer checked last, stands for the
 // version of the object stored.
@@ -44,11 +44,11 @@ type ownedWrite struct {
 	patch        string // the patch body, for a patch
 }
 
-// ownedHarness is an ownedWriter on a fake API server, recording what it
+// ownedHarness is an Writer on a fake API server, recording what it
 // reads and writes.
 type ownedHarness struct {
 	store      client.WithWatch // the API server
-	writer     ownedWriter
+	writer     Writer
 	reads      int // full reads through writer.reader
 	metaReads  int // metadata reads through writer.metadata
 	writes     []ownedWrite
@@ -113,11 +113,11 @@ func newOwnedHarness(t *testing.T, objs ...client.Object) *ownedHarness {
 		}
 		return c.Get(ctx, key, obj, opts...)
 	}}
-	h.writer = ownedWriter{
-		client:   interceptor.NewClient(h.store, writes),
-		reader:   interceptor.NewClient(h.store, reader),
-		metadata: interceptor.NewClient(h.store, metadata),
-		versions: newWrittenVersions(),
+	h.writer = Writer{
+		Client:   interceptor.NewClient(h.store, writes),
+		Reader:   interceptor.NewClient(h.store, reader),
+		Metadata: interceptor.NewClient(h.store, metadata),
+		Versions: NewVersions(),
 	}
 	return h
 }
@@ -136,7 +136,7 @@ func ownedConfigMap(owner *render.Owner, data map[string]string, hash string, la
 	return cm
 }
 
-// TestApplyConfigMap covers the create-or-patch of ownedWriter: what it
+// TestApplyConfigMap covers the create-or-patch of Writer: what it
 // writes, what it refuses and what it reads.
 func TestApplyConfigMap(t *testing.T) {
 	desired := map[string]string{"backend.tf": "new"}
@@ -268,10 +268,10 @@ func TestApplyConfigMap(t *testing.T) {
 					}
 					recorded = stored.ResourceVersion
 				}
-				h.writer.versions.set(ownedTestWriter, writtenKey{kind: "ConfigMap", name: "app-backend"}, recorded)
+				h.writer.Versions.set(ownedTestWriter, writtenKey{kind: "ConfigMap", name: "app-backend"}, recorded)
 			}
 
-			wrote, err := h.writer.applyConfigMap(context.Background(), want)
+			wrote, err := h.writer.ApplyConfigMap(context.Background(), want)
 			checkOwnedError(t, err, tc.wantReason, tc.wantErr)
 			if wrote != tc.wantWrote {
 				t.Errorf("applyConfigMap() wrote = %t, want %t", wrote, tc.wantWrote)
@@ -279,8 +279,8 @@ func TestApplyConfigMap(t *testing.T) {
 			var verbs []string
 			for _, w := range h.writes {
 				verbs = append(verbs, w.verb)
-				if w.fieldManager != string(fieldOwner) {
-					t.Errorf("a %s as field manager %q, want %q", w.verb, w.fieldManager, fieldOwner)
+				if w.fieldManager != string(FieldOwner) {
+					t.Errorf("a %s as field manager %q, want %q", w.verb, w.fieldManager, FieldOwner)
 				}
 			}
 			if diff := cmp.Diff(tc.wantVerbs, verbs); diff != "" {
@@ -346,7 +346,7 @@ func TestApplyPatchIsLocked(t *testing.T) {
 		if err := h.store.Get(context.Background(), key, read); err != nil {
 			t.Fatal(err)
 		}
-		if _, err := h.writer.applyConfigMap(context.Background(), desired.DeepCopy()); err != nil {
+		if _, err := h.writer.ApplyConfigMap(context.Background(), desired.DeepCopy()); err != nil {
 			t.Fatal(err)
 		}
 		if len(h.writes) != 1 || !strings.Contains(h.writes[0].patch, `"resourceVersion":"`+read.ResourceVersion+`"`) {
@@ -367,7 +367,7 @@ func TestApplyPatchIsLocked(t *testing.T) {
 				t.Fatal(err)
 			}
 		}
-		_, err := h.writer.applyConfigMap(context.Background(), desired.DeepCopy())
+		_, err := h.writer.ApplyConfigMap(context.Background(), desired.DeepCopy())
 		checkOwnedError(t, err, "", apierrors.IsConflict)
 		got := &corev1.ConfigMap{}
 		if err := h.store.Get(context.Background(), key, got); err != nil {
@@ -378,7 +378,7 @@ func TestApplyPatchIsLocked(t *testing.T) {
 		}
 
 		// The retry reads again and sees the other writer.
-		_, err = h.writer.applyConfigMap(context.Background(), desired.DeepCopy())
+		_, err = h.writer.ApplyConfigMap(context.Background(), desired.DeepCopy())
 		if se, ok := conditions.AsStall(err); !ok || se.Reason != backendsv1alpha1.ExternallyModifiedReason {
 			t.Errorf("the retry: error %v, want ExternallyModified", err)
 		}
@@ -401,7 +401,7 @@ func TestApplySecret(t *testing.T) {
 		wantWrote bool
 	}{{"one", true}, {"one", false}, {"two", true}}
 	for i, step := range steps {
-		wrote, err := h.writer.applySecret(context.Background(), desired(step.password))
+		wrote, err := h.writer.ApplySecret(context.Background(), desired(step.password))
 		if err != nil || wrote != step.wantWrote {
 			t.Fatalf("step %d: applySecret() = %t, %v; want %t, nil", i, wrote, err, step.wantWrote)
 		}

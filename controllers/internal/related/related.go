@@ -1,4 +1,4 @@
-package controllers
+package related
 
 import (
 	"context"
@@ -21,7 +21,7 @@ import (
 // ConfigMap, that the manager may see (all namespaces, or the watched
 // ones), and keeps in memory only those related to an object of this API:
 // written by one (its controller is of this API's group) or named by one
-// (referenced, rendered or published: see referencesIndex). Every event
+// (referenced, rendered or published: see ReferencesIndex). Every event
 // still reaches the handlers, which reconcile the objects that name it,
 // but an unrelated object costs no memory: the manager holds as many
 // Secrets and ConfigMaps as its own objects name or write, however many
@@ -32,7 +32,7 @@ import (
 //
 // An object it does not hold is either absent or unrelated: callers that
 // must tell the two apart read the API server (see referenceReader), or
-// let the create of a name that exists fail (see ownedWriter). An object
+// let the create of a name that exists fail (see owned.Writer). An object
 // that becomes related between two of its events (a new backend names an
 // existing Secret) is held from its next event on, or from when a
 // reconcile reads it and remembers it.
@@ -232,7 +232,7 @@ func trimMetadata(kind string, obj metav1.Object) *metav1.PartialObjectMetadata 
 			ResourceVersion: obj.GetResourceVersion(),
 			Labels:          obj.GetLabels(),
 			OwnerReferences: obj.GetOwnerReferences(),
-			Annotations:     keptAnnotations(obj.GetAnnotations()),
+			Annotations:     KeptAnnotations(obj.GetAnnotations()),
 		},
 	}
 }

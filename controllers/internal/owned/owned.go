@@ -1,4 +1,4 @@
-package controllers
+package owned
 
 import (
 	"context"
@@ -16,11 +16,12 @@ import (
 
 	backendsv1alpha1 "github.com/infrastate/backend-operator/api/v1alpha1"
 	"github.com/infrastate/backend-operator/controllers/internal/conditions"
+	"github.com/infrastate/backend-operator/controllers/internal/related"
 	"github.com/infrastate/backend-operator/internal/contenthash"
 	"github.com/infrastate/backend-operator/internal/render"
 )
 
-// ownedWriter creates and updates the objects a backend renders, with
+// Writer creates and updates the objects a backend renders, with
 // controllerutil.CreateOrPatch. It reads the current object straight from
 // the API server and writes only when the content differs, so a resync
 // with nothing new performs no write.
@@ -30,24 +31,24 @@ import (
 // another writer changed it: the writer then stops writing it and stalls
 // (ExternallyModified) instead of fighting over it, until the object is
 // deleted (the next reconcile recreates it) or the spec moves elsewhere.
-type ownedWriter struct {
-	client client.Client
-	reader client.Reader
-	// metadata reads the metadata of watched objects from the manager's
+type Writer struct {
+	Client client.Client
+	Reader client.Reader
+	// Metadata reads the Metadata of watched objects from the manager's
 	// cache (see reconciler).
-	metadata client.Reader
-	// versions are the versions of the objects as the operator last
+	Metadata client.Reader
+	// Versions are the Versions of the objects as the operator last
 	// wrote or checked them.
-	versions *writtenVersions
+	Versions *Versions
 }
 
-// fieldOwner is the field manager of every write of the operator.
-const fieldOwner = client.FieldOwner("backend-operator")
+// FieldOwner is the field manager of every write of the operator.
+const FieldOwner = client.FieldOwner("backend-operator")
 
-// applyConfigMap makes the ConfigMap match desired: data, labels and the
+// ApplyConfigMap makes the ConfigMap match desired: data, labels and the
 // controller reference. It refuses to touch a ConfigMap another owner
 // controls or another writer changed, and reports whether it wrote.
-func (w ownedWriter) applyConfigMap(ctx context.Context, desired *corev1.ConfigMap) (bool, error) {
+func (w Writer) ApplyConfigMap(ctx context.Context, desired *corev1.ConfigMap) (bool, error) {
 	setContentHash(desired, contenthash.ConfigMap(desired.Data, nil))
 	current := &corev1.ConfigMap{ObjectMeta: metav1.ObjectMeta{Namespace: desired.Namespace, Name: desired.Name}}
 	return w.apply(ctx, "ConfigMap", desired, current, objectContent{
@@ -60,8 +61,8 @@ func (w ownedWriter) applyConfigMap(ctx context.Context, desired *corev1.ConfigM
 	})
 }
 
-// applySecret makes the Secret match desired, as applyConfigMap does.
-func (w ownedWriter) applySecret(ctx context.Context, desired *corev1.Secret) (bool, error) {
+// ApplySecret makes the Secret match desired, as applyConfigMap does.
+func (w Writer) ApplySecret(ctx context.Context, desired *corev1.Secret) (bool, error) {
 	setContentHash(desired, contenthash.Secret(desired.Data))
 	current := &corev1.Secret{ObjectMeta: metav1.ObjectMeta{Namespace: desired.Namespace, Name: desired.Name}}
 	return w.apply(ctx, "Secret", desired, current, objectContent{
@@ -87,7 +88,7 @@ type objectContent struct {
 //
 // The watched metadata decides first, without reading the content: an
 // object someone else controls is refused; one whose version is the one
-// the operator last wrote or checked (see writtenVersions), with the
+// the operator last wrote or checked (see Versions), with the
 // content-hash and labels desired, needs nothing; one absent and never
 // written is created straight away. Otherwise (the object changed since,
 // or the operator has not checked it since it started, or the cache has
@@ -97,17 +98,17 @@ type objectContent struct {
 // patch when the mutation changed nothing; the mutation itself refuses a
 // foreign or externally modified object and leaves an object whose data
 // and labels are already right as it is.
-func (w ownedWriter) apply(ctx context.Context, kind string, desired, current client.Object, content objectContent) (bool, error) {
+func (w Writer) apply(ctx context.Context, kind string, desired, current client.Object, content objectContent) (bool, error) {
 	key := client.ObjectKeyFromObject(desired)
 	owner := metav1.GetControllerOf(desired)
-	writer := writerKey{kind: owner.Kind, NamespacedName: types.NamespacedName{Namespace: key.Namespace, Name: owner.Name}}
+	writer := WriterKey{Kind: owner.Kind, NamespacedName: types.NamespacedName{Namespace: key.Namespace, Name: owner.Name}}
 	written := writtenKey{kind: kind, name: key.Name}
 	want := desired.GetAnnotations()[contenthash.Annotation]
-	c := ownedClient{Client: client.WithFieldOwner(w.client, string(fieldOwner)), reader: w.reader, kind: kind}
+	c := ownedClient{Client: client.WithFieldOwner(w.Client, string(FieldOwner)), reader: w.Reader, kind: kind}
 
-	recorded := w.versions.get(writer, written)
+	recorded := w.Versions.get(writer, written)
 	meta := &metav1.PartialObjectMetadata{TypeMeta: metav1.TypeMeta{APIVersion: "v1", Kind: kind}}
-	err := w.metadata.Get(ctx, key, meta)
+	err := w.Metadata.Get(ctx, key, meta)
 	switch {
 	case err == nil && !controlledBy(meta, owner):
 		return false, nameConflict(kind, key, owner)
@@ -116,7 +117,7 @@ func (w ownedWriter) apply(ctx context.Context, kind string, desired, current cl
 	case apierrors.IsNotFound(err) && recorded == "":
 		created, err := w.create(ctx, c, desired)
 		if err == nil {
-			w.versions.set(writer, written, created)
+			w.Versions.set(writer, written, created)
 			return true, nil
 		}
 		if !apierrors.IsAlreadyExists(err) {
@@ -127,7 +128,7 @@ func (w ownedWriter) apply(ctx context.Context, kind string, desired, current cl
 		// The watch does not hold it (yet): its metadata, read from the
 		// API server, tells first whether it is someone else's, whose
 		// content is then never read.
-		meta, found, err := metadataFromAPI(ctx, w.reader, w.metadata, kind, key)
+		meta, found, err := related.MetadataFromAPI(ctx, w.Reader, w.Metadata, kind, key)
 		if err != nil {
 			return false, err
 		}
@@ -166,18 +167,18 @@ func (w ownedWriter) apply(ctx context.Context, kind string, desired, current cl
 		return nil
 	})
 	if err != nil {
-		w.versions.set(writer, written, "")
+		w.Versions.set(writer, written, "")
 		return false, err // stalls of the mutation, or errors ownedClient wrapped
 	}
 	// An object adopted without the annotation keeps lacking it: the
 	// metadata check never trusts it, and it is read each time.
-	w.versions.set(writer, written, current.GetResourceVersion())
+	w.Versions.set(writer, written, current.GetResourceVersion())
 	return result != controllerutil.OperationResultNone, nil
 }
 
 // create creates a copy of desired through c and returns its
 // resourceVersion.
-func (w ownedWriter) create(ctx context.Context, c ownedClient, desired client.Object) (string, error) {
+func (w Writer) create(ctx context.Context, c ownedClient, desired client.Object) (string, error) {
 	obj, ok := desired.DeepCopyObject().(client.Object)
 	if !ok {
 		return "", fmt.Errorf("cannot copy %T", desired)
@@ -277,7 +278,7 @@ func (p lockedPatch) Data(obj client.Object) ([]byte, error) {
 
 // asLeft reports whether meta shows an object as the operator last wrote
 // or checked it: controlled by owner, at version recorded (see
-// writtenVersions), with content hash hash.
+// Versions), with content hash hash.
 func asLeft(meta metav1.Object, owner types.UID, recorded, hash string) bool {
 	ref := metav1.GetControllerOfNoCopy(meta)
 	return ref != nil && ref.UID == owner && recorded != "" && meta.GetResourceVersion() == recorded &&
@@ -301,13 +302,13 @@ func nameConflict(kind string, key client.ObjectKey, owner *metav1.OwnerReferenc
 // the same write would only be refused again.
 func writeError(verb, kind string, key client.ObjectKey, err error) error {
 	if apierrors.IsInvalid(err) || apierrors.IsRequestEntityTooLargeError(err) {
-		return conditions.Stall(backendsv1alpha1.WriteRejectedReason, "The API server refused %s %s %s: %v", verb, kind, key, apiMessage(err))
+		return conditions.Stall(backendsv1alpha1.WriteRejectedReason, "The API server refused %s %s %s: %v", verb, kind, key, APIMessage(err))
 	}
 	return fmt.Errorf("%s %s %s: %w", verb, kind, key, err)
 }
 
-// apiMessage is the message of an API error.
-func apiMessage(err error) string {
+// APIMessage is the message of an API error.
+func APIMessage(err error) string {
 	var status apierrors.APIStatus
 	if errors.As(err, &status) && status.Status().Message != "" {
 		return status.Status().Message
@@ -330,12 +331,12 @@ func mergeStrings(have, want map[string]string) map[string]string {
 	return out
 }
 
-// deletePrevious deletes the ConfigMap and the Secret the owner wrote
+// DeletePrevious deletes the ConfigMap and the Secret the owner wrote
 // under the names previous records (its status.rendered) when it now
 // writes configMapName and secretName instead: objects left behind when
 // the user renames them. Objects the owner does not control are left
 // alone.
-func (w ownedWriter) deletePrevious(ctx context.Context, owner render.Owner, previous *backendsv1alpha1.RenderedObjects, configMapName, secretName string) error {
+func (w Writer) DeletePrevious(ctx context.Context, owner render.Owner, previous *backendsv1alpha1.RenderedObjects, configMapName, secretName string) error {
 	if previous == nil {
 		return nil
 	}
@@ -350,8 +351,8 @@ func (w ownedWriter) deletePrevious(ctx context.Context, owner render.Owner, pre
 		if err := w.deleteIfOwned(ctx, stale.kind, key, owner.UID); err != nil {
 			return fmt.Errorf("deleting the previous %s %s: %w", stale.kind, key, err)
 		}
-		writer := writerKey{kind: owner.Kind, NamespacedName: types.NamespacedName{Namespace: owner.Namespace, Name: owner.Name}}
-		w.versions.set(writer, writtenKey{kind: stale.kind, name: stale.name}, "")
+		writer := WriterKey{Kind: owner.Kind, NamespacedName: types.NamespacedName{Namespace: owner.Namespace, Name: owner.Name}}
+		w.Versions.set(writer, writtenKey{kind: stale.kind, name: stale.name}, "")
 	}
 	return nil
 }
@@ -359,16 +360,16 @@ func (w ownedWriter) deletePrevious(ctx context.Context, owner render.Owner, pre
 // deleteIfOwned deletes the ConfigMap or Secret key when owner controls
 // it. It reads only the object's metadata, from the cache; the deletion is
 // conditional on the UID read.
-func (w ownedWriter) deleteIfOwned(ctx context.Context, kind string, key types.NamespacedName, owner types.UID) error {
+func (w Writer) deleteIfOwned(ctx context.Context, kind string, key types.NamespacedName, owner types.UID) error {
 	obj := &metav1.PartialObjectMetadata{}
 	obj.SetGroupVersionKind(corev1.SchemeGroupVersion.WithKind(kind))
-	if err := w.metadata.Get(ctx, key, obj); err != nil {
+	if err := w.Metadata.Get(ctx, key, obj); err != nil {
 		return client.IgnoreNotFound(err)
 	}
 	if ref := metav1.GetControllerOf(obj); ref == nil || ref.UID != owner {
 		return nil
 	}
-	if err := w.client.Delete(ctx, obj, client.Preconditions{UID: new(obj.GetUID())}); err != nil {
+	if err := w.Client.Delete(ctx, obj, client.Preconditions{UID: new(obj.GetUID())}); err != nil {
 		return client.IgnoreNotFound(err)
 	}
 	return nil

@@ -1,4 +1,4 @@
-package controllers
+package related
 
 import (
 	"context"
