@@ -65,7 +65,7 @@ func (r *backendReconciler) finalize(ctx context.Context, obj backendObject, loc
 		}
 		return ctrl.Result{}, fmt.Errorf("patching status: %w", err)
 	}
-	emitTransitions(r.events, obj, before)
+	emitTransitions(r.events, r.transitions, obj, before)
 	ctrl.LoggerFrom(ctx).Info("Deletion waits for the StateLocks that hold the backend's lock", "stateLocks", len(blockers))
 	return ctrl.Result{}, nil
 }

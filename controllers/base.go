@@ -47,6 +47,12 @@ type reconciler struct {
 	probes *probes.Pool
 	// wake receives an event when a probe ends, to reconcile its object.
 	wake chan ctrlevent.GenericEvent
+	// transitions are the events the kind emits for its status changes
+	// (transitionEvents unless the kind's constructor sets its own).
+	transitions eventsFunc
+	// forgetMetrics removes the series of an object of the kind that is
+	// gone; nil when the kind serves none.
+	forgetMetrics func(key types.NamespacedName)
 }
 
 // conflictRetryAfter is the wait before reconciling again an object whose
@@ -78,6 +84,8 @@ func newReconciler(c client.Client, apiReader client.Reader, recorder events.Eve
 		schedule:  probes.NewSchedule(),
 		probes:    pool,
 		wake:      make(chan ctrlevent.GenericEvent, wakeBuffer),
+
+		transitions: transitionEvents,
 	}
 }
 
@@ -150,7 +158,9 @@ func (r *reconciler) forget(kind string, key types.NamespacedName) {
 	r.written.Forget(owned.WriterKey{Kind: kind, NamespacedName: key})
 	r.renders.Forget(owned.WriterKey{Kind: kind, NamespacedName: key})
 	r.probes.Forget(probes.Key{Kind: kind, NamespacedName: key})
-	forgetMetrics(kind, key.Namespace, key.Name)
+	if r.forgetMetrics != nil {
+		r.forgetMetrics(key)
+	}
 }
 
 // reconcileObject runs the phases on obj, read and not being deleted (see
@@ -159,7 +169,7 @@ func (r *reconciler) reconcileObject(ctx context.Context, req ctrl.Request, obj 
 	before := obj.DeepCopyObject().(statusObject)
 	conditions.MarkReconciling(obj.StatusConditions(), obj.GetGeneration(), *obj.StatusObservedGeneration())
 	out, requeueAfter, err := run(ctx)
-	if err := finishReconcile(ctx, r.client, r.events, obj, before, out.Outcome, err); err != nil {
+	if err := finishReconcile(ctx, r.client, r.events, r.transitions, obj, before, out.Outcome, err); err != nil {
 		if apierrors.IsConflict(err) {
 			// The object changed since it was read (often the cache had
 			// not caught up with a write of ours yet): an expected race,

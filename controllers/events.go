@@ -1,8 +1,6 @@
 package controllers
 
 import (
-	"slices"
-
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
@@ -22,10 +20,12 @@ type event struct {
 type statusView struct {
 	conditions []metav1.Condition
 	holder     *backendsv1alpha1.LockInfo
-	// stateLock is true for a StateLock, whose Locked condition says
-	// whether it holds its lock (see stateLockEvents).
-	stateLock bool
 }
+
+// eventsFunc returns the events of the status changes from before to
+// after, as one kind reports them: transitionEvents for backends and
+// RemoteStates, stateLockEvents for StateLocks.
+type eventsFunc func(before, after statusView) []event
 
 // viewOf is the statusView of obj.
 func viewOf(obj statusObject) statusView {
@@ -33,7 +33,6 @@ func viewOf(obj statusObject) statusView {
 	if backend, ok := obj.(backendObject); ok {
 		v.holder = backend.SharedStatus().Lock
 	}
-	_, v.stateLock = obj.(*backendsv1alpha1.StateLock)
 	return v
 }
 
@@ -49,9 +48,6 @@ func viewOf(obj statusObject) statusView {
 // reports its release, and one that sees it held by the same holder
 // reports nothing. A reconciliation that changes nothing emits nothing.
 func transitionEvents(before, after statusView) []event {
-	if after.stateLock {
-		return stateLockEvents(before, after)
-	}
 	var events []event
 	if ready, changed := conditions.Changed(before.conditions, after.conditions, backendsv1alpha1.ReadyCondition); changed {
 		switch {
@@ -108,38 +104,4 @@ func holderID(h *backendsv1alpha1.LockInfo) string {
 		return ""
 	}
 	return h.ID
-}
-
-// stateLockReasons are the reasons of a StateLock's Locked condition,
-// which its Ready condition repeats: stateLockEvents reports them from
-// Locked alone.
-var stateLockReasons = []string{
-	backendsv1alpha1.SucceededReason, backendsv1alpha1.LockAcquiredReason, backendsv1alpha1.WaitingForLockReason,
-	backendsv1alpha1.LockLostReason, backendsv1alpha1.ExpiredReason, backendsv1alpha1.ProgressingReason,
-}
-
-// stateLockEvents returns the events of a StateLock's status changes: the
-// lock taken (Normal LockAcquired), waited for (Normal WaitingForLock),
-// lost (Warning LockLost) or released at expiry (Normal Expired), each
-// when Locked takes that reason; and a Warning when Ready becomes False
-// or Unknown for another reason (a backend missing or unreachable).
-func stateLockEvents(before, after statusView) []event {
-	var events []event
-	if locked, changed := conditions.ChangedReason(before.conditions, after.conditions, backendsv1alpha1.LockedCondition); changed {
-		switch {
-		case locked.Status == metav1.ConditionTrue:
-			events = append(events, event{corev1.EventTypeNormal, backendsv1alpha1.LockAcquiredReason, "Lock", locked.Message})
-		case locked.Reason == backendsv1alpha1.WaitingForLockReason:
-			events = append(events, event{corev1.EventTypeNormal, locked.Reason, "Lock", locked.Message})
-		case locked.Reason == backendsv1alpha1.LockLostReason:
-			events = append(events, event{corev1.EventTypeWarning, locked.Reason, "Lock", locked.Message})
-		case locked.Reason == backendsv1alpha1.ExpiredReason:
-			events = append(events, event{corev1.EventTypeNormal, locked.Reason, "Unlock", locked.Message})
-		}
-	}
-	if ready, changed := conditions.ChangedReason(before.conditions, after.conditions, backendsv1alpha1.ReadyCondition); changed &&
-		ready.Status != metav1.ConditionTrue && !slices.Contains(stateLockReasons, ready.Reason) {
-		events = append(events, event{corev1.EventTypeWarning, ready.Reason, "Reconcile", ready.Message})
-	}
-	return events
 }

@@ -22,7 +22,7 @@ import (
 // the object waits for a watch event instead of being retried with
 // backoff. before is the object as read; the reconciliation changed only
 // obj's status.
-func finishReconcile[T statusObject](ctx context.Context, c client.Client, recorder events.EventRecorder, obj, before T, out conditions.Outcome, err error) error {
+func finishReconcile[T statusObject](ctx context.Context, c client.Client, recorder events.EventRecorder, transitions eventsFunc, obj, before T, out conditions.Outcome, err error) error {
 	if se, ok := conditions.AsStall(err); ok {
 		out.Stall = se
 	} else {
@@ -38,12 +38,12 @@ func finishReconcile[T statusObject](ctx context.Context, c client.Client, recor
 		patch := client.MergeFromWithOptions(before, client.MergeFromWithOptimisticLock{})
 		if patchErr := c.Status().Patch(ctx, obj, patch, owned.FieldOwner); patchErr != nil {
 			if apierrors.IsInvalid(patchErr) || apierrors.IsRequestEntityTooLargeError(patchErr) {
-				return patchRejectedStatus(ctx, c, recorder, before, patchErr)
+				return patchRejectedStatus(ctx, c, recorder, transitions, before, patchErr)
 			}
 			return fmt.Errorf("patching status: %w", patchErr)
 		}
 	}
-	emitTransitions(recorder, obj, before)
+	emitTransitions(recorder, transitions, obj, before)
 	if out.Stall != nil {
 		ctrl.LoggerFrom(ctx).Info("Stalled until the spec or a referenced object changes", "reason", out.Stall.Reason)
 		return nil //nolint:nilerr // a stall is recorded as Stalled=True and waits for a change; returning it would requeue
@@ -52,9 +52,9 @@ func finishReconcile[T statusObject](ctx context.Context, c client.Client, recor
 }
 
 // emitTransitions emits the events of the status changes from before to
-// obj.
-func emitTransitions(recorder events.EventRecorder, obj, before statusObject) {
-	for _, e := range transitionEvents(viewOf(before), viewOf(obj)) {
+// obj, as transitions reports them.
+func emitTransitions(recorder events.EventRecorder, transitions eventsFunc, obj, before statusObject) {
+	for _, e := range transitions(viewOf(before), viewOf(obj)) {
 		recorder.Eventf(obj, nil, e.eventType, e.reason, e.action, "%s", e.note)
 	}
 }
@@ -65,7 +65,7 @@ func emitTransitions(recorder events.EventRecorder, obj, before statusObject) {
 // a stall (StatusRejected) that says why, and its events. The observations
 // of the refused status are dropped; the next probe, spec change or
 // referenced object change computes a status again.
-func patchRejectedStatus[T statusObject](ctx context.Context, c client.Client, recorder events.EventRecorder, before T, rejected error) error {
+func patchRejectedStatus[T statusObject](ctx context.Context, c client.Client, recorder events.EventRecorder, transitions eventsFunc, before T, rejected error) error {
 	obj := before.DeepCopyObject().(T)
 	out := conditions.Outcome{Stall: &conditions.StallError{Reason: backendsv1alpha1.StatusRejectedReason,
 		Message: "The API server refused the status the operator computed: " + owned.APIMessage(rejected)}}
@@ -74,7 +74,7 @@ func patchRejectedStatus[T statusObject](ctx context.Context, c client.Client, r
 	if err := c.Status().Patch(ctx, obj, patch, owned.FieldOwner); err != nil {
 		return fmt.Errorf("patching status after the API server refused it (%w): %w", rejected, err)
 	}
-	emitTransitions(recorder, obj, before)
+	emitTransitions(recorder, transitions, obj, before)
 	ctrl.LoggerFrom(ctx).Info("Stalled: the API server refused the status", "reason", backendsv1alpha1.StatusRejectedReason)
 	return nil
 }

@@ -52,7 +52,7 @@ func TestFinishReconcileStatusRejected(t *testing.T) {
 	obj.Status.State = &backendsv1alpha1.StateSummary{Present: true, Serial: 5, Lineage: "a lineage the API refuses"}
 
 	recorder := events.NewFakeRecorder(10)
-	err := finishReconcile(context.Background(), c, recorder, obj, read, conditions.Outcome{ReadyMessage: "Rendered"}, nil)
+	err := finishReconcile(context.Background(), c, recorder, transitionEvents, obj, read, conditions.Outcome{ReadyMessage: "Rendered"}, nil)
 	if err != nil {
 		t.Fatalf("finishReconcile() = %v, want nil: a refused status must not be retried", err)
 	}

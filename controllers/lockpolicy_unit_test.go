@@ -344,7 +344,7 @@ func TestApplyLockRecordsTheLockAge(t *testing.T) {
 		}, false},
 		{"held, then the backend forgotten", func(b *backendsv1alpha1.HttpBackend) {
 			applyLock(b, kind, lockReading{held: true, holder: holder}, nil, nil, lockTaken)
-			forgetMetrics(kind, ns, b.Name)
+			forgetBackendMetrics(kind, ns, b.Name)
 		}, false},
 	}
 	for _, step := range steps {
@@ -355,5 +355,5 @@ func TestApplyLockRecordsTheLockAge(t *testing.T) {
 			t.Errorf("%s: series recorded = %v (Created %s), want %v (Created %s)", step.name, ok, created, step.wantS, lockTaken)
 		}
 	}
-	forgetMetrics(kind, ns, "web")
+	forgetBackendMetrics(kind, ns, "web")
 }

@@ -5,10 +5,7 @@ import (
 	"time"
 
 	"github.com/prometheus/client_golang/prometheus"
-	"k8s.io/apimachinery/pkg/types"
 	"sigs.k8s.io/controller-runtime/pkg/metrics"
-
-	backendsv1alpha1 "github.com/infrastate/backend-operator/api/v1alpha1"
 )
 
 // Metrics of the probes, registered with controller-runtime's registry so
@@ -54,12 +51,8 @@ func init() {
 	metrics.Registry.MustRegister(probeDuration, lockHeld, stateSize, lockAges, backendReachable, lockStaleAfter, remoteStateRefresh)
 }
 
-// forgetMetrics removes the series of a deleted object of kind.
-func forgetMetrics(kind, namespace, name string) {
-	if kind == backendsv1alpha1.RemoteStateKind {
-		remoteStateRefresh.forget(types.NamespacedName{Namespace: namespace, Name: name})
-		return
-	}
+// forgetBackendMetrics removes the series of a deleted backend of kind.
+func forgetBackendMetrics(kind, namespace, name string) {
 	lockHeld.DeleteLabelValues(kind, namespace, name)
 	stateSize.DeleteLabelValues(kind, namespace, name)
 	lockAges.forget(kind, namespace, name)

@@ -188,14 +188,16 @@ func TestBackendSeries(t *testing.T) {
 		"the backend deleted": {
 			steps: []func(*backendsv1alpha1.HttpBackend){
 				probed(metav1.ConditionTrue, backendsv1alpha1.ReachableReason), heldUnder(stale),
-				func(b *backendsv1alpha1.HttpBackend) { forgetMetrics(kind, ns, b.Name) },
+				func(b *backendsv1alpha1.HttpBackend) { forgetBackendMetrics(kind, ns, b.Name) },
 			},
 			want: map[string]float64{},
 		},
 		"a RemoteState of the same name deleted": {
 			steps: []func(*backendsv1alpha1.HttpBackend){
 				probed(metav1.ConditionTrue, backendsv1alpha1.ReachableReason), heldUnder(stale),
-				func(b *backendsv1alpha1.HttpBackend) { forgetMetrics(backendsv1alpha1.RemoteStateKind, ns, b.Name) },
+				func(b *backendsv1alpha1.HttpBackend) {
+					remoteStateRefresh.forget(types.NamespacedName{Namespace: ns, Name: b.Name})
+				},
 			},
 			want: map[string]float64{
 				reachableMetric + "{kind=HttpBackend,name=web}":  1,
@@ -206,7 +208,7 @@ func TestBackendSeries(t *testing.T) {
 	}
 	for name, tc := range cases {
 		t.Run(name, func(t *testing.T) {
-			t.Cleanup(func() { forgetMetrics(kind, ns, "web") })
+			t.Cleanup(func() { forgetBackendMetrics(kind, ns, "web") })
 			b := &backendsv1alpha1.HttpBackend{ObjectMeta: metav1.ObjectMeta{Name: "web", Namespace: ns, UID: types.UID("uid-web"), Generation: 1}}
 			for _, step := range tc.steps {
 				step(b)

@@ -9,6 +9,7 @@ import (
 	"github.com/google/go-cmp/cmp"
 	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/types"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/metrics"
 
@@ -37,9 +38,15 @@ func expectSeries(target objectRef, want map[string]float64, names ...string) fu
 // forgetSeries drops the series of target, as a new manager process starts
 // with none, now and when the case ends.
 func forgetSeries(target objectRef) func(e *reconcileEnv) {
+	forget := func() { forgetBackendMetrics(target.kind, harnessNamespace, target.name) }
+	if target.kind == backendsv1alpha1.RemoteStateKind {
+		forget = func() {
+			remoteStateRefresh.forget(types.NamespacedName{Namespace: harnessNamespace, Name: target.name})
+		}
+	}
 	return func(e *reconcileEnv) {
-		forgetMetrics(target.kind, harnessNamespace, target.name)
-		e.t.Cleanup(func() { forgetMetrics(target.kind, harnessNamespace, target.name) })
+		forget()
+		e.t.Cleanup(forget)
 	}
 }
 

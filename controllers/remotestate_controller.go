@@ -35,7 +35,9 @@ type remoteStateReconciler struct {
 // newRemoteStateReconciler returns a reconciler that writes through c and
 // reads Secrets through apiReader, which must not be a cache.
 func newRemoteStateReconciler(c client.Client, apiReader client.Reader, recorder events.EventRecorder, opts ...Option) *remoteStateReconciler {
-	return &remoteStateReconciler{newReconciler(c, apiReader, recorder, opts)}
+	r := &remoteStateReconciler{newReconciler(c, apiReader, recorder, opts)}
+	r.forgetMetrics = remoteStateRefresh.forget
+	return r
 }
 
 // remoteScope collects what the phases of one reconciliation read and write.

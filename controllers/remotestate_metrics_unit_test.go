@@ -128,11 +128,11 @@ func TestForgetMetricsOfARemoteState(t *testing.T) {
 	remoteStateRefresh.observe(key, time.Minute, func() time.Time { return at })
 	want := map[string]float64{lastSuccessMetric + "{name=network}": float64(at.Unix()), intervalMetric + "{name=network}": 60}
 
-	forgetMetrics(backendsv1alpha1.HttpBackendKind, ns, "network")
+	forgetBackendMetrics(backendsv1alpha1.HttpBackendKind, ns, "network")
 	if diff := cmp.Diff(want, managerSeries(t, ns, lastSuccessMetric, intervalMetric)); diff != "" {
 		t.Errorf("series after an HttpBackend of the same name was deleted (-want +got):\n%s", diff)
 	}
-	forgetMetrics(backendsv1alpha1.RemoteStateKind, ns, "network")
+	remoteStateRefresh.forget(types.NamespacedName{Namespace: ns, Name: "network"})
 	if diff := cmp.Diff(map[string]float64{}, managerSeries(t, ns, lastSuccessMetric, intervalMetric)); diff != "" {
 		t.Errorf("series after the RemoteState was deleted (-want +got):\n%s", diff)
 	}

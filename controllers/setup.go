@@ -4,6 +4,7 @@ import (
 	"context"
 	"fmt"
 
+	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/client-go/metadata"
 	"k8s.io/client-go/tools/events"
 	ctrl "sigs.k8s.io/controller-runtime"
@@ -97,5 +98,7 @@ func fieldIndexes() []fieldIndex {
 // through c and reading Secrets and ConfigMaps through apiReader, which
 // must not be a cache.
 func newBackendReconciler(kind backendKind, c client.Client, apiReader client.Reader, recorder events.EventRecorder, opts ...Option) *backendReconciler {
-	return &backendReconciler{reconciler: newReconciler(c, apiReader, recorder, opts), kind: kind}
+	r := &backendReconciler{reconciler: newReconciler(c, apiReader, recorder, opts), kind: kind}
+	r.forgetMetrics = func(key types.NamespacedName) { forgetBackendMetrics(kind.name(), key.Namespace, key.Name) }
+	return r
 }

@@ -41,7 +41,9 @@ type stateLockReconciler struct {
 // newStateLockReconciler returns a reconciler that writes through c and
 // reads Secrets through apiReader, which must not be a cache.
 func newStateLockReconciler(c client.Client, apiReader client.Reader, recorder events.EventRecorder, opts ...Option) *stateLockReconciler {
-	return &stateLockReconciler{newReconciler(c, apiReader, recorder, opts)}
+	r := &stateLockReconciler{newReconciler(c, apiReader, recorder, opts)}
+	r.transitions = stateLockEvents
+	return r
 }
 
 // slockScope collects what the phases of one reconciliation read and

@@ -101,7 +101,7 @@ func TestStateLockEvents(t *testing.T) {
 	}
 	for name, tc := range cases {
 		t.Run(name, func(t *testing.T) {
-			got := transitionEvents(statusView{conditions: tc.before, stateLock: true}, statusView{conditions: tc.after, stateLock: true})
+			got := stateLockEvents(statusView{conditions: tc.before}, statusView{conditions: tc.after})
 			if diff := cmp.Diff(tc.want, got, cmp.AllowUnexported(event{}), cmpopts.EquateEmpty()); diff != "" {
 				t.Errorf("events (-want +got):\n%s", diff)
 			}
@@ -109,21 +109,23 @@ func TestStateLockEvents(t *testing.T) {
 	}
 }
 
-// TestViewOfStateLock checks that a StateLock's events come from
-// stateLockEvents: a backend's rules would report its Locked True as
-// LockHeld.
-func TestViewOfStateLock(t *testing.T) {
+// TestEachReconcilerReportsItsKindsEvents checks that a StateLock's
+// events come from stateLockEvents, and a backend's from
+// transitionEvents: a backend's rules would report a StateLock's Locked
+// True as LockHeld.
+func TestEachReconcilerReportsItsKindsEvents(t *testing.T) {
+	locked := []metav1.Condition{cond("Locked", metav1.ConditionTrue, "LockAcquired", "Holds lock L")}
 	sl := makeSlock().build()
-	sl.Status.Conditions = []metav1.Condition{cond("Locked", metav1.ConditionTrue, "LockAcquired", "Holds lock L")}
-	if v := viewOf(sl); !v.stateLock || v.holder != nil {
-		t.Fatalf("viewOf(StateLock) = %+v, want a StateLock view", v)
-	}
-	got := transitionEvents(statusView{stateLock: true}, viewOf(sl))
+	sl.Status.Conditions = locked
+	got := newStateLockReconciler(nil, nil, nil).transitions(statusView{}, viewOf(sl))
 	if diff := cmp.Diff([]event{{"Normal", "LockAcquired", "Lock", "Holds lock L"}}, got, cmp.AllowUnexported(event{})); diff != "" {
-		t.Errorf("events (-want +got):\n%s", diff)
+		t.Errorf("StateLock events (-want +got):\n%s", diff)
 	}
-	if v := viewOf(makeHttpBackend("b", "ns", "http://127.0.0.1/").build()); v.stateLock {
-		t.Errorf("viewOf(HttpBackend) is a StateLock view")
+	backend := makeHttpBackend("b", "ns", "http://127.0.0.1/").build()
+	backend.Status.Conditions = []metav1.Condition{cond("Locked", metav1.ConditionTrue, "LockHeld", "Held by H")}
+	got = newBackendReconciler(httpKind{}, nil, nil, nil).transitions(statusView{}, viewOf(backend))
+	if diff := cmp.Diff([]event{{"Normal", "LockHeld", "Probe", "Held by H"}}, got, cmp.AllowUnexported(event{})); diff != "" {
+		t.Errorf("backend events (-want +got):\n%s", diff)
 	}
 }
 
