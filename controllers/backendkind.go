@@ -39,6 +39,9 @@ type backendKind interface {
 	checkSpec(obj backendObject) error
 	// probeSpec is obj's spec.probe; nil when it sets none.
 	probeSpec(obj backendObject) *backendsv1alpha1.ProbeSpec
+	// failures are the failure classes of the kind's client errors, which
+	// classifyFailure reads between the classes every kind shares.
+	failures() []failureClass
 	// resolve reads what obj references under env and checks it. It may
 	// set status fields that it decides (a CosBackend's region in
 	// effect). Every problem the user must fix is a stall naming the

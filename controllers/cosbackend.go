@@ -37,6 +37,7 @@ func (cosKind) name() string                           { return backendsv1alpha1
 func (cosKind) newObject() backendObject               { return &backendsv1alpha1.CosBackend{} }
 func (cosKind) newList() client.ObjectList             { return &backendsv1alpha1.CosBackendList{} }
 func (cosKind) readyGates() []string                   { return []string{backendsv1alpha1.BucketReadyCondition} }
+func (cosKind) failures() []failureClass               { return cosFailures }
 func (cosKind) configMapName(obj backendObject) string { return cosBackend(obj).Spec.ConfigMapName }
 func (cosKind) checkSpec(obj backendObject) error      { return checkCosSpec(cosBackend(obj).Spec) }
 func (cosKind) probeSpec(obj backendObject) *backendsv1alpha1.ProbeSpec {

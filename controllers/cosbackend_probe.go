@@ -2,7 +2,6 @@ package controllers
 
 import (
 	"context"
-	"errors"
 	"fmt"
 	"io"
 	"time"
@@ -12,7 +11,6 @@ import (
 	backendsv1alpha1 "github.com/infrastate/backend-operator/api/v1alpha1"
 	"github.com/infrastate/backend-operator/controllers/internal/conditions"
 	"github.com/infrastate/backend-operator/internal/cos"
-	"github.com/infrastate/backend-operator/internal/netguard"
 	"github.com/infrastate/backend-operator/internal/render"
 	"github.com/infrastate/backend-operator/internal/statefile"
 )
@@ -94,7 +92,7 @@ func applyCosProbe(backend *backendsv1alpha1.CosBackend, res cosProbeResult, fin
 	switch {
 	case res.bucketErr != nil:
 		conditions.Set(conds, backend.Generation, backendsv1alpha1.BucketReadyCondition, bucket)
-		applyLock(backend, backendsv1alpha1.CosBackendKind, lockReading{err: res.bucketErr}, backend.Spec.ForceUnlock, backend.Spec.LockPolicy, finished)
+		applyLock(backend, backendsv1alpha1.CosBackendKind, cosFailures, lockReading{err: res.bucketErr}, backend.Spec.ForceUnlock, backend.Spec.LockPolicy, finished)
 		return
 	case res.stateErr != nil:
 		bucket = stateObjectFailure(res.stateErr)
@@ -106,7 +104,7 @@ func applyCosProbe(backend *backendsv1alpha1.CosBackend, res cosProbeResult, fin
 		}
 	}
 	conditions.Set(conds, backend.Generation, backendsv1alpha1.BucketReadyCondition, bucket)
-	applyLock(backend, backendsv1alpha1.CosBackendKind, res.lock, backend.Spec.ForceUnlock, backend.Spec.LockPolicy, finished)
+	applyLock(backend, backendsv1alpha1.CosBackendKind, cosFailures, res.lock, backend.Spec.ForceUnlock, backend.Spec.LockPolicy, finished)
 }
 
 // cosConfig is the COS client configuration of a spec.
@@ -131,7 +129,7 @@ func cosConfig(spec backendsv1alpha1.CosBackendSpec, region string, secrets rend
 // StateUnreadable whatever the cause, whose next step the message gives
 // (see failureClasses).
 func stateObjectFailure(err error) conditions.Observation {
-	class := classifyFailure(err)
+	class := classifyFailure(cosFailures, err)
 	reason := backendsv1alpha1.StateUnreadableReason
 	if class.reason == backendsv1alpha1.DecryptionFailedReason {
 		reason = class.reason
@@ -140,17 +138,15 @@ func stateObjectFailure(err error) conditions.Observation {
 		Message: fmt.Sprintf("The bucket exists, but its state object cannot be used: %s. %s", errorText(err), class.nextStep(err))}
 }
 
-// bucketFailures classify a failed bucket check, in order: the reason and
-// what it is, formatted with the bucket. The message goes on with the
-// error and what to check (see nextStepAs).
-var bucketFailures = []struct {
-	err            error
-	reason, format string
-}{
-	{netguard.ErrAddressDenied, backendsv1alpha1.AddressDeniedReason, "COS for bucket %s cannot be reached"},
-	{cos.ErrBucketNotFound, backendsv1alpha1.BucketNotFoundReason, "Bucket %s does not exist"},
-	{cos.ErrAccessDenied, backendsv1alpha1.AccessDeniedReason, "COS refused access to bucket %s"},
-	{cos.ErrUnreachable, backendsv1alpha1.UnreachableReason, "COS cannot be reached for bucket %s"},
+// bucketChecks say what a failed bucket check is, by the reason
+// classifyFailure gives it, formatted with the bucket; the message goes
+// on with the error and what to check.
+var bucketChecks = map[string]string{
+	backendsv1alpha1.AddressDeniedReason:  "COS for bucket %s cannot be reached",
+	backendsv1alpha1.BucketNotFoundReason: "Bucket %s does not exist",
+	backendsv1alpha1.AccessDeniedReason:   "COS refused access to bucket %s",
+	backendsv1alpha1.UnreachableReason:    "COS cannot be reached for bucket %s",
+	backendsv1alpha1.TLSErrorReason:       "COS cannot be reached over TLS for bucket %s",
 }
 
 // bucketObservation is the BucketReady condition for a bucket check.
@@ -159,13 +155,11 @@ func bucketObservation(bucket string, err error) conditions.Observation {
 		return conditions.Observation{Status: metav1.ConditionTrue, Reason: backendsv1alpha1.ReachableReason,
 			Message: fmt.Sprintf("Bucket %s exists and can be read", bucket)}
 	}
-	reason, format, next := backendsv1alpha1.ServerErrorReason, "Checking bucket %s failed", cosAnswerNextStep
-	for _, f := range bucketFailures {
-		if errors.Is(err, f.err) {
-			reason, format, next = f.reason, f.format, nextStepAs(f.reason, err)
-			break
-		}
+	class := classifyFailure(cosFailures, err)
+	format, ok := bucketChecks[class.reason]
+	if !ok {
+		format = "Checking bucket %s failed"
 	}
-	return conditions.Observation{Status: metav1.ConditionFalse, Reason: reason,
-		Message: fmt.Sprintf(format+": %s. %s", bucket, errorText(err), next)}
+	return conditions.Observation{Status: metav1.ConditionFalse, Reason: class.reason,
+		Message: fmt.Sprintf(format+": %s. %s", bucket, errorText(err), class.nextStep(err))}
 }

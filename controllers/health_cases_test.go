@@ -138,60 +138,60 @@ func healthCases() map[string]healthCase {
 
 		// A probe or a read failed: retried at the next interval.
 		"the credentials are required": {
-			reason: backendsv1alpha1.UnauthorizedReason, in: "probe", steps: forKinds(observed(readFailure(status(401))), hb, rs), want: readsRetrying,
+			reason: backendsv1alpha1.UnauthorizedReason, in: "probe", steps: forKinds(observed(probeFailure(everyKindsFailures, status(401))), hb, rs), want: readsRetrying,
 		},
 		"the credentials are refused": {
-			reason: backendsv1alpha1.ForbiddenReason, in: "probe", steps: forKinds(observed(readFailure(status(403))), hb, rs), want: readsRetrying,
+			reason: backendsv1alpha1.ForbiddenReason, in: "probe", steps: forKinds(observed(probeFailure(everyKindsFailures, status(403))), hb, rs), want: readsRetrying,
 		},
 		"the TLS handshake fails": {
-			reason: backendsv1alpha1.TLSErrorReason, in: "probe", steps: forKinds(observed(readFailure(untrusted)), hb, rs), want: readsRetrying,
+			reason: backendsv1alpha1.TLSErrorReason, in: "probe", steps: forKinds(observed(probeFailure(everyKindsFailures, untrusted)), hb, rs), want: readsRetrying,
 		},
 		"the address policy refuses the backend's address": {
 			reason: backendsv1alpha1.AddressDeniedReason,
 			steps: map[string]healthStep{
-				hb: observed(probeFailure(denied)), cb: observed(bucketObservation("b", cosErr(denied))), rs: observed(readFailure(denied)),
+				hb: observed(probeFailure(everyKindsFailures, denied)), cb: observed(bucketObservation("b", cosErr(denied))), rs: observed(probeFailure(everyKindsFailures, denied)),
 			},
 			want: readsRetrying,
 		},
 		"the backend cannot be reached": {
 			reason: backendsv1alpha1.UnreachableReason,
 			steps: map[string]healthStep{
-				hb: observed(probeFailure(refused)), cb: observed(bucketObservation("b", cosErr(cos.ErrUnreachable))), rs: observed(readFailure(refused)),
+				hb: observed(probeFailure(everyKindsFailures, refused)), cb: observed(bucketObservation("b", cosErr(cos.ErrUnreachable))), rs: observed(probeFailure(everyKindsFailures, refused)),
 			},
 			want: readsRetrying,
 		},
 		"the backend answers with an error": {
 			reason: backendsv1alpha1.ServerErrorReason,
 			steps: map[string]healthStep{
-				hb: observed(probeFailure(status(500))), cb: observed(bucketObservation("b", cosErr(errors.New("HTTP 500")))), rs: observed(readFailure(status(500))),
+				hb: observed(probeFailure(everyKindsFailures, status(500))), cb: observed(bucketObservation("b", cosErr(errors.New("HTTP 500")))), rs: observed(probeFailure(everyKindsFailures, status(500))),
 			},
 			want: readsRetrying,
 		},
 		"the bucket does not exist": {
 			reason: backendsv1alpha1.BucketNotFoundReason,
 			steps: map[string]healthStep{
-				cb: observed(bucketObservation("b", cosErr(cos.ErrBucketNotFound))), rs: observed(readFailure(cosErr(cos.ErrBucketNotFound))),
+				cb: observed(bucketObservation("b", cosErr(cos.ErrBucketNotFound))), rs: observed(probeFailure(everyKindsFailures, cosErr(cos.ErrBucketNotFound))),
 			},
 			want: readsRetrying,
 		},
 		"COS refuses the credentials": {
 			reason: backendsv1alpha1.AccessDeniedReason,
 			steps: map[string]healthStep{
-				cb: observed(bucketObservation("b", cosErr(cos.ErrAccessDenied))), rs: observed(readFailure(cosErr(cos.ErrAccessDenied))),
+				cb: observed(bucketObservation("b", cosErr(cos.ErrAccessDenied))), rs: observed(probeFailure(everyKindsFailures, cosErr(cos.ErrAccessDenied))),
 			},
 			want: readsRetrying,
 		},
 		"the state cannot be decrypted": {
 			reason: backendsv1alpha1.DecryptionFailedReason,
 			steps: map[string]healthStep{
-				hb: observed(probeFailure(undecryptable)), cb: cosProbed(cosProbeResult{stateErr: undecryptable}), rs: observed(contentFailure(undecryptable)),
+				hb: observed(probeFailure(everyKindsFailures, undecryptable)), cb: cosProbed(cosProbeResult{stateErr: undecryptable}), rs: observed(contentFailure(undecryptable)),
 			},
 			want: readsRetrying,
 		},
 		"the state cannot be used": {
 			reason: backendsv1alpha1.StateUnreadableReason,
 			steps: map[string]healthStep{
-				hb: observed(probeFailure(malformed)), cb: cosProbed(cosProbeResult{stateErr: malformed}), rs: observed(readFailure(cos.ErrChecksumMismatch)),
+				hb: observed(probeFailure(everyKindsFailures, malformed)), cb: cosProbed(cosProbeResult{stateErr: malformed}), rs: observed(probeFailure(everyKindsFailures, cos.ErrChecksumMismatch)),
 			},
 			want: readsRetrying,
 		},
@@ -214,7 +214,7 @@ func healthCases() map[string]healthCase {
 			reason: backendsv1alpha1.StateNotFoundReason,
 			steps: forKinds(func(t *testing.T, kind string, k healthKind, obj statusObject) (conditions.Outcome, error) {
 				t.Helper()
-				obs, err := (&remoteStateReconciler{}).publish(t.Context(), obj.(*backendsv1alpha1.RemoteState), remoteRead{})
+				obs, err := (&remoteStateReconciler{}).publish(t.Context(), obj.(*backendsv1alpha1.RemoteState), remoteRead{}, nil)
 				if err != nil {
 					t.Fatal(err)
 				}

@@ -69,7 +69,7 @@ func healthKinds(t *testing.T) map[string]healthKind {
 			probe:     backendsv1alpha1.LockedCondition,
 			ok: func(obj statusObject) conditions.Observation {
 				lock := obj.(*backendsv1alpha1.StateLock)
-				applySlockResult(lock, slockResult{action: slockHold, taken: &heldLock{id: "l1"}}, "HttpBackend b")
+				applySlockResult(lock, slockResult{action: slockHold, taken: &heldLock{id: "l1"}}, "HttpBackend b", everyKindsFailures)
 				return *lockedObservation(lock)
 			},
 			end: stateLockEnd,
@@ -109,7 +109,7 @@ func publishedObservation(t *testing.T, remote *backendsv1alpha1.RemoteState) co
 	c := fake.NewClientBuilder().WithScheme(testenv.Scheme()).Build()
 	r := newRemoteStateReconciler(c, c, nil)
 	obs, err := r.publish(t.Context(), remote, remoteRead{found: true, state: &statefile.State{Version: 4, Serial: 3, Lineage: "l"},
-		values: []outputs.Value{{Name: "vpc_id", Key: "VPC_ID", Type: "string", Data: []byte("vpc-1")}}})
+		values: []outputs.Value{{Name: "vpc_id", Key: "VPC_ID", Type: "string", Data: []byte("vpc-1")}}}, httpFailures)
 	if err != nil {
 		t.Fatalf("publishing the outputs: %v", err)
 	}
@@ -162,7 +162,7 @@ func stateLockDid(lockID string, until *metav1.Time, res slockResult) healthStep
 	return func(_ *testing.T, _ string, k healthKind, obj statusObject) (conditions.Outcome, error) {
 		lock := obj.(*backendsv1alpha1.StateLock)
 		lock.Status.LockID, lock.Spec.Until = lockID, until
-		applySlockResult(lock, res, "HttpBackend b")
+		applySlockResult(lock, res, "HttpBackend b", everyKindsFailures)
 		return k.end(obj)
 	}
 }

@@ -28,6 +28,7 @@ func (httpKind) name() string                           { return backendsv1alpha
 func (httpKind) newObject() backendObject               { return &backendsv1alpha1.HttpBackend{} }
 func (httpKind) newList() client.ObjectList             { return &backendsv1alpha1.HttpBackendList{} }
 func (httpKind) readyGates() []string                   { return []string{backendsv1alpha1.StateReachableCondition} }
+func (httpKind) failures() []failureClass               { return httpFailures }
 func (httpKind) configMapName(obj backendObject) string { return httpBackend(obj).Spec.ConfigMapName }
 func (httpKind) checkSpec(obj backendObject) error      { return checkHTTPSpec(httpBackend(obj).Spec) }
 

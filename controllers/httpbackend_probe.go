@@ -190,7 +190,7 @@ func applyHTTPProbe(backend *backendsv1alpha1.HttpBackend, res httpProbeResult, 
 	if !res.lockChecked {
 		return
 	}
-	applyLock(backend, backendsv1alpha1.HttpBackendKind, res.lock, backend.Spec.ForceUnlock, backend.Spec.LockPolicy, finished)
+	applyLock(backend, backendsv1alpha1.HttpBackendKind, httpFailures, res.lock, backend.Spec.ForceUnlock, backend.Spec.LockPolicy, finished)
 }
 
 // stateClientConfig is the state client configuration of a spec, with the
@@ -221,7 +221,7 @@ func stateClientConfig(spec backendsv1alpha1.HttpBackendSpec, secrets render.HTT
 // stateObservation is the StateReachable condition for a fetch result.
 func stateObservation(summary *stateclient.StateSummary, err error) conditions.Observation {
 	if err != nil {
-		return probeFailure(err)
+		return probeFailure(httpFailures, err)
 	}
 	if summary == nil || !summary.Present {
 		return conditions.Observation{Status: metav1.ConditionTrue, Reason: backendsv1alpha1.ReachableReason,

@@ -15,7 +15,7 @@ import (
 // what it says.
 
 // applyLock writes what a probe that ended at finished learned of the
-// lock: the verdict of reading under the spec's forceUnlock and policy
+// lock of a backend of kind, whose client's failure classes are failures: the verdict of reading under the spec's forceUnlock and policy
 // (see lockStatus) into the Locked condition, status.lock,
 // status.holderPod and the lock metrics (the stale threshold of the
 // policy included), and a release into
@@ -25,12 +25,14 @@ import (
 // come from the same reading. The event comes from the Locked transition
 // (see transitionEvents), so writing the same result again emits nothing
 // more.
-func applyLock(obj backendObject, kind string, reading lockReading, forceUnlock *backendsv1alpha1.ForceUnlockSpec, policy *backendsv1alpha1.LockPolicy, finished time.Time) {
+func applyLock(obj backendObject, kind string, failures []failureClass, reading lockReading, forceUnlock *backendsv1alpha1.ForceUnlockSpec, policy *backendsv1alpha1.LockPolicy, finished time.Time) {
 	status := obj.SharedStatus()
 	if reading.released {
 		status.LastForceUnlock = &backendsv1alpha1.ForceUnlockStatus{LockID: reading.holder.ID, Time: metav1.NewTime(finished)}
 	}
-	v := lockStatus(reading, lockTermsOf(forceUnlock, policy, finished))
+	terms := lockTermsOf(forceUnlock, policy, finished)
+	terms.failures = failures
+	v := lockStatus(reading, terms)
 	recordLockStaleAfter(kind, obj, policy)
 	if v.known {
 		status.Lock, status.HolderPod = v.holder, v.holderPod

@@ -22,6 +22,9 @@ const defaultHolderGoneGrace = 5 * time.Minute
 // lockTerms is what the Locked condition is decided against besides the
 // reading: the spec, and the time the probe ended.
 type lockTerms struct {
+	// failures are the failure classes of the backend kind's client (see
+	// classifyFailure), for a lock that cannot be read or released.
+	failures []failureClass
 	// forceUnlockID is the lock ID spec.forceUnlock names, "" when none.
 	forceUnlockID string
 	// staleAfter is lockPolicy.staleAfter; 0 reports no lock as stale.

@@ -326,24 +326,26 @@ func TestApplyLockRecordsTheLockAge(t *testing.T) {
 		wantS bool
 	}{
 		{"held", func(b *backendsv1alpha1.HttpBackend) {
-			applyLock(b, kind, lockReading{held: true, holder: holder}, nil, nil, lockTaken)
+			applyLock(b, kind, httpFailures, lockReading{held: true, holder: holder}, nil, nil, lockTaken)
 		}, true},
 		{"unreadable", func(b *backendsv1alpha1.HttpBackend) {
-			applyLock(b, kind, lockReading{err: errors.New("boom")}, nil, nil, lockTaken)
+			applyLock(b, kind, httpFailures, lockReading{err: errors.New("boom")}, nil, nil, lockTaken)
 		}, true},
-		{"free", func(b *backendsv1alpha1.HttpBackend) { applyLock(b, kind, lockReading{}, nil, nil, lockTaken) }, false},
+		{"free", func(b *backendsv1alpha1.HttpBackend) {
+			applyLock(b, kind, httpFailures, lockReading{}, nil, nil, lockTaken)
+		}, false},
 		{"held again", func(b *backendsv1alpha1.HttpBackend) {
-			applyLock(b, kind, lockReading{held: true, holder: holder}, nil, nil, lockTaken)
+			applyLock(b, kind, httpFailures, lockReading{held: true, holder: holder}, nil, nil, lockTaken)
 		}, true},
 		{"held without Created", func(b *backendsv1alpha1.HttpBackend) {
-			applyLock(b, kind, lockReading{held: true, holder: noCreated}, nil, nil, lockTaken)
+			applyLock(b, kind, httpFailures, lockReading{held: true, holder: noCreated}, nil, nil, lockTaken)
 		}, false},
 		{"held, then no longer checked", func(b *backendsv1alpha1.HttpBackend) {
-			applyLock(b, kind, lockReading{held: true, holder: holder}, nil, nil, lockTaken)
+			applyLock(b, kind, httpFailures, lockReading{held: true, holder: holder}, nil, nil, lockTaken)
 			clearLock(b, kind)
 		}, false},
 		{"held, then the backend forgotten", func(b *backendsv1alpha1.HttpBackend) {
-			applyLock(b, kind, lockReading{held: true, holder: holder}, nil, nil, lockTaken)
+			applyLock(b, kind, httpFailures, lockReading{held: true, holder: holder}, nil, nil, lockTaken)
 			forgetBackendMetrics(kind, ns, b.Name)
 		}, false},
 	}

@@ -68,7 +68,7 @@ type lockVerdict struct {
 func lockStatus(r lockReading, t lockTerms) lockVerdict {
 	switch {
 	case r.err != nil:
-		obs := probeFailure(r.err)
+		obs := probeFailure(t.failures, r.err)
 		obs.Status = metav1.ConditionUnknown
 		obs.Message = "The lock cannot be read, so whether the state is locked is unknown: " + obs.Message
 		return lockVerdict{obs: obs}
@@ -87,7 +87,7 @@ func lockStatus(r lockReading, t lockTerms) lockVerdict {
 		return lockVerdict{known: true, obs: conditions.Observation{Status: metav1.ConditionFalse, Reason: backendsv1alpha1.ForceUnlockedReason,
 			Message: fmt.Sprintf("The state is not locked. Released lock %s held by %s, as forceUnlock.lockID asked.", r.holder.ID, r.holder.Who)}}
 	case r.releaseErr != nil:
-		obs := probeFailure(r.releaseErr)
+		obs := probeFailure(t.failures, r.releaseErr)
 		if _, refused := errors.AsType[*forceUnlockRefusedError](r.releaseErr); refused {
 			obs.Reason = backendsv1alpha1.ForceUnlockRefusedReason
 		}

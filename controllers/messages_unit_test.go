@@ -70,9 +70,8 @@ func TestConditionMessagesStartWithACapital(t *testing.T) {
 	enc := &backendsv1alpha1.StateEncryption{PassphraseSecretRef: backendsv1alpha1.SecretKeyRef{Name: "pass"}}
 
 	observations := map[string]func() []conditions.Observation{
-		"probeFailure": func() []conditions.Observation { return each(failures, probeFailure) },
-		"readFailure": func() []conditions.Observation {
-			return append(each(failures, readFailure), readFailure(fmt.Errorf("read: %w", errAssumeRoleNotSupported)))
+		"probeFailure": func() []conditions.Observation {
+			return each(failures, func(err error) conditions.Observation { return probeFailure(everyKindsFailures, err) })
 		},
 		"contentFailure":     func() []conditions.Observation { return each(contentFailures, contentFailure) },
 		"stateObjectFailure": func() []conditions.Observation { return each(failures, stateObjectFailure) },

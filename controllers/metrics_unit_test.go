@@ -143,7 +143,7 @@ func TestBackendSeries(t *testing.T) {
 	}
 	heldUnder := func(policy *backendsv1alpha1.LockPolicy) func(*backendsv1alpha1.HttpBackend) {
 		return func(b *backendsv1alpha1.HttpBackend) {
-			applyLock(b, kind, lockReading{held: true, holder: holder}, nil, policy, lockTaken)
+			applyLock(b, kind, httpFailures, lockReading{held: true, holder: holder}, nil, policy, lockTaken)
 		}
 	}
 	names := []string{reachableMetric, staleAfterMetric, lockHeldMetric}

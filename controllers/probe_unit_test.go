@@ -66,7 +66,7 @@ func TestLockStatus(t *testing.T) {
 	}
 	for name, tc := range cases {
 		t.Run(name, func(t *testing.T) {
-			v := lockStatus(tc.reading, lockTerms{forceUnlockID: tc.forceUnlock})
+			v := lockStatus(tc.reading, lockTerms{forceUnlockID: tc.forceUnlock, failures: everyKindsFailures})
 			got := want{status: v.obs.Status, reason: v.obs.Reason, known: v.known, holder: v.holder, mentions: tc.want.mentions}
 			if diff := cmp.Diff(tc.want, got, cmp.AllowUnexported(want{})); diff != "" {
 				t.Errorf("lockStatus mismatch (-want +got):\n%s\nmessage: %s", diff, v.obs.Message)

@@ -16,9 +16,7 @@ import (
 
 	backendsv1alpha1 "github.com/infrastate/backend-operator/api/v1alpha1"
 	"github.com/infrastate/backend-operator/controllers/internal/conditions"
-	"github.com/infrastate/backend-operator/internal/cos"
 	"github.com/infrastate/backend-operator/internal/netguard"
-	"github.com/infrastate/backend-operator/internal/stateclient"
 	"github.com/infrastate/backend-operator/internal/statefile"
 )
 
@@ -26,12 +24,13 @@ import (
 // the condition it sets, and a message that ends with what to check. The
 // functions of this file are pure and table-tested.
 
-// probeFailure classifies a probe error into a condition reason. Its
-// message says what happened, then the error, which names what failed
-// (the error texts of internal/stateclient and internal/cos carry no
-// credentials), then what to check (see failureClasses).
-func probeFailure(err error) conditions.Observation {
-	class := classifyFailure(err)
+// probeFailure classifies the error of a probe or read of a backend whose
+// kind's own failure classes are kindFailures into a condition reason (see
+// classifyFailure). Its message says what happened, then the error, which
+// names what failed (the error texts of internal/stateclient and
+// internal/cos carry no credentials), then what to check.
+func probeFailure(kindFailures []failureClass, err error) conditions.Observation {
+	class := classifyFailure(kindFailures, err)
 	return conditions.Observation{Status: metav1.ConditionFalse, Reason: class.reason,
 		Message: class.summary + ": " + errorText(err) + ". " + class.nextStep(err)}
 }
@@ -44,7 +43,8 @@ func errorText(err error) string {
 
 // failureClass is one kind of failed probe or read.
 type failureClass struct {
-	// is reports an error of the class.
+	// is reports an error of the class; nil in a kind's fallback, the
+	// class of the errors no other class recognises.
 	is func(error) bool
 	// reason is the reason of the condition it sets.
 	reason string
@@ -64,32 +64,14 @@ func (c failureClass) nextStep(err error) string {
 	return c.next
 }
 
-// failureClasses classify a failed probe or read, in order: the first
-// whose is holds decides. Every next step names the fields or the place
-// to check.
-var failureClasses = []failureClass{
+// leadingFailures classify, before any kind's own classes, what a probe
+// or read of any kind may meet: the address policy, the state's
+// encryption and format (see classifyFailure).
+var leadingFailures = []failureClass{
 	{is: errorIs(netguard.ErrAddressDenied), reason: backendsv1alpha1.AddressDeniedReason,
 		summary: "The manager's address policy refused the backend's address, and nothing was sent",
 		next: "Point the backend at the state server (an HttpBackend's spec.address, a CosBackend's spec.endpoint); " +
 			"if it is right, the platform team decides (--allowed-address-cidrs, --denied-address-cidrs)"},
-	{is: errorIs(stateclient.ErrUnauthorized), reason: backendsv1alpha1.UnauthorizedReason,
-		summary: "The state server asks for credentials",
-		next:    "Set the backend's spec.username and spec.passwordSecretRef, or check them if they are set"},
-	{is: errorIs(stateclient.ErrForbidden), reason: backendsv1alpha1.ForbiddenReason,
-		summary: "The state server refused the credentials of the backend's spec.username and spec.passwordSecretRef",
-		next:    "Check that this user may read the state, and that the Secret holds the password the server expects"},
-	{is: errorIs(cos.ErrAccessDenied), reason: backendsv1alpha1.AccessDeniedReason,
-		summary: "COS refused the keys of the backend's spec.credentialsSecretRef",
-		next: "Check secretId and secretKey, and that the CAM policy of that key may list the bucket and read the state " +
-			"objects under the prefix"},
-	{is: errorIs(cos.ErrBucketNotFound), reason: backendsv1alpha1.BucketNotFoundReason,
-		summary: "The bucket does not exist",
-		next:    "Create it (its name is <name>-<appid>), or check spec.bucket and spec.region"},
-	{is: isTLSError, reason: backendsv1alpha1.TLSErrorReason,
-		summary: "The TLS handshake with the server failed",
-		next: "Check that spec.tls.caCertificate holds the CA that signed the server's certificate (it replaces the system " +
-			"roots), that the certificate names the address's host, and, when the server asks for a client certificate, " +
-			"spec.tls.clientCertificateSecretRef"},
 	{is: errorIs(statefile.ErrDecrypt), reason: backendsv1alpha1.DecryptionFailedReason,
 		summary: "No passphrase of the backend's spec.encryption opens the state", nextFor: decryptionNextStep},
 	// The first class of StateUnreadable, whose next step is that of any
@@ -98,59 +80,65 @@ var failureClasses = []failureClass{
 		summary: "The answer is not a Terraform v4 state",
 		next: "Check that the backend points at the state, not at a UI page or another document, and that Terraform or " +
 			"OpenTofu wrote it"},
-	{is: errorIs(stateclient.ErrStateTooLarge, cos.ErrStateTooLarge, statefile.ErrEncryptedTooLarge), reason: backendsv1alpha1.StateUnreadableReason,
+	{is: errorIs(statefile.ErrEncryptedTooLarge), reason: backendsv1alpha1.StateUnreadableReason,
 		summary: "The state is larger than the operator reads",
 		next: "Check that the backend points at the state itself (an HttpBackend's spec.address, a CosBackend's spec.prefix " +
 			"and spec.key); a state beyond this limit is neither probed nor read by a RemoteState"},
-	{is: errorIs(cos.ErrChecksumMissing, cos.ErrChecksumMismatch), reason: backendsv1alpha1.StateUnreadableReason,
-		summary: "Terraform would refuse this state object",
-		next:    "Push the state again with terraform state push; never upload it by hand, without its x-cos-meta-md5 checksum"},
-	{is: errorIs(cos.ErrUnreachable), reason: backendsv1alpha1.UnreachableReason,
-		summary: "COS did not answer",
-		next:    "Check the manager's egress to COS (the bucket's domain, or spec.endpoint): DNS, NetworkPolicy, proxy"},
+}
+
+// trailingFailures classify, after a kind's own classes, a server that
+// did not answer (see classifyFailure).
+var trailingFailures = []failureClass{
 	{is: isNetworkError, reason: backendsv1alpha1.UnreachableReason,
 		summary: "The state server did not answer",
 		next: "Check from inside the cluster, on the manager's network, that the address resolves and its port answers: " +
 			"Service name, port, NetworkPolicy, proxy"},
-	{is: errorIs(cos.ErrInvalidLock), reason: backendsv1alpha1.ServerErrorReason,
-		summary: "The .tflock object is not the lock Terraform writes",
-		next:    "Check what wrote it, and delete it only once no run holds the lock"},
-	{is: isCosAnswer, reason: backendsv1alpha1.ServerErrorReason,
-		summary: "COS answered what the operator did not expect", next: cosAnswerNextStep},
 }
-
-// cosAnswerNextStep is the next step of an answer COS was not expected to
-// give.
-const cosAnswerNextStep = "Look the error code up in the COS documentation, or give the request ID to Tencent Cloud support"
 
 // otherFailure is the class of every failure no class of failureClasses
 // recognises: an answer the protocol does not allow.
 var otherFailure = failureClass{reason: backendsv1alpha1.ServerErrorReason,
 	summary: "The state server answered what the protocol does not allow", next: "Check its log for this request"}
 
-// classifyFailure returns the class of err.
-func classifyFailure(err error) failureClass {
-	for _, c := range failureClasses {
-		if c.is(err) {
-			return c
+// classifyFailure returns the class of err, met by a probe or read of a
+// backend whose kind's own classes are kindFailures (the classes of its
+// client's errors, TLS failures among them, each in the kind's words:
+// backendKind.failures): the first that recognises it among
+// leadingFailures, kindFailures and trailingFailures, in this order, else
+// the kind's fallback (its class without an is), else otherFailure. One
+// classifier for every condition that reports a failure, so that a
+// failure reads the same in each of them.
+func classifyFailure(kindFailures []failureClass, err error) failureClass {
+	fallback := otherFailure
+	for _, classes := range [][]failureClass{leadingFailures, kindFailures, trailingFailures} {
+		for _, c := range classes {
+			switch {
+			case c.is == nil:
+				fallback = c
+			case c.is(err):
+				return c
+			}
 		}
 	}
-	return otherFailure
+	return fallback
 }
 
 // nextStepAs is the next step of err reported with reason: that of the
-// first class of the reason that recognises err, else that of the first
-// class of the reason.
-func nextStepAs(reason string, err error) string {
+// first class of the reason that recognises err (among the classes
+// classifyFailure reads, with kindFailures), else that of the first class
+// of the reason.
+func nextStepAs(kindFailures []failureClass, reason string, err error) string {
 	fallback := otherFailure
 	found := false
-	for _, c := range failureClasses {
-		switch {
-		case c.reason != reason:
-		case c.is(err):
-			return c.nextStep(err)
-		case !found:
-			fallback, found = c, true
+	for _, classes := range [][]failureClass{leadingFailures, kindFailures, trailingFailures} {
+		for _, c := range classes {
+			switch {
+			case c.reason != reason || c.is == nil:
+			case c.is(err):
+				return c.nextStep(err)
+			case !found:
+				fallback, found = c, true
+			}
 		}
 	}
 	return fallback.nextStep(err)
@@ -166,12 +154,6 @@ func errorIs(targets ...error) func(error) bool {
 		}
 		return false
 	}
-}
-
-// isCosAnswer reports an error answer from COS.
-func isCosAnswer(err error) bool {
-	_, ok := errors.AsType[*cos.ResponseError](err)
-	return ok
 }
 
 // capitalize upper-cases the first letter of a message.

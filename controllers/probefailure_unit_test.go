@@ -6,8 +6,12 @@ import (
 	"fmt"
 	"net"
 	"net/url"
+	"slices"
 	"syscall"
 	"testing"
+	"time"
+
+	backendsv1alpha1 "github.com/infrastate/backend-operator/api/v1alpha1"
 
 	"github.com/google/go-cmp/cmp"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
@@ -55,6 +59,17 @@ const (
 
 // tried is a failure to decrypt with the passphrases of a rotation: the
 // error a read returns through the stateDecrypter of such a backend.
+
+// cosTLSNext is what to check after a failed TLS handshake with COS.
+const cosTLSNext = "COS's certificate is signed by a public CA the manager trusts: check for a proxy that intercepts TLS on the " +
+	"manager's egress, and that spec.endpoint, when set, is a COS endpoint its certificate names"
+
+// everyKindsFailures are the failure classes of every kind's client but
+// COS's fallback: the tables that use it classify errors of either client
+// as their own kind would, and an error no class recognises as
+// otherFailure.
+var everyKindsFailures = slices.DeleteFunc(slices.Concat(httpFailures, cosFailures), func(c failureClass) bool { return c.is == nil })
+
 func tried(err error) error {
 	return &decryptError{err: err, tried: []string{
 		"Secret team-a/pass-2027 key passphrase (spec.encryption.passphraseSecretRef)",
@@ -68,7 +83,10 @@ func tried(err error) error {
 func TestProbeFailure(t *testing.T) {
 	wrongKey := fmt.Errorf("read: %w: %w", statefile.ErrDecrypt, stateencryption.ErrDecryptionFailed)
 	cases := map[string]struct {
-		err                               error
+		err error
+		// cos is true for an error of the COS client, classified with
+		// cosFailures; the others are classified with httpFailures.
+		cos                               bool
 		wantReason, wantSummary, wantNext string
 	}{
 		"401": {err: &stateclient.StatusError{Method: "GET", URL: "u", StatusCode: 401}, wantReason: "Unauthorized",
@@ -99,9 +117,9 @@ func TestProbeFailure(t *testing.T) {
 			wantSummary: formatSummary, wantNext: formatNext},
 		"not JSON": {err: fmt.Errorf("read: %w", statefile.ErrMalformed), wantReason: "StateUnreadable",
 			wantSummary: formatSummary, wantNext: formatNext},
-		"a COS object without its checksum": {err: fmt.Errorf("read: %w", cos.ErrChecksumMissing), wantReason: "StateUnreadable",
+		"a COS object without its checksum": {cos: true, err: fmt.Errorf("read: %w", cos.ErrChecksumMissing), wantReason: "StateUnreadable",
 			wantSummary: "Terraform would refuse this state object", wantNext: checksumNext},
-		"a COS object too large": {err: fmt.Errorf("read: %w", cos.ErrStateTooLarge), wantReason: "StateUnreadable",
+		"a COS object too large": {cos: true, err: fmt.Errorf("read: %w", cos.ErrStateTooLarge), wantReason: "StateUnreadable",
 			wantSummary: tooLargeSummary, wantNext: tooLargeNext},
 		"no passphrase opens it": {err: tried(wrongKey), wantReason: "DecryptionFailed",
 			wantSummary: decryptSummary, wantNext: fmt.Sprintf(wrongPassphrase, triedTwo)},
@@ -115,16 +133,16 @@ func TestProbeFailure(t *testing.T) {
 				"(200000 to 2000000 PBKDF2 iterations, a salt of at most 1024 bytes): check which runner wrote it; OpenTofu's own parameters are within them"},
 		"address denied": {err: &stateclient.RetryError{Err: &netguard.DeniedError{Host: "metadata.test", Port: "80"}}, wantReason: "AddressDenied",
 			wantSummary: "The manager's address policy refused the backend's address, and nothing was sent", wantNext: addressDeniedNext},
-		"COS access denied": {err: fmt.Errorf("read: %w", cos.ErrAccessDenied), wantReason: "AccessDenied",
+		"COS access denied": {cos: true, err: fmt.Errorf("read: %w", cos.ErrAccessDenied), wantReason: "AccessDenied",
 			wantSummary: "COS refused the keys of the backend's spec.credentialsSecretRef", wantNext: accessNext},
-		"COS no bucket": {err: fmt.Errorf("read: %w", cos.ErrBucketNotFound), wantReason: "BucketNotFound",
+		"COS no bucket": {cos: true, err: fmt.Errorf("read: %w", cos.ErrBucketNotFound), wantReason: "BucketNotFound",
 			wantSummary: "The bucket does not exist", wantNext: bucketNext},
-		"COS no answer": {err: fmt.Errorf("read: %w", cos.ErrUnreachable), wantReason: "Unreachable",
+		"COS no answer": {cos: true, err: fmt.Errorf("read: %w", cos.ErrUnreachable), wantReason: "Unreachable",
 			wantSummary: "COS did not answer", wantNext: cosUnreachableNext},
-		"a COS error answer": {err: &cos.ResponseError{Op: "read object", Bucket: "b", StatusCode: 500, Code: "InternalError", RequestID: "r-1"},
+		"a COS error answer": {cos: true, err: &cos.ResponseError{Op: "read object", Bucket: "b", StatusCode: 500, Code: "InternalError", RequestID: "r-1"},
 			wantReason: "ServerError", wantSummary: "COS answered what the operator did not expect",
 			wantNext: "Look the error code up in the COS documentation, or give the request ID to Tencent Cloud support"},
-		"a COS lock object that is no lock": {err: fmt.Errorf("read lock: %w", cos.ErrInvalidLock), wantReason: "ServerError",
+		"a COS lock object that is no lock": {cos: true, err: fmt.Errorf("read lock: %w", cos.ErrInvalidLock), wantReason: "ServerError",
 			wantSummary: "The .tflock object is not the lock Terraform writes",
 			wantNext:    "Check what wrote it, and delete it only once no run holds the lock"},
 		"anything else": {err: errors.New("boom"), wantReason: "ServerError",
@@ -132,7 +150,11 @@ func TestProbeFailure(t *testing.T) {
 	}
 	for name, tc := range cases {
 		t.Run(name, func(t *testing.T) {
-			got := probeFailure(tc.err)
+			kindFailures := httpFailures
+			if tc.cos {
+				kindFailures = cosFailures
+			}
+			got := probeFailure(kindFailures, tc.err)
 			want := conditions.Observation{Status: metav1.ConditionFalse, Reason: tc.wantReason,
 				Message: tc.wantSummary + ": " + tc.err.Error() + ". " + tc.wantNext}
 			if diff := cmp.Diff(want, got, cmp.AllowUnexported(conditions.Observation{})); diff != "" {
@@ -148,7 +170,7 @@ func TestForbiddenMessage(t *testing.T) {
 	want := "The state server refused the credentials of the backend's spec.username and spec.passwordSecretRef: " +
 		"GET https://state.example.com/team-a: HTTP remote state endpoint invalid auth (403 Forbidden). " +
 		"Check that this user may read the state, and that the Secret holds the password the server expects"
-	if diff := cmp.Diff(want, probeFailure(err).Message); diff != "" {
+	if diff := cmp.Diff(want, probeFailure(everyKindsFailures, err).Message); diff != "" {
 		t.Errorf("message (-want +got):\n%s", diff)
 	}
 }
@@ -167,9 +189,11 @@ func TestBucketObservation(t *testing.T) {
 			wantMessage: "COS refused access to bucket b-1: list: COS access denied. " + accessNext},
 		"no answer": {err: fmt.Errorf("list: %w", cos.ErrUnreachable), wantStatus: metav1.ConditionFalse, wantReason: "Unreachable",
 			wantMessage: "COS cannot be reached for bucket b-1: list: COS endpoint unreachable. " + cosUnreachableNext},
+		// As the lock of the same bucket reads it: a TLS failure, not an
+		// unreachable COS (see TestOneClassifierPerFailure).
 		"no answer, over TLS": {err: fmt.Errorf("list: %w: %w", cos.ErrUnreachable, x509.UnknownAuthorityError{}), wantStatus: metav1.ConditionFalse,
-			wantReason:  "Unreachable",
-			wantMessage: "COS cannot be reached for bucket b-1: list: COS endpoint unreachable: x509: certificate signed by unknown authority. " + cosUnreachableNext},
+			wantReason:  "TLSError",
+			wantMessage: "COS cannot be reached over TLS for bucket b-1: list: COS endpoint unreachable: x509: certificate signed by unknown authority. " + cosTLSNext},
 		"address denied": {err: fmt.Errorf("list: %w", &netguard.DeniedError{Host: "metadata.test", Port: "443"}), wantStatus: metav1.ConditionFalse,
 			wantReason:  "AddressDenied",
 			wantMessage: "COS for bucket b-1 cannot be reached: list: connection to host metadata.test port 443 refused by the address policy: . " + addressDeniedNext},
@@ -249,6 +273,42 @@ func TestStateObjectFailure(t *testing.T) {
 			want := conditions.Observation{Status: metav1.ConditionFalse, Reason: tc.wantReason, Message: tc.wantMessage}
 			if diff := cmp.Diff(want, got, cmp.AllowUnexported(conditions.Observation{})); diff != "" {
 				t.Errorf("stateObjectFailure() mismatch (-want +got):\n%s", diff)
+			}
+		})
+	}
+}
+
+// TestOneClassifierPerFailure checks that a failure reads the same in
+// every condition that reports it: a CosBackend whose COS answers over a
+// TLS connection the manager does not trust reported BucketReady
+// Unreachable but Locked TLSError, from two classifiers that disagreed.
+func TestOneClassifierPerFailure(t *testing.T) {
+	cases := map[string]struct {
+		err  error
+		want string
+	}{
+		"TLS behind an unreachable COS": {err: fmt.Errorf("list: %w: %w", cos.ErrUnreachable, x509.UnknownAuthorityError{}), want: "TLSError"},
+		"COS unreachable":               {err: fmt.Errorf("list: %w", cos.ErrUnreachable), want: "Unreachable"},
+		"access denied":                 {err: fmt.Errorf("list: %w", cos.ErrAccessDenied), want: "AccessDenied"},
+		"address denied":                {err: fmt.Errorf("list: %w", &netguard.DeniedError{Host: "metadata.test", Port: "443"}), want: "AddressDenied"},
+	}
+	for name, tc := range cases {
+		t.Run(name, func(t *testing.T) {
+			backend := &backendsv1alpha1.CosBackend{ObjectMeta: metav1.ObjectMeta{Name: "b", Namespace: "n", Generation: 1},
+				Spec: backendsv1alpha1.CosBackendSpec{Bucket: "b-1"}}
+			applyCosProbe(backend, cosProbeResult{bucketErr: tc.err}, time.Unix(0, 0))
+			t.Cleanup(func() { forgetBackendMetrics(backendsv1alpha1.CosBackendKind, "n", "b") })
+			got := map[string]string{}
+			for _, c := range backend.Status.Conditions {
+				got[c.Type] = c.Reason
+			}
+			sl := makeSlock().build()
+			applySlockResult(sl, slockResult{action: slockHold, err: tc.err}, "CosBackend b", cosFailures)
+			got["StateLock Locked"] = sl.Status.Conditions[0].Reason
+			want := map[string]string{"BucketReady": tc.want, "Locked": tc.want, "StateLock Locked": tc.want}
+			if diff := cmp.Diff(want, map[string]string{"BucketReady": got["BucketReady"], "Locked": got["Locked"],
+				"StateLock Locked": got["StateLock Locked"]}); diff != "" {
+				t.Errorf("reasons (-want +got):\n%s", diff)
 			}
 		})
 	}

@@ -47,6 +47,9 @@ type remoteScope struct {
 	// newStream builds the reader of the workspace's state, with the
 	// backend's own client and settings, filled by reconcileBackend.
 	newStream func() (stateStreamer, error)
+	// failures are the failure classes of the backend kind's client (see
+	// classifyFailure).
+	failures []failureClass
 	// decrypter decrypts the state with the backend's spec.encryption.
 	// Filled by reconcileBackend.
 	decrypter stateDecrypter

@@ -33,7 +33,7 @@ func (r *remoteStateReconciler) reconcileSpec(_ context.Context, s *remoteScope)
 // back when they change.
 func (r *remoteStateReconciler) reconcileBackend(ctx context.Context, s *remoteScope) error {
 	ref := s.remote.Spec.BackendRef
-	_, backend, resolved, err := r.resolveBackendRef(ctx, s.remote.Namespace, ref)
+	kind, backend, resolved, err := r.resolveBackendRef(ctx, s.remote.Namespace, ref)
 	if se, ok := conditions.AsStall(err); ok && se.Reason == backendsv1alpha1.BackendNotFoundReason {
 		cm, secret := remoteStateTargets(s.remote)
 		return conditions.Stall(se.Reason, "%s. The outputs published last stay in ConfigMap %s and Secret %s: create the backend again, "+
@@ -54,6 +54,7 @@ func (r *remoteStateReconciler) reconcileBackend(ctx context.Context, s *remoteS
 		return stream, nil
 	}
 	s.decrypter = resolved.decrypter()
+	s.failures = kind.failures()
 	parts := append(identity(s.remote), identity(backend)...)
 	s.inputs = fingerprint(append(parts, resolved.inputs()...)...)
 	return nil
@@ -79,7 +80,7 @@ func (r *remoteStateReconciler) reconcileOutputs(ctx context.Context, s *remoteS
 	task := probeTask{kind: backendsv1alpha1.RemoteStateKind, obj: remote, inputs: s.inputs, interval: interval,
 		condition: backendsv1alpha1.OutputsReadyCondition}
 	apply := func(res *probes.Result) error {
-		obs, err := r.publish(ctx, remote, res.Value.(remoteRead))
+		obs, err := r.publish(ctx, remote, res.Value.(remoteRead), s.failures)
 		if err != nil {
 			// Not published: the result stays for the next attempt, which
 			// the watch on the published objects or the fix of the spec
@@ -144,10 +145,10 @@ func readOutputs(ctx context.Context, stream stateStreamer, dec stateDecrypter, 
 // publish writes a read's outputs and returns the OutputsReady
 // observation. Only errors writing to the API server, and stalls, are
 // returned as errors.
-func (r *remoteStateReconciler) publish(ctx context.Context, remote *backendsv1alpha1.RemoteState, read remoteRead) (conditions.Observation, error) {
+func (r *remoteStateReconciler) publish(ctx context.Context, remote *backendsv1alpha1.RemoteState, read remoteRead, failures []failureClass) (conditions.Observation, error) {
 	switch {
 	case read.err != nil:
-		return readFailure(read.err), nil //nolint:nilerr // a failed read is reported in OutputsReady, not retried as an error
+		return probeFailure(failures, read.err), nil //nolint:nilerr // a failed read is reported in OutputsReady, not retried as an error
 	case read.contentErr != nil:
 		return contentFailure(read.contentErr), nil //nolint:nilerr // a state that does not parse is reported in OutputsReady, not retried as an error
 	case !read.found:
@@ -200,11 +201,6 @@ func remoteStateTargets(remote *backendsv1alpha1.RemoteState) (configMapName, se
 	return configMapName, secretName
 }
 
-// readFailure classifies an error reading the state (see probeFailure).
-func readFailure(err error) conditions.Observation {
-	return probeFailure(err)
-}
-
 // contentFailure is the OutputsReady observation of a state that was read
 // but cannot be published; its message ends with what to do.
 func contentFailure(err error) conditions.Observation {
@@ -241,7 +237,7 @@ func contentFailure(err error) conditions.Observation {
 		obs.Reason = backendsv1alpha1.DecryptionFailedReason
 		obs.Message = "The state is encrypted and spec.encryption of the backend cannot decrypt it: " + errorText(err) + ". " + decryptionNextStep(err)
 	default:
-		obs.Message = fmt.Sprintf("The state cannot be parsed: %s. %s", errorText(err), nextStepAs(backendsv1alpha1.StateUnreadableReason, err))
+		obs.Message = fmt.Sprintf("The state cannot be parsed: %s. %s", errorText(err), nextStepAs(nil, backendsv1alpha1.StateUnreadableReason, err))
 	}
 	return obs
 }

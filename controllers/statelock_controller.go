@@ -186,7 +186,7 @@ func (r *stateLockReconciler) reconcileLock(ctx context.Context, s *slockScope) 
 		// taken is checked at the backend's probe interval, not retried.
 		intervalAfter: func() time.Duration { return slockInterval(sl, planStateLock(sl, now), checkEvery, now) }}
 	apply := func(res *probes.Result) error {
-		applySlockResult(sl, res.Value.(slockResult), s.backendName())
+		applySlockResult(sl, res.Value.(slockResult), s.backendName(), s.kind.failures())
 		return nil
 	}
 	step, err := r.advanceProbe(ctx, task, apply, start)

@@ -217,7 +217,7 @@ func TestCosLockOperations(t *testing.T) {
 	if res.taken == nil || res.taken.id != first.ID || res.holder != nil {
 		t.Fatalf("hold after a lost result = %+v, want its own lock %s adopted", res, first.ID)
 	}
-	applySlockResult(sl, res, slockBackend)
+	applySlockResult(sl, res, slockBackend, everyKindsFailures)
 	if sl.Status.LockID != first.ID {
 		t.Fatalf("status records lock %q, want %s", sl.Status.LockID, first.ID)
 	}
@@ -231,7 +231,7 @@ func TestCosLockOperations(t *testing.T) {
 	alice := e.holdAlice(ctx, t, "default")
 	puts, _ := e.writes(key)
 	res = runSlockOp(ctx, t, e.locker(t, "default"), sl, slockHold)
-	applySlockResult(sl, res, slockBackend)
+	applySlockResult(sl, res, slockBackend, everyKindsFailures)
 	if diff := cmp.Diff(alice, res.holder); diff != "" || !lockLost(sl) {
 		t.Errorf("check after the loss = %+v, lockLost %v; want lost to alice (-want +got):\n%s", res, lockLost(sl), diff)
 	}

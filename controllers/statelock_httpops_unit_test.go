@@ -22,7 +22,7 @@ func TestHTTPLockOperations(t *testing.T) {
 	sl := makeSlock().build()
 
 	res := runSlockOp(ctx, t, lt.locker(t), sl, slockHold)
-	applySlockResult(sl, res, slockBackend)
+	applySlockResult(sl, res, slockBackend, everyKindsFailures)
 	id := sl.Status.LockID
 	if res.taken == nil || id == "" {
 		t.Fatalf("first hold = %+v, want the lock taken", res)
@@ -32,7 +32,7 @@ func TestHTTPLockOperations(t *testing.T) {
 	}
 	recorded := sl.DeepCopy()
 	res = runSlockOp(ctx, t, lt.locker(t), sl, slockHold)
-	applySlockResult(sl, res, slockBackend)
+	applySlockResult(sl, res, slockBackend, everyKindsFailures)
 	if !res.kept {
 		t.Errorf("check = %+v, want kept", res)
 	}
@@ -43,7 +43,7 @@ func TestHTTPLockOperations(t *testing.T) {
 	}
 	lt.hold(ctx, t, "alice-1", "alice@laptop")
 	res = runSlockOp(ctx, t, lt.locker(t), sl, slockHold)
-	applySlockResult(sl, res, slockBackend)
+	applySlockResult(sl, res, slockBackend, everyKindsFailures)
 	if res.holder == nil || res.holder.ID != "alice-1" || !lockLost(sl) || planStateLock(sl, slockNow) != slockIdle {
 		t.Errorf("check after the loss = %+v, lockLost %v, plan %v; want lost to alice-1, idle", res, lockLost(sl), planStateLock(sl, slockNow))
 	}
@@ -95,7 +95,7 @@ func TestHTTPLockTakenAndNotRecorded(t *testing.T) {
 		if res.taken == nil || res.taken.id != id {
 			t.Fatalf("hold = %+v, want lock %s adopted", res, id)
 		}
-		applySlockResult(sl, res, slockBackend)
+		applySlockResult(sl, res, slockBackend, everyKindsFailures)
 		if requests := mustTake(lt); slices.Contains(requests, "UNLOCK "+id) {
 			t.Errorf("the take released the lock it adopted: %q", requests)
 		}

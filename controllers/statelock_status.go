@@ -99,15 +99,16 @@ type slockResult struct {
 
 // applySlockResult writes what a lock operation learned into sl's status
 // and its Locked condition, and records a lost lock as acted on (see
-// lockLost). backend names the backend in messages.
-func applySlockResult(sl *backendsv1alpha1.StateLock, res slockResult, backend string) {
+// lockLost). backend names the backend in messages; failures are the
+// failure classes of its kind's client (see classifyFailure).
+func applySlockResult(sl *backendsv1alpha1.StateLock, res slockResult, backend string, failures []failureClass) {
 	st := &sl.Status
 	set := func(o conditions.Observation) {
 		conditions.Set(&st.Conditions, sl.Generation, backendsv1alpha1.LockedCondition, o)
 	}
 	switch {
 	case res.err != nil:
-		obs := probeFailure(res.err)
+		obs := probeFailure(failures, res.err)
 		obs.Status = metav1.ConditionUnknown
 		switch res.action {
 		case slockRelease:

@@ -214,7 +214,7 @@ func TestApplySlockResult(t *testing.T) {
 			want: func() backendsv1alpha1.StateLockStatus {
 				st := holding()
 				st.Conditions = []metav1.Condition{lockedCond("Unknown", "Unreachable",
-					"Cannot check that lock L of HttpBackend app is still held, tried again shortly: "+probeFailure(unreachable).Message)}
+					"Cannot check that lock L of HttpBackend app is still held, tried again shortly: "+probeFailure(everyKindsFailures, unreachable).Message)}
 				return st
 			}(),
 		},
@@ -222,13 +222,13 @@ func TestApplySlockResult(t *testing.T) {
 			sl:  makeSlock().build(),
 			res: slockResult{action: slockHold, err: unauthorized},
 			want: backendsv1alpha1.StateLockStatus{Conditions: []metav1.Condition{lockedCond("Unknown", "Unauthorized",
-				"Cannot take the lock of HttpBackend app, tried again shortly: "+probeFailure(unauthorized).Message)}},
+				"Cannot take the lock of HttpBackend app, tried again shortly: "+probeFailure(everyKindsFailures, unauthorized).Message)}},
 		},
 		"a failed take while waiting keeps the holder": {
 			sl:  makeSlock().waitsFor(alice).locked("False", "WaitingForLock", 1, created).build(),
 			res: slockResult{action: slockHold, err: unreachable},
 			want: backendsv1alpha1.StateLockStatus{Holder: alice, Conditions: []metav1.Condition{lockedCond("Unknown", "Unreachable",
-				"Cannot take the lock of HttpBackend app, tried again shortly: "+probeFailure(unreachable).Message)}},
+				"Cannot take the lock of HttpBackend app, tried again shortly: "+probeFailure(everyKindsFailures, unreachable).Message)}},
 		},
 		"a failed release keeps the lock ID": {
 			sl:  makeSlock().until(slockNow.Add(-time.Minute)).holds(heldSince).locked("True", "LockAcquired", 1, heldSince).build(),
@@ -236,7 +236,7 @@ func TestApplySlockResult(t *testing.T) {
 			want: func() backendsv1alpha1.StateLockStatus {
 				st := holding()
 				st.Conditions = []metav1.Condition{lockedCond("Unknown", "Unreachable",
-					"Cannot release lock L of HttpBackend app, tried again shortly: "+probeFailure(unreachable).Message)}
+					"Cannot release lock L of HttpBackend app, tried again shortly: "+probeFailure(everyKindsFailures, unreachable).Message)}
 				return st
 			}(),
 		},
@@ -318,7 +318,7 @@ func TestApplySlockResult(t *testing.T) {
 	}
 	for name, tc := range cases {
 		t.Run(name, func(t *testing.T) {
-			applySlockResult(tc.sl, tc.res, slockBackend)
+			applySlockResult(tc.sl, tc.res, slockBackend, everyKindsFailures)
 			if diff := cmp.Diff(tc.want, tc.sl.Status, cmpopts.IgnoreFields(metav1.Condition{}, "LastTransitionTime")); diff != "" {
 				t.Errorf("status (-want +got):\n%s", diff)
 			}
@@ -332,7 +332,7 @@ func TestApplySlockResult(t *testing.T) {
 func TestApplySlockResultCopiesTheLock(t *testing.T) {
 	sl := makeSlock().build()
 	res := slockResult{action: slockHold, taken: &heldLock{id: "L", info: backendsv1alpha1.LockInfo{ID: "L", Created: metaTime(slockNow)}}}
-	applySlockResult(sl, res, slockBackend)
+	applySlockResult(sl, res, slockBackend, everyKindsFailures)
 	res.taken.info.Created.Time = slockCreated
 	res.taken.info.ID = "changed"
 	if sl.Status.LockInfo.ID != "L" || !sl.Status.HeldSince.Equal(metaTime(slockNow)) || !sl.Status.LockInfo.Created.Equal(metaTime(slockNow)) {
