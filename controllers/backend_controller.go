@@ -79,7 +79,7 @@ func (r *backendReconciler) Reconcile(ctx context.Context, req ctrl.Request) (ct
 	return r.reconcileObject(ctx, req, obj, r.kind.name(), func(ctx context.Context) (outcome, time.Duration, error) {
 		s := &backendScope{obj: obj, stateLocks: locks}
 		err := runPhases(ctx, s, r.reconcileSpec, r.reconcileReferences, r.reconcileRender, r.reconcileProbe)
-		forgetReachableWhenStalled(r.kind.name(), obj, err)
+		r.metrics.forgetReachableWhenStalled(r.kind.name(), obj, err)
 		obj.SharedStatus().Locked = lockedWord(obj.SharedStatus().Conditions)
 		return outcome{Outcome: conditions.Outcome{ReadyMessage: s.readyMessage, Gates: r.kind.readyGates(), ProbePending: s.probePending}, applied: s.applied},
 			s.requeueAfter, err
@@ -146,20 +146,20 @@ func (r *backendReconciler) reconcileProbe(ctx context.Context, s *backendScope)
 	if plan.off != nil {
 		conditions.Set(&status.Conditions, obj.GetGeneration(), plan.condition, *plan.off)
 		status.State = nil
-		stateSize.DeleteLabelValues(r.kind.name(), obj.GetNamespace(), obj.GetName())
+		r.metrics.stateSize.DeleteLabelValues(r.kind.name(), obj.GetNamespace(), obj.GetName())
 	}
 	key := probes.Key{Kind: r.kind.name(), NamespacedName: client.ObjectKeyFromObject(obj)}
 	if plan.lockUnchecked != "" {
 		// Written before the probe's result, which does not touch the
 		// lock: whatever the probe learns, the lock is the StateLocks'.
-		applyUncheckedLock(obj, r.kind.name(), holderOfProbedState(s.stateLocks), plan.lockUnchecked)
+		applyUncheckedLock(r.metrics, obj, r.kind.name(), holderOfProbedState(s.stateLocks), plan.lockUnchecked)
 	}
 	if plan.start == nil {
-		recordReachable(r.kind.name(), obj, plan)
+		r.metrics.recordReachable(r.kind.name(), obj, plan)
 		r.probes.Forget(key)
 		return nil
 	}
-	seedLockSeries(r.kind.name(), obj, plan.lockPolicy)
+	r.metrics.seedLockSeries(r.kind.name(), obj, plan.lockPolicy)
 
 	inputs := fingerprint(append(identity(obj), s.resolved.inputs()...)...)
 	if plan.lockUnchecked == "" {
@@ -173,7 +173,7 @@ func (r *backendReconciler) reconcileProbe(ctx context.Context, s *backendScope)
 		return nil
 	}
 	step, err := r.advanceProbe(ctx, task, apply, plan.start)
-	recordReachable(r.kind.name(), obj, plan)
+	r.metrics.recordReachable(r.kind.name(), obj, plan)
 	s.requeueAfter, s.probePending, s.applied = step.requeueAfter, step.pending, step.ack
 	if err == nil && !s.probePending {
 		if at := holderReleaseAt(status, plan.lockPolicy); !at.IsZero() {

@@ -95,16 +95,16 @@ func uncheckedLockVerdict(holder *backendsv1alpha1.StateLock, checkHint string) 
 // backend of kind: the Locked condition, status.lock, and the lock held
 // series when a StateLock holds it. status.holderPod, which only a lock
 // check fills in, is cleared.
-func applyUncheckedLock(obj backendObject, kind string, holder *backendsv1alpha1.StateLock, checkHint string) {
+func applyUncheckedLock(m *operatorMetrics, obj backendObject, kind string, holder *backendsv1alpha1.StateLock, checkHint string) {
 	status := obj.SharedStatus()
 	v := uncheckedLockVerdict(holder, checkHint)
 	status.Lock, status.HolderPod = v.holder, nil
-	lockAges.forget(kind, obj.GetNamespace(), obj.GetName())
-	lockStaleAfter.DeleteLabelValues(kind, obj.GetNamespace(), obj.GetName())
+	m.lockAges.forget(kind, obj.GetNamespace(), obj.GetName())
+	m.lockStaleAfter.DeleteLabelValues(kind, obj.GetNamespace(), obj.GetName())
 	if v.holder != nil {
-		recordLockSeries(kind, obj, v.holder, true)
+		m.recordLockSeries(kind, obj, v.holder, true)
 	} else {
-		lockHeld.DeleteLabelValues(kind, obj.GetNamespace(), obj.GetName())
+		m.lockHeld.DeleteLabelValues(kind, obj.GetNamespace(), obj.GetName())
 	}
 	conditions.Set(&status.Conditions, obj.GetGeneration(), backendsv1alpha1.LockedCondition, v.obs)
 }

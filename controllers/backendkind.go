@@ -64,6 +64,8 @@ type kindEnv struct {
 	cosDefaultRegion string
 	// decryptions bounds the encrypted states read at once.
 	decryptions *decryptions
+	// metrics are the manager's series, which the kind's probes record.
+	metrics *operatorMetrics
 	// log is the logger of the reconciliation, for the clients.
 	log logr.Logger
 }

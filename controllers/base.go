@@ -47,6 +47,8 @@ type reconciler struct {
 	probes *probes.Pool
 	// wake receives an event when a probe ends, to reconcile its object.
 	wake chan ctrlevent.GenericEvent
+	// metrics are the series the reconciler records.
+	metrics *operatorMetrics
 	// transitions are the events the kind emits for its status changes
 	// (transitionEvents unless the kind's constructor sets its own).
 	transitions eventsFunc
@@ -85,6 +87,7 @@ func newReconciler(c client.Client, apiReader client.Reader, recorder events.Eve
 		probes:    pool,
 		wake:      make(chan ctrlevent.GenericEvent, wakeBuffer),
 
+		metrics:     o.metrics,
 		transitions: transitionEvents,
 	}
 }
@@ -205,5 +208,5 @@ func (r *reconciler) references(namespace string) referenceReader {
 // envFor is the environment a kind resolves an object of namespace with.
 func (r *reconciler) envFor(ctx context.Context, namespace string) kindEnv {
 	return kindEnv{refs: r.references(namespace), clock: r.opts.clock, stateClients: r.opts.stateClients, cosClients: r.opts.cosClients,
-		cosDefaultRegion: r.opts.cosDefaultRegion, decryptions: r.opts.decryptions, log: ctrl.LoggerFrom(ctx)}
+		cosDefaultRegion: r.opts.cosDefaultRegion, decryptions: r.opts.decryptions, metrics: r.metrics, log: ctrl.LoggerFrom(ctx)}
 }

@@ -173,9 +173,13 @@ func (c *cosResolved) probe(interval time.Duration) probePlan {
 		}
 		dec := c.decrypter()
 		holder := newHolderCheck(c.env, backend, backend.Spec.LockPolicy)
-		return func(ctx context.Context) any { return runCosProbe(ctx, cc, dec, forceUnlock, holder) }, nil
+		return func(ctx context.Context) any {
+			return runCosProbe(ctx, c.env.metrics, c.env.clock, cc, dec, forceUnlock, holder)
+		}, nil
 	}
-	plan.apply = func(value any, finished time.Time) { applyCosProbe(backend, value.(cosProbeResult), finished) }
+	plan.apply = func(value any, finished time.Time) {
+		applyCosProbe(c.env.metrics, backend, value.(cosProbeResult), finished)
+	}
 	plan.lockPolicy = backend.Spec.LockPolicy
 	return plan
 }

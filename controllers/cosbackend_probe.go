@@ -6,6 +6,8 @@ import (
 	"io"
 	"time"
 
+	"k8s.io/utils/clock"
+
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
 	backendsv1alpha1 "github.com/infrastate/backend-operator/api/v1alpha1"
@@ -34,13 +36,13 @@ type cosProbeResult struct {
 // lockPolicy does not release gone holders) finds gone, it releases it
 // (see settleHeldLock). Memory does not depend on the size of a plain
 // state; an encrypted one is held whole within dec's bounds.
-func runCosProbe(ctx context.Context, cc *cos.Client, dec stateDecrypter, forceUnlock string, holder *holderCheck) cosProbeResult {
+func runCosProbe(ctx context.Context, m *operatorMetrics, clk clock.PassiveClock, cc *cos.Client, dec stateDecrypter, forceUnlock string, holder *holderCheck) cosProbeResult {
 	ctx, cancel := context.WithTimeout(ctx, probeTimeout)
 	defer cancel()
-	start := time.Now()
+	start := clk.Now()
 	var res cosProbeResult
 	res.bucketErr = cc.CheckBucket(ctx)
-	probeDuration.WithLabelValues(backendsv1alpha1.CosBackendKind, bucketObservation("", res.bucketErr).Reason).Observe(time.Since(start).Seconds())
+	m.probeDuration.WithLabelValues(backendsv1alpha1.CosBackendKind, bucketObservation("", res.bucketErr).Reason).Observe(clk.Since(start).Seconds())
 	if res.bucketErr != nil {
 		return res
 	}
@@ -86,25 +88,25 @@ func streamCosSummary(ctx context.Context, cc *cos.Client, workspace string, dec
 // the backend's status: BucketReady and status.state from the bucket
 // check and the state object, and the lock (see applyLock). When the
 // bucket cannot be checked, neither can the lock.
-func applyCosProbe(backend *backendsv1alpha1.CosBackend, res cosProbeResult, finished time.Time) {
+func applyCosProbe(m *operatorMetrics, backend *backendsv1alpha1.CosBackend, res cosProbeResult, finished time.Time) {
 	conds := &backend.Status.Conditions
 	bucket := bucketObservation(backend.Spec.Bucket, res.bucketErr)
 	switch {
 	case res.bucketErr != nil:
 		conditions.Set(conds, backend.Generation, backendsv1alpha1.BucketReadyCondition, bucket)
-		applyLock(backend, backendsv1alpha1.CosBackendKind, cosFailures, lockReading{err: res.bucketErr}, backend.Spec.ForceUnlock, backend.Spec.LockPolicy, finished)
+		applyLock(m, backend, backendsv1alpha1.CosBackendKind, cosFailures, lockReading{err: res.bucketErr}, backend.Spec.ForceUnlock, backend.Spec.LockPolicy, finished)
 		return
 	case res.stateErr != nil:
 		bucket = stateObjectFailure(res.stateErr)
 	default:
 		backend.Status.State = res.state
-		stateSize.WithLabelValues(backendsv1alpha1.CosBackendKind, backend.Namespace, backend.Name).Set(float64(res.state.SizeBytes))
+		m.stateSize.WithLabelValues(backendsv1alpha1.CosBackendKind, backend.Namespace, backend.Name).Set(float64(res.state.SizeBytes))
 		if obs, ok := unencryptedState(backend.Spec.Encryption, res.state); ok {
 			bucket = obs
 		}
 	}
 	conditions.Set(conds, backend.Generation, backendsv1alpha1.BucketReadyCondition, bucket)
-	applyLock(backend, backendsv1alpha1.CosBackendKind, cosFailures, res.lock, backend.Spec.ForceUnlock, backend.Spec.LockPolicy, finished)
+	applyLock(m, backend, backendsv1alpha1.CosBackendKind, cosFailures, res.lock, backend.Spec.ForceUnlock, backend.Spec.LockPolicy, finished)
 }
 
 // cosConfig is the COS client configuration of a spec.

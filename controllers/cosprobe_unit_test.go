@@ -24,10 +24,9 @@ func TestCosProbingDisabledForgetsTheLock(t *testing.T) {
 			Lock:       &backendsv1alpha1.LockInfo{ID: "held"},
 		}},
 	}
-	lockHeld.WithLabelValues(backendsv1alpha1.CosBackendKind, "team-a", "gauge").Set(1)
-	t.Cleanup(func() { lockHeld.DeleteLabelValues(backendsv1alpha1.CosBackendKind, "team-a", "gauge") })
-
 	r := newBackendReconciler(cosKind{}, nil, nil, nil)
+	r.metrics.lockHeld.WithLabelValues(backendsv1alpha1.CosBackendKind, "team-a", "gauge").Set(1)
+
 	if err := r.reconcileProbe(context.Background(), &backendScope{obj: backend, resolved: &cosResolved{backend: backend}}); err != nil {
 		t.Fatalf("reconcileProbe() = %v", err)
 	}
@@ -35,7 +34,7 @@ func TestCosProbingDisabledForgetsTheLock(t *testing.T) {
 	if backend.Status.Lock != nil || locked == nil || locked.Status != metav1.ConditionUnknown || locked.Reason != backendsv1alpha1.LockNotCheckedReason {
 		t.Errorf("status after disabling probes = lock %v, conditions %v; want no lock, Locked Unknown LockNotChecked", backend.Status.Lock, backend.Status.Conditions)
 	}
-	if lockHeld.DeleteLabelValues(backendsv1alpha1.CosBackendKind, "team-a", "gauge") {
+	if r.metrics.lockHeld.DeleteLabelValues(backendsv1alpha1.CosBackendKind, "team-a", "gauge") {
 		t.Errorf("the lock-held gauge still reports the backend with probing disabled")
 	}
 }

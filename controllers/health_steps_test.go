@@ -9,6 +9,8 @@ import (
 	"testing"
 	"time"
 
+	"k8s.io/utils/clock"
+
 	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"sigs.k8s.io/controller-runtime/pkg/client/fake"
@@ -150,7 +152,7 @@ func lockRead(v lockVerdict) healthStep {
 // cosProbed is a CosBackend's probe that learned res.
 func cosProbed(res cosProbeResult) healthStep {
 	return func(_ *testing.T, _ string, k healthKind, obj statusObject) (conditions.Outcome, error) {
-		applyCosProbe(obj.(*backendsv1alpha1.CosBackend), res, time.Now())
+		applyCosProbe(newOperatorMetrics(clock.RealClock{}), obj.(*backendsv1alpha1.CosBackend), res, time.Now())
 		return k.end(obj)
 	}
 }

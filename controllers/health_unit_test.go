@@ -102,7 +102,6 @@ func TestHealthOfEachReason(t *testing.T) {
 				obj.SetName("a")
 				obj.SetNamespace("health")
 				obj.SetGeneration(1)
-				t.Cleanup(func() { forgetBackendMetrics(kind, "health", "a") })
 				reconcileStatus(t, kind, k, obj, step)
 				if tc.then != nil {
 					tc.then(obj)

@@ -178,6 +178,8 @@ func (h *httpResolved) probe(interval time.Duration) probePlan {
 			decrypter:   h.decrypter(),
 			checkLock:   lockWork,
 			forceUnlock: forceUnlockID(backend.Spec.ForceUnlock),
+			metrics:     h.env.metrics,
+			clock:       h.env.clock,
 			holder:      newHolderCheck(h.env, backend, backend.Spec.LockPolicy),
 			lockID:      lockCheckID(backend.UID),
 			who:         fmt.Sprintf("backend-operator lock check of HttpBackend %s/%s", backend.Namespace, backend.Name),
@@ -192,7 +194,9 @@ func (h *httpResolved) probe(interval time.Duration) probePlan {
 			return runHTTPProbe(ctx, sc, run, log)
 		}, nil
 	}
-	plan.apply = func(value any, finished time.Time) { applyHTTPProbe(backend, value.(httpProbeResult), finished) }
+	plan.apply = func(value any, finished time.Time) {
+		applyHTTPProbe(h.env.metrics, backend, value.(httpProbeResult), finished)
+	}
 	plan.lockPolicy = backend.Spec.LockPolicy
 	return plan
 }

@@ -6,6 +6,8 @@ import (
 	"fmt"
 	"time"
 
+	"k8s.io/utils/clock"
+
 	"github.com/go-logr/logr"
 	"github.com/google/uuid"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
@@ -53,6 +55,9 @@ type httpProbeRun struct {
 	forceUnlock string
 	// holder applies lockPolicy.releaseWhenHolderGone; nil when it is off.
 	holder *holderCheck
+	// metrics record the probe's duration, by clock.
+	metrics *operatorMetrics
+	clock   clock.PassiveClock
 	// lockID, who and info are the ID, Who and Info of the lock check's
 	// own lock: they tell whoever meets it who holds it, and why.
 	lockID, who, info string
@@ -77,11 +82,11 @@ func runHTTPProbe(ctx context.Context, sc stateClient, plan httpProbeRun, log lo
 	defer cancel()
 	var res httpProbeResult
 	if plan.fetch {
-		start := time.Now()
+		start := plan.clock.Now()
 		res.fetched = true
 		res.summary, res.fetchErr = sc.FetchSummary(ctx, plan.decrypter.forRead(ctx))
 		res.fetchErr = plan.decrypter.explain(res.fetchErr)
-		probeDuration.WithLabelValues(backendsv1alpha1.HttpBackendKind, stateObservation(res.summary, res.fetchErr).Reason).Observe(time.Since(start).Seconds())
+		plan.metrics.probeDuration.WithLabelValues(backendsv1alpha1.HttpBackendKind, stateObservation(res.summary, res.fetchErr).Reason).Observe(plan.clock.Since(start).Seconds())
 	}
 	if plan.checkLock {
 		res.lockChecked = true
@@ -99,7 +104,7 @@ func runHTTPProbe(ctx context.Context, sc stateClient, plan httpProbeRun, log lo
 // could not release has the ID it takes now: it is released, and the
 // lock is checked again.
 func checkHTTPLock(ctx context.Context, sc stateClient, plan httpProbeRun) lockReading {
-	info := stateclient.LockInfo{ID: plan.lockID, Operation: lockCheckOperation, Who: plan.who, Info: plan.info, Created: time.Now().UTC()}
+	info := stateclient.LockInfo{ID: plan.lockID, Operation: lockCheckOperation, Who: plan.who, Info: plan.info, Created: plan.clock.Now().UTC()}
 	_, err := sc.Lock(ctx, info)
 	var lockErr *stateclient.LockError
 	if errors.As(err, &lockErr) && lockErr.Info != nil && lockErr.Info.ID == info.ID {
@@ -175,12 +180,12 @@ func releaseNamedLock(ctx context.Context, sc stateClient, id string) error {
 // the backend's status: StateReachable and status.state from the read,
 // and the lock (see applyLock) when it was checked. A lock the probe does
 // not check is the StateLocks' (see applyUncheckedLock).
-func applyHTTPProbe(backend *backendsv1alpha1.HttpBackend, res httpProbeResult, finished time.Time) {
+func applyHTTPProbe(m *operatorMetrics, backend *backendsv1alpha1.HttpBackend, res httpProbeResult, finished time.Time) {
 	if res.fetched {
 		reachable := stateObservation(res.summary, res.fetchErr)
 		if res.fetchErr == nil {
 			backend.Status.State = stateSummary(res.summary)
-			stateSize.WithLabelValues(backendsv1alpha1.HttpBackendKind, backend.Namespace, backend.Name).Set(float64(res.summary.SizeBytes))
+			m.stateSize.WithLabelValues(backendsv1alpha1.HttpBackendKind, backend.Namespace, backend.Name).Set(float64(res.summary.SizeBytes))
 			if obs, ok := unencryptedState(backend.Spec.Encryption, backend.Status.State); ok {
 				reachable = obs
 			}
@@ -190,7 +195,7 @@ func applyHTTPProbe(backend *backendsv1alpha1.HttpBackend, res httpProbeResult, 
 	if !res.lockChecked {
 		return
 	}
-	applyLock(backend, backendsv1alpha1.HttpBackendKind, httpFailures, res.lock, backend.Spec.ForceUnlock, backend.Spec.LockPolicy, finished)
+	applyLock(m, backend, backendsv1alpha1.HttpBackendKind, httpFailures, res.lock, backend.Spec.ForceUnlock, backend.Spec.LockPolicy, finished)
 }
 
 // stateClientConfig is the state client configuration of a spec, with the

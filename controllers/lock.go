@@ -3,7 +3,6 @@ package controllers
 import (
 	"time"
 
-	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
 	backendsv1alpha1 "github.com/infrastate/backend-operator/api/v1alpha1"
@@ -25,7 +24,7 @@ import (
 // come from the same reading. The event comes from the Locked transition
 // (see transitionEvents), so writing the same result again emits nothing
 // more.
-func applyLock(obj backendObject, kind string, failures []failureClass, reading lockReading, forceUnlock *backendsv1alpha1.ForceUnlockSpec, policy *backendsv1alpha1.LockPolicy, finished time.Time) {
+func applyLock(m *operatorMetrics, obj backendObject, kind string, failures []failureClass, reading lockReading, forceUnlock *backendsv1alpha1.ForceUnlockSpec, policy *backendsv1alpha1.LockPolicy, finished time.Time) {
 	status := obj.SharedStatus()
 	if reading.released {
 		status.LastForceUnlock = &backendsv1alpha1.ForceUnlockStatus{LockID: reading.holder.ID, Time: metav1.NewTime(finished)}
@@ -33,11 +32,11 @@ func applyLock(obj backendObject, kind string, failures []failureClass, reading 
 	terms := lockTermsOf(forceUnlock, policy, finished)
 	terms.failures = failures
 	v := lockStatus(reading, terms)
-	recordLockStaleAfter(kind, obj, policy)
+	m.recordLockStaleAfter(kind, obj, policy)
 	if v.known {
 		status.Lock, status.HolderPod = v.holder, v.holderPod
-		if !recordLockSeries(kind, obj, v.holder, v.holder != nil || v.obs.Status == metav1.ConditionTrue) {
-			lockAges.forget(kind, obj.GetNamespace(), obj.GetName())
+		if !m.recordLockSeries(kind, obj, v.holder, v.holder != nil || v.obs.Status == metav1.ConditionTrue) {
+			m.lockAges.forget(kind, obj.GetNamespace(), obj.GetName())
 		}
 	}
 	conditions.Set(&status.Conditions, obj.GetGeneration(), backendsv1alpha1.LockedCondition, v.obs)
@@ -50,13 +49,13 @@ func applyLock(obj backendObject, kind string, failures []failureClass, reading 
 // its wait over at every restart. A status without a holder leaves the
 // series to the next probe, and a holder without a creation time leaves
 // the age series as it is.
-func seedLockSeries(kind string, obj backendObject, policy *backendsv1alpha1.LockPolicy) {
+func (m *operatorMetrics) seedLockSeries(kind string, obj backendObject, policy *backendsv1alpha1.LockPolicy) {
 	holder := obj.SharedStatus().Lock
 	if holder == nil {
 		return
 	}
-	recordLockSeries(kind, obj, holder, true)
-	recordLockStaleAfter(kind, obj, policy)
+	m.recordLockSeries(kind, obj, holder, true)
+	m.recordLockStaleAfter(kind, obj, policy)
 }
 
 // recordLockSeries sets the lock series of a backend whose lock is held
@@ -64,25 +63,15 @@ func seedLockSeries(kind string, obj backendObject, policy *backendsv1alpha1.Loc
 // from held, and the age of the lock when holder says when it was taken.
 // It reports whether it set the age; the caller decides whether an age
 // it did not set is forgotten.
-func recordLockSeries(kind string, obj backendObject, holder *backendsv1alpha1.LockInfo, held bool) bool {
+func (m *operatorMetrics) recordLockSeries(kind string, obj backendObject, holder *backendsv1alpha1.LockInfo, held bool) bool {
 	value := 0.0
 	if held {
 		value = 1
 	}
-	lockHeld.WithLabelValues(kind, obj.GetNamespace(), obj.GetName()).Set(value)
+	m.lockHeld.WithLabelValues(kind, obj.GetNamespace(), obj.GetName()).Set(value)
 	if holder == nil || holder.Created == nil {
 		return false
 	}
-	lockAges.set(kind, obj.GetNamespace(), obj.GetName(), holder.Created.Time)
+	m.lockAges.set(kind, obj.GetNamespace(), obj.GetName(), holder.Created.Time)
 	return true
-}
-
-// clearLock forgets the lock of a backend whose lock is not checked.
-func clearLock(obj backendObject, kind string) {
-	status := obj.SharedStatus()
-	meta.RemoveStatusCondition(&status.Conditions, backendsv1alpha1.LockedCondition)
-	status.Lock, status.HolderPod = nil, nil
-	lockHeld.DeleteLabelValues(kind, obj.GetNamespace(), obj.GetName())
-	lockAges.forget(kind, obj.GetNamespace(), obj.GetName())
-	lockStaleAfter.DeleteLabelValues(kind, obj.GetNamespace(), obj.GetName())
 }

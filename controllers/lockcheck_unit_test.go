@@ -8,6 +8,8 @@ import (
 	"strings"
 	"testing"
 
+	"k8s.io/utils/clock"
+
 	"github.com/go-logr/logr"
 	"github.com/google/go-cmp/cmp"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
@@ -59,7 +61,7 @@ func TestLockCheckReleasesItsLockWhenCancelled(t *testing.T) {
 			return nil
 		},
 	}
-	res := runHTTPProbe(ctx, sc, httpProbeRun{checkLock: true}, logr.Discard())
+	res := runHTTPProbe(ctx, sc, httpProbeRun{clock: clock.RealClock{}, checkLock: true}, logr.Discard())
 	if !released || res.lock.ownErr != nil {
 		t.Fatalf("the lock check's own lock was not released (unlock error %v)", res.lock.ownErr)
 	}
@@ -92,7 +94,7 @@ func TestForceUnlockOnEachServer(t *testing.T) {
 		t.Run(name, func(t *testing.T) {
 			srv := newLockTraffic(t, tc.accept)
 			srv.hold(t.Context(), t, holder, "alice@laptop")
-			plan := httpProbeRun{checkLock: true, forceUnlock: holder, lockID: lockCheckID("uid-1"), who: "backend-operator test"}
+			plan := httpProbeRun{clock: clock.RealClock{}, checkLock: true, forceUnlock: holder, lockID: lockCheckID("uid-1"), who: "backend-operator test"}
 			got := runHTTPProbe(t.Context(), srv.client(t), plan, logr.Discard()).lock
 			_, unlocks := srv.take()
 			if diff := cmp.Diff(tc.wantUnlocks, unlocks); diff != "" {
@@ -123,7 +125,7 @@ func TestForceUnlockNeverSendsTheEmptyBodyForAnotherHolder(t *testing.T) {
 	for _, accept := range []stateserver.UnlockBodies{stateserver.AcceptAnyUnlock, stateserver.AcceptEmptyUnlock} {
 		srv := newLockTraffic(t, accept)
 		srv.hold(t.Context(), t, "the-holder", "alice@laptop")
-		plan := httpProbeRun{checkLock: true, forceUnlock: "another-id", lockID: lockCheckID("uid-1"), who: "backend-operator test"}
+		plan := httpProbeRun{clock: clock.RealClock{}, checkLock: true, forceUnlock: "another-id", lockID: lockCheckID("uid-1"), who: "backend-operator test"}
 		got := runHTTPProbe(t.Context(), srv.client(t), plan, logr.Discard()).lock
 		if _, unlocks := srv.take(); len(unlocks) != 0 {
 			t.Errorf("sent UNLOCK %q for a lock forceUnlock does not name", unlocks)
@@ -140,7 +142,7 @@ func TestForceUnlockNeverSendsTheEmptyBodyForAnotherHolder(t *testing.T) {
 // derived from the backend's UID.
 func TestLockCheckReleasesItsOwnLeftoverLock(t *testing.T) {
 	srv := newLockTraffic(t, stateserver.AcceptEmptyUnlock)
-	plan := httpProbeRun{checkLock: true, lockID: lockCheckID("uid-1"), who: "backend-operator lock check of HttpBackend ns/app"}
+	plan := httpProbeRun{clock: clock.RealClock{}, checkLock: true, lockID: lockCheckID("uid-1"), who: "backend-operator lock check of HttpBackend ns/app"}
 	if plan.lockID != lockCheckID("uid-1") || plan.lockID == lockCheckID("uid-2") {
 		t.Fatal("lockCheckID is not a function of the UID alone")
 	}
@@ -192,7 +194,7 @@ func TestUnreadableHolderIsNeverQuoted(t *testing.T) {
 			if err != nil {
 				t.Fatal(err)
 			}
-			plan := httpProbeRun{checkLock: true, forceUnlock: "x", lockID: lockCheckID("uid-1"), who: "backend-operator test"}
+			plan := httpProbeRun{clock: clock.RealClock{}, checkLock: true, forceUnlock: "x", lockID: lockCheckID("uid-1"), who: "backend-operator test"}
 			got := runHTTPProbe(t.Context(), sc, plan, logr.Discard()).lock
 			v := lockStatus(got, lockTerms{forceUnlockID: plan.forceUnlock})
 			if v.obs.Status != metav1.ConditionTrue || strings.Contains(v.obs.Message, "c2VjcmV0") || strings.Contains(v.obs.Message, "html") {

@@ -7,6 +7,8 @@ import (
 	"testing"
 	"time"
 
+	"k8s.io/utils/clock"
+
 	"github.com/google/go-cmp/cmp"
 	"github.com/prometheus/client_golang/prometheus"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
@@ -314,10 +316,11 @@ func TestApplyLockRecordsTheLockAge(t *testing.T) {
 	const kind, ns = backendsv1alpha1.HttpBackendKind, "lock-age-test"
 	holder := &backendsv1alpha1.LockInfo{ID: "lock-1", Who: "bob@ci", Created: metaTime(lockTaken)}
 	noCreated := &backendsv1alpha1.LockInfo{ID: "lock-1", Who: "bob@ci"}
+	m := newOperatorMetrics(clock.RealClock{})
 	recorded := func(name string) (time.Time, bool) {
-		lockAges.mu.Lock()
-		defer lockAges.mu.Unlock()
-		created, ok := lockAges.created[lockAgeKey{kind, ns, name}]
+		m.lockAges.mu.Lock()
+		defer m.lockAges.mu.Unlock()
+		created, ok := m.lockAges.created[lockAgeKey{kind, ns, name}]
 		return created, ok
 	}
 	steps := []struct {
@@ -326,27 +329,27 @@ func TestApplyLockRecordsTheLockAge(t *testing.T) {
 		wantS bool
 	}{
 		{"held", func(b *backendsv1alpha1.HttpBackend) {
-			applyLock(b, kind, httpFailures, lockReading{held: true, holder: holder}, nil, nil, lockTaken)
+			applyLock(m, b, kind, httpFailures, lockReading{held: true, holder: holder}, nil, nil, lockTaken)
 		}, true},
 		{"unreadable", func(b *backendsv1alpha1.HttpBackend) {
-			applyLock(b, kind, httpFailures, lockReading{err: errors.New("boom")}, nil, nil, lockTaken)
+			applyLock(m, b, kind, httpFailures, lockReading{err: errors.New("boom")}, nil, nil, lockTaken)
 		}, true},
 		{"free", func(b *backendsv1alpha1.HttpBackend) {
-			applyLock(b, kind, httpFailures, lockReading{}, nil, nil, lockTaken)
+			applyLock(m, b, kind, httpFailures, lockReading{}, nil, nil, lockTaken)
 		}, false},
 		{"held again", func(b *backendsv1alpha1.HttpBackend) {
-			applyLock(b, kind, httpFailures, lockReading{held: true, holder: holder}, nil, nil, lockTaken)
+			applyLock(m, b, kind, httpFailures, lockReading{held: true, holder: holder}, nil, nil, lockTaken)
 		}, true},
 		{"held without Created", func(b *backendsv1alpha1.HttpBackend) {
-			applyLock(b, kind, httpFailures, lockReading{held: true, holder: noCreated}, nil, nil, lockTaken)
+			applyLock(m, b, kind, httpFailures, lockReading{held: true, holder: noCreated}, nil, nil, lockTaken)
 		}, false},
 		{"held, then no longer checked", func(b *backendsv1alpha1.HttpBackend) {
-			applyLock(b, kind, httpFailures, lockReading{held: true, holder: holder}, nil, nil, lockTaken)
-			clearLock(b, kind)
+			applyLock(m, b, kind, httpFailures, lockReading{held: true, holder: holder}, nil, nil, lockTaken)
+			applyUncheckedLock(m, b, kind, nil, "set probe.lockCheck")
 		}, false},
 		{"held, then the backend forgotten", func(b *backendsv1alpha1.HttpBackend) {
-			applyLock(b, kind, httpFailures, lockReading{held: true, holder: holder}, nil, nil, lockTaken)
-			forgetBackendMetrics(kind, ns, b.Name)
+			applyLock(m, b, kind, httpFailures, lockReading{held: true, holder: holder}, nil, nil, lockTaken)
+			m.forgetBackend(kind, ns, b.Name)
 		}, false},
 	}
 	for _, step := range steps {
@@ -357,5 +360,4 @@ func TestApplyLockRecordsTheLockAge(t *testing.T) {
 			t.Errorf("%s: series recorded = %v (Created %s), want %v (Created %s)", step.name, ok, created, step.wantS, lockTaken)
 		}
 	}
-	forgetBackendMetrics(kind, ns, "web")
 }

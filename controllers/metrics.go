@@ -1,63 +1,89 @@
 package controllers
 
 import (
+	"fmt"
 	"sync"
 	"time"
 
 	"github.com/prometheus/client_golang/prometheus"
-	"sigs.k8s.io/controller-runtime/pkg/metrics"
+	"k8s.io/utils/clock"
 )
 
-// Metrics of the probes, registered with controller-runtime's registry so
-// that they are served beside its own on the manager's metrics endpoint.
-var (
-	probeDuration = prometheus.NewHistogramVec(prometheus.HistogramOpts{
-		Name:    "infrastate_backend_probe_duration_seconds",
-		Help:    "Duration of backend probes, by kind and result (the condition reason).",
-		Buckets: prometheus.ExponentialBuckets(0.005, 2, 14),
-	}, []string{"kind", "result"})
-
-	lockHeld = prometheus.NewGaugeVec(prometheus.GaugeOpts{
-		Name: "infrastate_backend_lock_held",
-		Help: "1 while the last probe saw the state locked, 0 otherwise.",
-	}, []string{"kind", "namespace", "name"})
-
-	stateSize = prometheus.NewGaugeVec(prometheus.GaugeOpts{
-		Name: "infrastate_backend_state_size_bytes",
-		Help: "Size of the state the last probe read, in bytes.",
-	}, []string{"kind", "namespace", "name"})
-
-	lockAges = newLockAgeCollector(time.Now)
-
+// operatorMetrics are the series one manager serves beside
+// controller-runtime's own on its metrics endpoint: SetupAll makes them and
+// registers them (see register); a reconciler made without SetupAll keeps
+// a set of its own that no registry serves (tests read it directly).
+type operatorMetrics struct {
+	probeDuration *prometheus.HistogramVec
+	lockHeld      *prometheus.GaugeVec
+	stateSize     *prometheus.GaugeVec
+	lockAges      *lockAgeCollector
 	// backendReachable is decided by reachableValue (metrics_status.go).
-	backendReachable = prometheus.NewGaugeVec(prometheus.GaugeOpts{
-		Name: "infrastate_backend_reachable",
-		Help: "1 when the last probe reached the backend's state: it answered the read with a state (even one that " +
-			"cannot be used: StateUnreadable, DecryptionFailed, StateNotEncrypted) or with none yet (HTTP 404 or 204, " +
-			"no state object); 0 when it did not (StateReachable or BucketReady False for any other reason). " +
-			"No series while probing is disabled.",
-	}, []string{"kind", "namespace", "name"})
-
-	lockStaleAfter = prometheus.NewGaugeVec(prometheus.GaugeOpts{
-		Name: "infrastate_backend_lock_stale_after_seconds",
-		Help: "spec.lockPolicy.staleAfter of a backend whose lock the probe checks; no series when it is unset. " +
-			"Compare with infrastate_state_lock_age_seconds on kind, namespace and name.",
-	}, []string{"kind", "namespace", "name"})
-
-	remoteStateRefresh = newRefreshCollector()
-)
-
-func init() {
-	metrics.Registry.MustRegister(probeDuration, lockHeld, stateSize, lockAges, backendReachable, lockStaleAfter, remoteStateRefresh)
+	backendReachable *prometheus.GaugeVec
+	lockStaleAfter   *prometheus.GaugeVec
+	// remoteStateRefresh serves the RemoteStates' refresh series.
+	remoteStateRefresh *refreshCollector
 }
 
-// forgetBackendMetrics removes the series of a deleted backend of kind.
-func forgetBackendMetrics(kind, namespace, name string) {
-	lockHeld.DeleteLabelValues(kind, namespace, name)
-	stateSize.DeleteLabelValues(kind, namespace, name)
-	lockAges.forget(kind, namespace, name)
-	backendReachable.DeleteLabelValues(kind, namespace, name)
-	lockStaleAfter.DeleteLabelValues(kind, namespace, name)
+// newOperatorMetrics returns series of no object, counting lock ages to
+// clk's time.
+func newOperatorMetrics(clk clock.PassiveClock) *operatorMetrics {
+	return &operatorMetrics{
+		probeDuration: prometheus.NewHistogramVec(prometheus.HistogramOpts{
+			Name:    "infrastate_backend_probe_duration_seconds",
+			Help:    "Duration of backend probes, by kind and result (the condition reason).",
+			Buckets: prometheus.ExponentialBuckets(0.005, 2, 14),
+		}, []string{"kind", "result"}),
+		lockHeld: prometheus.NewGaugeVec(prometheus.GaugeOpts{
+			Name: "infrastate_backend_lock_held",
+			Help: "1 while the last probe saw the state locked, 0 otherwise.",
+		}, []string{"kind", "namespace", "name"}),
+		stateSize: prometheus.NewGaugeVec(prometheus.GaugeOpts{
+			Name: "infrastate_backend_state_size_bytes",
+			Help: "Size of the state the last probe read, in bytes.",
+		}, []string{"kind", "namespace", "name"}),
+		lockAges: newLockAgeCollector(clk.Now),
+		backendReachable: prometheus.NewGaugeVec(prometheus.GaugeOpts{
+			Name: "infrastate_backend_reachable",
+			Help: "1 when the last probe reached the backend's state: it answered the read with a state (even one that " +
+				"cannot be used: StateUnreadable, DecryptionFailed, StateNotEncrypted) or with none yet (HTTP 404 or 204, " +
+				"no state object); 0 when it did not (StateReachable or BucketReady False for any other reason). " +
+				"No series while probing is disabled.",
+		}, []string{"kind", "namespace", "name"}),
+		lockStaleAfter: prometheus.NewGaugeVec(prometheus.GaugeOpts{
+			Name: "infrastate_backend_lock_stale_after_seconds",
+			Help: "spec.lockPolicy.staleAfter of a backend whose lock the probe checks; no series when it is unset. " +
+				"Compare with infrastate_state_lock_age_seconds on kind, namespace and name.",
+		}, []string{"kind", "namespace", "name"}),
+		remoteStateRefresh: newRefreshCollector(),
+	}
+}
+
+// register has reg serve the series. A set registered before under the
+// same names (an earlier manager of the same process, as the tests start
+// one per spec) is replaced.
+func (m *operatorMetrics) register(reg prometheus.Registerer) error {
+	for _, c := range m.collectors() {
+		reg.Unregister(c)
+		if err := reg.Register(c); err != nil {
+			return fmt.Errorf("registering the operator's metrics: %w", err)
+		}
+	}
+	return nil
+}
+
+// collectors are the collectors of the series.
+func (m *operatorMetrics) collectors() []prometheus.Collector {
+	return []prometheus.Collector{m.probeDuration, m.lockHeld, m.stateSize, m.lockAges, m.backendReachable, m.lockStaleAfter, m.remoteStateRefresh}
+}
+
+// forgetBackend removes the series of a deleted backend of kind.
+func (m *operatorMetrics) forgetBackend(kind, namespace, name string) {
+	m.lockHeld.DeleteLabelValues(kind, namespace, name)
+	m.stateSize.DeleteLabelValues(kind, namespace, name)
+	m.lockAges.forget(kind, namespace, name)
+	m.backendReachable.DeleteLabelValues(kind, namespace, name)
+	m.lockStaleAfter.DeleteLabelValues(kind, namespace, name)
 }
 
 // lockAgeCollector serves infrastate_state_lock_age_seconds: the age of

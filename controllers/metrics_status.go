@@ -50,14 +50,14 @@ func reachableValue(cond *metav1.Condition) (value float64, ok bool) {
 // recordReachable sets the infrastate_backend_reachable series of obj
 // from its probe condition, as the probe step of plan left it, and
 // removes it while plan does not probe the state (plan.off).
-func recordReachable(kind string, obj backendObject, plan probePlan) {
+func (m *operatorMetrics) recordReachable(kind string, obj backendObject, plan probePlan) {
 	if plan.off != nil {
-		backendReachable.DeleteLabelValues(kind, obj.GetNamespace(), obj.GetName())
+		m.backendReachable.DeleteLabelValues(kind, obj.GetNamespace(), obj.GetName())
 		return
 	}
 	cond := meta.FindStatusCondition(obj.SharedStatus().Conditions, plan.condition)
 	if value, ok := reachableValue(cond); ok {
-		backendReachable.WithLabelValues(kind, obj.GetNamespace(), obj.GetName()).Set(value)
+		m.backendReachable.WithLabelValues(kind, obj.GetNamespace(), obj.GetName()).Set(value)
 	}
 }
 
@@ -66,9 +66,9 @@ func recordReachable(kind string, obj backendObject, plan probePlan) {
 // a stalled backend is not probed, so the value its last probe left says
 // nothing of its state now (its Stalled condition says what is wrong),
 // and a new manager, which stalls before the probe too, serves none.
-func forgetReachableWhenStalled(kind string, obj backendObject, err error) {
+func (m *operatorMetrics) forgetReachableWhenStalled(kind string, obj backendObject, err error) {
 	if _, stalled := conditions.AsStall(err); stalled {
-		backendReachable.DeleteLabelValues(kind, obj.GetNamespace(), obj.GetName())
+		m.backendReachable.DeleteLabelValues(kind, obj.GetNamespace(), obj.GetName())
 	}
 }
 
@@ -84,10 +84,10 @@ func staleAfterSeconds(policy *backendsv1alpha1.LockPolicy) (float64, bool) {
 // recordLockStaleAfter sets the infrastate_backend_lock_stale_after_seconds
 // series of a backend whose lock a probe checked, from its lockPolicy, or
 // removes it when the policy sets no staleAfter.
-func recordLockStaleAfter(kind string, obj backendObject, policy *backendsv1alpha1.LockPolicy) {
+func (m *operatorMetrics) recordLockStaleAfter(kind string, obj backendObject, policy *backendsv1alpha1.LockPolicy) {
 	if seconds, ok := staleAfterSeconds(policy); ok {
-		lockStaleAfter.WithLabelValues(kind, obj.GetNamespace(), obj.GetName()).Set(seconds)
+		m.lockStaleAfter.WithLabelValues(kind, obj.GetNamespace(), obj.GetName()).Set(seconds)
 		return
 	}
-	lockStaleAfter.DeleteLabelValues(kind, obj.GetNamespace(), obj.GetName())
+	m.lockStaleAfter.DeleteLabelValues(kind, obj.GetNamespace(), obj.GetName())
 }

@@ -14,7 +14,7 @@ import (
 	dto "github.com/prometheus/client_model/go"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/types"
-	"sigs.k8s.io/controller-runtime/pkg/metrics"
+	"k8s.io/utils/clock"
 
 	backendsv1alpha1 "github.com/infrastate/backend-operator/api/v1alpha1"
 	"github.com/infrastate/backend-operator/controllers/internal/conditions"
@@ -83,11 +83,21 @@ func seriesKey(metric string, m *dto.Metric, namespace, name string) (string, bo
 	return metric + "{" + strings.Join(labels, ",") + "}", inNamespace && named
 }
 
-// managerSeries is gatherFrom of the manager's registry, where the
-// reconcilers record their series.
-func managerSeries(t *testing.T, namespace string, names ...string) map[string]float64 {
+// registryOf is a registry that serves m, as the manager's serves the set
+// SetupAll registers.
+func registryOf(t *testing.T, m *operatorMetrics) *prometheus.Registry {
 	t.Helper()
-	return gatherFrom(t, metrics.Registry, namespace, names...)
+	reg := prometheus.NewRegistry()
+	if err := m.register(reg); err != nil {
+		t.Fatal(err)
+	}
+	return reg
+}
+
+// seriesOf is gatherFrom of m.
+func seriesOf(t *testing.T, m *operatorMetrics, namespace string, names ...string) map[string]float64 {
+	t.Helper()
+	return gatherFrom(t, registryOf(t, m), namespace, names...)
 }
 
 func TestReachableValue(t *testing.T) {
@@ -132,18 +142,20 @@ func TestBackendSeries(t *testing.T) {
 	kind := backendsv1alpha1.HttpBackendKind
 	stale := &backendsv1alpha1.LockPolicy{StaleAfter: &metav1.Duration{Duration: 2 * time.Hour}}
 	holder := &backendsv1alpha1.LockInfo{ID: "lock-1", Who: "bob@ci", Created: metaTime(lockTaken)}
+	// m is the manager's series; each case starts with a new set.
+	var m *operatorMetrics
 	probed := func(status metav1.ConditionStatus, reason string) func(*backendsv1alpha1.HttpBackend) {
 		return func(b *backendsv1alpha1.HttpBackend) {
 			conditions.Set(&b.Status.Conditions, b.Generation, backendsv1alpha1.StateReachableCondition, conditions.Observation{Status: status, Reason: reason})
-			recordReachable(kind, b, probePlan{condition: backendsv1alpha1.StateReachableCondition})
+			m.recordReachable(kind, b, probePlan{condition: backendsv1alpha1.StateReachableCondition})
 		}
 	}
 	probingOff := func(b *backendsv1alpha1.HttpBackend) {
-		recordReachable(kind, b, probePlan{condition: backendsv1alpha1.StateReachableCondition, off: probeDisabled()})
+		m.recordReachable(kind, b, probePlan{condition: backendsv1alpha1.StateReachableCondition, off: probeDisabled()})
 	}
 	heldUnder := func(policy *backendsv1alpha1.LockPolicy) func(*backendsv1alpha1.HttpBackend) {
 		return func(b *backendsv1alpha1.HttpBackend) {
-			applyLock(b, kind, httpFailures, lockReading{held: true, holder: holder}, nil, policy, lockTaken)
+			applyLock(m, b, kind, httpFailures, lockReading{held: true, holder: holder}, nil, policy, lockTaken)
 		}
 	}
 	names := []string{reachableMetric, staleAfterMetric, lockHeldMetric}
@@ -182,13 +194,15 @@ func TestBackendSeries(t *testing.T) {
 			want:  map[string]float64{lockHeldMetric + "{kind=HttpBackend,name=web}": 1},
 		},
 		"the lock no longer checked": {
-			steps: []func(*backendsv1alpha1.HttpBackend){heldUnder(stale), func(b *backendsv1alpha1.HttpBackend) { clearLock(b, kind) }},
-			want:  map[string]float64{},
+			steps: []func(*backendsv1alpha1.HttpBackend){heldUnder(stale), func(b *backendsv1alpha1.HttpBackend) {
+				applyUncheckedLock(m, b, kind, nil, "set probe.lockCheck")
+			}},
+			want: map[string]float64{},
 		},
 		"the backend deleted": {
 			steps: []func(*backendsv1alpha1.HttpBackend){
 				probed(metav1.ConditionTrue, backendsv1alpha1.ReachableReason), heldUnder(stale),
-				func(b *backendsv1alpha1.HttpBackend) { forgetBackendMetrics(kind, ns, b.Name) },
+				func(b *backendsv1alpha1.HttpBackend) { m.forgetBackend(kind, ns, b.Name) },
 			},
 			want: map[string]float64{},
 		},
@@ -196,7 +210,7 @@ func TestBackendSeries(t *testing.T) {
 			steps: []func(*backendsv1alpha1.HttpBackend){
 				probed(metav1.ConditionTrue, backendsv1alpha1.ReachableReason), heldUnder(stale),
 				func(b *backendsv1alpha1.HttpBackend) {
-					remoteStateRefresh.forget(types.NamespacedName{Namespace: ns, Name: b.Name})
+					m.remoteStateRefresh.forget(types.NamespacedName{Namespace: ns, Name: b.Name})
 				},
 			},
 			want: map[string]float64{
@@ -208,12 +222,12 @@ func TestBackendSeries(t *testing.T) {
 	}
 	for name, tc := range cases {
 		t.Run(name, func(t *testing.T) {
-			t.Cleanup(func() { forgetBackendMetrics(kind, ns, "web") })
+			m = newOperatorMetrics(clock.RealClock{})
 			b := &backendsv1alpha1.HttpBackend{ObjectMeta: metav1.ObjectMeta{Name: "web", Namespace: ns, UID: types.UID("uid-web"), Generation: 1}}
 			for _, step := range tc.steps {
 				step(b)
 			}
-			if diff := cmp.Diff(tc.want, managerSeries(t, ns, names...)); diff != "" {
+			if diff := cmp.Diff(tc.want, seriesOf(t, m, ns, names...)); diff != "" {
 				t.Errorf("series (-want +got):\n%s", diff)
 			}
 		})
@@ -228,7 +242,7 @@ func TestMetricsAreDocumented(t *testing.T) {
 		t.Fatalf("reading docs/monitoring.md: %v", err)
 	}
 	descs := make(chan *prometheus.Desc, 64)
-	for _, c := range []prometheus.Collector{probeDuration, lockHeld, stateSize, lockAges, backendReachable, lockStaleAfter, remoteStateRefresh} {
+	for _, c := range newOperatorMetrics(clock.RealClock{}).collectors() {
 		c.Describe(descs)
 	}
 	close(descs)

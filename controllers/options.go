@@ -51,6 +51,10 @@ type options struct {
 	// it shares none).
 	maxConcurrentDecryptions int
 	decryptions              *decryptions
+	// metrics are the series the reconcilers record: SetupAll's, which it
+	// registers, or (newOptions makes them when none are given) a set of
+	// the reconciler's own.
+	metrics *operatorMetrics
 }
 
 // Defaults of WithMaxConcurrentProbes.
@@ -123,6 +127,9 @@ func WithMaxConcurrentDecryptions(n int) Option {
 	return func(o *options) { o.maxConcurrentDecryptions = n }
 }
 
+// withMetrics makes the reconcilers record m.
+func withMetrics(m *operatorMetrics) Option { return func(o *options) { o.metrics = m } }
+
 // withDecryptions shares d between reconcilers.
 func withDecryptions(d *decryptions) Option { return func(o *options) { o.decryptions = d } }
 
@@ -192,6 +199,9 @@ func newOptions(opts []Option) options {
 	}
 	if o.decryptions == nil {
 		o.decryptions = newDecryptions(o.maxConcurrentDecryptions)
+	}
+	if o.metrics == nil {
+		o.metrics = newOperatorMetrics(o.clock)
 	}
 	// The clients connect only where the address policy allows, checked on
 	// the resolved address at connection time.

@@ -11,6 +11,8 @@ import (
 	"testing"
 	"time"
 
+	"k8s.io/utils/clock"
+
 	backendsv1alpha1 "github.com/infrastate/backend-operator/api/v1alpha1"
 
 	"github.com/google/go-cmp/cmp"
@@ -296,8 +298,7 @@ func TestOneClassifierPerFailure(t *testing.T) {
 		t.Run(name, func(t *testing.T) {
 			backend := &backendsv1alpha1.CosBackend{ObjectMeta: metav1.ObjectMeta{Name: "b", Namespace: "n", Generation: 1},
 				Spec: backendsv1alpha1.CosBackendSpec{Bucket: "b-1"}}
-			applyCosProbe(backend, cosProbeResult{bucketErr: tc.err}, time.Unix(0, 0))
-			t.Cleanup(func() { forgetBackendMetrics(backendsv1alpha1.CosBackendKind, "n", "b") })
+			applyCosProbe(newOperatorMetrics(clock.RealClock{}), backend, cosProbeResult{bucketErr: tc.err}, time.Unix(0, 0))
 			got := map[string]string{}
 			for _, c := range backend.Status.Conditions {
 				got[c.Type] = c.Reason

@@ -106,6 +106,9 @@ type reconcileEnv struct {
 	// traffic records the reconcilers' reads through their API reader and
 	// their writes.
 	traffic trafficRecorder
+	// metrics are the series every reconciler of the case records, as
+	// SetupAll shares one set between them.
+	metrics *operatorMetrics
 	// options are more options of the reconcilers, set before the first
 	// one starts.
 	options []Option
@@ -156,6 +159,7 @@ func newReconcileEnv(t *testing.T, objects []client.Object, script stateScript, 
 		guard:       &loopbackOnly{},
 		reconcilers: map[string]*runningReconciler{},
 	}
+	e.metrics = newOperatorMetrics(e.clock)
 	t.Cleanup(func() {
 		for _, r := range e.reconcilers {
 			r.stop()
@@ -186,6 +190,7 @@ func (e *reconcileEnv) reconciler(kind string) *runningReconciler {
 	}
 	opts := []Option{
 		withClock(e.clock),
+		withMetrics(e.metrics),
 		withStateClientFactory(func(cfg stateclient.Config, _ logr.Logger) (stateClient, error) {
 			e.state.built(cfg)
 			return e.state, nil

@@ -11,7 +11,6 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/types"
 	"sigs.k8s.io/controller-runtime/pkg/client"
-	"sigs.k8s.io/controller-runtime/pkg/metrics"
 
 	backendsv1alpha1 "github.com/infrastate/backend-operator/api/v1alpha1"
 	"github.com/infrastate/backend-operator/internal/stateclient"
@@ -27,26 +26,23 @@ import (
 // name in the harness namespace (other cases of the package leave theirs
 // in the manager's registry).
 func expectSeries(target objectRef, want map[string]float64, names ...string) func(t *testing.T, e *reconcileEnv) {
-	return func(t *testing.T, _ *reconcileEnv) {
+	return func(t *testing.T, e *reconcileEnv) {
 		t.Helper()
-		if diff := cmp.Diff(want, gatherObject(t, metrics.Registry, harnessNamespace, target.name, names...)); diff != "" {
+		if diff := cmp.Diff(want, gatherObject(t, registryOf(t, e.metrics), harnessNamespace, target.name, names...)); diff != "" {
 			t.Errorf("series (-want +got):\n%s", diff)
 		}
 	}
 }
 
 // forgetSeries drops the series of target, as a new manager process starts
-// with none, now and when the case ends.
+// with none.
 func forgetSeries(target objectRef) func(e *reconcileEnv) {
-	forget := func() { forgetBackendMetrics(target.kind, harnessNamespace, target.name) }
-	if target.kind == backendsv1alpha1.RemoteStateKind {
-		forget = func() {
-			remoteStateRefresh.forget(types.NamespacedName{Namespace: harnessNamespace, Name: target.name})
-		}
-	}
 	return func(e *reconcileEnv) {
-		forget()
-		e.t.Cleanup(forget)
+		if target.kind == backendsv1alpha1.RemoteStateKind {
+			e.metrics.remoteStateRefresh.forget(types.NamespacedName{Namespace: harnessNamespace, Name: target.name})
+			return
+		}
+		e.metrics.forgetBackend(target.kind, harnessNamespace, target.name)
 	}
 }
 
@@ -185,11 +181,11 @@ func TestReconcileBackendMetrics(t *testing.T) {
 				name:   "a new manager serves the lock series from the status before its first probe",
 				before: forgetSeries(webBackend),
 				do:     restartAndReconcile,
-				check: allChecks(lockSeries, func(t *testing.T, _ *reconcileEnv) {
+				check: allChecks(lockSeries, func(t *testing.T, e *reconcileEnv) {
 					t.Helper()
-					lockAges.mu.Lock()
-					_, ok := lockAges.created[lockAgeKey{backendsv1alpha1.HttpBackendKind, harnessNamespace, webBackend.name}]
-					lockAges.mu.Unlock()
+					e.metrics.lockAges.mu.Lock()
+					_, ok := e.metrics.lockAges.created[lockAgeKey{backendsv1alpha1.HttpBackendKind, harnessNamespace, webBackend.name}]
+					e.metrics.lockAges.mu.Unlock()
 					if !ok {
 						t.Error("no infrastate_state_lock_age_seconds series for the lock the status names")
 					}

@@ -36,7 +36,7 @@ type remoteStateReconciler struct {
 // reads Secrets through apiReader, which must not be a cache.
 func newRemoteStateReconciler(c client.Client, apiReader client.Reader, recorder events.EventRecorder, opts ...Option) *remoteStateReconciler {
 	r := &remoteStateReconciler{newReconciler(c, apiReader, recorder, opts)}
-	r.forgetMetrics = remoteStateRefresh.forget
+	r.forgetMetrics = r.metrics.remoteStateRefresh.forget
 	return r
 }
 
@@ -86,7 +86,7 @@ func (r *remoteStateReconciler) Reconcile(ctx context.Context, req ctrl.Request)
 // lastSuccessSeed).
 func (r *remoteStateReconciler) observeRefresh(remote *backendsv1alpha1.RemoteState) {
 	now := r.opts.clock.Now()
-	remoteStateRefresh.observe(client.ObjectKeyFromObject(remote), remoteStateInterval(remote, r.opts.defaultProbeInterval),
+	r.metrics.remoteStateRefresh.observe(client.ObjectKeyFromObject(remote), remoteStateInterval(remote, r.opts.defaultProbeInterval),
 		func() time.Time { return lastSuccessSeed(remote, now) })
 }
 

@@ -8,6 +8,7 @@ import (
 	"github.com/prometheus/client_golang/prometheus"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/types"
+	"k8s.io/utils/clock"
 
 	backendsv1alpha1 "github.com/infrastate/backend-operator/api/v1alpha1"
 )
@@ -118,22 +119,23 @@ func TestRefreshCollector(t *testing.T) {
 }
 
 // TestForgetMetricsOfARemoteState checks that deleting a RemoteState
-// removes its series from the manager's registry, and that deleting a
-// backend of the same name does not.
+// removes its series from the manager's series, and that deleting a
+// backend of the same name does not: each reconciler forgets its own
+// kind's series.
 func TestForgetMetricsOfARemoteState(t *testing.T) {
 	const ns = "refresh-test"
+	m := newOperatorMetrics(clock.RealClock{})
 	key := types.NamespacedName{Namespace: ns, Name: "network"}
-	t.Cleanup(func() { remoteStateRefresh.forget(key) })
 	at := time.Date(2030, time.March, 1, 12, 0, 0, 0, time.UTC)
-	remoteStateRefresh.observe(key, time.Minute, func() time.Time { return at })
+	m.remoteStateRefresh.observe(key, time.Minute, func() time.Time { return at })
 	want := map[string]float64{lastSuccessMetric + "{name=network}": float64(at.Unix()), intervalMetric + "{name=network}": 60}
 
-	forgetBackendMetrics(backendsv1alpha1.HttpBackendKind, ns, "network")
-	if diff := cmp.Diff(want, managerSeries(t, ns, lastSuccessMetric, intervalMetric)); diff != "" {
+	newBackendReconciler(httpKind{}, nil, nil, nil, withMetrics(m)).forgetMetrics(key)
+	if diff := cmp.Diff(want, seriesOf(t, m, ns, lastSuccessMetric, intervalMetric)); diff != "" {
 		t.Errorf("series after an HttpBackend of the same name was deleted (-want +got):\n%s", diff)
 	}
-	remoteStateRefresh.forget(types.NamespacedName{Namespace: ns, Name: "network"})
-	if diff := cmp.Diff(map[string]float64{}, managerSeries(t, ns, lastSuccessMetric, intervalMetric)); diff != "" {
+	newRemoteStateReconciler(nil, nil, nil, withMetrics(m)).forgetMetrics(key)
+	if diff := cmp.Diff(map[string]float64{}, seriesOf(t, m, ns, lastSuccessMetric, intervalMetric)); diff != "" {
 		t.Errorf("series after the RemoteState was deleted (-want +got):\n%s", diff)
 	}
 }

@@ -89,7 +89,7 @@ func (r *remoteStateReconciler) reconcileOutputs(ctx context.Context, s *remoteS
 		}
 		conditions.Set(&remote.Status.Conditions, remote.Generation, backendsv1alpha1.OutputsReadyCondition, obs)
 		if obs.Status == metav1.ConditionTrue {
-			remoteStateRefresh.succeeded(client.ObjectKeyFromObject(remote), res.Finished)
+			r.metrics.remoteStateRefresh.succeeded(client.ObjectKeyFromObject(remote), res.Finished)
 		}
 		return nil
 	}

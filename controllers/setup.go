@@ -4,6 +4,8 @@ import (
 	"context"
 	"fmt"
 
+	ctrlmetrics "sigs.k8s.io/controller-runtime/pkg/metrics"
+
 	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/client-go/metadata"
 	"k8s.io/client-go/tools/events"
@@ -53,7 +55,11 @@ func SetupAll(ctx context.Context, mgr ctrl.Manager, opts ...Option) error {
 		return fmt.Errorf("adding the watches of Secrets and ConfigMaps: %w", err)
 	}
 	opts = append([]Option{withProbeGrace(defaultProbeGrace)}, opts...) // a new array: never into the caller's
-	opts = append(opts, withProber(pool), withContents(contents), withRelated(watches), withDecryptions(o.decryptions))
+	// One set of series, served by the manager's metrics endpoint.
+	if err := o.metrics.register(ctrlmetrics.Registry); err != nil {
+		return err
+	}
+	opts = append(opts, withProber(pool), withContents(contents), withRelated(watches), withDecryptions(o.decryptions), withMetrics(o.metrics))
 
 	recorder := mgr.GetEventRecorder("backend-operator")
 	c, reader := mgr.GetClient(), mgr.GetAPIReader()
@@ -99,6 +105,6 @@ func fieldIndexes() []fieldIndex {
 // must not be a cache.
 func newBackendReconciler(kind backendKind, c client.Client, apiReader client.Reader, recorder events.EventRecorder, opts ...Option) *backendReconciler {
 	r := &backendReconciler{reconciler: newReconciler(c, apiReader, recorder, opts), kind: kind}
-	r.forgetMetrics = func(key types.NamespacedName) { forgetBackendMetrics(kind.name(), key.Namespace, key.Name) }
+	r.forgetMetrics = func(key types.NamespacedName) { r.metrics.forgetBackend(kind.name(), key.Namespace, key.Name) }
 	return r
 }

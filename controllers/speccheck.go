@@ -29,61 +29,6 @@ var credentialParameter = regexp.MustCompile(`(?i)^(token|access_token|private_t
 // metadataHosts are the host names of cloud metadata services.
 var metadataHosts = []string{"metadata", "metadata.google.internal", "metadata.goog", "instance-data", "instance-data.ec2.internal", "metadata.tencentyun.com"}
 
-// httpProbedAttributes maps the http backend attributes that the probe
-// and RemoteState read from typed fields to those fields. An override of
-// one would make runners use a setting that status does not describe.
-var httpProbedAttributes = map[string]string{
-	"address":                "spec.address",
-	"lock_address":           "spec.lockAddress",
-	"lock_method":            "spec.lockMethod",
-	"unlock_address":         "spec.unlockAddress",
-	"unlock_method":          "spec.unlockMethod",
-	"username":               "spec.username",
-	"skip_cert_verification": "spec.skipCertVerification",
-	"retry_max":              "spec.retryMax",
-	"retry_wait_min":         "spec.retryWaitMin",
-	"retry_wait_max":         "spec.retryWaitMax",
-}
-
-// cosProbedAttributes maps the cos backend attributes that the probe and
-// RemoteState read from typed fields (the COS client's configuration) to
-// those fields.
-var cosProbedAttributes = map[string]string{
-	"bucket":     "spec.bucket",
-	"region":     "spec.region",
-	"prefix":     "spec.prefix",
-	"key":        "spec.key",
-	"accelerate": "spec.accelerate",
-	"endpoint":   "spec.endpoint",
-}
-
-// checkHTTPSpec refuses what the admission rules of an HttpBackend refuse
-// and the renderer or the probe would otherwise use: credentials in a URL,
-// link-local and cloud metadata addresses, lock methods servers do not
-// use, overrides of what the probe reads from typed fields, and system
-// object names.
-func checkHTTPSpec(spec backendsv1alpha1.HttpBackendSpec) error {
-	for _, f := range []struct{ field, value string }{
-		{"spec.address", spec.Address}, {"spec.lockAddress", spec.LockAddress}, {"spec.unlockAddress", spec.UnlockAddress},
-	} {
-		if f.value == "" {
-			continue
-		}
-		if err := checkURL(f.field, f.value); err != nil {
-			return err
-		}
-	}
-	for _, f := range []struct{ field, value string }{{"spec.lockMethod", spec.LockMethod}, {"spec.unlockMethod", spec.UnlockMethod}} {
-		if f.value != "" && !slices.Contains(lockMethods, f.value) {
-			return conditions.Stall(backendsv1alpha1.InvalidSpecReason, "The value of %s must be one of %s, the methods state servers use", f.field, strings.Join(lockMethods, ", "))
-		}
-	}
-	if err := checkProbedOverrides(spec.Overrides, httpProbedAttributes); err != nil {
-		return err
-	}
-	return checkConfigMapName("spec.configMapName", spec.ConfigMapName)
-}
-
 // checkProbedOverrides refuses an override whose path is one of probed,
 // the attributes the probe and RemoteState read from typed fields, naming
 // the field to set instead.
@@ -119,42 +64,6 @@ func checkURL(field, raw string) error {
 	addr, err := netip.ParseAddr(host)
 	if (err == nil && !netguard.DefaultPolicy().Allows(addr)) || slices.Contains(metadataHosts, host) {
 		return conditions.Stall(backendsv1alpha1.InvalidSpecReason, "The value of %s must not point at a link-local address or a cloud metadata service", field)
-	}
-	return nil
-}
-
-// checkCosSpec refuses what the admission rules of a CosBackend refuse
-// and the renderer would otherwise write: '..' segments that leave the
-// prefix, an http:// endpoint not explicitly allowed, overrides of what
-// the probe reads from typed fields, and system object names.
-func checkCosSpec(spec backendsv1alpha1.CosBackendSpec) error {
-	for _, f := range []struct{ field, value string }{{"spec.prefix", spec.Prefix}, {"spec.key", spec.Key}} {
-		if slices.Contains(strings.Split(f.value, "/"), "..") {
-			return conditions.Stall(backendsv1alpha1.InvalidSpecReason, "The value of %s must not contain '..' path segments: they would reach objects outside the prefix", f.field)
-		}
-	}
-	if strings.HasPrefix(spec.Endpoint, "http://") && !spec.AllowInsecureEndpoint {
-		return conditions.Stall(backendsv1alpha1.InvalidSpecReason,
-			"The value of spec.endpoint uses http://, which sends the security token and the state in clear text: use https:// or set allowInsecureEndpoint")
-	}
-	if err := checkProbedOverrides(spec.Overrides, cosProbedAttributes); err != nil {
-		return err
-	}
-	return checkConfigMapName("spec.configMapName", spec.ConfigMapName)
-}
-
-// checkRemoteStateSpec refuses what the admission rules of a RemoteState
-// refuse: a workspace that leaves the prefix and system object names.
-// Output keys and defaults are checked where they are used.
-func checkRemoteStateSpec(spec backendsv1alpha1.RemoteStateSpec) error {
-	if spec.Workspace == "." || spec.Workspace == ".." {
-		return conditions.Stall(backendsv1alpha1.InvalidSpecReason, "The value of spec.workspace must not be '.' or '..': they would reach objects outside the backend's prefix")
-	}
-	if err := checkConfigMapName("spec.target.configMapName", spec.Target.ConfigMapName); err != nil {
-		return err
-	}
-	if strings.HasPrefix(spec.Target.SecretName, "sh.helm.release.v1.") {
-		return conditions.Stall(backendsv1alpha1.InvalidSpecReason, "The value of spec.target.secretName must not be a Helm release Secret name (sh.helm.release.v1.*)")
 	}
 	return nil
 }

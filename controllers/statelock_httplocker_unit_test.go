@@ -5,6 +5,8 @@ import (
 	"encoding/json"
 	"testing"
 
+	"k8s.io/utils/clock"
+
 	"github.com/google/go-cmp/cmp"
 
 	backendsv1alpha1 "github.com/infrastate/backend-operator/api/v1alpha1"
@@ -16,7 +18,7 @@ import (
 // team-a/freeze builds it (see httpResolved.locker).
 func (lt *lockTraffic) locker(t *testing.T) *httpLocker {
 	t.Helper()
-	return &httpLocker{sc: lt.client(t), check: httpProbeRun{
+	return &httpLocker{sc: lt.client(t), check: httpProbeRun{clock: clock.RealClock{},
 		checkLock: true, lockID: slockCheckID, who: "backend-operator lock check of StateLock team-a/freeze", info: "lock check",
 	}}
 }
