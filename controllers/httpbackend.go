@@ -131,6 +131,7 @@ func (h *httpResolved) locker(_ string, owner client.Object) (stateLocker, error
 		return nil, conditions.Stall(backendsv1alpha1.BackendNotReadyReason, "HttpBackend %s cannot be used: %v", h.backend.Name, err)
 	}
 	return &httpLocker{sc: sc, check: httpProbeRun{
+		clock:     h.env.clock,
 		checkLock: true,
 		lockID:    lockCheckID(owner.GetUID()),
 		who:       fmt.Sprintf("backend-operator lock check of StateLock %s/%s", owner.GetNamespace(), owner.GetName()),
