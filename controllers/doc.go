@@ -4,8 +4,15 @@
 //
 // One reconciler (backend_controller.go) serves every backend kind; what is
 // specific to a kind is its backendKind implementation (httpbackend.go,
-// cosbackend.go), listed in backendKinds. RemoteState reads the state of
-// any backend kind through the same implementations.
+// cosbackend.go, and the files named after the kind), listed in
+// backendKinds (registry.go). RemoteState and StateLock read and lock the
+// state of any backend kind through the same implementations.
+//
+// The files form layers: the objects and the contract every kind
+// implements at the bottom, the kinds above them, the reconcilers on top;
+// only a reconciler and its phases use each other (architecture_test.go
+// checks it). What knows no kind lives under controllers/internal
+// (conditions, probes, related, owned), which never imports this package.
 package controllers
 
 // The permissions every reconciler of this package needs; each backend
