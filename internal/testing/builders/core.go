@@ -1,0 +1,60 @@
+package builders
+
+import (
+	"maps"
+
+	corev1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+)
+
+// SecretWrapper builds a Secret.
+type SecretWrapper struct{ corev1.Secret }
+
+// MakeSecret starts the Opaque Secret namespace/name, holding nothing.
+func MakeSecret(name, namespace string) *SecretWrapper {
+	return &SecretWrapper{corev1.Secret{ObjectMeta: metav1.ObjectMeta{Name: name, Namespace: namespace}}}
+}
+
+// Obj returns the Secret built so far: the wrapper's own, which later
+// setters change.
+func (w *SecretWrapper) Obj() *corev1.Secret { return &w.Secret }
+
+// Data adds data, given as strings, to the Secret's data.
+func (w *SecretWrapper) Data(data map[string]string) *SecretWrapper {
+	if w.Secret.Data == nil {
+		w.Secret.Data = map[string][]byte{}
+	}
+	for k, v := range data {
+		w.Secret.Data[k] = []byte(v)
+	}
+	return w
+}
+
+// TLS makes the Secret a kubernetes.io/tls Secret holding the PEM
+// certificate cert and its private key.
+func (w *SecretWrapper) TLS(cert, key []byte) *SecretWrapper {
+	w.Type = corev1.SecretTypeTLS
+	w.Secret.Data = map[string][]byte{corev1.TLSCertKey: cert, corev1.TLSPrivateKeyKey: key}
+	return w
+}
+
+// ConfigMapWrapper builds a ConfigMap.
+type ConfigMapWrapper struct{ corev1.ConfigMap }
+
+// MakeConfigMap starts the ConfigMap namespace/name, holding nothing.
+func MakeConfigMap(name, namespace string) *ConfigMapWrapper {
+	return &ConfigMapWrapper{corev1.ConfigMap{ObjectMeta: metav1.ObjectMeta{Name: name, Namespace: namespace}}}
+}
+
+// Obj returns the ConfigMap built so far: the wrapper's own, which later
+// setters change.
+func (w *ConfigMapWrapper) Obj() *corev1.ConfigMap { return &w.ConfigMap }
+
+// Data adds data to the ConfigMap's data.
+func (w *ConfigMapWrapper) Data(data map[string]string) *ConfigMapWrapper {
+	if w.ConfigMap.Data == nil {
+		w.ConfigMap.Data = map[string]string{}
+	}
+	maps.Copy(w.ConfigMap.Data, data)
+	return w
+}
