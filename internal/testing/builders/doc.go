@@ -5,9 +5,10 @@
 //
 // Each kind has a wrapper: MakeX takes what every object of the kind needs
 // (its name, its namespace and the one required field), chainable setters
-// set the rest, and Obj returns the object itself. A wrapper embeds its
-// object, so a test can reach a field no setter sets; a setter is added
-// when a second test needs the field.
+// set the rest, and Obj returns the object itself. A wrapper is not an
+// object: a call that forgets Obj does not compile. A field no setter sets
+// is set on what Obj returns; a setter is added once tests need the field
+// again and again.
 //
 //	backend := builders.MakeHttpBackend("app", ns, address).Locks().BasicAuth("runner", "state-password", "").Obj()
 //
