@@ -3,33 +3,20 @@ package controllers
 import (
 	"bytes"
 	"testing"
-	"time"
 
 	"github.com/google/go-cmp/cmp"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
 	backendsv1alpha1 "github.com/infrastate/backend-operator/api/v1alpha1"
 	"github.com/infrastate/backend-operator/controllers/internal/conditions"
+	"github.com/infrastate/backend-operator/internal/testing/builders"
 )
 
-// named returns the StateLock of b renamed name, in workspace ws.
-func (b *slockBuilder) named(name, ws string) *slockBuilder {
-	b.obj.Name, b.obj.Spec.Workspace = name, ws
-	return b
-}
-
-// deleted marks the StateLock deleted at t, still carrying its finalizer.
-func (b *slockBuilder) deleted(t time.Time) *slockBuilder {
-	d := metav1.NewTime(t)
-	b.obj.DeletionTimestamp = &d
-	b.obj.Finalizers = []string{backendsv1alpha1.StateLockFinalizer}
-	return b
-}
-
-func slocks(bs ...*slockBuilder) []backendsv1alpha1.StateLock {
+// slocks returns the StateLocks ws build.
+func slocks(ws ...*builders.StateLockWrapper) []backendsv1alpha1.StateLock {
 	var out []backendsv1alpha1.StateLock
-	for _, b := range bs {
-		out = append(out, *b.build())
+	for _, w := range ws {
+		out = append(out, *w.Obj())
 	}
 	return out
 }
@@ -41,10 +28,10 @@ func TestHolderOfProbedState(t *testing.T) {
 	}{
 		"none":                                {},
 		"one waiting holds nothing":           {locks: slocks(makeSlock())},
-		"one holding the default workspace":   {locks: slocks(makeSlock().holds(slockNow)), want: "freeze"},
-		"the empty workspace is default":      {locks: slocks(makeSlock().named("f", "").holds(slockNow)), want: "f"},
-		"another workspace is another state":  {locks: slocks(makeSlock().named("f", "staging").holds(slockNow))},
-		"the holder among waiting StateLocks": {locks: slocks(makeSlock().named("a", "default"), makeSlock().named("b", "default").holds(slockNow)), want: "b"},
+		"one holding the default workspace":   {locks: slocks(makeSlock().Holds(slockInfo(slockNow))), want: "freeze"},
+		"the empty workspace is default":      {locks: slocks(makeNamedSlock("f", "").Holds(slockInfo(slockNow))), want: "f"},
+		"another workspace is another state":  {locks: slocks(makeNamedSlock("f", "staging").Holds(slockInfo(slockNow)))},
+		"the holder among waiting StateLocks": {locks: slocks(makeNamedSlock("a", "default"), makeNamedSlock("b", "default").Holds(slockInfo(slockNow))), want: "b"},
 	}
 	for name, tc := range cases {
 		t.Run(name, func(t *testing.T) {
@@ -61,8 +48,8 @@ func TestHolderOfProbedState(t *testing.T) {
 
 func TestStateLocksView(t *testing.T) {
 	waiting := slocks(makeSlock())
-	holding := slocks(makeSlock().holds(slockNow))
-	other := slocks(makeSlock().named("other", "staging").holds(slockNow))
+	holding := slocks(makeSlock().Holds(slockInfo(slockNow)))
+	other := slocks(makeNamedSlock("other", "staging").Holds(slockInfo(slockNow)))
 	if !bytes.Equal(stateLocksView(nil), stateLocksView(waiting)) {
 		t.Error("a StateLock that holds nothing changes the view: a waiting StateLock would make probes due")
 	}
@@ -76,8 +63,8 @@ func TestStateLocksView(t *testing.T) {
 
 func TestUncheckedLockVerdict(t *testing.T) {
 	const hint = "set probe.lockCheck."
-	held := makeSlock().holds(slockNow).build()
-	recordedAlone := makeSlock().build()
+	held := makeSlock().Holds(slockInfo(slockNow)).Obj()
+	recordedAlone := makeSlock().Obj()
 	recordedAlone.Status.LockID = "L"
 	cases := map[string]struct {
 		holder *backendsv1alpha1.StateLock
@@ -140,15 +127,15 @@ func TestDeletionBlockers(t *testing.T) {
 	}{
 		"none":                                {},
 		"waiting for the lock: not a blocker": {locks: slocks(makeSlock())},
-		"holding the lock":                    {locks: slocks(makeSlock().holds(slockNow)), want: []string{"freeze"}},
-		"holding another workspace's lock":    {locks: slocks(makeSlock().named("ws", "staging").holds(slockNow)), want: []string{"ws"}},
-		"deleted, still releasing":            {locks: slocks(makeSlock().deleted(slockNow)), want: []string{"freeze"}},
+		"holding the lock":                    {locks: slocks(makeSlock().Holds(slockInfo(slockNow))), want: []string{"freeze"}},
+		"holding another workspace's lock":    {locks: slocks(makeNamedSlock("ws", "staging").Holds(slockInfo(slockNow))), want: []string{"ws"}},
+		"deleted, still releasing":            {locks: slocks(makeSlock().Deleted(slockNow).Finalizers(backendsv1alpha1.StateLockFinalizer)), want: []string{"freeze"}},
 		"deleted, released (finalizer gone)": {locks: func() []backendsv1alpha1.StateLock {
-			l := slocks(makeSlock().deleted(slockNow))
+			l := slocks(makeSlock().Deleted(slockNow).Finalizers(backendsv1alpha1.StateLockFinalizer))
 			l[0].Finalizers = nil
 			return l
 		}()},
-		"some hold, some wait, in the given order": {locks: slocks(makeSlock().named("a", "default"), makeSlock().named("b", "default").holds(slockNow), makeSlock().named("c", "x").deleted(slockNow)), want: []string{"b", "c"}},
+		"some hold, some wait, in the given order": {locks: slocks(makeNamedSlock("a", "default"), makeNamedSlock("b", "default").Holds(slockInfo(slockNow)), makeNamedSlock("c", "x").Deleted(slockNow).Finalizers(backendsv1alpha1.StateLockFinalizer)), want: []string{"b", "c"}},
 	}
 	for name, tc := range cases {
 		t.Run(name, func(t *testing.T) {
@@ -164,20 +151,20 @@ func TestDeletionBlockers(t *testing.T) {
 }
 
 func TestInUseObservation(t *testing.T) {
-	many := slocks(makeSlock().named("s1", "default").holds(slockNow), makeSlock().named("s2", "a").holds(slockNow),
-		makeSlock().named("s3", "b").holds(slockNow), makeSlock().named("s4", "c").holds(slockNow),
-		makeSlock().named("s5", "d").holds(slockNow), makeSlock().named("s6", "e").holds(slockNow))
+	many := slocks(makeNamedSlock("s1", "default").Holds(slockInfo(slockNow)), makeNamedSlock("s2", "a").Holds(slockInfo(slockNow)),
+		makeNamedSlock("s3", "b").Holds(slockInfo(slockNow)), makeNamedSlock("s4", "c").Holds(slockInfo(slockNow)),
+		makeNamedSlock("s5", "d").Holds(slockInfo(slockNow)), makeNamedSlock("s6", "e").Holds(slockInfo(slockNow)))
 	cases := map[string]struct {
 		blockers []backendsv1alpha1.StateLock
 		want     string
 	}{
 		"one holding": {
-			blockers: slocks(makeSlock().holds(slockNow)),
+			blockers: slocks(makeSlock().Holds(slockInfo(slockNow))),
 			want: "Deletion waits until no StateLock holds this backend's lock: StateLock freeze (holds lock L). " +
 				"Delete them (kubectl delete statelock -n team-a freeze) to release their locks, or wait for their spec.until; the backend is deleted right after.",
 		},
 		"one releasing": {
-			blockers: slocks(makeSlock().deleted(slockNow)),
+			blockers: slocks(makeSlock().Deleted(slockNow).Finalizers(backendsv1alpha1.StateLockFinalizer)),
 			want: "Deletion waits until no StateLock holds this backend's lock: StateLock freeze (deleted, releasing its lock). " +
 				"Delete them (kubectl delete statelock -n team-a freeze) to release their locks, or wait for their spec.until; the backend is deleted right after.",
 		},
@@ -200,7 +187,6 @@ func TestInUseObservation(t *testing.T) {
 }
 
 func TestTakeAllowed(t *testing.T) {
-	now := metav1.NewTime(slockNow)
 	cases := map[string]struct {
 		finalizers []string
 		deleted    bool
@@ -214,11 +200,11 @@ func TestTakeAllowed(t *testing.T) {
 	}
 	for name, tc := range cases {
 		t.Run(name, func(t *testing.T) {
-			b := &backendsv1alpha1.HttpBackend{ObjectMeta: metav1.ObjectMeta{Name: "app", Namespace: "team-a", Finalizers: tc.finalizers}}
+			b := builders.MakeHttpBackend("app", "team-a", "").Finalizers(tc.finalizers...)
 			if tc.deleted {
-				b.DeletionTimestamp = &now
+				b.Deleted(slockNow)
 			}
-			got, err := takeAllowed(b, slockBackend)
+			got, err := takeAllowed(b.Obj(), slockBackend)
 			if got != tc.want {
 				t.Errorf("takeAllowed = %v, want %v", got, tc.want)
 			}

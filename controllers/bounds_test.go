@@ -12,6 +12,7 @@ import (
 	"k8s.io/apimachinery/pkg/types"
 
 	backendsv1alpha1 "github.com/infrastate/backend-operator/api/v1alpha1"
+	"github.com/infrastate/backend-operator/internal/testing/builders"
 )
 
 // Specs of what a state or another writer may throw at the operator, and
@@ -25,7 +26,7 @@ var _ = Describe("Bounds", func() {
 		ctx, ns := spec.ctx, spec.ns
 		lineage, version := strings.Repeat("l", 200), strings.Repeat("9", 100)
 		seedState(ctx, stateURL(ns), []byte(fmt.Sprintf(`{"version":4,"terraform_version":%q,"serial":1,"lineage":%q,"outputs":{}}`, version, lineage)))
-		backend := makeStateBackend("app", ns).build()
+		backend := makeStateBackend("app", ns).Obj()
 		create(ctx, backend)
 		eventually(ctx, backend, func(g Gomega) {
 			expectCondition(g, backend.Status.Conditions, "Ready", metav1.ConditionTrue, "Succeeded")
@@ -38,7 +39,7 @@ var _ = Describe("Bounds", func() {
 
 	It("stops writing a rendered ConfigMap that another writer changed, and renders it again once deleted", func() {
 		ctx, ns, writes := spec.ctx, spec.ns, spec.writes
-		backend := makeStateBackend("app", ns).build()
+		backend := makeStateBackend("app", ns).Obj()
 		create(ctx, backend)
 		eventuallyReady(ctx, backend)
 
@@ -77,8 +78,8 @@ var _ = Describe("Bounds", func() {
 		// read creates the HttpBackend "network" of the spec's state and a
 		// RemoteState of it.
 		read := func(name string) *backendsv1alpha1.RemoteState {
-			remote := makeRemoteState(name, spec.ns, "HttpBackend", "network")
-			create(spec.ctx, makeStateBackend("network", spec.ns).build(), remote)
+			remote := builders.MakeRemoteState(name, spec.ns, "HttpBackend", "network").Obj()
+			create(spec.ctx, makeStateBackend("network", spec.ns).Obj(), remote)
 			return remote
 		}
 

@@ -10,30 +10,24 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
 	backendsv1alpha1 "github.com/infrastate/backend-operator/api/v1alpha1"
+	"github.com/infrastate/backend-operator/internal/testing/builders"
 )
 
-// makeCosBackend returns a CosBackend of bucket with credentials from the
-// Secret "cos-credentials".
-func makeCosBackend(name, namespace, bucket string) *backendsv1alpha1.CosBackend {
-	return &backendsv1alpha1.CosBackend{
-		ObjectMeta: metav1.ObjectMeta{Name: name, Namespace: namespace},
-		Spec: backendsv1alpha1.CosBackendSpec{
-			Bucket:               bucket,
-			Region:               "ap-guangzhou",
-			Prefix:               "platform",
-			CredentialsSecretRef: &backendsv1alpha1.LocalSecretRef{Name: "cos-credentials"},
-		},
-	}
+// makeCosStateBackend starts a CosBackend of bucket on the suite's COS
+// server, in region ap-guangzhou under the prefix platform, with the
+// credentials of cosCredentials.
+func makeCosStateBackend(name, namespace, bucket string) *builders.CosBackendWrapper {
+	return builders.MakeCosBackend(name, namespace, bucket).Region("ap-guangzhou").Prefix("platform").Credentials("cos-credentials")
 }
 
 // cosBucket is the bucket of a spec: bucket names are <name>-<appid>, and
 // the namespace keeps them apart.
 func cosBucket(namespace string) string { return namespace + "-1250000000" }
 
-// cosCredentials is the Secret "cos-credentials" makeCosBackend refers to,
+// cosCredentials is the Secret "cos-credentials" makeCosStateBackend refers to,
 // with the keys the suite's COS server accepts.
 func cosCredentials(namespace string) *corev1.Secret {
-	return makeSecret("cos-credentials", namespace, map[string]string{"secretId": cosSecretID, "secretKey": cosSecretKey})
+	return builders.MakeSecret("cos-credentials", namespace).Data(map[string]string{"secretId": cosSecretID, "secretKey": cosSecretKey}).Obj()
 }
 
 // lockJSON is a .tflock object as Terraform's cos backend writes it.
@@ -53,8 +47,7 @@ var _ = Describe("CosBackend controller", func() {
 		cosServer.CreateBucket(bucket)
 		cosServer.PutState(bucket, "platform/terraform.tfstate", v4State(3, `"vpc_id":{"value":"vpc-1","type":"string"}`))
 		cosServer.PutState(bucket, "platform/terraform.tfstate.tflock", []byte(lockJSON))
-		backend := makeCosBackend("network", ns, bucket)
-		backend.Spec.Encrypt = new(true)
+		backend := makeCosStateBackend("network", ns, bucket).Encrypt(true).Obj()
 		create(ctx, backend)
 
 		eventually(ctx, backend, func(g Gomega) {
@@ -92,8 +85,7 @@ var _ = Describe("CosBackend controller", func() {
 		ctx, ns, bucket := spec.ctx, spec.ns, cosBucket(spec.ns)
 		startManager(ctx, ns, WithCosDefaultRegion("ap-shanghai"))
 		cosServer.CreateBucket(bucket)
-		backend := makeCosBackend("network", ns, bucket)
-		backend.Spec.Region = ""
+		backend := makeCosStateBackend("network", ns, bucket).Region("").Obj()
 		create(ctx, backend)
 		eventually(ctx, backend, func(g Gomega) {
 			expectCondition(g, backend.Status.Conditions, "Ready", metav1.ConditionTrue, "Succeeded")
@@ -110,30 +102,24 @@ var _ = Describe("CosBackend controller", func() {
 			expectExplained(spec.ctx, setup(spec.ns, cosBucket(spec.ns)), condType, status, reason, message...)
 		},
 		Entry("a bucket that does not exist", func(ns, bucket string) *backendsv1alpha1.CosBackend {
-			return makeCosBackend("b", ns, bucket)
+			return makeCosStateBackend("b", ns, bucket).Obj()
 		}, "BucketReady", metav1.ConditionFalse, "BucketNotFound", "does not exist", "Create it (its name is <name>-<appid>), or check spec.bucket and spec.region"),
 		Entry("credentials COS refuses", func(ns, bucket string) *backendsv1alpha1.CosBackend {
 			cosServer.CreateBucket(bucket)
-			create(spec.ctx, makeSecret("wrong", ns, map[string]string{"secretId": cosSecretID, "secretKey": "not-the-key"}))
-			b := makeCosBackend("b", ns, bucket)
-			b.Spec.CredentialsSecretRef.Name = "wrong"
-			return b
+			create(spec.ctx, builders.MakeSecret("wrong", ns).Data(map[string]string{"secretId": cosSecretID, "secretKey": "not-the-key"}).Obj())
+			return makeCosStateBackend("b", ns, bucket).Credentials("wrong").Obj()
 		}, "BucketReady", metav1.ConditionFalse, "AccessDenied", "COS refused access to bucket", "Check secretId and secretKey"),
 		Entry("a state object without its checksum", func(ns, bucket string) *backendsv1alpha1.CosBackend {
 			cosServer.CreateBucket(bucket)
 			cosServer.PutObject(bucket, "platform/terraform.tfstate", v4State(1, ""), nil)
-			return makeCosBackend("b", ns, bucket)
+			return makeCosStateBackend("b", ns, bucket).Obj()
 		}, "BucketReady", metav1.ConditionFalse, "StateUnreadable", "x-cos-meta-md5", "Push the state again with terraform state push"),
 		Entry("no region anywhere", func(ns, bucket string) *backendsv1alpha1.CosBackend {
-			b := makeCosBackend("b", ns, bucket)
-			b.Spec.Region = ""
-			return b
+			return makeCosStateBackend("b", ns, bucket).Region("").Obj()
 		}, "Stalled", metav1.ConditionTrue, "RegionMissing", "--cos-default-region", "set spec.region"),
 		Entry("a credentials Secret without secretKey", func(ns, bucket string) *backendsv1alpha1.CosBackend {
-			create(spec.ctx, makeSecret("partial", ns, map[string]string{"secretId": cosSecretID}))
-			b := makeCosBackend("b", ns, bucket)
-			b.Spec.CredentialsSecretRef.Name = "partial"
-			return b
+			create(spec.ctx, builders.MakeSecret("partial", ns).Data(map[string]string{"secretId": cosSecretID}).Obj())
+			return makeCosStateBackend("b", ns, bucket).Credentials("partial").Obj()
 		}, "Stalled", metav1.ConditionTrue, "SecretKeyMissing", `has no key "secretKey" (its key: secretId): add the key`),
 	)
 })

@@ -9,6 +9,7 @@ import (
 
 	backendsv1alpha1 "github.com/infrastate/backend-operator/api/v1alpha1"
 	"github.com/infrastate/backend-operator/controllers/internal/conditions"
+	"github.com/infrastate/backend-operator/internal/testing/builders"
 )
 
 // TestCosProbingDisabledForgetsTheLock checks that turning probing off
@@ -16,13 +17,10 @@ import (
 // status.lock and the lock-held gauge, which would otherwise go on
 // reporting a lock nobody checks; Locked says the lock is not checked.
 func TestCosProbingDisabledForgetsTheLock(t *testing.T) {
-	backend := &backendsv1alpha1.CosBackend{
-		ObjectMeta: metav1.ObjectMeta{Namespace: "team-a", Name: "gauge"},
-		Spec:       backendsv1alpha1.CosBackendSpec{Probe: &backendsv1alpha1.ProbeSpec{Interval: &metav1.Duration{}}},
-		Status: backendsv1alpha1.CosBackendStatus{BackendStatus: backendsv1alpha1.BackendStatus{
-			Conditions: []metav1.Condition{{Type: backendsv1alpha1.LockedCondition, Status: metav1.ConditionTrue, Reason: backendsv1alpha1.LockHeldReason}},
-			Lock:       &backendsv1alpha1.LockInfo{ID: "held"},
-		}},
+	backend := builders.MakeCosBackend("gauge", "team-a", "").ProbeInterval(0).Obj()
+	backend.Status.BackendStatus = backendsv1alpha1.BackendStatus{
+		Conditions: []metav1.Condition{{Type: backendsv1alpha1.LockedCondition, Status: metav1.ConditionTrue, Reason: backendsv1alpha1.LockHeldReason}},
+		Lock:       &backendsv1alpha1.LockInfo{ID: "held"},
 	}
 	r := newBackendReconciler(cosKind{}, nil, nil, nil)
 	r.metrics.lockHeld.WithLabelValues(backendsv1alpha1.CosBackendKind, "team-a", "gauge").Set(1)
@@ -44,11 +42,7 @@ func TestCosProbingDisabledForgetsTheLock(t *testing.T) {
 // RemoteState reading it publishes nothing until the backend's spec
 // changes, and must say so rather than read as Ready.
 func TestCosAssumeRoleOnlyStateIsAStall(t *testing.T) {
-	backend := &backendsv1alpha1.CosBackend{
-		ObjectMeta: metav1.ObjectMeta{Namespace: "team-a", Name: "roles"},
-		Spec: backendsv1alpha1.CosBackendSpec{Bucket: "tfstate-1250000000",
-			AssumeRole: &backendsv1alpha1.AssumeRole{RoleArn: "qcs::cam::uin/100000000001:roleName/tf", SessionName: "tf"}},
-	}
+	backend := builders.MakeCosBackend("roles", "team-a", "tfstate-1250000000").AssumeRole("qcs::cam::uin/100000000001:roleName/tf", "tf").Obj()
 	stream, err := (&cosResolved{backend: backend}).openState("default")
 	se, ok := conditions.AsStall(err)
 	if stream != nil || !ok || se.Reason != backendsv1alpha1.AssumeRoleNotSupportedReason {

@@ -23,6 +23,7 @@ import (
 
 	backendsv1alpha1 "github.com/infrastate/backend-operator/api/v1alpha1"
 	"github.com/infrastate/backend-operator/internal/logging"
+	"github.com/infrastate/backend-operator/internal/testing/builders"
 	"github.com/infrastate/backend-operator/internal/testtools"
 )
 
@@ -88,18 +89,16 @@ var _ = Describe("The secret scan", func() {
 		echo := echoServer()
 		createPassword(ctx, ns)
 		create(ctx, suiteClientCert(ns))
-		backend := func(name, path string) *httpBackendBuilder {
-			return makeHttpBackend(name, ns, echo+path+"?session="+queryValue).basicAuth(stateUser, "state-password", "").retries(0, 0, 0)
+		backend := func(name, path string) *builders.HttpBackendWrapper {
+			return builders.MakeHttpBackend(name, ns, echo+path+"?session="+queryValue).BasicAuth(stateUser, "state-password", "").Retries(0, 0, 0)
 		}
-		lock := backend("lock", "/page")
-		lock.obj.Spec.LockAddress = echo + "/lock?session=" + queryValue
-		lock.obj.Spec.UnlockAddress = echo + "/unlock?session=" + queryValue
+		lock := backend("lock", "/page").LockAddresses(echo+"/lock?session="+queryValue, echo+"/unlock?session="+queryValue)
 		backends := []*backendsv1alpha1.HttpBackend{
-			backend("page", "/page").build(),
-			backend("error", "/error").build(),
-			backend("redirect", "/redirect").build(),
-			lock.lockCheck().build(),
-			makeHttpBackend("tls", ns, tlsStateURL(ns)+"?session="+queryValue).clientCertificate("client-cert").build(),
+			backend("page", "/page").Obj(),
+			backend("error", "/error").Obj(),
+			backend("redirect", "/redirect").Obj(),
+			lock.LockCheck().Obj(),
+			builders.MakeHttpBackend("tls", ns, tlsStateURL(ns)+"?session="+queryValue).ClientCertificate("client-cert").Obj(),
 		}
 		for _, b := range backends {
 			create(ctx, b)

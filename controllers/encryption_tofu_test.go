@@ -18,6 +18,7 @@ import (
 
 	backendsv1alpha1 "github.com/infrastate/backend-operator/api/v1alpha1"
 	"github.com/infrastate/backend-operator/internal/render"
+	"github.com/infrastate/backend-operator/internal/testing/builders"
 	"github.com/infrastate/backend-operator/internal/testtools"
 )
 
@@ -78,15 +79,11 @@ var _ = Describe("OpenTofu state encryption with the real tofu", func() {
 		startManager(ctx, ns)
 		createPassword(ctx, ns)
 		create(ctx,
-			makeSecret("first", ns, map[string]string{backendsv1alpha1.DefaultPassphraseKey: firstPassphrase}),
-			makeSecret("second", ns, map[string]string{backendsv1alpha1.DefaultPassphraseKey: secondPassphrase}))
+			builders.MakeSecret("first", ns).Data(map[string]string{backendsv1alpha1.DefaultPassphraseKey: firstPassphrase}).Obj(),
+			builders.MakeSecret("second", ns).Data(map[string]string{backendsv1alpha1.DefaultPassphraseKey: secondPassphrase}).Obj())
 
-		backend := makeStateBackend("stack", ns).locks().probeInterval(10 * time.Second).build()
-		backend.Spec.Runner = &backendsv1alpha1.Runner{Flavor: backendsv1alpha1.RunnerOpenTofu}
-		backend.Spec.Encryption = &backendsv1alpha1.StateEncryption{
-			PassphraseSecretRef: backendsv1alpha1.SecretKeyRef{Name: "first"},
-			Fallback:            &backendsv1alpha1.EncryptionFallback{Unencrypted: true},
-		}
+		backend := makeStateBackend("stack", ns).Locks().ProbeInterval(10*time.Second).Runner(backendsv1alpha1.RunnerOpenTofu, "").
+			Encryption("first").EncryptionFallback(backendsv1alpha1.EncryptionFallback{Unencrypted: true}).Obj()
 		create(ctx, backend)
 		eventuallyReady(ctx, backend)
 
@@ -113,15 +110,14 @@ var _ = Describe("OpenTofu state encryption with the real tofu", func() {
 		})
 
 		By("publishing what tofu output -json shows")
-		remote := makeRemoteState("stack", ns, "HttpBackend", "stack")
-		remote.Spec.Probe = &backendsv1alpha1.ProbeSpec{Interval: &metav1.Duration{Duration: 10 * time.Second}}
+		remote := builders.MakeRemoteState("stack", ns, "HttpBackend", "stack").ProbeInterval(10 * time.Second).Obj()
 		create(ctx, remote)
 		eventuallyCondition(ctx, remote, "OutputsReady", metav1.ConditionTrue, "OutputsPublished")
 		expectOutputsAsShown(ctx, Default, ns, "stack-outputs", shown)
 
 		By("reporting StateEncrypted to a RemoteState whose backend sets no spec.encryption")
-		plain := makeStateBackend("unkeyed", ns).build()
-		unkeyed := makeRemoteState("unkeyed", ns, "HttpBackend", "unkeyed")
+		plain := makeStateBackend("unkeyed", ns).Obj()
+		unkeyed := builders.MakeRemoteState("unkeyed", ns, "HttpBackend", "unkeyed").Obj()
 		create(ctx, plain, unkeyed)
 		eventuallyCondition(ctx, unkeyed, "OutputsReady", metav1.ConditionFalse, backendsv1alpha1.StateEncryptedReason)
 		eventually(ctx, plain, func(g Gomega) {
@@ -172,9 +168,8 @@ var _ = Describe("OpenTofu state encryption with the real tofu", func() {
 	It("stalls on a passphrase OpenTofu would refuse, without quoting it, and keeps the previous render", func(ctx SpecContext) {
 		ns := newNamespace(ctx)
 		startManager(ctx, ns)
-		create(ctx, makeSecret("pass", ns, map[string]string{backendsv1alpha1.DefaultPassphraseKey: secondPassphrase}))
-		backend := makeHttpBackend("enc", ns, stateURL(ns)).probeInterval(0).build()
-		backend.Spec.Encryption = &backendsv1alpha1.StateEncryption{PassphraseSecretRef: backendsv1alpha1.SecretKeyRef{Name: "pass"}}
+		create(ctx, builders.MakeSecret("pass", ns).Data(map[string]string{backendsv1alpha1.DefaultPassphraseKey: secondPassphrase}).Obj())
+		backend := builders.MakeHttpBackend("enc", ns, stateURL(ns)).ProbeInterval(0).Encryption("pass").Obj()
 		create(ctx, backend)
 		eventuallyReady(ctx, backend)
 		before := renderedSecret(ctx, Default, ns, render.CredentialsSecretName("enc")).Data[render.EnvEncryption]

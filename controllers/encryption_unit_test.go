@@ -24,6 +24,7 @@ import (
 	"github.com/infrastate/backend-operator/internal/stateencryption"
 	"github.com/infrastate/backend-operator/internal/statefile"
 	"github.com/infrastate/backend-operator/internal/testenv"
+	"github.com/infrastate/backend-operator/internal/testing/builders"
 )
 
 func TestResolveEncryption(t *testing.T) {
@@ -259,8 +260,7 @@ func TestUnencryptedState(t *testing.T) {
 // twice: StateReachable says StateNotEncrypted, and does not move between
 // probes that learn the same.
 func TestApplyHTTPProbeOfAPlainStateOpenTofuRefuses(t *testing.T) {
-	backend := &backendsv1alpha1.HttpBackend{ObjectMeta: metav1.ObjectMeta{Name: "b", Namespace: "ns", Generation: 1}}
-	backend.Spec.Encryption = &backendsv1alpha1.StateEncryption{PassphraseSecretRef: backendsv1alpha1.SecretKeyRef{Name: "pass"}}
+	backend := builders.MakeHttpBackend("b", "ns", "").Generation(1).Encryption("pass").Obj()
 	res := httpProbeResult{fetched: true, summary: &stateclient.StateSummary{Present: true, SizeBytes: 10,
 		Summary: statefile.Summary{Serial: 4, Lineage: "l"}}}
 	applyHTTPProbe(newOperatorMetrics(clock.RealClock{}), backend, res, time.Now())

@@ -18,19 +18,15 @@ import (
 	backendsv1alpha1 "github.com/infrastate/backend-operator/api/v1alpha1"
 	"github.com/infrastate/backend-operator/controllers/internal/conditions"
 	"github.com/infrastate/backend-operator/internal/testenv"
+	"github.com/infrastate/backend-operator/internal/testing/builders"
 )
 
 // TestFinishReconcileStatusRejected checks that a status the API server
 // refuses is not retried in a loop: the status as read gets a Stalled
 // condition that says why, and the reconcile ends without an error.
 func TestFinishReconcileStatusRejected(t *testing.T) {
-	before := &backendsv1alpha1.HttpBackend{
-		ObjectMeta: metav1.ObjectMeta{Name: "b", Namespace: "ns", Generation: 2},
-		Status: backendsv1alpha1.HttpBackendStatus{BackendStatus: backendsv1alpha1.BackendStatus{
-			ObservedGeneration: 1,
-			State:              &backendsv1alpha1.StateSummary{Present: true, Serial: 4, Lineage: "old"},
-		}},
-	}
+	before := builders.MakeHttpBackend("b", "ns", "").Generation(2).ObservedGeneration(1).Obj()
+	before.Status.State = &backendsv1alpha1.StateSummary{Present: true, Serial: 4, Lineage: "old"}
 	refusals := 0
 	c := fake.NewClientBuilder().WithScheme(testenv.Scheme()).
 		WithObjects(before.DeepCopy()).WithStatusSubresource(&backendsv1alpha1.HttpBackend{}).

@@ -17,6 +17,7 @@ import (
 
 	backendsv1alpha1 "github.com/infrastate/backend-operator/api/v1alpha1"
 	"github.com/infrastate/backend-operator/internal/cos/costest"
+	"github.com/infrastate/backend-operator/internal/testing/builders"
 )
 
 // podLockJSON is a .tflock object of a Terraform run in runnerPod, taken
@@ -43,11 +44,10 @@ func md5Hex(data string) string {
 // HttpBackend's, with the release checking the .tflock object's ID.
 func TestReconcileCosHolderGone(t *testing.T) {
 	backendEvery := func(every time.Duration) client.Object {
-		return newNetBackend(func(b *backendsv1alpha1.CosBackend) {
-			b.Spec.Probe = &backendsv1alpha1.ProbeSpec{Interval: &metav1.Duration{Duration: every}}
+		return newNetBackend(func(b *builders.CosBackendWrapper) {
 			policy := releaseGone
 			policy.StaleAfter = &metav1.Duration{Duration: time.Hour}
-			b.Spec.LockPolicy = &policy
+			b.ProbeInterval(every).LockPolicy(policy)
 		})
 	}
 	backend := func() client.Object { return backendEvery(policyEvery) }

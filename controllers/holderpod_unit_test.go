@@ -54,16 +54,16 @@ func TestHolderHostname(t *testing.T) {
 
 func TestSameLock(t *testing.T) {
 	created := lockTaken.Add(123456789 * time.Nanosecond)
-	read := &backendsv1alpha1.LockInfo{ID: "lock-1", Who: "runner@runner-7", Created: metaTime(created)}
+	read := &backendsv1alpha1.LockInfo{ID: "lock-1", Who: "runner@runner-7", Created: new(metav1.NewTime(created))}
 	cases := map[string]struct {
 		seen *backendsv1alpha1.LockInfo
 		want bool
 	}{
-		"as status keeps it (to the second)": {seen: &backendsv1alpha1.LockInfo{ID: "lock-1", Who: "runner@runner-7", Created: metaTime(lockTaken)}, want: true},
+		"as status keeps it (to the second)": {seen: &backendsv1alpha1.LockInfo{ID: "lock-1", Who: "runner@runner-7", Created: new(metav1.NewTime(lockTaken))}, want: true},
 		"none seen":                          {},
-		"another ID":                         {seen: &backendsv1alpha1.LockInfo{ID: "lock-2", Who: "runner@runner-7", Created: metaTime(lockTaken)}},
-		"another Who":                        {seen: &backendsv1alpha1.LockInfo{ID: "lock-1", Who: "runner@runner-8", Created: metaTime(lockTaken)}},
-		"another Created":                    {seen: &backendsv1alpha1.LockInfo{ID: "lock-1", Who: "runner@runner-7", Created: metaTime(lockTaken.Add(time.Second))}},
+		"another ID":                         {seen: &backendsv1alpha1.LockInfo{ID: "lock-2", Who: "runner@runner-7", Created: new(metav1.NewTime(lockTaken))}},
+		"another Who":                        {seen: &backendsv1alpha1.LockInfo{ID: "lock-1", Who: "runner@runner-8", Created: new(metav1.NewTime(lockTaken))}},
+		"another Created":                    {seen: &backendsv1alpha1.LockInfo{ID: "lock-1", Who: "runner@runner-7", Created: new(metav1.NewTime(lockTaken.Add(time.Second)))}},
 		"no Created seen":                    {seen: &backendsv1alpha1.LockInfo{ID: "lock-1", Who: "runner@runner-7"}},
 	}
 	for name, tc := range cases {
@@ -90,8 +90,8 @@ func holderPod(uid string, phase corev1.PodPhase, created time.Time) *corev1.Pod
 func TestNextHolderPod(t *testing.T) {
 	podCreated := lockTaken.Add(-time.Minute)
 	now := lockTaken.Add(time.Hour)
-	since := metaTime(lockTaken.Add(30 * time.Minute))
-	nowT := metaTime(now)
+	since := new(metav1.NewTime(lockTaken.Add(30 * time.Minute)))
+	nowT := new(metav1.NewTime(now))
 	running := holderPod("uid-7", corev1.PodRunning, podCreated)
 	succeeded := holderPod("uid-7", corev1.PodSucceeded, podCreated)
 	failed := holderPod("uid-7", corev1.PodFailed, podCreated)
@@ -102,26 +102,26 @@ func TestNextHolderPod(t *testing.T) {
 		pod         *corev1.Pod
 		want        *backendsv1alpha1.HolderPod
 	}{
-		"first sight, running": {pod: running, lockCreated: metaTime(lockTaken),
+		"first sight, running": {pod: running, lockCreated: new(metav1.NewTime(lockTaken)),
 			want: &backendsv1alpha1.HolderPod{Name: "runner-7", UID: "uid-7", Phase: "Running"}},
-		"first sight, pending": {pod: holderPod("uid-7", corev1.PodPending, podCreated), lockCreated: metaTime(lockTaken),
+		"first sight, pending": {pod: holderPod("uid-7", corev1.PodPending, podCreated), lockCreated: new(metav1.NewTime(lockTaken)),
 			want: &backendsv1alpha1.HolderPod{Name: "runner-7", UID: "uid-7", Phase: "Pending"}},
-		"first sight, succeeded: gone from now": {pod: succeeded, lockCreated: metaTime(lockTaken),
+		"first sight, succeeded: gone from now": {pod: succeeded, lockCreated: new(metav1.NewTime(lockTaken)),
 			want: &backendsv1alpha1.HolderPod{Name: "runner-7", UID: "uid-7", Phase: "Succeeded", GoneSince: nowT}},
-		"first sight, failed: gone from now": {pod: failed, lockCreated: metaTime(lockTaken),
+		"first sight, failed: gone from now": {pod: failed, lockCreated: new(metav1.NewTime(lockTaken)),
 			want: &backendsv1alpha1.HolderPod{Name: "runner-7", UID: "uid-7", Phase: "Failed", GoneSince: nowT}},
-		"first sight, no Pod: nothing seen, nothing recorded": {lockCreated: metaTime(lockTaken)},
-		"first sight, a Pod created after the lock was taken": {pod: replaced, lockCreated: metaTime(lockTaken)},
+		"first sight, no Pod: nothing seen, nothing recorded": {lockCreated: new(metav1.NewTime(lockTaken))},
+		"first sight, a Pod created after the lock was taken": {pod: replaced, lockCreated: new(metav1.NewTime(lockTaken))},
 		"first sight, a Pod created within the clock skew": {pod: holderPod("uid-7", corev1.PodRunning, lockTaken.Add(holderClockSkew)),
-			lockCreated: metaTime(lockTaken), want: &backendsv1alpha1.HolderPod{Name: "runner-7", UID: "uid-7", Phase: "Running"}},
+			lockCreated: new(metav1.NewTime(lockTaken)), want: &backendsv1alpha1.HolderPod{Name: "runner-7", UID: "uid-7", Phase: "Running"}},
 		"first sight, a lock without Created": {pod: running,
 			want: &backendsv1alpha1.HolderPod{Name: "runner-7", UID: "uid-7", Phase: "Running"}},
-		"first sight, a Pod with another hostname": {lockCreated: metaTime(lockTaken), pod: func() *corev1.Pod {
+		"first sight, a Pod with another hostname": {lockCreated: new(metav1.NewTime(lockTaken)), pod: func() *corev1.Pod {
 			p := running.DeepCopy()
 			p.Spec.Hostname = "other"
 			return p
 		}()},
-		"first sight, a Pod whose hostname is set to its name": {lockCreated: metaTime(lockTaken), pod: func() *corev1.Pod {
+		"first sight, a Pod whose hostname is set to its name": {lockCreated: new(metav1.NewTime(lockTaken)), pod: func() *corev1.Pod {
 			p := running.DeepCopy()
 			p.Spec.Hostname = "runner-7"
 			return p
@@ -139,7 +139,7 @@ func TestNextHolderPod(t *testing.T) {
 		"seen running, now another Pod of the name": {prior: &backendsv1alpha1.HolderPod{Name: "runner-7", UID: "uid-7", Phase: "Running"}, pod: replaced,
 			want: &backendsv1alpha1.HolderPod{Name: "runner-7", UID: "uid-7", Phase: "Gone", GoneSince: nowT}},
 		"a prior without UID is no sighting": {prior: &backendsv1alpha1.HolderPod{Name: "runner-7", Phase: "Gone", GoneSince: since},
-			lockCreated: metaTime(lockTaken)},
+			lockCreated: new(metav1.NewTime(lockTaken))},
 		"a phase that went back clears goneSince": {prior: &backendsv1alpha1.HolderPod{Name: "runner-7", UID: "uid-7", Phase: "Succeeded", GoneSince: since},
 			pod: running, want: &backendsv1alpha1.HolderPod{Name: "runner-7", UID: "uid-7", Phase: "Running"}},
 	}
@@ -155,7 +155,7 @@ func TestNextHolderPod(t *testing.T) {
 
 func TestReleasable(t *testing.T) {
 	const grace = 5 * time.Minute
-	gone := metaTime(lockTaken)
+	gone := new(metav1.NewTime(lockTaken))
 	cases := map[string]struct {
 		pod  *backendsv1alpha1.HolderPod
 		now  time.Time
@@ -180,7 +180,7 @@ func TestReleasable(t *testing.T) {
 func TestHolderReleaseAt(t *testing.T) {
 	on := &backendsv1alpha1.LockPolicy{ReleaseWhenHolderGone: true, GracePeriod: &metav1.Duration{Duration: time.Minute}}
 	lock := &backendsv1alpha1.LockInfo{ID: "lock-1"}
-	gone := &backendsv1alpha1.HolderPod{Name: "p", UID: "u", Phase: "Gone", GoneSince: metaTime(lockTaken)}
+	gone := &backendsv1alpha1.HolderPod{Name: "p", UID: "u", Phase: "Gone", GoneSince: new(metav1.NewTime(lockTaken))}
 	cases := map[string]struct {
 		status backendsv1alpha1.BackendStatus
 		policy *backendsv1alpha1.LockPolicy
@@ -193,7 +193,7 @@ func TestHolderReleaseAt(t *testing.T) {
 		"running":               {status: backendsv1alpha1.BackendStatus{Lock: lock, HolderPod: &backendsv1alpha1.HolderPod{Name: "p", UID: "u", Phase: "Running"}}, policy: on},
 		"no lock":               {status: backendsv1alpha1.BackendStatus{HolderPod: gone}, policy: on},
 		"no Pod seen":           {status: backendsv1alpha1.BackendStatus{Lock: lock}, policy: on},
-		"a record without UID":  {status: backendsv1alpha1.BackendStatus{Lock: lock, HolderPod: &backendsv1alpha1.HolderPod{Name: "p", Phase: "Gone", GoneSince: metaTime(lockTaken)}}, policy: on},
+		"a record without UID":  {status: backendsv1alpha1.BackendStatus{Lock: lock, HolderPod: &backendsv1alpha1.HolderPod{Name: "p", Phase: "Gone", GoneSince: new(metav1.NewTime(lockTaken))}}, policy: on},
 		"stale policy, no pods": {status: backendsv1alpha1.BackendStatus{Lock: lock}, policy: &backendsv1alpha1.LockPolicy{StaleAfter: &metav1.Duration{Duration: time.Hour}}},
 	}
 	for name, tc := range cases {
@@ -211,8 +211,8 @@ func TestHolderReleaseAt(t *testing.T) {
 func TestSettleHeldLock(t *testing.T) {
 	const grace = 5 * time.Minute
 	now := lockTaken.Add(time.Hour)
-	goneAt := metaTime(now.Add(-grace))
-	bob := &backendsv1alpha1.LockInfo{ID: "lock-1", Who: "runner@runner-7", Created: metaTime(lockTaken)}
+	goneAt := new(metav1.NewTime(now.Add(-grace)))
+	bob := &backendsv1alpha1.LockInfo{ID: "lock-1", Who: "runner@runner-7", Created: new(metav1.NewTime(lockTaken))}
 	seenGone := &backendsv1alpha1.HolderPod{Name: "runner-7", UID: "uid-7", Phase: "Succeeded", GoneSince: goneAt}
 	seenRunning := &backendsv1alpha1.HolderPod{Name: "runner-7", UID: "uid-7", Phase: "Running"}
 	podCreated := lockTaken.Add(-time.Minute)
@@ -248,15 +248,15 @@ func TestSettleHeldLock(t *testing.T) {
 		},
 		"a Pod seen gone within the grace period: kept": {
 			reading: lockReading{held: true, holder: bob}, seenLock: bob,
-			seenPod: &backendsv1alpha1.HolderPod{Name: "runner-7", UID: "uid-7", Phase: "Succeeded", GoneSince: metaTime(now.Add(-grace + time.Second))},
+			seenPod: &backendsv1alpha1.HolderPod{Name: "runner-7", UID: "uid-7", Phase: "Succeeded", GoneSince: new(metav1.NewTime(now.Add(-grace + time.Second)))},
 			pods:    []client.Object{holderPod("uid-7", corev1.PodSucceeded, podCreated)},
 			want: want{state: holderPodSeen, pod: &backendsv1alpha1.HolderPod{Name: "runner-7", UID: "uid-7", Phase: "Succeeded",
-				GoneSince: metaTime(now.Add(-grace + time.Second))}, reads: []string{"runner-7"}},
+				GoneSince: new(metav1.NewTime(now.Add(-grace + time.Second)))}, reads: []string{"runner-7"}},
 		},
 		"a Pod seen running, now succeeded: gone from now": {
 			reading: lockReading{held: true, holder: bob}, seenLock: bob, seenPod: seenRunning,
 			pods: []client.Object{holderPod("uid-7", corev1.PodSucceeded, podCreated)},
-			want: want{state: holderPodSeen, pod: &backendsv1alpha1.HolderPod{Name: "runner-7", UID: "uid-7", Phase: "Succeeded", GoneSince: metaTime(now)},
+			want: want{state: holderPodSeen, pod: &backendsv1alpha1.HolderPod{Name: "runner-7", UID: "uid-7", Phase: "Succeeded", GoneSince: new(metav1.NewTime(now))},
 				reads: []string{"runner-7"}},
 		},
 		"a running Pod is never released": {
@@ -267,7 +267,7 @@ func TestSettleHeldLock(t *testing.T) {
 		"the record of another lock is not built on": {
 			reading: lockReading{held: true, holder: bob}, seenLock: &backendsv1alpha1.LockInfo{ID: "lock-0", Who: "runner@runner-7"}, seenPod: seenGone,
 			pods: []client.Object{holderPod("uid-7", corev1.PodSucceeded, podCreated)},
-			want: want{state: holderPodSeen, pod: &backendsv1alpha1.HolderPod{Name: "runner-7", UID: "uid-7", Phase: "Succeeded", GoneSince: metaTime(now)},
+			want: want{state: holderPodSeen, pod: &backendsv1alpha1.HolderPod{Name: "runner-7", UID: "uid-7", Phase: "Succeeded", GoneSince: new(metav1.NewTime(now))},
 				reads: []string{"runner-7"}},
 		},
 		"a Pod never seen, gone: left alone": {

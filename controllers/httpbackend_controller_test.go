@@ -14,6 +14,7 @@ import (
 
 	backendsv1alpha1 "github.com/infrastate/backend-operator/api/v1alpha1"
 	"github.com/infrastate/backend-operator/internal/stateclient"
+	"github.com/infrastate/backend-operator/internal/testing/builders"
 )
 
 // stateURL is the address of a state on the plain state server; each spec
@@ -77,7 +78,7 @@ var _ = Describe("HttpBackend controller", func() {
 		ctx, ns := spec.ctx, spec.ns
 		createPassword(ctx, ns)
 		seedState(ctx, stateURL(ns), v4State(7, `"a":{"value":"x","type":"string"},"b":{"value":1,"type":"number","sensitive":true}`))
-		backend := makeStateBackend("app", ns).locks().build()
+		backend := makeStateBackend("app", ns).Locks().Obj()
 		start := time.Now()
 		create(ctx, backend)
 
@@ -118,7 +119,7 @@ var _ = Describe("HttpBackend controller", func() {
 
 	It("renders mutual TLS material and reaches a TLS state server", func() {
 		ctx, ns := spec.ctx, spec.ns
-		backend := makeTLSStateBackend("tls", ns).build()
+		backend := makeTLSStateBackend("tls", ns).Obj()
 		create(ctx, suiteClientCert(ns), suiteCAConfigMap(ns), backend)
 
 		eventually(ctx, backend, func(g Gomega) {
@@ -145,51 +146,51 @@ var _ = Describe("HttpBackend controller", func() {
 			expectExplained(spec.ctx, setup(spec.ns), condType, status, reason, message...)
 		},
 		Entry("a missing password Secret", func(ns string) *backendsv1alpha1.HttpBackend {
-			return makeHttpBackend("b", ns, stateURL(ns)).basicAuth(stateUser, "missing", "").build()
+			return builders.MakeHttpBackend("b", ns, stateURL(ns)).BasicAuth(stateUser, "missing", "").Obj()
 		}, "Stalled", metav1.ConditionTrue, "SecretNotFound", "Secret ", "does not exist in namespace ", "references name objects of the backend's own namespace"),
 		Entry("a missing password key", func(ns string) *backendsv1alpha1.HttpBackend {
-			create(spec.ctx, makeSecret("pw", ns, map[string]string{"other": "x"}))
-			return makeHttpBackend("b", ns, stateURL(ns)).basicAuth(stateUser, "pw", "token").build()
+			create(spec.ctx, builders.MakeSecret("pw", ns).Data(map[string]string{"other": "x"}).Obj())
+			return builders.MakeHttpBackend("b", ns, stateURL(ns)).BasicAuth(stateUser, "pw", "token").Obj()
 		}, "Stalled", metav1.ConditionTrue, "SecretKeyMissing", `has no key "token" (its key: other): add the key, or set spec.passwordSecretRef.key`),
 		Entry("a CA bundle without a certificate", func(ns string) *backendsv1alpha1.HttpBackend {
-			create(spec.ctx, makeSecret("ca", ns, map[string]string{"ca.crt": "not a pem"}))
-			return makeHttpBackend("b", ns, tlsStateURL(ns)).caFromSecret("ca", "ca.crt").build()
+			create(spec.ctx, builders.MakeSecret("ca", ns).Data(map[string]string{"ca.crt": "not a pem"}).Obj())
+			return builders.MakeHttpBackend("b", ns, tlsStateURL(ns)).CAFromSecret("ca", "ca.crt").Obj()
 		}, "Stalled", metav1.ConditionTrue, "InvalidCertificate", "holds no PEM certificate: put the PEM certificates in it"),
 		Entry("a client key that does not match the certificate", func(ns string) *backendsv1alpha1.HttpBackend {
-			create(spec.ctx, makeTLSSecret("cert", ns, suiteCerts.clientCertPEM, suiteCerts.otherKeyPEM))
-			return makeHttpBackend("b", ns, tlsStateURL(ns)).clientCertificate("cert").build()
+			create(spec.ctx, builders.MakeSecret("cert", ns).TLS(suiteCerts.clientCertPEM, suiteCerts.otherKeyPEM).Obj())
+			return builders.MakeHttpBackend("b", ns, tlsStateURL(ns)).ClientCertificate("cert").Obj()
 		}, "Stalled", metav1.ConditionTrue, "InvalidCertificate", "do not match"),
 		Entry("a missing CA ConfigMap", func(ns string) *backendsv1alpha1.HttpBackend {
-			return makeHttpBackend("b", ns, tlsStateURL(ns)).caFromConfigMap("nope").build()
+			return builders.MakeHttpBackend("b", ns, tlsStateURL(ns)).CAFromConfigMap("nope").Obj()
 		}, "Stalled", metav1.ConditionTrue, "ConfigMapNotFound", "ConfigMap ", "/nope referenced by spec.tls.caCertificate does not exist in namespace "),
 		Entry("a wrong password", func(ns string) *backendsv1alpha1.HttpBackend {
-			create(spec.ctx, makeSecret("pw", ns, map[string]string{"password": "wrong"}))
-			return makeHttpBackend("b", ns, stateURL(ns)).basicAuth(stateUser, "pw", "").build()
+			create(spec.ctx, builders.MakeSecret("pw", ns).Data(map[string]string{"password": "wrong"}).Obj())
+			return builders.MakeHttpBackend("b", ns, stateURL(ns)).BasicAuth(stateUser, "pw", "").Obj()
 		}, "StateReachable", metav1.ConditionFalse, "Forbidden", "invalid auth", "Check that this user may read the state"),
 		Entry("no credentials", func(ns string) *backendsv1alpha1.HttpBackend {
-			return makeHttpBackend("b", ns, stateURL(ns)).build()
+			return builders.MakeHttpBackend("b", ns, stateURL(ns)).Obj()
 		}, "StateReachable", metav1.ConditionFalse, "Unauthorized", "requires auth", "Set the backend's spec.username and spec.passwordSecretRef"),
 		Entry("a server that refuses the request", func(ns string) *backendsv1alpha1.HttpBackend {
 			stateServer.InjectFault(stateserverFault("/state/"+ns, 403))
-			return makeHttpBackend("b", ns, stateURL(ns)).build()
+			return builders.MakeHttpBackend("b", ns, stateURL(ns)).Obj()
 		}, "StateReachable", metav1.ConditionFalse, "Forbidden", "invalid auth"),
 		Entry("an untrusted server certificate", func(ns string) *backendsv1alpha1.HttpBackend {
-			create(spec.ctx, makeSecret("ca", ns, map[string]string{"ca.crt": string(suiteCerts.otherCAPEM)}))
-			return makeHttpBackend("b", ns, tlsStateURL(ns)).caFromSecret("ca", "ca.crt").retries(0, 0, 0).build()
+			create(spec.ctx, builders.MakeSecret("ca", ns).Data(map[string]string{"ca.crt": string(suiteCerts.otherCAPEM)}).Obj())
+			return builders.MakeHttpBackend("b", ns, tlsStateURL(ns)).CAFromSecret("ca", "ca.crt").Retries(0, 0, 0).Obj()
 		}, "StateReachable", metav1.ConditionFalse, "TLSError", "certificate", "Check that spec.tls.caCertificate holds the CA"),
 		Entry("an address nobody listens on", func(ns string) *backendsv1alpha1.HttpBackend {
-			return makeHttpBackend("b", ns, "http://127.0.0.1:1/state/"+ns).retries(0, 0, 0).build()
+			return builders.MakeHttpBackend("b", ns, "http://127.0.0.1:1/state/"+ns).Retries(0, 0, 0).Obj()
 		}, "StateReachable", metav1.ConditionFalse, "Unreachable", "127.0.0.1:1", "Check from inside the cluster"),
 		Entry("a server error", func(ns string) *backendsv1alpha1.HttpBackend {
 			stateServer.InjectFault(stateserverFault("/state/"+ns, 500))
-			return makeHttpBackend("b", ns, stateURL(ns)).retries(0, 0, 0).build()
+			return builders.MakeHttpBackend("b", ns, stateURL(ns)).Retries(0, 0, 0).Obj()
 		}, "StateReachable", metav1.ConditionFalse, "ServerError", "500", "Check its log for this request"),
 	)
 
 	It("keeps the last good render when a Secret breaks, and follows its rotation", func() {
 		ctx, ns := spec.ctx, spec.ns
 		createPassword(ctx, ns)
-		backend := makeHttpBackend("app", ns, stateURL(ns)).basicAuth(stateUser, "state-password", "password").build()
+		backend := builders.MakeHttpBackend("app", ns, stateURL(ns)).BasicAuth(stateUser, "state-password", "password").Obj()
 		create(ctx, backend)
 		eventuallyReady(ctx, backend)
 		goodConfigMap := renderedConfigMap(ctx, Default, ns, "app-backend")
@@ -225,7 +226,7 @@ var _ = Describe("HttpBackend controller", func() {
 		ctx, ns := spec.ctx, spec.ns
 		createPassword(ctx, ns)
 		holder := holdLock(ctx, stateURL(ns))
-		backend := makeStateBackend("app", ns).locks().lockCheck().build()
+		backend := makeStateBackend("app", ns).Locks().LockCheck().Obj()
 		create(ctx, backend)
 		eventually(ctx, backend, func(g Gomega) {
 			expectCondition(g, backend.Status.Conditions, "Locked", metav1.ConditionTrue, "LockHeld")
@@ -257,7 +258,7 @@ var _ = Describe("HttpBackend controller", func() {
 	It("writes nothing on a resync that finds nothing new", func() {
 		ctx, ns, writes := spec.ctx, spec.ns, spec.writes
 		createPassword(ctx, ns)
-		backend := makeStateBackend("app", ns).locks().lockCheck().build()
+		backend := makeStateBackend("app", ns).Locks().LockCheck().Obj()
 		create(ctx, backend)
 		eventually(ctx, backend, func(g Gomega) {
 			expectCondition(g, backend.Status.Conditions, "Ready", metav1.ConditionTrue, "Succeeded")
@@ -283,8 +284,8 @@ var _ = Describe("HttpBackend controller", func() {
 
 	It("leaves a foreign ConfigMap alone", func() {
 		ctx, ns := spec.ctx, spec.ns
-		backend := makeHttpBackend("app", ns, stateURL(ns)).configMapName("taken").build()
-		create(ctx, makeConfigMap("taken", ns, map[string]string{"mine": "yes"}), backend)
+		backend := builders.MakeHttpBackend("app", ns, stateURL(ns)).ConfigMapName("taken").Obj()
+		create(ctx, builders.MakeConfigMap("taken", ns).Data(map[string]string{"mine": "yes"}).Obj(), backend)
 		eventuallyCondition(ctx, backend, "Stalled", metav1.ConditionTrue, "NameConflict")
 		Expect(renderedConfigMap(ctx, Default, ns, "taken").Data).To(Equal(map[string]string{"mine": "yes"}))
 	})
@@ -292,9 +293,9 @@ var _ = Describe("HttpBackend controller", func() {
 	It("never puts secret material in a ConfigMap, event, condition or status", func() {
 		ctx, ns := spec.ctx, spec.ns
 		createPassword(ctx, ns)
-		ok := makeStateBackend("ok", ns).locks().lockCheck().build()
-		wrongPassword := makeHttpBackend("wrong", ns, stateURL(ns)).basicAuth("intruder", "state-password", "").build()
-		tlsBackend := makeHttpBackend("tls", ns, tlsStateURL(ns)).clientCertificate("client-cert").build()
+		ok := makeStateBackend("ok", ns).Locks().LockCheck().Obj()
+		wrongPassword := builders.MakeHttpBackend("wrong", ns, stateURL(ns)).BasicAuth("intruder", "state-password", "").Obj()
+		tlsBackend := builders.MakeHttpBackend("tls", ns, tlsStateURL(ns)).ClientCertificate("client-cert").Obj()
 		create(ctx, suiteClientCert(ns), ok, wrongPassword, tlsBackend)
 		Eventually(func(g Gomega) {
 			for _, b := range []*backendsv1alpha1.HttpBackend{ok, wrongPassword, tlsBackend} {

@@ -14,6 +14,7 @@ import (
 	backendsv1alpha1 "github.com/infrastate/backend-operator/api/v1alpha1"
 	"github.com/infrastate/backend-operator/internal/stateclient"
 	"github.com/infrastate/backend-operator/internal/stateserver"
+	"github.com/infrastate/backend-operator/internal/testing/builders"
 )
 
 // reprobe changes a backend's spec in a way that does not change what
@@ -76,7 +77,7 @@ var _ = Describe("Locks", func() {
 	// createLockChecked creates the HttpBackend "app" of the spec's state,
 	// checking its lock with a single attempt.
 	createLockChecked := func() *backendsv1alpha1.HttpBackend {
-		backend := makeStateBackend("app", spec.ns).locks().lockCheck().retries(0, 1, 1).build()
+		backend := makeStateBackend("app", spec.ns).Locks().LockCheck().Retries(0, 1, 1).Obj()
 		create(spec.ctx, backend)
 		return backend
 	}
@@ -129,7 +130,7 @@ var _ = Describe("Locks", func() {
 			DeferCleanup(srv.Close)
 			address := srv.URL + "/state/app"
 			holder := holdLockAs(ctx, address, false, "alice@laptop")
-			backend := makeHttpBackend("app", ns, address).locks().lockCheck().forceUnlock(holder).build()
+			backend := builders.MakeHttpBackend("app", ns, address).Locks().LockCheck().ForceUnlock(holder).Obj()
 			create(ctx, backend)
 			if released {
 				eventuallyForceUnlocked(ctx, backend, holder)
@@ -159,8 +160,7 @@ var _ = Describe("CosBackend locks", func() {
 		ctx, ns, bucket := spec.ctx, spec.ns, cosBucket(spec.ns)
 		const lockKey = "platform/terraform.tfstate.tflock"
 		cosServer.PutState(bucket, lockKey, []byte(lockJSON))
-		backend := makeCosBackend("app", ns, bucket)
-		backend.Spec.ForceUnlock = &backendsv1alpha1.ForceUnlockSpec{LockID: "0f6b6d2c-4a8e-4a51-9d1e-7c2b1f0e9a11"} // the JSON's UUID, not the lock ID
+		backend := makeCosStateBackend("app", ns, bucket).ForceUnlock("0f6b6d2c-4a8e-4a51-9d1e-7c2b1f0e9a11").Obj() // the JSON's UUID, not the lock ID
 		create(ctx, cosCredentials(ns), backend)
 		eventually(ctx, backend, func(g Gomega) {
 			expectConditionSaying(g, backend.Status.Conditions, "Locked", metav1.ConditionTrue, "ForceUnlockSkipped", "does not match the holder")
@@ -181,9 +181,8 @@ var _ = Describe("CosBackend locks", func() {
 	It("says it cannot read a bucket whose only credentials are a role to assume, without calling COS", func() {
 		ctx, ns, bucket := spec.ctx, spec.ns, cosBucket(spec.ns)
 		before := len(cosServer.RequestLog())
-		backend := makeCosBackend("app", ns, bucket)
-		backend.Spec.CredentialsSecretRef = nil
-		backend.Spec.AssumeRole = &backendsv1alpha1.AssumeRole{RoleArn: "qcs::cam::uin/100000000001:roleName/tfstate", SessionName: "runner"}
+		backend := makeCosStateBackend("app", ns, bucket).Credentials("").
+			AssumeRole("qcs::cam::uin/100000000001:roleName/tfstate", "runner").Obj()
 		create(ctx, backend)
 		eventually(ctx, backend, func(g Gomega) {
 			expectKstatusInvariants(g, backend)
@@ -192,7 +191,7 @@ var _ = Describe("CosBackend locks", func() {
 		})
 
 		By("a RemoteState reading it stalls, saying why it cannot")
-		remote := makeRemoteState("net", ns, "CosBackend", "app")
+		remote := builders.MakeRemoteState("net", ns, "CosBackend", "app").Obj()
 		create(ctx, remote)
 		eventually(ctx, remote, func(g Gomega) {
 			expectKstatusInvariants(g, remote)

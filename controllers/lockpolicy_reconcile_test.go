@@ -13,6 +13,7 @@ import (
 
 	backendsv1alpha1 "github.com/infrastate/backend-operator/api/v1alpha1"
 	"github.com/infrastate/backend-operator/internal/stateclient"
+	"github.com/infrastate/backend-operator/internal/testing/builders"
 )
 
 // The lockPolicy cases: a runner pod "runner-7" of the harness namespace
@@ -61,9 +62,8 @@ func policyBackend(policy backendsv1alpha1.LockPolicy) client.Object {
 
 // policyBackendEvery is policyBackend checking its lock every interval.
 func policyBackendEvery(policy backendsv1alpha1.LockPolicy, interval time.Duration) client.Object {
-	return newWebBackend(func(b *httpBackendBuilder) {
-		b.locks().lockCheck().probeInterval(interval)
-		b.obj.Spec.LockPolicy = &policy
+	return newWebBackend(func(b *builders.HttpBackendWrapper) {
+		b.Locks().LockCheck().ProbeInterval(interval).LockPolicy(policy)
 	})
 }
 
@@ -158,7 +158,7 @@ func expectMessageSaying(target objectRef, condType string, parts ...string) fun
 func seenPod(phase string, goneSince time.Time) *backendsv1alpha1.HolderPod {
 	p := &backendsv1alpha1.HolderPod{Name: runnerPod, UID: "uid-runner-7", Phase: phase}
 	if !goneSince.IsZero() {
-		p.GoneSince = metaTime(goneSince)
+		p.GoneSince = new(metav1.NewTime(goneSince))
 	}
 	return p
 }

@@ -76,8 +76,8 @@ func holdLockFromPod(ctx context.Context, address, pod string) string {
 // specGrace.
 func createPolicyBackend(ctx context.Context, ns string) *backendsv1alpha1.HttpBackend {
 	GinkgoHelper()
-	backend := makeStateBackend("app", ns).locks().lockCheck().probeInterval(10 * time.Second).build()
-	backend.Spec.LockPolicy = &backendsv1alpha1.LockPolicy{ReleaseWhenHolderGone: true, GracePeriod: &metav1.Duration{Duration: specGrace}}
+	backend := makeStateBackend("app", ns).Locks().LockCheck().ProbeInterval(10 * time.Second).
+		LockPolicy(backendsv1alpha1.LockPolicy{ReleaseWhenHolderGone: true, GracePeriod: &metav1.Duration{Duration: specGrace}}).Obj()
 	create(ctx, backend)
 	return backend
 }
@@ -246,9 +246,8 @@ var _ = Describe("CosBackend lock policy", func() {
 		lock := strings.Replace(lockJSON, `"Who":"bob@ci"`, `"Who":"runner@runner-1"`, 1)
 		lock = strings.Replace(lock, "2026-01-02T03:04:05.123456789Z", time.Now().UTC().Format(time.RFC3339Nano), 1)
 		cosServer.PutState(bucket, lockKey, []byte(lock))
-		backend := makeCosBackend("app", ns, bucket)
-		backend.Spec.Probe = &backendsv1alpha1.ProbeSpec{Interval: &metav1.Duration{Duration: 10 * time.Second}}
-		backend.Spec.LockPolicy = &backendsv1alpha1.LockPolicy{ReleaseWhenHolderGone: true, GracePeriod: &metav1.Duration{Duration: specGrace}}
+		backend := makeCosStateBackend("app", ns, bucket).ProbeInterval(10 * time.Second).
+			LockPolicy(backendsv1alpha1.LockPolicy{ReleaseWhenHolderGone: true, GracePeriod: &metav1.Duration{Duration: specGrace}}).Obj()
 		create(ctx, cosCredentials(ns), backend)
 		eventually(ctx, backend, func(g Gomega) {
 			expectConditionSaying(g, backend.Status.Conditions, "Locked", metav1.ConditionTrue, "LockHeld", "runs in Pod runner-1 (Running)")

@@ -12,18 +12,18 @@ import (
 	"github.com/google/go-cmp/cmp"
 	"github.com/prometheus/client_golang/prometheus"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
-	"k8s.io/apimachinery/pkg/types"
 
 	backendsv1alpha1 "github.com/infrastate/backend-operator/api/v1alpha1"
 	"github.com/infrastate/backend-operator/internal/cos"
 	"github.com/infrastate/backend-operator/internal/stateclient"
+	"github.com/infrastate/backend-operator/internal/testing/builders"
 )
 
 // lockTaken is when the holders of the lock policy tests took their lock.
 var lockTaken = time.Date(2030, time.January, 1, 12, 0, 0, 0, time.UTC)
 
 func TestLockAge(t *testing.T) {
-	created := metaTime(lockTaken)
+	created := new(metav1.NewTime(lockTaken))
 	cases := map[string]struct {
 		created    *metav1.Time
 		age        time.Duration
@@ -63,7 +63,7 @@ func TestLockAge(t *testing.T) {
 // held for a week changes when probed every minute: each change is a
 // status write, and a lock held at rest must cost only a few.
 func TestLockAgeChangesRarely(t *testing.T) {
-	holder := &backendsv1alpha1.LockInfo{ID: "lock-1", Who: "bob@ci", Created: metaTime(lockTaken)}
+	holder := &backendsv1alpha1.LockInfo{ID: "lock-1", Who: "bob@ci", Created: new(metav1.NewTime(lockTaken))}
 	terms := lockTerms{staleAfter: 2 * time.Hour}
 	var messages, reasons []string
 	for age := time.Duration(0); age <= 7*24*time.Hour; age += time.Minute {
@@ -81,7 +81,7 @@ func TestLockAgeChangesRarely(t *testing.T) {
 }
 
 func TestStaleLock(t *testing.T) {
-	created := metaTime(lockTaken)
+	created := new(metav1.NewTime(lockTaken))
 	cases := map[string]struct {
 		created    *metav1.Time
 		age        time.Duration
@@ -139,9 +139,9 @@ func TestLockTermsOf(t *testing.T) {
 func TestLockStatusUnderLockPolicy(t *testing.T) {
 	const T, F = metav1.ConditionTrue, metav1.ConditionFalse
 	now := lockTaken.Add(3 * time.Hour)
-	bob := &backendsv1alpha1.LockInfo{ID: "lock-1", Who: "runner@runner-7", Created: metaTime(lockTaken)}
+	bob := &backendsv1alpha1.LockInfo{ID: "lock-1", Who: "runner@runner-7", Created: new(metav1.NewTime(lockTaken))}
 	running := &backendsv1alpha1.HolderPod{Name: "runner-7", UID: "uid-7", Phase: "Running"}
-	gone := &backendsv1alpha1.HolderPod{Name: "runner-7", UID: "uid-7", Phase: "Succeeded", GoneSince: metaTime(lockTaken.Add(time.Hour))}
+	gone := &backendsv1alpha1.HolderPod{Name: "runner-7", UID: "uid-7", Phase: "Succeeded", GoneSince: new(metav1.NewTime(lockTaken.Add(time.Hour)))}
 	serverError := &stateclient.StatusError{Method: "UNLOCK", URL: "u", StatusCode: 500}
 	type want struct {
 		status    metav1.ConditionStatus
@@ -314,7 +314,7 @@ func TestLockAgeCollector(t *testing.T) {
 // backend forgotten; kept when the lock cannot be read.
 func TestApplyLockRecordsTheLockAge(t *testing.T) {
 	const kind, ns = backendsv1alpha1.HttpBackendKind, "lock-age-test"
-	holder := &backendsv1alpha1.LockInfo{ID: "lock-1", Who: "bob@ci", Created: metaTime(lockTaken)}
+	holder := &backendsv1alpha1.LockInfo{ID: "lock-1", Who: "bob@ci", Created: new(metav1.NewTime(lockTaken))}
 	noCreated := &backendsv1alpha1.LockInfo{ID: "lock-1", Who: "bob@ci"}
 	m := newOperatorMetrics(clock.RealClock{})
 	recorded := func(name string) (time.Time, bool) {
@@ -353,7 +353,7 @@ func TestApplyLockRecordsTheLockAge(t *testing.T) {
 		}, false},
 	}
 	for _, step := range steps {
-		b := &backendsv1alpha1.HttpBackend{ObjectMeta: metav1.ObjectMeta{Name: "web", Namespace: ns, UID: types.UID("uid-web")}}
+		b := builders.MakeHttpBackend("web", ns, "").UID("uid-web").Obj()
 		step.do(b)
 		created, ok := recorded("web")
 		if ok != step.wantS || (ok && !created.Equal(lockTaken)) {

@@ -10,6 +10,7 @@ import (
 	"unicode"
 	"unicode/utf8"
 
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"sigs.k8s.io/controller-runtime/pkg/client/fake"
 
 	backendsv1alpha1 "github.com/infrastate/backend-operator/api/v1alpha1"
@@ -22,6 +23,7 @@ import (
 	"github.com/infrastate/backend-operator/internal/stateencryption"
 	"github.com/infrastate/backend-operator/internal/statefile"
 	"github.com/infrastate/backend-operator/internal/testenv"
+	"github.com/infrastate/backend-operator/internal/testing/builders"
 )
 
 // failures are errors of every class a probe or a read meets.
@@ -65,7 +67,7 @@ var contentFailures = []error{
 // functions and of the inputs that reach each of their messages.
 func TestConditionMessagesStartWithACapital(t *testing.T) {
 	certs := newTestCertificatesT(t)
-	holder := &backendsv1alpha1.LockInfo{ID: "L", Who: "bob@ci", Operation: "OperationTypeApply", Created: metaTime(time.Unix(0, 0))}
+	holder := &backendsv1alpha1.LockInfo{ID: "L", Who: "bob@ci", Operation: "OperationTypeApply", Created: new(metav1.NewTime(time.Unix(0, 0)))}
 	ref := backendsv1alpha1.BackendReference{Kind: backendsv1alpha1.HttpBackendKind, Name: "app"}
 	enc := &backendsv1alpha1.StateEncryption{PassphraseSecretRef: backendsv1alpha1.SecretKeyRef{Name: "pass"}}
 
@@ -97,13 +99,13 @@ func TestConditionMessagesStartWithACapital(t *testing.T) {
 			return []error{r.notFound("Secret", "pw", "spec.passwordSecretRef"), r.notFound("ConfigMap", "ca", "spec.tls.caCertificate")}
 		},
 		"requiredKeys": func() []error {
-			_, err := requiredKeys(makeSecret("pw", "team-a", map[string]string{"pass": "x"}), "spec.passwordSecretRef", "", "password")
+			_, err := requiredKeys(builders.MakeSecret("pw", "team-a").Data(map[string]string{"pass": "x"}).Obj(), "spec.passwordSecretRef", "", "password")
 			return []error{err}
 		},
 		"readPassphrase": func() []error {
-			c := fake.NewClientBuilder().WithScheme(testenv.Scheme()).WithObjects(makeSecret("pass", "team-a", map[string]string{
+			c := fake.NewClientBuilder().WithScheme(testenv.Scheme()).WithObjects(builders.MakeSecret("pass", "team-a").Data(map[string]string{
 				"short": "fifteen-bytes!!", "nfd": "cafe\u0301-passphrase-0123",
-			})).Build()
+			}).Obj()).Build()
 			refs := referenceReader{reader: c, metadata: c, contents: related.NewContents(), namespace: "team-a", policy: ReferencePolicyNamespace}
 			var errs []error
 			for _, key := range []string{"short", "nfd", "gone"} {

@@ -18,6 +18,7 @@ import (
 
 	backendsv1alpha1 "github.com/infrastate/backend-operator/api/v1alpha1"
 	"github.com/infrastate/backend-operator/controllers/internal/conditions"
+	"github.com/infrastate/backend-operator/internal/testing/builders"
 )
 
 // Names of the series the alerts read, as the tests gather them.
@@ -141,7 +142,7 @@ func TestBackendSeries(t *testing.T) {
 	const ns = "metrics-test"
 	kind := backendsv1alpha1.HttpBackendKind
 	stale := &backendsv1alpha1.LockPolicy{StaleAfter: &metav1.Duration{Duration: 2 * time.Hour}}
-	holder := &backendsv1alpha1.LockInfo{ID: "lock-1", Who: "bob@ci", Created: metaTime(lockTaken)}
+	holder := &backendsv1alpha1.LockInfo{ID: "lock-1", Who: "bob@ci", Created: new(metav1.NewTime(lockTaken))}
 	// m is the manager's series; each case starts with a new set.
 	var m *operatorMetrics
 	probed := func(status metav1.ConditionStatus, reason string) func(*backendsv1alpha1.HttpBackend) {
@@ -223,7 +224,7 @@ func TestBackendSeries(t *testing.T) {
 	for name, tc := range cases {
 		t.Run(name, func(t *testing.T) {
 			m = newOperatorMetrics(clock.RealClock{})
-			b := &backendsv1alpha1.HttpBackend{ObjectMeta: metav1.ObjectMeta{Name: "web", Namespace: ns, UID: types.UID("uid-web"), Generation: 1}}
+			b := builders.MakeHttpBackend("web", ns, "").UID("uid-web").Generation(1).Obj()
 			for _, step := range tc.steps {
 				step(b)
 			}

@@ -13,8 +13,6 @@ import (
 
 	"k8s.io/utils/clock"
 
-	backendsv1alpha1 "github.com/infrastate/backend-operator/api/v1alpha1"
-
 	"github.com/google/go-cmp/cmp"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
@@ -25,6 +23,7 @@ import (
 	"github.com/infrastate/backend-operator/internal/stateclient"
 	"github.com/infrastate/backend-operator/internal/stateencryption"
 	"github.com/infrastate/backend-operator/internal/statefile"
+	"github.com/infrastate/backend-operator/internal/testing/builders"
 )
 
 // The next steps the failure messages end with, as a user reads them.
@@ -296,14 +295,13 @@ func TestOneClassifierPerFailure(t *testing.T) {
 	}
 	for name, tc := range cases {
 		t.Run(name, func(t *testing.T) {
-			backend := &backendsv1alpha1.CosBackend{ObjectMeta: metav1.ObjectMeta{Name: "b", Namespace: "n", Generation: 1},
-				Spec: backendsv1alpha1.CosBackendSpec{Bucket: "b-1"}}
+			backend := builders.MakeCosBackend("b", "n", "b-1").Generation(1).Obj()
 			applyCosProbe(newOperatorMetrics(clock.RealClock{}), backend, cosProbeResult{bucketErr: tc.err}, time.Unix(0, 0))
 			got := map[string]string{}
 			for _, c := range backend.Status.Conditions {
 				got[c.Type] = c.Reason
 			}
-			sl := makeSlock().build()
+			sl := makeSlock().Obj()
 			applySlockResult(sl, slockResult{action: slockHold, err: tc.err}, "CosBackend b", cosFailures)
 			got["StateLock Locked"] = sl.Status.Conditions[0].Reason
 			want := map[string]string{"BucketReady": tc.want, "Locked": tc.want, "StateLock Locked": tc.want}

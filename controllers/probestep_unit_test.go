@@ -13,10 +13,11 @@ import (
 
 	backendsv1alpha1 "github.com/infrastate/backend-operator/api/v1alpha1"
 	"github.com/infrastate/backend-operator/controllers/internal/probes"
+	"github.com/infrastate/backend-operator/internal/testing/builders"
 )
 
 func TestPanickingProbeIsContained(t *testing.T) {
-	backend := &backendsv1alpha1.HttpBackend{ObjectMeta: metav1.ObjectMeta{Name: "b", Namespace: "ns", Generation: 1}}
+	backend := builders.MakeHttpBackend("b", "ns", "").Generation(1).Obj()
 	r := newReconciler(nil, nil, nil, []Option{withClock(clocktesting.NewFakePassiveClock(time.Unix(1000, 0)))})
 	ctx := t.Context()
 	go func() { _ = r.probes.Start(ctx) }()
@@ -42,7 +43,7 @@ func TestPanickingProbeIsContained(t *testing.T) {
 }
 
 func TestAdvanceProbeIntervalAfter(t *testing.T) {
-	backend := &backendsv1alpha1.HttpBackend{ObjectMeta: metav1.ObjectMeta{Name: "b", Namespace: "ns", Generation: 1}}
+	backend := builders.MakeHttpBackend("b", "ns", "").Generation(1).Obj()
 	clk := clocktesting.NewFakePassiveClock(time.Unix(1000, 0))
 	for name, tc := range map[string]struct {
 		intervalAfter func() time.Duration

@@ -16,6 +16,7 @@ import (
 	backendsv1alpha1 "github.com/infrastate/backend-operator/api/v1alpha1"
 	"github.com/infrastate/backend-operator/internal/cos/costest"
 	"github.com/infrastate/backend-operator/internal/render"
+	"github.com/infrastate/backend-operator/internal/testing/builders"
 )
 
 // The CosBackend of the COS cases, its bucket and the objects Terraform
@@ -39,12 +40,12 @@ var netLockID = func() string {
 
 // newNetBackend is the CosBackend "net" of netBucket, with the
 // credentials of the Secret "cos-credentials", changed by opts.
-func newNetBackend(opts ...func(*backendsv1alpha1.CosBackend)) *backendsv1alpha1.CosBackend {
-	b := makeCosBackend(netBackend.name, harnessNamespace, netBucket)
+func newNetBackend(opts ...func(*builders.CosBackendWrapper)) *backendsv1alpha1.CosBackend {
+	b := makeCosStateBackend(netBackend.name, harnessNamespace, netBucket)
 	for _, opt := range opts {
 		opt(b)
 	}
-	return stored(b)
+	return stored(b.Obj())
 }
 
 // cosBackend reads the CosBackend name.
@@ -207,10 +208,8 @@ func TestReconcileCosBackend(t *testing.T) {
 		ID: netLockID, Operation: "OperationTypeApply", Who: "bob@ci", Version: "1.5.7", Path: netLockKey,
 		Created: new(metav1.NewTime(time.Date(2026, time.January, 2, 3, 4, 5, 0, time.UTC))),
 	}
-	forceUnlock := func(id string) func(*backendsv1alpha1.CosBackend) {
-		return func(b *backendsv1alpha1.CosBackend) {
-			b.Spec.ForceUnlock = &backendsv1alpha1.ForceUnlockSpec{LockID: id}
-		}
+	forceUnlock := func(id string) func(*builders.CosBackendWrapper) {
+		return func(b *builders.CosBackendWrapper) { b.ForceUnlock(id) }
 	}
 	bucketFailed := func(reason string) []metav1.Condition {
 		return []metav1.Condition{
@@ -260,8 +259,8 @@ func TestReconcileCosBackend(t *testing.T) {
 		},
 		"credentials COS refuses": {
 			objects: []client.Object{
-				newNetBackend(func(b *backendsv1alpha1.CosBackend) { b.Spec.CredentialsSecretRef.Name = "wrong" }),
-				makeSecret("wrong", harnessNamespace, map[string]string{"secretId": cosSecretID, "secretKey": "not-the-key"}),
+				newNetBackend(func(b *builders.CosBackendWrapper) { b.Credentials("wrong") }),
+				builders.MakeSecret("wrong", harnessNamespace).Data(map[string]string{"secretId": cosSecretID, "secretKey": "not-the-key"}).Obj(),
 			},
 			cos:    emptyBucket,
 			target: netBackend,
@@ -274,9 +273,7 @@ func TestReconcileCosBackend(t *testing.T) {
 		},
 		"probing disabled": {
 			objects: []client.Object{
-				newNetBackend(func(b *backendsv1alpha1.CosBackend) {
-					b.Spec.Probe = &backendsv1alpha1.ProbeSpec{Interval: &metav1.Duration{}}
-				}),
+				newNetBackend(func(b *builders.CosBackendWrapper) { b.ProbeInterval(0) }),
 				cosCredentials(harnessNamespace),
 			},
 			cos:    lockedBucket,
@@ -288,9 +285,8 @@ func TestReconcileCosBackend(t *testing.T) {
 			}},
 		},
 		"credentials that are only a role to assume": {
-			objects: []client.Object{newNetBackend(func(b *backendsv1alpha1.CosBackend) {
-				b.Spec.CredentialsSecretRef = nil
-				b.Spec.AssumeRole = &backendsv1alpha1.AssumeRole{RoleArn: "qcs::cam::uin/100000000001:roleName/tfstate", SessionName: "runner"}
+			objects: []client.Object{newNetBackend(func(b *builders.CosBackendWrapper) {
+				b.Credentials("").AssumeRole("qcs::cam::uin/100000000001:roleName/tfstate", "runner")
 			})},
 			cos:    lockedBucket,
 			target: netBackend,

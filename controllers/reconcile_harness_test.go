@@ -42,6 +42,7 @@ import (
 	"github.com/infrastate/backend-operator/internal/stateclient"
 	"github.com/infrastate/backend-operator/internal/statefile"
 	"github.com/infrastate/backend-operator/internal/testenv"
+	"github.com/infrastate/backend-operator/internal/testing/builders"
 )
 
 // Settings of the harness.
@@ -733,5 +734,5 @@ func stored[T statusObject](obj T) T {
 
 // passwordSecret is the Secret "state-password" of the cases' backends.
 func passwordSecret() *corev1.Secret {
-	return makeSecret("state-password", harnessNamespace, map[string]string{"password": harnessPassword})
+	return builders.MakeSecret("state-password", harnessNamespace).Data(map[string]string{"password": harnessPassword}).Obj()
 }

@@ -13,6 +13,7 @@ import (
 
 	backendsv1alpha1 "github.com/infrastate/backend-operator/api/v1alpha1"
 	"github.com/infrastate/backend-operator/internal/stateclient"
+	"github.com/infrastate/backend-operator/internal/testing/builders"
 )
 
 // The lock holder of the lock cases: a Terraform run of someone else.
@@ -67,7 +68,7 @@ func expectLock(want *stateclient.LockInfo) func(t *testing.T, e *reconcileEnv) 
 func TestReconcileLockCheck(t *testing.T) {
 	const every = time.Minute
 	backend := func() client.Object {
-		return newWebBackend(func(b *httpBackendBuilder) { b.locks().lockCheck().probeInterval(every) })
+		return newWebBackend(func(b *builders.HttpBackendWrapper) { b.Locks().LockCheck().ProbeInterval(every) })
 	}
 	nextProbe := func(e *reconcileEnv) { e.clock.Step(every * 11 / 10) }
 	freeCalls := []string{"FetchSummary", "Lock " + webLockID, "Unlock " + webLockID}
@@ -206,7 +207,7 @@ func TestReconcileLockCheck(t *testing.T) {
 // a lock held under another ID is left alone.
 func TestReconcileForceUnlock(t *testing.T) {
 	backend := func(id string) client.Object {
-		return newWebBackend(func(b *httpBackendBuilder) { b.locks().forceUnlock(id) })
+		return newWebBackend(func(b *builders.HttpBackendWrapper) { b.Locks().ForceUnlock(id) })
 	}
 	expectLastForceUnlock := func(want *backendsv1alpha1.ForceUnlockStatus) func(t *testing.T, e *reconcileEnv) {
 		return func(t *testing.T, e *reconcileEnv) {

@@ -15,6 +15,7 @@ import (
 	backendsv1alpha1 "github.com/infrastate/backend-operator/api/v1alpha1"
 	"github.com/infrastate/backend-operator/internal/stateclient"
 	"github.com/infrastate/backend-operator/internal/statefile"
+	"github.com/infrastate/backend-operator/internal/testing/builders"
 )
 
 // The Reconcile-level cases of the series the alerts read: what the
@@ -62,8 +63,8 @@ func deleteObject(target objectRef) func(e *reconcileEnv) {
 // the backend is deleted.
 func TestReconcileBackendMetrics(t *testing.T) {
 	const every = time.Minute
-	backend := func(opts ...func(*httpBackendBuilder)) client.Object {
-		return newWebBackend(append([]func(*httpBackendBuilder){func(b *httpBackendBuilder) { b.probeInterval(every) }}, opts...)...)
+	backend := func(opts ...func(*builders.HttpBackendWrapper)) client.Object {
+		return newWebBackend(append([]func(*builders.HttpBackendWrapper){func(b *builders.HttpBackendWrapper) { b.ProbeInterval(every) }}, opts...)...)
 	}
 	nextProbe := func(e *reconcileEnv) { e.clock.Step(every * 11 / 10) }
 	refused := fetchAnswer{err: &net.OpError{Op: "dial", Net: "tcp", Err: syscall.ECONNREFUSED}}
@@ -165,9 +166,8 @@ func TestReconcileBackendMetrics(t *testing.T) {
 			}},
 		},
 		"a checked lock under staleAfter": {
-			objects: []client.Object{backend(func(b *httpBackendBuilder) {
-				b.locks().lockCheck()
-				b.obj.Spec.LockPolicy = &backendsv1alpha1.LockPolicy{StaleAfter: &metav1.Duration{Duration: 30 * time.Minute}}
+			objects: []client.Object{backend(func(b *builders.HttpBackendWrapper) {
+				b.Locks().LockCheck().LockPolicy(backendsv1alpha1.LockPolicy{StaleAfter: &metav1.Duration{Duration: 30 * time.Minute}})
 			}), passwordSecret()},
 			script: stateScript{lock: []error{errHeldByRun}},
 			target: webBackend,
@@ -208,7 +208,7 @@ func TestReconcileRemoteStateMetrics(t *testing.T) {
 	names := []string{lastSuccessMetric, intervalMetric}
 	created := harnessEpoch.Add(-time.Hour)
 	remote := func() client.Object {
-		return newNetworkState(func(rs *backendsv1alpha1.RemoteState) { rs.CreationTimestamp = metav1.NewTime(created) })
+		return newNetworkState(func(rs *builders.RemoteStateWrapper) { rs.Created(created) })
 	}
 	nextRead := func(e *reconcileEnv) { e.clock.Step(DefaultProbeInterval * 11 / 10) }
 	refused := streamAnswer{err: &net.OpError{Op: "dial", Net: "tcp", Err: syscall.ECONNREFUSED}}

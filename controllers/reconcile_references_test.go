@@ -10,7 +10,7 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
-	backendsv1alpha1 "github.com/infrastate/backend-operator/api/v1alpha1"
+	"github.com/infrastate/backend-operator/internal/testing/builders"
 )
 
 // TestReconcileReportsEveryBrokenReference checks that a backend whose
@@ -20,12 +20,11 @@ import (
 func TestReconcileReportsEveryBrokenReference(t *testing.T) {
 	certs := newTestCertificatesT(t)
 	const passphrase = "harness-passphrase-0123456789"
-	backend := newWebBackend(func(b *httpBackendBuilder) {
-		b.clientCertificate("client-cert").caFromConfigMap("state-ca")
-		b.obj.Spec.Encryption = &backendsv1alpha1.StateEncryption{PassphraseSecretRef: backendsv1alpha1.SecretKeyRef{Name: "tofu-passphrase"}}
+	backend := newWebBackend(func(b *builders.HttpBackendWrapper) {
+		b.ClientCertificate("client-cert").CAFromConfigMap("state-ca").Encryption("tofu-passphrase")
 	})
 	// The CA is there, under another key than the spec names.
-	misnamedCA := makeConfigMap("state-ca", harnessNamespace, map[string]string{"ca.pem": string(certs.caPEM)})
+	misnamedCA := builders.MakeConfigMap("state-ca", harnessNamespace).Data(map[string]string{"ca.pem": string(certs.caPEM)}).Obj()
 	stalled := []metav1.Condition{
 		wantCond("Ready", metav1.ConditionFalse, "SecretNotFound"),
 		wantCond("Stalled", metav1.ConditionTrue, "SecretNotFound"),
@@ -68,8 +67,8 @@ func TestReconcileReportsEveryBrokenReference(t *testing.T) {
 				name: "all four fixed in one go",
 				before: func(e *reconcileEnv) {
 					e.create(passwordSecret())
-					e.create(makeTLSSecret("client-cert", harnessNamespace, certs.clientCertPEM, certs.clientKeyPEM))
-					e.create(makeSecret("tofu-passphrase", harnessNamespace, map[string]string{"passphrase": passphrase}))
+					e.create(builders.MakeSecret("client-cert", harnessNamespace).TLS(certs.clientCertPEM, certs.clientKeyPEM).Obj())
+					e.create(builders.MakeSecret("tofu-passphrase", harnessNamespace).Data(map[string]string{"passphrase": passphrase}).Obj())
 					cm := misnamedCA.DeepCopy()
 					e.update(cm, func() { cm.Data = map[string]string{"ca.crt": string(certs.caPEM)} })
 				},

@@ -12,6 +12,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	backendsv1alpha1 "github.com/infrastate/backend-operator/api/v1alpha1"
+	"github.com/infrastate/backend-operator/internal/testing/builders"
 )
 
 // The RemoteState of the cases reads HttpBackend "web" and publishes to
@@ -22,12 +23,12 @@ const networkOutputs = "network-outputs"
 
 // newNetworkState is the RemoteState "network" reading HttpBackend "web",
 // changed by mutate.
-func newNetworkState(mutate ...func(*backendsv1alpha1.RemoteState)) *backendsv1alpha1.RemoteState {
-	rs := makeRemoteState(networkState.name, harnessNamespace, backendsv1alpha1.HttpBackendKind, webBackend.name)
+func newNetworkState(mutate ...func(*builders.RemoteStateWrapper)) *backendsv1alpha1.RemoteState {
+	rs := builders.MakeRemoteState(networkState.name, harnessNamespace, backendsv1alpha1.HttpBackendKind, webBackend.name)
 	for _, m := range mutate {
 		m(rs)
 	}
-	return stored(rs)
+	return stored(rs.Obj())
 }
 
 // expectPublished checks the ConfigMap and the Secret of RemoteState
@@ -139,8 +140,8 @@ func TestReconcileRemoteState(t *testing.T) {
 			}},
 		},
 		"a selected output the state lacks": {
-			objects: []client.Object{newWebBackend(), passwordSecret(), newNetworkState(func(rs *backendsv1alpha1.RemoteState) {
-				rs.Spec.Outputs = []backendsv1alpha1.OutputSelector{{Name: "cluster_endpoint"}}
+			objects: []client.Object{newWebBackend(), passwordSecret(), newNetworkState(func(rs *builders.RemoteStateWrapper) {
+				rs.Outputs(backendsv1alpha1.OutputSelector{Name: "cluster_endpoint"})
 			})},
 			script: stateScript{stream: []streamAnswer{{state: state}}},
 			target: networkState,

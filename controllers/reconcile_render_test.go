@@ -12,6 +12,7 @@ import (
 
 	backendsv1alpha1 "github.com/infrastate/backend-operator/api/v1alpha1"
 	"github.com/infrastate/backend-operator/internal/render"
+	"github.com/infrastate/backend-operator/internal/testing/builders"
 )
 
 // The HttpBackend of the render and stall cases, and what it renders.
@@ -26,12 +27,12 @@ const (
 
 // newWebBackend is the HttpBackend "web", authenticating with the Secret
 // "state-password", changed by opts.
-func newWebBackend(opts ...func(*httpBackendBuilder)) *backendsv1alpha1.HttpBackend {
-	b := makeHttpBackend(webBackend.name, harnessNamespace, harnessAddress).basicAuth("runner", "state-password", "")
+func newWebBackend(opts ...func(*builders.HttpBackendWrapper)) *backendsv1alpha1.HttpBackend {
+	b := builders.MakeHttpBackend(webBackend.name, harnessNamespace, harnessAddress).BasicAuth("runner", "state-password", "")
 	for _, opt := range opts {
 		opt(b)
 	}
-	return stored(b.build())
+	return stored(b.Obj())
 }
 
 // Conditions the cases want again and again.

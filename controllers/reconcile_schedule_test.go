@@ -11,6 +11,7 @@ import (
 	backendsv1alpha1 "github.com/infrastate/backend-operator/api/v1alpha1"
 	"github.com/infrastate/backend-operator/internal/stateclient"
 	"github.com/infrastate/backend-operator/internal/statefile"
+	"github.com/infrastate/backend-operator/internal/testing/builders"
 )
 
 // TestReconcileProbeSchedule checks when an HttpBackend is probed: once
@@ -23,8 +24,8 @@ func TestReconcileProbeSchedule(t *testing.T) {
 	// due again, whatever its jitter.
 	const due = every * 11 / 10
 	probed := requeueWithin(every, due)
-	backend := func(opts ...func(*httpBackendBuilder)) client.Object {
-		return newWebBackend(append([]func(*httpBackendBuilder){func(b *httpBackendBuilder) { b.probeInterval(every) }}, opts...)...)
+	backend := func(opts ...func(*builders.HttpBackendWrapper)) client.Object {
+		return newWebBackend(append([]func(*builders.HttpBackendWrapper){func(b *builders.HttpBackendWrapper) { b.ProbeInterval(every) }}, opts...)...)
 	}
 	step := func(d time.Duration) func(e *reconcileEnv) { return func(e *reconcileEnv) { e.clock.Step(d) } }
 	disabled := []metav1.Condition{
@@ -132,7 +133,7 @@ func TestReconcileProbeSchedule(t *testing.T) {
 			}},
 		},
 		"an interval of 0s disables probing": {
-			objects: []client.Object{newWebBackend(func(b *httpBackendBuilder) { b.probeInterval(0) }), passwordSecret()},
+			objects: []client.Object{newWebBackend(func(b *builders.HttpBackendWrapper) { b.ProbeInterval(0) }), passwordSecret()},
 			target:  webBackend,
 			steps: []reconcileStep{{
 				wantRequeue:    noRequeue,

@@ -8,6 +8,7 @@ import (
 
 	backendsv1alpha1 "github.com/infrastate/backend-operator/api/v1alpha1"
 	"github.com/infrastate/backend-operator/controllers/internal/owned"
+	"github.com/infrastate/backend-operator/internal/testing/builders"
 )
 
 // TestReconcileAPITraffic checks what a backend costs the API server: its
@@ -18,7 +19,7 @@ import (
 // nothing.
 func TestReconcileAPITraffic(t *testing.T) {
 	const every = time.Minute
-	backend := newWebBackend(func(b *httpBackendBuilder) { b.probeInterval(every) })
+	backend := newWebBackend(func(b *builders.HttpBackendWrapper) { b.ProbeInterval(every) })
 	newBackend := apiTraffic{
 		reads: []string{"get Secret state-password"},
 		writes: []string{

@@ -5,7 +5,6 @@ import (
 
 	"github.com/google/go-cmp/cmp"
 	"github.com/google/go-cmp/cmp/cmpopts"
-	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/client-go/util/workqueue"
@@ -16,6 +15,7 @@ import (
 
 	backendsv1alpha1 "github.com/infrastate/backend-operator/api/v1alpha1"
 	"github.com/infrastate/backend-operator/controllers/internal/related"
+	"github.com/infrastate/backend-operator/internal/testing/builders"
 )
 
 // TestReconcileWatchesFindReferrers checks, through the production field
@@ -24,12 +24,12 @@ import (
 // or publish to it, and the RemoteStates reading a backend that does.
 func TestReconcileWatchesFindReferrers(t *testing.T) {
 	objects := []client.Object{
-		newWebBackend(func(b *httpBackendBuilder) { b.caFromConfigMap("state-ca") }),
-		stored(makeHttpBackend("other", harnessNamespace, harnessAddress).build()),
-		stored(makeHttpBackend("custom", harnessNamespace, harnessAddress).configMapName("custom-files").build()),
+		newWebBackend(func(b *builders.HttpBackendWrapper) { b.CAFromConfigMap("state-ca") }),
+		stored(builders.MakeHttpBackend("other", harnessNamespace, harnessAddress).Obj()),
+		stored(builders.MakeHttpBackend("custom", harnessNamespace, harnessAddress).ConfigMapName("custom-files").Obj()),
 		newNetworkState(),
-		stored(makeRemoteState("unrelated", harnessNamespace, backendsv1alpha1.HttpBackendKind, "other")),
-		stored(makeRemoteState("elsewhere", "team-b", backendsv1alpha1.HttpBackendKind, webBackend.name)),
+		stored(builders.MakeRemoteState("unrelated", harnessNamespace, backendsv1alpha1.HttpBackendKind, "other").Obj()),
+		stored(builders.MakeRemoteState("elsewhere", "team-b", backendsv1alpha1.HttpBackendKind, webBackend.name).Obj()),
 	}
 	c := newReconcileEnv(t, objects, stateScript{}, nil).client
 	httpBackends := func() client.ObjectList { return &backendsv1alpha1.HttpBackendList{} }
@@ -95,7 +95,7 @@ func TestReconcileWatchesFindReferrers(t *testing.T) {
 		},
 		"an unreferenced ConfigMap reconciles nothing": {
 			mapper: readersOfReferenced(c, related.ConfigMapReference),
-			event:  &corev1.ConfigMap{ObjectMeta: metav1.ObjectMeta{Namespace: harnessNamespace, Name: "unrelated"}},
+			event:  builders.MakeConfigMap("unrelated", harnessNamespace).Obj(),
 		},
 	}
 	for name, tc := range cases {
@@ -116,7 +116,7 @@ func TestReconcileWatchesFindReferrers(t *testing.T) {
 func TestReconcileWatchesSkipOwnCreation(t *testing.T) {
 	objects := []client.Object{
 		newWebBackend(),
-		stored(makeHttpBackend("reader", harnessNamespace, harnessAddress).basicAuth("runner", webSecret, "password").build()),
+		stored(builders.MakeHttpBackend("reader", harnessNamespace, harnessAddress).BasicAuth("runner", webSecret, "password").Obj()),
 		newNetworkState(),
 	}
 	c := newReconcileEnv(t, objects, stateScript{}, nil).client

@@ -6,8 +6,6 @@ import (
 	"testing"
 
 	"github.com/google/go-cmp/cmp"
-	corev1 "k8s.io/api/core/v1"
-	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/client/fake"
 
@@ -15,6 +13,7 @@ import (
 	"github.com/infrastate/backend-operator/controllers/internal/conditions"
 	"github.com/infrastate/backend-operator/controllers/internal/related"
 	"github.com/infrastate/backend-operator/internal/testenv"
+	"github.com/infrastate/backend-operator/internal/testing/builders"
 )
 
 func TestMissingKeysMessage(t *testing.T) {
@@ -73,12 +72,6 @@ func TestResolveReportsEveryProblem(t *testing.T) {
 	const ns = "team-a"
 	certs := newTestCertificatesT(t)
 	short := "fifteen-bytes!!"
-	tls := func(name string, data map[string][]byte) *corev1.Secret {
-		return &corev1.Secret{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: name}, Type: corev1.SecretTypeTLS, Data: data}
-	}
-	encryption := func(name string) *backendsv1alpha1.StateEncryption {
-		return &backendsv1alpha1.StateEncryption{PassphraseSecretRef: backendsv1alpha1.SecretKeyRef{Name: name}}
-	}
 	notFound := func(kind, name, field string) string {
 		return fmt.Sprintf("%s team-a/%s referenced by %s does not exist in namespace team-a: "+
 			"references name objects of the backend's own namespace, so create it there or fix the name", kind, name, field)
@@ -92,13 +85,9 @@ func TestResolveReportsEveryProblem(t *testing.T) {
 	}{
 		"an HttpBackend missing its password Secret, its TLS Secret, its CA key and its passphrase Secret": {
 			kind: httpKind{},
-			backend: func() backendObject {
-				b := makeHttpBackend("web", ns, harnessAddress).basicAuth("runner", "state-password", "").
-					clientCertificate("client-cert").caFromConfigMap("state-ca").build()
-				b.Spec.Encryption = encryption("tofu-passphrase")
-				return b
-			}(),
-			objects:    []client.Object{makeConfigMap("state-ca", ns, map[string]string{"ca.pem": string(certs.caPEM)})},
+			backend: builders.MakeHttpBackend("web", ns, harnessAddress).BasicAuth("runner", "state-password", "").
+				ClientCertificate("client-cert").CAFromConfigMap("state-ca").Encryption("tofu-passphrase").Obj(),
+			objects:    []client.Object{builders.MakeConfigMap("state-ca", ns).Data(map[string]string{"ca.pem": string(certs.caPEM)}).Obj()},
 			wantReason: "SecretNotFound",
 			want: []string{
 				notFound("Secret", "state-password", "spec.passwordSecretRef"),
@@ -110,11 +99,11 @@ func TestResolveReportsEveryProblem(t *testing.T) {
 		},
 		"an HttpBackend whose key pair does not match and whose CA holds no certificate": {
 			kind: httpKind{},
-			backend: makeHttpBackend("web", ns, harnessAddress).clientCertificate("client-cert").
-				caFromSecret("state-ca", "").build(),
+			backend: builders.MakeHttpBackend("web", ns, harnessAddress).ClientCertificate("client-cert").
+				CAFromSecret("state-ca", "").Obj(),
 			objects: []client.Object{
-				tls("client-cert", map[string][]byte{corev1.TLSCertKey: certs.clientCertPEM, corev1.TLSPrivateKeyKey: certs.otherKeyPEM}),
-				makeSecret("state-ca", ns, map[string]string{"ca.crt": "not a certificate"}),
+				builders.MakeSecret("client-cert", ns).TLS(certs.clientCertPEM, certs.otherKeyPEM).Obj(),
+				builders.MakeSecret("state-ca", ns).Data(map[string]string{"ca.crt": "not a certificate"}).Obj(),
 			},
 			wantReason: "InvalidCertificate",
 			want: []string{
@@ -125,16 +114,11 @@ func TestResolveReportsEveryProblem(t *testing.T) {
 		},
 		"a CosBackend without a region, with half its keys and a short passphrase": {
 			kind: cosKind{},
-			backend: func() backendObject {
-				b := makeCosBackend("cos", ns, "tfstate-1250000000")
-				b.Spec.Region = ""
-				b.Spec.Encryption = encryption("tofu-passphrase")
-				b.Spec.Encryption.Fallback = &backendsv1alpha1.EncryptionFallback{PassphraseSecretRef: &backendsv1alpha1.SecretKeyRef{Name: "old-passphrase"}}
-				return b
-			}(),
+			backend: makeCosStateBackend("cos", ns, "tfstate-1250000000").Region("").Encryption("tofu-passphrase").
+				EncryptionFallback(backendsv1alpha1.EncryptionFallback{PassphraseSecretRef: &backendsv1alpha1.SecretKeyRef{Name: "old-passphrase"}}).Obj(),
 			objects: []client.Object{
-				makeSecret("cos-credentials", ns, map[string]string{"secretId": cosSecretID, "token": "t"}),
-				makeSecret("tofu-passphrase", ns, map[string]string{"passphrase": short}),
+				builders.MakeSecret("cos-credentials", ns).Data(map[string]string{"secretId": cosSecretID, "token": "t"}).Obj(),
+				builders.MakeSecret("tofu-passphrase", ns).Data(map[string]string{"passphrase": short}).Obj(),
 			},
 			wantReason: "RegionMissing",
 			want: []string{

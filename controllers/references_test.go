@@ -12,6 +12,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	backendsv1alpha1 "github.com/infrastate/backend-operator/api/v1alpha1"
+	"github.com/infrastate/backend-operator/internal/testing/builders"
 )
 
 var _ = Describe("The labeled secret reference policy", func() {
@@ -43,7 +44,7 @@ var _ = Describe("The labeled secret reference policy", func() {
 		password := suitePassword(ns)
 		// kubectl apply keeps a copy of what it applied in an annotation.
 		password.Annotations = map[string]string{"kubectl.kubernetes.io/last-applied-configuration": `{"data":{"password":"` + statePassword + `"}}`}
-		backend := makeStateBackend("app", ns).build()
+		backend := makeStateBackend("app", ns).Obj()
 		create(ctx, password, backend)
 
 		eventually(ctx, backend, func(g Gomega) {
@@ -72,7 +73,7 @@ var _ = Describe("The labeled secret reference policy", func() {
 		ca := suiteCAConfigMap(ns)
 		cert := suiteClientCert(ns)
 		label(cert)
-		backend := makeTLSStateBackend("tls", ns).build()
+		backend := makeTLSStateBackend("tls", ns).Obj()
 		create(ctx, ca, cert, backend)
 		eventually(ctx, backend, func(g Gomega) {
 			c := expectCondition(g, backend.Status.Conditions, "Stalled", metav1.ConditionTrue, "ReferenceNotAllowed")
@@ -87,17 +88,16 @@ var _ = Describe("The labeled secret reference policy", func() {
 
 	It("refuses a RemoteState target that is someone else's Secret without reading it", func() {
 		ctx, ns, requests := spec.ctx, spec.ns, spec.writes
-		create(ctx, makeSecret("team-secret", ns, map[string]string{"token": "t0p-secret-value"}))
+		create(ctx, builders.MakeSecret("team-secret", ns).Data(map[string]string{"token": "t0p-secret-value"}).Obj())
 		Eventually(func(g Gomega) { // the manager's cache sees it
 			g.Expect(k8sClient.Get(ctx, types.NamespacedName{Namespace: ns, Name: "team-secret"}, &corev1.Secret{})).To(Succeed())
 		}, timeout, interval).Should(Succeed())
 		time.Sleep(time.Second)
 		password := suitePassword(ns)
 		label(password)
-		create(ctx, password, makeStateBackend("network", ns).build())
+		create(ctx, password, makeStateBackend("network", ns).Obj())
 		seedState(ctx, stateURL(ns), v4State(1, `"a":{"value":"x","type":"string"}`))
-		remote := makeRemoteState("net", ns, "HttpBackend", "network")
-		remote.Spec.Target.SecretName = "team-secret"
+		remote := builders.MakeRemoteState("net", ns, "HttpBackend", "network").Target("", "team-secret").Obj()
 		create(ctx, remote)
 		eventuallyCondition(ctx, remote, "Stalled", metav1.ConditionTrue, "NameConflict")
 		Expect(requests.readsOf("/api/v1/namespaces/"+ns+"/secrets/team-secret")).To(BeEmpty(), "the foreign Secret was read")
@@ -105,7 +105,7 @@ var _ = Describe("The labeled secret reference policy", func() {
 
 	It("tells a missing Secret from an unlabelled one", func() {
 		ctx, ns := spec.ctx, spec.ns
-		backend := makeHttpBackend("app", ns, stateURL(ns)).basicAuth(stateUser, "missing", "").build()
+		backend := builders.MakeHttpBackend("app", ns, stateURL(ns)).BasicAuth(stateUser, "missing", "").Obj()
 		create(ctx, backend)
 		eventually(ctx, backend, func(g Gomega) {
 			expectConditionSaying(g, backend.Status.Conditions, "Stalled", metav1.ConditionTrue, "SecretNotFound", "does not exist")

@@ -11,6 +11,7 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
 	backendsv1alpha1 "github.com/infrastate/backend-operator/api/v1alpha1"
+	"github.com/infrastate/backend-operator/internal/testing/builders"
 )
 
 // stackOutputs are the outputs of the stack the RemoteState specs read.
@@ -19,16 +20,6 @@ const stackOutputs = `"vpc_id":{"value":"vpc-0a1b","type":"string"},` +
 	`"subnets":{"value":["10.0.1.0/24","10.0.2.0/24"],"type":["list","string"]},` +
 	`"tags":{"value":{"team":"platform"},"type":["map","string"]},` +
 	`"db_password":{"value":"p@ss-w0rd-XYZ","type":"string","sensitive":true}`
-
-// makeRemoteState reads the backend of kind and name.
-func makeRemoteState(name, namespace, kind, backend string) *backendsv1alpha1.RemoteState {
-	return &backendsv1alpha1.RemoteState{
-		ObjectMeta: metav1.ObjectMeta{Name: name, Namespace: namespace},
-		Spec: backendsv1alpha1.RemoteStateSpec{
-			BackendRef: backendsv1alpha1.BackendReference{Kind: kind, Name: backend},
-		},
-	}
-}
 
 func jsonValue(v any) apiextensionsv1.JSON {
 	data, err := json.Marshal(v)
@@ -41,7 +32,7 @@ var _ = Describe("RemoteState controller", func() {
 	BeforeEach(func() { createPassword(spec.ctx, spec.ns) })
 
 	createHttpBackend := func() *backendsv1alpha1.HttpBackend {
-		backend := makeStateBackend("network", spec.ns).locks().build()
+		backend := makeStateBackend("network", spec.ns).Locks().Obj()
 		create(spec.ctx, backend)
 		return backend
 	}
@@ -59,7 +50,7 @@ var _ = Describe("RemoteState controller", func() {
 		ctx, ns := spec.ctx, spec.ns
 		seedState(ctx, stateURL(ns), v4State(5, stackOutputs))
 		createHttpBackend()
-		remote := makeRemoteState("network", ns, "HttpBackend", "network")
+		remote := builders.MakeRemoteState("network", ns, "HttpBackend", "network").Obj()
 		create(ctx, remote)
 		expectOutputsReady(remote)
 
@@ -90,14 +81,14 @@ var _ = Describe("RemoteState controller", func() {
 		ctx, ns := spec.ctx, spec.ns
 		seedState(ctx, stateURL(ns), v4State(1, stackOutputs))
 		createHttpBackend()
-		remote := makeRemoteState("net", ns, "HttpBackend", "network")
-		remote.Spec.Defaults = map[string]apiextensionsv1.JSON{"vpc_id": jsonValue("vpc-default"), "region": jsonValue("ap-guangzhou")}
-		remote.Spec.Outputs = []backendsv1alpha1.OutputSelector{
-			{Name: "vpc_id", Type: "string", Key: "VPC_ID"},
-			{Name: "region", Type: "string", Key: "REGION"},
-			{Name: "subnets", Type: "list"},
-		}
-		remote.Spec.Target = backendsv1alpha1.RemoteStateTarget{ConfigMapName: "net-env", SecretName: "net-secrets"}
+		remote := builders.MakeRemoteState("net", ns, "HttpBackend", "network").
+			Defaults(map[string]apiextensionsv1.JSON{"vpc_id": jsonValue("vpc-default"), "region": jsonValue("ap-guangzhou")}).
+			Outputs(
+				backendsv1alpha1.OutputSelector{Name: "vpc_id", Type: "string", Key: "VPC_ID"},
+				backendsv1alpha1.OutputSelector{Name: "region", Type: "string", Key: "REGION"},
+				backendsv1alpha1.OutputSelector{Name: "subnets", Type: "list"},
+			).
+			Target("net-env", "net-secrets").Obj()
 		create(ctx, remote)
 		expectOutputsReady(remote)
 		Expect(renderedConfigMap(ctx, Default, ns, "net-env").Data).To(Equal(map[string]string{
@@ -128,8 +119,7 @@ var _ = Describe("RemoteState controller", func() {
 		ctx, ns := spec.ctx, spec.ns
 		seedState(ctx, stateURL(ns), v4State(1, stackOutputs))
 		backend := createHttpBackend()
-		remote := makeRemoteState("network", ns, "HttpBackend", "network")
-		remote.Spec.Probe = &backendsv1alpha1.ProbeSpec{Interval: &metav1.Duration{Duration: 10 * time.Second}}
+		remote := builders.MakeRemoteState("network", ns, "HttpBackend", "network").ProbeInterval(10 * time.Second).Obj()
 		create(ctx, remote)
 		expectOutputsReady(remote)
 
@@ -165,7 +155,7 @@ var _ = Describe("RemoteState controller", func() {
 	It("waits for a backend that does not exist yet", func() {
 		ctx, ns := spec.ctx, spec.ns
 		seedState(ctx, stateURL(ns), v4State(1, stackOutputs))
-		remote := makeRemoteState("network", ns, "HttpBackend", "network")
+		remote := builders.MakeRemoteState("network", ns, "HttpBackend", "network").Obj()
 		create(ctx, remote)
 		eventuallyCondition(ctx, remote, "Stalled", metav1.ConditionTrue, "BackendNotFound")
 		createHttpBackend()
@@ -177,17 +167,15 @@ var _ = Describe("RemoteState controller", func() {
 		cosServer.CreateBucket(bucket)
 		cosServer.PutState(bucket, "platform/staging/terraform.tfstate", v4State(8, `"endpoint":{"value":"db.staging","type":"string"}`))
 		cosServer.PutState(bucket, "platform/terraform.tfstate", v4State(3, `"endpoint":{"value":"db.default","type":"string"}`))
-		staging := makeRemoteState("staging", ns, "CosBackend", "db")
-		staging.Spec.Workspace = "staging"
-		def := makeRemoteState("default", ns, "CosBackend", "db")
-		create(ctx, cosCredentials(ns), makeCosBackend("db", ns, bucket), staging, def)
+		staging := builders.MakeRemoteState("staging", ns, "CosBackend", "db").Workspace("staging").Obj()
+		def := builders.MakeRemoteState("default", ns, "CosBackend", "db").Obj()
+		create(ctx, cosCredentials(ns), makeCosStateBackend("db", ns, bucket).Obj(), staging, def)
 		expectOutputsReady(staging)
 		expectOutputsReady(def)
 		Expect(renderedConfigMap(ctx, Default, ns, "staging-outputs").Data).To(Equal(map[string]string{"endpoint": "db.staging"}))
 		Expect(renderedConfigMap(ctx, Default, ns, "default-outputs").Data).To(Equal(map[string]string{"endpoint": "db.default"}))
 
-		missing := makeRemoteState("prod", ns, "CosBackend", "db")
-		missing.Spec.Workspace = "prod"
+		missing := builders.MakeRemoteState("prod", ns, "CosBackend", "db").Workspace("prod").Obj()
 		create(ctx, missing)
 		eventuallyCondition(ctx, missing, "OutputsReady", metav1.ConditionFalse, "StateNotFound")
 	})

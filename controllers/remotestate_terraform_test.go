@@ -13,6 +13,7 @@ import (
 	. "github.com/onsi/gomega"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
+	"github.com/infrastate/backend-operator/internal/testing/builders"
 	"github.com/infrastate/backend-operator/internal/testtools"
 )
 
@@ -72,8 +73,8 @@ var _ = Describe("RemoteState with the real Terraform and OpenTofu CLIs", func()
 		Expect(json.Unmarshal([]byte(w.MustRun(GinkgoT(), "output", "-json", "-no-color")), &shown)).To(Succeed())
 		Expect(shown).To(HaveLen(5))
 
-		remote := makeRemoteState("stack", ns, "HttpBackend", "stack")
-		create(ctx, makeStateBackend("stack", ns).locks().build(), remote)
+		remote := builders.MakeRemoteState("stack", ns, "HttpBackend", "stack").Obj()
+		create(ctx, makeStateBackend("stack", ns).Locks().Obj(), remote)
 		eventuallyCondition(ctx, remote, "OutputsReady", metav1.ConditionTrue, "OutputsPublished")
 
 		cm := renderedConfigMap(ctx, Default, ns, "stack-outputs")

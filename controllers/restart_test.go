@@ -12,6 +12,7 @@ import (
 
 	backendsv1alpha1 "github.com/infrastate/backend-operator/api/v1alpha1"
 	"github.com/infrastate/backend-operator/internal/stateserver"
+	"github.com/infrastate/backend-operator/internal/testing/builders"
 )
 
 var _ = Describe("A manager restart", func() {
@@ -25,7 +26,7 @@ var _ = Describe("A manager restart", func() {
 		first := startManager(ctx, ns)
 		var objs []*backendsv1alpha1.HttpBackend
 		for i := range backends {
-			b := makeHttpBackend(fmt.Sprintf("b%02d", i), ns, fmt.Sprintf("%s/state/b%02d", srv.URL, i)).probeInterval(10 * time.Minute).build()
+			b := builders.MakeHttpBackend(fmt.Sprintf("b%02d", i), ns, fmt.Sprintf("%s/state/b%02d", srv.URL, i)).ProbeInterval(10 * time.Minute).Obj()
 			create(ctx, b)
 			objs = append(objs, b)
 		}

@@ -20,6 +20,7 @@ import (
 	backendsv1alpha1 "github.com/infrastate/backend-operator/api/v1alpha1"
 	"github.com/infrastate/backend-operator/controllers/internal/conditions"
 	"github.com/infrastate/backend-operator/internal/testenv"
+	"github.com/infrastate/backend-operator/internal/testing/builders"
 )
 
 func TestCheckHTTPSpec(t *testing.T) {
@@ -143,25 +144,24 @@ func expectStall(t *testing.T, err error, wantMsg, secret string) {
 // nothing is rendered.
 func TestReconcileRefusesLegacySpec(t *testing.T) {
 	const secret = "s3cret"
-	meta := metav1.ObjectMeta{Name: "legacy", Namespace: "ns", Generation: 1}
 	cases := map[string]struct {
 		obj     client.Object
 		wantMsg string
 	}{
-		"a password in the address": {obj: &backendsv1alpha1.HttpBackend{ObjectMeta: meta,
-			Spec:   backendsv1alpha1.HttpBackendSpec{Address: "https://runner:" + secret + "@state.example.com/state/x"},
-			Status: backendsv1alpha1.HttpBackendStatus{BackendStatus: backendsv1alpha1.BackendStatus{ObservedGeneration: -1}},
-		}, wantMsg: "spec.address must not contain user information"},
-		"an address override": {obj: &backendsv1alpha1.HttpBackend{ObjectMeta: meta,
-			Spec: backendsv1alpha1.HttpBackendSpec{Address: "https://state.example.com/state/x",
-				Overrides: []backendsv1alpha1.Override{override("address", `"https://`+secret+`.example.com/x"`)}},
-			Status: backendsv1alpha1.HttpBackendStatus{BackendStatus: backendsv1alpha1.BackendStatus{ObservedGeneration: -1}},
-		}, wantMsg: "set spec.address instead"},
-		"a bucket override": {obj: &backendsv1alpha1.CosBackend{ObjectMeta: meta,
-			Spec: backendsv1alpha1.CosBackendSpec{Bucket: "tfstate-1250000000", Region: "ap-guangzhou",
-				Overrides: []backendsv1alpha1.Override{override("bucket", `"`+secret+`-1250000000"`)}},
-			Status: backendsv1alpha1.CosBackendStatus{BackendStatus: backendsv1alpha1.BackendStatus{ObservedGeneration: -1}},
-		}, wantMsg: "set spec.bucket instead"},
+		"a password in the address": {
+			obj:     builders.MakeHttpBackend("legacy", "ns", "https://runner:"+secret+"@state.example.com/state/x").Generation(1).ObservedGeneration(-1).Obj(),
+			wantMsg: "spec.address must not contain user information",
+		},
+		"an address override": {
+			obj: builders.MakeHttpBackend("legacy", "ns", "https://state.example.com/state/x").Generation(1).ObservedGeneration(-1).
+				Overrides(override("address", `"https://`+secret+`.example.com/x"`)).Obj(),
+			wantMsg: "set spec.address instead",
+		},
+		"a bucket override": {
+			obj: builders.MakeCosBackend("legacy", "ns", "tfstate-1250000000").Region("ap-guangzhou").Generation(1).ObservedGeneration(-1).
+				Overrides(override("bucket", `"`+secret+`-1250000000"`)).Obj(),
+			wantMsg: "set spec.bucket instead",
+		},
 	}
 	for name, tc := range cases {
 		t.Run(name, func(t *testing.T) {

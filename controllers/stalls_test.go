@@ -20,6 +20,7 @@ import (
 	backendsv1alpha1 "github.com/infrastate/backend-operator/api/v1alpha1"
 	"github.com/infrastate/backend-operator/internal/stateclient"
 	"github.com/infrastate/backend-operator/internal/stateserver"
+	"github.com/infrastate/backend-operator/internal/testing/builders"
 	"github.com/infrastate/backend-operator/internal/testtools"
 )
 
@@ -46,7 +47,7 @@ var _ = Describe("Every stall", func() {
 		Expect(k8sClient.Delete(ctx, obj)).To(Succeed())
 	}
 	foreignConfigMap := func(ns, name string) *corev1.ConfigMap {
-		return makeConfigMap(name, ns, map[string]string{"owner": "someone else"})
+		return builders.MakeConfigMap(name, ns).Data(map[string]string{"owner": "someone else"}).Obj()
 	}
 
 	DescribeTable("clears by itself, through a watch, once its cause is gone",
@@ -70,14 +71,14 @@ var _ = Describe("Every stall", func() {
 		},
 		Entry("SecretNotFound: the Secret is created", stallCase{
 			objects: func(_ context.Context, ns string) []client.Object {
-				return []client.Object{makeStateBackend("app", ns).build()}
+				return []client.Object{makeStateBackend("app", ns).Obj()}
 			},
 			reason: "SecretNotFound",
 			heal:   func(ctx context.Context, ns string) { create(ctx, suitePassword(ns)) },
 		}),
 		Entry("SecretKeyMissing: the key is added", stallCase{
 			objects: func(_ context.Context, ns string) []client.Object {
-				return []client.Object{makeSecret("state-password", ns, map[string]string{"other": "x"}), makeStateBackend("app", ns).build()}
+				return []client.Object{builders.MakeSecret("state-password", ns).Data(map[string]string{"other": "x"}).Obj(), makeStateBackend("app", ns).Obj()}
 			},
 			reason: "SecretKeyMissing",
 			heal: func(ctx context.Context, ns string) {
@@ -86,14 +87,14 @@ var _ = Describe("Every stall", func() {
 		}),
 		Entry("ConfigMapNotFound: the CA ConfigMap is created", stallCase{
 			objects: func(_ context.Context, ns string) []client.Object {
-				return []client.Object{suiteClientCert(ns), makeTLSStateBackend("app", ns).build()}
+				return []client.Object{suiteClientCert(ns), makeTLSStateBackend("app", ns).Obj()}
 			},
 			reason: "ConfigMapNotFound",
 			heal:   func(ctx context.Context, ns string) { create(ctx, suiteCAConfigMap(ns)) },
 		}),
 		Entry("ConfigMapKeyMissing: the CA key is added", stallCase{
 			objects: func(_ context.Context, ns string) []client.Object {
-				return []client.Object{suiteClientCert(ns), makeConfigMap("state-ca", ns, map[string]string{"other": "x"}), makeTLSStateBackend("app", ns).build()}
+				return []client.Object{suiteClientCert(ns), builders.MakeConfigMap("state-ca", ns).Data(map[string]string{"other": "x"}).Obj(), makeTLSStateBackend("app", ns).Obj()}
 			},
 			reason: "ConfigMapKeyMissing",
 			heal: func(ctx context.Context, ns string) {
@@ -103,9 +104,9 @@ var _ = Describe("Every stall", func() {
 		Entry("InvalidCertificate: the client certificate is replaced", stallCase{
 			objects: func(_ context.Context, ns string) []client.Object {
 				return []client.Object{
-					makeTLSSecret("client-cert", ns, []byte("not a certificate"), suiteCerts.clientKeyPEM),
+					builders.MakeSecret("client-cert", ns).TLS([]byte("not a certificate"), suiteCerts.clientKeyPEM).Obj(),
 					suiteCAConfigMap(ns),
-					makeTLSStateBackend("app", ns).build(),
+					makeTLSStateBackend("app", ns).Obj(),
 				}
 			},
 			reason: "InvalidCertificate",
@@ -115,7 +116,7 @@ var _ = Describe("Every stall", func() {
 		}),
 		Entry("NameConflict on the ConfigMap: the foreign ConfigMap is deleted", stallCase{
 			objects: func(_ context.Context, ns string) []client.Object {
-				return []client.Object{suitePassword(ns), foreignConfigMap(ns, "app-backend"), makeStateBackend("app", ns).build()}
+				return []client.Object{suitePassword(ns), foreignConfigMap(ns, "app-backend"), makeStateBackend("app", ns).Obj()}
 			},
 			reason: "NameConflict",
 			heal:   func(ctx context.Context, ns string) { remove(ctx, foreignConfigMap(ns, "app-backend")) },
@@ -125,20 +126,20 @@ var _ = Describe("Every stall", func() {
 				cosServer.CreateBucket(cosBucket(ns))
 				return []client.Object{
 					cosCredentials(ns),
-					makeSecret("app-backend-credentials", ns, map[string]string{"owner": "someone else"}),
-					makeCosBackend("app", ns, cosBucket(ns)),
+					builders.MakeSecret("app-backend-credentials", ns).Data(map[string]string{"owner": "someone else"}).Obj(),
+					makeCosStateBackend("app", ns, cosBucket(ns)).Obj(),
 				}
 			},
 			reason: "NameConflict",
 			heal: func(ctx context.Context, ns string) {
-				remove(ctx, makeSecret("app-backend-credentials", ns, nil))
+				remove(ctx, builders.MakeSecret("app-backend-credentials", ns).Obj())
 			},
 		}),
 		Entry("NameConflict on a RemoteState's ConfigMap: the foreign ConfigMap is deleted", stallCase{
 			objects: func(ctx context.Context, ns string) []client.Object {
 				seedState(ctx, stateURL(ns), v4State(1, `"a":{"value":"x","type":"string"}`))
-				return []client.Object{suitePassword(ns), makeStateBackend("app", ns).build(), foreignConfigMap(ns, "net-outputs"),
-					makeRemoteState("net", ns, "HttpBackend", "app")}
+				return []client.Object{suitePassword(ns), makeStateBackend("app", ns).Obj(), foreignConfigMap(ns, "net-outputs"),
+					builders.MakeRemoteState("net", ns, "HttpBackend", "app").Obj()}
 			},
 			reason: "NameConflict",
 			heal:   func(ctx context.Context, ns string) { remove(ctx, foreignConfigMap(ns, "net-outputs")) },
@@ -146,15 +147,15 @@ var _ = Describe("Every stall", func() {
 		Entry("BackendNotFound: the backend is created", stallCase{
 			objects: func(ctx context.Context, ns string) []client.Object {
 				seedState(ctx, stateURL(ns), v4State(1, `"a":{"value":"x","type":"string"}`))
-				return []client.Object{suitePassword(ns), makeRemoteState("net", ns, "HttpBackend", "app")}
+				return []client.Object{suitePassword(ns), builders.MakeRemoteState("net", ns, "HttpBackend", "app").Obj()}
 			},
 			reason: "BackendNotFound",
-			heal:   func(ctx context.Context, ns string) { create(ctx, makeStateBackend("app", ns).build()) },
+			heal:   func(ctx context.Context, ns string) { create(ctx, makeStateBackend("app", ns).Obj()) },
 		}),
 		Entry("BackendNotReady: the backend's CA ConfigMap is created", stallCase{
 			objects: func(ctx context.Context, ns string) []client.Object {
 				seedTLSState(ctx, tlsStateURL(ns))
-				return []client.Object{suiteClientCert(ns), makeTLSStateBackend("app", ns).build(), makeRemoteState("net", ns, "HttpBackend", "app")}
+				return []client.Object{suiteClientCert(ns), makeTLSStateBackend("app", ns).Obj(), builders.MakeRemoteState("net", ns, "HttpBackend", "app").Obj()}
 			},
 			reason: "BackendNotReady",
 			heal:   func(ctx context.Context, ns string) { create(ctx, suiteCAConfigMap(ns)) },
@@ -165,8 +166,8 @@ var _ = Describe("Every stall", func() {
 		ctx, ns := spec.ctx, spec.ns
 		createPassword(ctx, ns)
 		seedState(ctx, stateURL(ns), v4State(1, `"a":{"value":"x","type":"string"},"b":{"value":"y","type":"string","sensitive":true}`))
-		remote := makeRemoteState("net", ns, "HttpBackend", "app")
-		create(ctx, makeStateBackend("app", ns).build(), remote)
+		remote := builders.MakeRemoteState("net", ns, "HttpBackend", "app").Obj()
+		create(ctx, makeStateBackend("app", ns).Obj(), remote)
 		eventuallyReady(ctx, remote)
 		renderedConfigMap(ctx, Default, ns, "net-outputs")
 		renderedSecret(ctx, Default, ns, "net-outputs")
@@ -214,7 +215,7 @@ var _ = Describe("A status patch that conflicts", func() {
 
 		backends := make([]*backendsv1alpha1.HttpBackend, 3)
 		for i := range backends {
-			backends[i] = makeStateBackend(fmt.Sprintf("app-%d", i), ns).build()
+			backends[i] = makeStateBackend(fmt.Sprintf("app-%d", i), ns).Obj()
 			create(ctx, backends[i])
 		}
 		for _, b := range backends {

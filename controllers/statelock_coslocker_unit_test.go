@@ -94,7 +94,7 @@ func TestCosLockerAcquire(t *testing.T) {
 	for _, ws := range []string{"default", "staging"} {
 		t.Run(ws+": free, taken with the object's ID", func(t *testing.T) {
 			e := newCosLockEnv(t)
-			info := newStateLockInfo(makeSlock().build(), slockNow)
+			info := newStateLockInfo(makeSlock().Obj(), slockNow)
 			taken, holder, err := e.locker(t, ws).acquire(ctx, info)
 			if err != nil || holder != nil || taken == nil {
 				t.Fatalf("acquire() = %+v, %+v, %v; want taken", taken, holder, err)
@@ -117,7 +117,7 @@ func TestCosLockerAcquire(t *testing.T) {
 		e := newCosLockEnv(t)
 		alice := e.holdAlice(ctx, t, "default")
 		puts, _ := e.writes(slockCosLockKey("default"))
-		taken, holder, err := e.locker(t, "default").acquire(ctx, newStateLockInfo(makeSlock().build(), slockNow))
+		taken, holder, err := e.locker(t, "default").acquire(ctx, newStateLockInfo(makeSlock().Obj(), slockNow))
 		if diff := cmp.Diff(alice, holder); diff != "" || taken != nil || err != nil {
 			t.Errorf("acquire() = %+v, %+v, %v; want alice's lock (-want +got):\n%s", taken, holder, err, diff)
 		}
@@ -141,7 +141,7 @@ func TestCosLockerHolder(t *testing.T) {
 			if h, err := l.holder(ctx); h != nil || err != nil {
 				t.Errorf("holder() of a free lock (%s locked) = %+v, %v; want none", other, h, err)
 			}
-			taken, _, err := l.acquire(ctx, newStateLockInfo(makeSlock().build(), slockNow))
+			taken, _, err := l.acquire(ctx, newStateLockInfo(makeSlock().Obj(), slockNow))
 			if err != nil || taken == nil {
 				t.Fatalf("acquire() = %+v, %v", taken, err)
 			}
@@ -160,7 +160,7 @@ func TestCosLockerRelease(t *testing.T) {
 	ctx := t.Context()
 	t.Run("its own lock: released", func(t *testing.T) {
 		e := newCosLockEnv(t)
-		taken, _, err := e.locker(t, "staging").acquire(ctx, newStateLockInfo(makeSlock().build(), slockNow))
+		taken, _, err := e.locker(t, "staging").acquire(ctx, newStateLockInfo(makeSlock().Obj(), slockNow))
 		if err != nil || taken == nil {
 			t.Fatalf("acquire() = %+v, %v", taken, err)
 		}
@@ -173,7 +173,7 @@ func TestCosLockerRelease(t *testing.T) {
 	})
 	t.Run("another's lock: left alone", func(t *testing.T) {
 		e := newCosLockEnv(t)
-		taken, _, err := e.locker(t, "default").acquire(ctx, newStateLockInfo(makeSlock().build(), slockNow))
+		taken, _, err := e.locker(t, "default").acquire(ctx, newStateLockInfo(makeSlock().Obj(), slockNow))
 		if err != nil || taken == nil {
 			t.Fatalf("acquire() = %+v, %v", taken, err)
 		}
@@ -206,7 +206,7 @@ func TestCosLockOperations(t *testing.T) {
 	ctx := t.Context()
 	e := newCosLockEnv(t)
 	key := slockCosLockKey("default")
-	sl := makeSlock().build()
+	sl := makeSlock().Obj()
 
 	// Taken, and the result lost.
 	if res := runSlockOp(ctx, t, e.locker(t, "default"), sl, slockHold); res.taken == nil {

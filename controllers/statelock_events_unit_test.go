@@ -9,6 +9,7 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
 	"github.com/infrastate/backend-operator/controllers/internal/conditions"
+	"github.com/infrastate/backend-operator/internal/testing/builders"
 )
 
 func TestStateLockEvents(t *testing.T) {
@@ -115,13 +116,13 @@ func TestStateLockEvents(t *testing.T) {
 // True as LockHeld.
 func TestEachReconcilerReportsItsKindsEvents(t *testing.T) {
 	locked := []metav1.Condition{cond("Locked", metav1.ConditionTrue, "LockAcquired", "Holds lock L")}
-	sl := makeSlock().build()
+	sl := makeSlock().Obj()
 	sl.Status.Conditions = locked
 	got := newStateLockReconciler(nil, nil, nil).transitions(statusView{}, viewOf(sl))
 	if diff := cmp.Diff([]event{{"Normal", "LockAcquired", "Lock", "Holds lock L"}}, got, cmp.AllowUnexported(event{})); diff != "" {
 		t.Errorf("StateLock events (-want +got):\n%s", diff)
 	}
-	backend := makeHttpBackend("b", "ns", "http://127.0.0.1/").build()
+	backend := builders.MakeHttpBackend("b", "ns", "http://127.0.0.1/").Obj()
 	backend.Status.Conditions = []metav1.Condition{cond("Locked", metav1.ConditionTrue, "LockHeld", "Held by H")}
 	got = newBackendReconciler(httpKind{}, nil, nil, nil).transitions(statusView{}, viewOf(backend))
 	if diff := cmp.Diff([]event{{"Normal", "LockHeld", "Probe", "Held by H"}}, got, cmp.AllowUnexported(event{})); diff != "" {

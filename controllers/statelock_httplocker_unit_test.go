@@ -55,7 +55,7 @@ func throughStatus(t *testing.T, held heldLock) heldLock {
 
 func TestHTTPLockerAcquire(t *testing.T) {
 	ctx := t.Context()
-	info := newStateLockInfo(makeSlock().build(), slockNow)
+	info := newStateLockInfo(makeSlock().Obj(), slockNow)
 
 	t.Run("free: taken with the given ID", func(t *testing.T) {
 		lt := newLockTraffic(t, stateserver.AcceptAnyUnlock)
@@ -84,7 +84,7 @@ func TestHTTPLockerAcquire(t *testing.T) {
 
 func TestHTTPLockerHolder(t *testing.T) {
 	ctx := t.Context()
-	info := newStateLockInfo(makeSlock().build(), slockNow)
+	info := newStateLockInfo(makeSlock().Obj(), slockNow)
 	cases := map[string]struct {
 		accept       stateserver.UnlockBodies
 		setup        func(t *testing.T, lt *lockTraffic)
@@ -181,7 +181,7 @@ func TestHTTPLockerRelease(t *testing.T) {
 		for _, fresh := range []bool{false, true} {
 			t.Run(acceptCaseName(accept, fresh), func(t *testing.T) {
 				lt := newLockTraffic(t, accept)
-				info := newStateLockInfo(makeSlock().build(), slockNow)
+				info := newStateLockInfo(makeSlock().Obj(), slockNow)
 				l := lt.locker(t)
 				taken := lt.mustAcquire(ctx, t, l, info)
 				if fresh {
@@ -228,7 +228,7 @@ func TestHTTPLockerReleaseLeavesOthersAlone(t *testing.T) {
 				if other != "" {
 					lt.hold(ctx, t, other, "alice@laptop")
 				}
-				info := newStateLockInfo(makeSlock().build(), slockNow)
+				info := newStateLockInfo(makeSlock().Obj(), slockNow)
 				if err := lt.locker(t).release(ctx, heldLock{id: info.ID, info: *lockInfo(&info)}); err != nil {
 					t.Errorf("release() = %v, want nil: the StateLock's lock is gone", err)
 				}
@@ -265,7 +265,7 @@ func TestHTTPLockerReleaseOfAChangedBody(t *testing.T) {
 	for name, tc := range cases {
 		t.Run(name, func(t *testing.T) {
 			lt := newLockTraffic(t, tc.accept)
-			info := newStateLockInfo(makeSlock().build(), slockNow)
+			info := newStateLockInfo(makeSlock().Obj(), slockNow)
 			taken := lt.mustAcquire(ctx, t, lt.locker(t), info)
 			changed := *taken
 			changed.info.Info = "edited"

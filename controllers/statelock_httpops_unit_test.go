@@ -19,7 +19,7 @@ import (
 func TestHTTPLockOperations(t *testing.T) {
 	ctx := t.Context()
 	lt := newLockTraffic(t, stateserver.AcceptEmptyUnlock)
-	sl := makeSlock().build()
+	sl := makeSlock().Obj()
 
 	res := runSlockOp(ctx, t, lt.locker(t), sl, slockHold)
 	applySlockResult(sl, res, slockBackend, everyKindsFailures)
@@ -89,7 +89,7 @@ func TestHTTPLockTakenAndNotRecorded(t *testing.T) {
 
 	t.Run("adopted, then released at expiry", func(t *testing.T) {
 		lt := newLockTraffic(t, stateserver.AcceptNoForceUnlock)
-		sl := makeSlock().build()
+		sl := makeSlock().Obj()
 		id := takeUnrecorded(t, lt, sl)
 		res := runSlockOp(ctx, t, lt.locker(t), sl, slockHold)
 		if res.taken == nil || res.taken.id != id {
@@ -119,7 +119,7 @@ func TestHTTPLockTakenAndNotRecorded(t *testing.T) {
 
 	t.Run("released on deletion", func(t *testing.T) {
 		lt := newLockTraffic(t, stateserver.AcceptNoForceUnlock)
-		sl := makeSlock().build()
+		sl := makeSlock().Obj()
 		id := takeUnrecorded(t, lt, sl)
 		if res := runSlockOp(ctx, t, lt.locker(t), sl, slockRelease); !res.released {
 			t.Errorf("release = %+v, want released", res)

@@ -11,6 +11,7 @@ import (
 	"github.com/google/go-cmp/cmp"
 	"github.com/google/go-cmp/cmp/cmpopts"
 	"github.com/google/uuid"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
 	backendsv1alpha1 "github.com/infrastate/backend-operator/api/v1alpha1"
 	"github.com/infrastate/backend-operator/internal/stateclient"
@@ -85,16 +86,16 @@ func runSlockOp(ctx context.Context, t *testing.T, l stateLocker, sl *backendsv1
 }
 
 func TestSlockOperationRun(t *testing.T) {
-	recorded := makeSlock().holds(slockCreated).build()
-	unrecorded := makeSlock().build()
+	recorded := makeSlock().Holds(slockInfo(slockCreated)).Obj()
+	unrecorded := makeSlock().Obj()
 	// ours is the lock a StateLock took and could not record: its Who,
 	// taken after it was created.
-	ours := &backendsv1alpha1.LockInfo{ID: "O", Operation: lockCheckOperation, Who: slockWho, Created: metaTime(slockCreated.Add(time.Minute))}
+	ours := &backendsv1alpha1.LockInfo{ID: "O", Operation: lockCheckOperation, Who: slockWho, Created: new(metav1.NewTime(slockCreated.Add(time.Minute)))}
 	// earlier is the lock of an earlier StateLock of the same name.
-	earlier := &backendsv1alpha1.LockInfo{ID: "E", Who: slockWho, Created: metaTime(slockCreated.Add(-time.Hour))}
-	alice := &backendsv1alpha1.LockInfo{ID: "H", Who: "alice@laptop", Created: metaTime(slockNow)}
-	ourRecorded := &backendsv1alpha1.LockInfo{ID: "L", Who: slockWho, Created: metaTime(slockCreated)}
-	fresh := heldLock{id: "N", info: backendsv1alpha1.LockInfo{ID: "N", Who: slockWho, Created: metaTime(slockNow)}}
+	earlier := &backendsv1alpha1.LockInfo{ID: "E", Who: slockWho, Created: new(metav1.NewTime(slockCreated.Add(-time.Hour)))}
+	alice := &backendsv1alpha1.LockInfo{ID: "H", Who: "alice@laptop", Created: new(metav1.NewTime(slockNow))}
+	ourRecorded := &backendsv1alpha1.LockInfo{ID: "L", Who: slockWho, Created: new(metav1.NewTime(slockCreated))}
+	fresh := heldLock{id: "N", info: backendsv1alpha1.LockInfo{ID: "N", Who: slockWho, Created: new(metav1.NewTime(slockNow))}}
 	unreachable := errors.New("dial tcp 127.0.0.1:1: connection refused")
 
 	cases := map[string]struct {
@@ -212,11 +213,11 @@ func TestHeldFromStatus(t *testing.T) {
 		sl   *backendsv1alpha1.StateLock
 		want heldLock
 	}{
-		"nothing held": {sl: makeSlock().build()},
+		"nothing held": {sl: makeSlock().Obj()},
 		"held": {
-			sl: makeSlock().holds(slockCreated).build(),
+			sl: makeSlock().Holds(slockInfo(slockCreated)).Obj(),
 			want: heldLock{id: "L", info: backendsv1alpha1.LockInfo{
-				ID: "L", Operation: lockCheckOperation, Info: "release freeze", Who: slockWho, Created: metaTime(slockCreated),
+				ID: "L", Operation: lockCheckOperation, Info: "release freeze", Who: slockWho, Created: new(metav1.NewTime(slockCreated)),
 			}},
 		},
 	}
@@ -237,7 +238,7 @@ func TestHeldFromStatus(t *testing.T) {
 // the StateLock's as it was when the operation was built: the reconcile
 // goes on changing the object while the operation runs.
 func TestLockOwnedBySnapshot(t *testing.T) {
-	sl := makeSlock().holds(slockCreated).build()
+	sl := makeSlock().Holds(slockInfo(slockCreated)).Obj()
 	owns := lockOwnedBy(sl)
 	sl.Status.LockID = "changed"
 	if !owns(&backendsv1alpha1.LockInfo{ID: "L"}) || owns(&backendsv1alpha1.LockInfo{ID: "changed"}) {
@@ -250,7 +251,7 @@ func TestLockOwnedBySnapshot(t *testing.T) {
 // back, gives back the very JSON body the lock was taken with: the body a
 // server that accepts only the exact LockInfo needs to release it.
 func TestStateLockInfoRoundTrip(t *testing.T) {
-	sl := makeSlock().build()
+	sl := makeSlock().Obj()
 	now := time.Date(2026, 3, 1, 12, 0, 0, 987654321, time.FixedZone("UTC+8", 8*3600))
 	info := newStateLockInfo(sl, now)
 	if _, err := uuid.Parse(info.ID); err != nil {

@@ -8,11 +8,13 @@ import (
 	"github.com/google/go-cmp/cmp"
 	"github.com/google/go-cmp/cmp/cmpopts"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/types"
 
 	backendsv1alpha1 "github.com/infrastate/backend-operator/api/v1alpha1"
 	"github.com/infrastate/backend-operator/controllers/internal/conditions"
 	"github.com/infrastate/backend-operator/internal/cos"
 	"github.com/infrastate/backend-operator/internal/stateclient"
+	"github.com/infrastate/backend-operator/internal/testing/builders"
 )
 
 // Times of the StateLock tables: the object is created at slockCreated
@@ -28,80 +30,36 @@ const slockWho = "backend-operator/team-a/freeze"
 // slockBackend names the backend of the StateLock tables in messages.
 const slockBackend = "HttpBackend app"
 
-// slockBuilder builds a StateLock for the unit tables.
-type slockBuilder struct{ obj *backendsv1alpha1.StateLock }
-
 // makeSlock returns a StateLock team-a/freeze of generation 1 on
 // HttpBackend app, created at slockCreated, holding nothing.
-func makeSlock() *slockBuilder {
-	return &slockBuilder{obj: &backendsv1alpha1.StateLock{
-		ObjectMeta: metav1.ObjectMeta{
-			Namespace: "team-a", Name: "freeze", UID: "uid-freeze", Generation: 1,
-			CreationTimestamp: metav1.NewTime(slockCreated),
-		},
-		Spec: backendsv1alpha1.StateLockSpec{
-			BackendRef: backendsv1alpha1.BackendReference{Kind: "HttpBackend", Name: "app"},
-			Workspace:  "default", Reason: "release freeze",
-		},
-	}}
+func makeSlock() *builders.StateLockWrapper { return makeNamedSlock("freeze", "default") }
+
+// makeNamedSlock returns makeSlock's StateLock named name, of workspace
+// ws.
+func makeNamedSlock(name, ws string) *builders.StateLockWrapper {
+	return builders.MakeStateLock(name, "team-a", backendsv1alpha1.HttpBackendKind, "app").
+		UID(types.UID("uid-" + name)).Generation(1).Created(slockCreated).Workspace(ws).Reason("release freeze")
 }
 
-// generation sets metadata.generation.
-func (b *slockBuilder) generation(g int64) *slockBuilder {
-	b.obj.Generation = g
-	return b
+// slockInfo is the LockInfo of lock "L", taken by makeSlock's StateLock at
+// since: what status records while it holds the lock (Holds).
+func slockInfo(since time.Time) backendsv1alpha1.LockInfo {
+	return backendsv1alpha1.LockInfo{ID: "L", Operation: lockCheckOperation, Info: "release freeze", Who: slockWho, Created: new(metav1.NewTime(since))}
 }
 
-// until sets spec.until.
-func (b *slockBuilder) until(t time.Time) *slockBuilder {
-	u := metav1.NewTime(t)
-	b.obj.Spec.Until = &u
-	return b
-}
-
-// reacquire sets the reacquire annotation.
-func (b *slockBuilder) reacquire(v string) *slockBuilder {
-	b.obj.Annotations = map[string]string{backendsv1alpha1.ReacquireAnnotation: v}
-	return b
-}
-
-// holds records lock "L" as held since since.
-func (b *slockBuilder) holds(since time.Time) *slockBuilder {
-	const id = "L"
-	s := metav1.NewTime(since)
-	b.obj.Status.LockID, b.obj.Status.HeldSince = id, &s
-	b.obj.Status.LockInfo = &backendsv1alpha1.LockInfo{ID: id, Operation: lockCheckOperation, Info: "release freeze", Who: slockWho, Created: &s}
-	return b
-}
-
-// waitsFor records holder as the holder the StateLock waits for.
-func (b *slockBuilder) waitsFor(holder *backendsv1alpha1.LockInfo) *slockBuilder {
-	b.obj.Status.Holder = holder
-	return b
-}
-
-// reacquireRequest sets status.reacquireRequest.
-func (b *slockBuilder) reacquireRequest(v string) *slockBuilder {
-	b.obj.Status.ReacquireRequest = v
-	return b
-}
-
-// locked sets the Locked condition, observed at generation observed, last
-// changed at changed.
-func (b *slockBuilder) locked(status metav1.ConditionStatus, reason string, observed int64, changed time.Time) *slockBuilder {
-	b.obj.Status.Conditions = append(b.obj.Status.Conditions, metav1.Condition{
+// slockLocked is the Locked condition a StateLock had before a reconcile,
+// observed at generation observed, last changed at changed.
+func slockLocked(status metav1.ConditionStatus, reason string, observed int64, changed time.Time) metav1.Condition {
+	return metav1.Condition{
 		Type: backendsv1alpha1.LockedCondition, Status: status, Reason: reason, Message: "before",
 		ObservedGeneration: observed, LastTransitionTime: metav1.NewTime(changed),
-	})
-	return b
+	}
 }
 
-// lost records the lock as lost at generation observed.
-func (b *slockBuilder) lost(observed int64) *slockBuilder {
-	return b.locked(metav1.ConditionFalse, backendsv1alpha1.LockLostReason, observed, slockNow)
+// slockLost is the Locked condition of a lock lost at generation observed.
+func slockLost(observed int64) metav1.Condition {
+	return slockLocked(metav1.ConditionFalse, backendsv1alpha1.LockLostReason, observed, slockNow)
 }
-
-func (b *slockBuilder) build() *backendsv1alpha1.StateLock { return b.obj }
 
 // lockedCond is a Locked condition of generation 1 in the tables.
 func lockedCond(status metav1.ConditionStatus, reason, message string) metav1.Condition {
@@ -114,46 +72,46 @@ func TestPlanStateLock(t *testing.T) {
 		want slockAction
 	}{
 		"nothing held: take it": {
-			sl: makeSlock().build(), want: slockHold,
+			sl: makeSlock().Obj(), want: slockHold,
 		},
 		"holding: check it": {
-			sl: makeSlock().holds(slockCreated).locked("True", "LockAcquired", 1, slockCreated).build(), want: slockHold,
+			sl: makeSlock().Holds(slockInfo(slockCreated)).Condition(slockLocked("True", "LockAcquired", 1, slockCreated)).Obj(), want: slockHold,
 		},
 		"holding until later: check it": {
-			sl: makeSlock().until(slockNow.Add(time.Second)).holds(slockCreated).build(), want: slockHold,
+			sl: makeSlock().Until(slockNow.Add(time.Second)).Holds(slockInfo(slockCreated)).Obj(), want: slockHold,
 		},
 		"waiting: try again": {
-			sl: makeSlock().locked("False", "WaitingForLock", 1, slockCreated).waitsFor(&backendsv1alpha1.LockInfo{ID: "H"}).build(), want: slockHold,
+			sl: makeSlock().Condition(slockLocked("False", "WaitingForLock", 1, slockCreated)).WaitsFor(&backendsv1alpha1.LockInfo{ID: "H"}).Obj(), want: slockHold,
 		},
 		"expired with a lock: release it": {
-			sl: makeSlock().until(slockNow.Add(-time.Minute)).holds(slockCreated).build(), want: slockRelease,
+			sl: makeSlock().Until(slockNow.Add(-time.Minute)).Holds(slockInfo(slockCreated)).Obj(), want: slockRelease,
 		},
 		"expiring this instant with a lock: release it": {
-			sl: makeSlock().until(slockNow).holds(slockCreated).build(), want: slockRelease,
+			sl: makeSlock().Until(slockNow).Holds(slockInfo(slockCreated)).Obj(), want: slockRelease,
 		},
 		"expired without a lock: nothing": {
-			sl: makeSlock().until(slockNow.Add(-time.Minute)).build(), want: slockIdle,
+			sl: makeSlock().Until(slockNow.Add(-time.Minute)).Obj(), want: slockIdle,
 		},
 		"expired after losing the lock: nothing": {
-			sl: makeSlock().until(slockNow.Add(-time.Minute)).lost(1).build(), want: slockIdle,
+			sl: makeSlock().Until(slockNow.Add(-time.Minute)).Condition(slockLost(1)).Obj(), want: slockIdle,
 		},
 		"lost for this generation: nothing": {
-			sl: makeSlock().generation(3).lost(3).build(), want: slockIdle,
+			sl: makeSlock().Generation(3).Condition(slockLost(3)).Obj(), want: slockIdle,
 		},
 		"lost, the reacquire value already acted on: nothing": {
-			sl: makeSlock().reacquire("a1").reacquireRequest("a1").lost(1).build(), want: slockIdle,
+			sl: makeSlock().Annotation(backendsv1alpha1.ReacquireAnnotation, "a1").ReacquireRequest("a1").Condition(slockLost(1)).Obj(), want: slockIdle,
 		},
 		"lost for an older generation (spec changed): take it": {
-			sl: makeSlock().generation(3).lost(2).build(), want: slockHold,
+			sl: makeSlock().Generation(3).Condition(slockLost(2)).Obj(), want: slockHold,
 		},
 		"lost, a new reacquire value: take it": {
-			sl: makeSlock().reacquire("a2").reacquireRequest("a1").lost(1).build(), want: slockHold,
+			sl: makeSlock().Annotation(backendsv1alpha1.ReacquireAnnotation, "a2").ReacquireRequest("a1").Condition(slockLost(1)).Obj(), want: slockHold,
 		},
 		"lost, a first reacquire value: take it": {
-			sl: makeSlock().reacquire("a1").lost(1).build(), want: slockHold,
+			sl: makeSlock().Annotation(backendsv1alpha1.ReacquireAnnotation, "a1").Condition(slockLost(1)).Obj(), want: slockHold,
 		},
 		"lost, the reacquire annotation removed: take it": {
-			sl: makeSlock().reacquireRequest("a1").lost(1).build(), want: slockHold,
+			sl: makeSlock().ReacquireRequest("a1").Condition(slockLost(1)).Obj(), want: slockHold,
 		},
 	}
 	for name, tc := range cases {
@@ -170,16 +128,16 @@ func TestExpiredAndLockLost(t *testing.T) {
 		sl                    *backendsv1alpha1.StateLock
 		wantExpired, wantLost bool
 	}{
-		"no until, nothing recorded":   {sl: makeSlock().build()},
-		"until later":                  {sl: makeSlock().until(slockNow.Add(time.Nanosecond)).build()},
-		"until now":                    {sl: makeSlock().until(slockNow).build(), wantExpired: true},
-		"until passed":                 {sl: makeSlock().until(slockNow.Add(-time.Hour)).build(), wantExpired: true},
-		"lost for this generation":     {sl: makeSlock().lost(1).build(), wantLost: true},
-		"lost for an older generation": {sl: makeSlock().generation(2).lost(1).build()},
-		"lost, value acted on":         {sl: makeSlock().reacquire("x").reacquireRequest("x").lost(1).build(), wantLost: true},
-		"lost, a new value":            {sl: makeSlock().reacquire("y").reacquireRequest("x").lost(1).build()},
-		"waiting is not lost":          {sl: makeSlock().locked("False", "WaitingForLock", 1, slockNow).build()},
-		"expired is not lost":          {sl: makeSlock().locked("False", "Expired", 1, slockNow).build()},
+		"no until, nothing recorded":   {sl: makeSlock().Obj()},
+		"until later":                  {sl: makeSlock().Until(slockNow.Add(time.Nanosecond)).Obj()},
+		"until now":                    {sl: makeSlock().Until(slockNow).Obj(), wantExpired: true},
+		"until passed":                 {sl: makeSlock().Until(slockNow.Add(-time.Hour)).Obj(), wantExpired: true},
+		"lost for this generation":     {sl: makeSlock().Condition(slockLost(1)).Obj(), wantLost: true},
+		"lost for an older generation": {sl: makeSlock().Generation(2).Condition(slockLost(1)).Obj()},
+		"lost, value acted on":         {sl: makeSlock().Annotation(backendsv1alpha1.ReacquireAnnotation, "x").ReacquireRequest("x").Condition(slockLost(1)).Obj(), wantLost: true},
+		"lost, a new value":            {sl: makeSlock().Annotation(backendsv1alpha1.ReacquireAnnotation, "y").ReacquireRequest("x").Condition(slockLost(1)).Obj()},
+		"waiting is not lost":          {sl: makeSlock().Condition(slockLocked("False", "WaitingForLock", 1, slockNow)).Obj()},
+		"expired is not lost":          {sl: makeSlock().Condition(slockLocked("False", "Expired", 1, slockNow)).Obj()},
 	}
 	for name, tc := range cases {
 		t.Run(name, func(t *testing.T) {
@@ -196,12 +154,12 @@ func TestExpiredAndLockLost(t *testing.T) {
 func TestApplySlockResult(t *testing.T) {
 	const reacquireNote = " The StateLock does not take it again until its spec changes or its backends.infrastate.io/reacquire annotation gets a new value."
 	heldSince, until, created := slockCreated, slockNow.Add(time.Hour), slockNow.Add(-time.Minute)
-	alice := &backendsv1alpha1.LockInfo{ID: "H", Operation: "OperationTypeApply", Who: "alice@laptop", Created: metaTime(created)}
-	taken := heldLock{id: "L2", info: backendsv1alpha1.LockInfo{ID: "L2", Operation: lockCheckOperation, Info: "release freeze", Who: slockWho, Created: metaTime(slockNow)}}
+	alice := &backendsv1alpha1.LockInfo{ID: "H", Operation: "OperationTypeApply", Who: "alice@laptop", Created: new(metav1.NewTime(created))}
+	taken := heldLock{id: "L2", info: backendsv1alpha1.LockInfo{ID: "L2", Operation: lockCheckOperation, Info: "release freeze", Who: slockWho, Created: new(metav1.NewTime(slockNow))}}
 	unreachable := fmt.Errorf("dial tcp 127.0.0.1:1: %w", cos.ErrUnreachable)
 	unauthorized := fmt.Errorf("lock: %w", stateclient.ErrUnauthorized)
 	// holding is the status of a StateLock holding lock L since heldSince.
-	holding := func() backendsv1alpha1.StateLockStatus { return makeSlock().holds(heldSince).build().Status }
+	holding := func() backendsv1alpha1.StateLockStatus { return makeSlock().Holds(slockInfo(heldSince)).Obj().Status }
 
 	cases := map[string]struct {
 		sl   *backendsv1alpha1.StateLock
@@ -209,7 +167,7 @@ func TestApplySlockResult(t *testing.T) {
 		want backendsv1alpha1.StateLockStatus
 	}{
 		"a failed check keeps the lock, Locked Unknown": {
-			sl:  makeSlock().holds(heldSince).locked("True", "LockAcquired", 1, heldSince).build(),
+			sl:  makeSlock().Holds(slockInfo(heldSince)).Condition(slockLocked("True", "LockAcquired", 1, heldSince)).Obj(),
 			res: slockResult{action: slockHold, err: unreachable},
 			want: func() backendsv1alpha1.StateLockStatus {
 				st := holding()
@@ -219,19 +177,19 @@ func TestApplySlockResult(t *testing.T) {
 			}(),
 		},
 		"a failed take, Locked Unknown with the failure's reason": {
-			sl:  makeSlock().build(),
+			sl:  makeSlock().Obj(),
 			res: slockResult{action: slockHold, err: unauthorized},
 			want: backendsv1alpha1.StateLockStatus{Conditions: []metav1.Condition{lockedCond("Unknown", "Unauthorized",
 				"Cannot take the lock of HttpBackend app, tried again shortly: "+probeFailure(everyKindsFailures, unauthorized).Message)}},
 		},
 		"a failed take while waiting keeps the holder": {
-			sl:  makeSlock().waitsFor(alice).locked("False", "WaitingForLock", 1, created).build(),
+			sl:  makeSlock().WaitsFor(alice).Condition(slockLocked("False", "WaitingForLock", 1, created)).Obj(),
 			res: slockResult{action: slockHold, err: unreachable},
 			want: backendsv1alpha1.StateLockStatus{Holder: alice, Conditions: []metav1.Condition{lockedCond("Unknown", "Unreachable",
 				"Cannot take the lock of HttpBackend app, tried again shortly: "+probeFailure(everyKindsFailures, unreachable).Message)}},
 		},
 		"a failed release keeps the lock ID": {
-			sl:  makeSlock().until(slockNow.Add(-time.Minute)).holds(heldSince).locked("True", "LockAcquired", 1, heldSince).build(),
+			sl:  makeSlock().Until(slockNow.Add(-time.Minute)).Holds(slockInfo(heldSince)).Condition(slockLocked("True", "LockAcquired", 1, heldSince)).Obj(),
 			res: slockResult{action: slockRelease, err: unreachable},
 			want: func() backendsv1alpha1.StateLockStatus {
 				st := holding()
@@ -241,16 +199,16 @@ func TestApplySlockResult(t *testing.T) {
 			}(),
 		},
 		"taken: records the lock and clears the holder waited for": {
-			sl:  makeSlock().until(until).waitsFor(alice).locked("False", "WaitingForLock", 1, created).build(),
+			sl:  makeSlock().Until(until).WaitsFor(alice).Condition(slockLocked("False", "WaitingForLock", 1, created)).Obj(),
 			res: slockResult{action: slockHold, taken: &taken},
 			want: backendsv1alpha1.StateLockStatus{
-				LockID: "L2", LockInfo: taken.info.DeepCopy(), HeldSince: metaTime(slockNow),
+				LockID: "L2", LockInfo: taken.info.DeepCopy(), HeldSince: new(metav1.NewTime(slockNow)),
 				Conditions: []metav1.Condition{lockedCond("True", "LockAcquired",
 					"Holds lock L2 of HttpBackend app since 2026-03-01T12:00:00Z, until 2026-03-01T13:00:00Z")},
 			},
 		},
 		"taken without a creation time: no heldSince": {
-			sl:  makeSlock().build(),
+			sl:  makeSlock().Obj(),
 			res: slockResult{action: slockHold, taken: &heldLock{id: "L3", info: backendsv1alpha1.LockInfo{ID: "L3", Who: slockWho}}},
 			want: backendsv1alpha1.StateLockStatus{
 				LockID: "L3", LockInfo: &backendsv1alpha1.LockInfo{ID: "L3", Who: slockWho},
@@ -258,7 +216,7 @@ func TestApplySlockResult(t *testing.T) {
 			},
 		},
 		"kept: still held, Locked True again after a failed check, no holder": {
-			sl:  makeSlock().holds(heldSince).waitsFor(alice).locked("Unknown", "Unreachable", 1, created).build(),
+			sl:  makeSlock().Holds(slockInfo(heldSince)).WaitsFor(alice).Condition(slockLocked("Unknown", "Unreachable", 1, created)).Obj(),
 			res: slockResult{action: slockHold, kept: true},
 			want: func() backendsv1alpha1.StateLockStatus {
 				st := holding()
@@ -267,7 +225,7 @@ func TestApplySlockResult(t *testing.T) {
 			}(),
 		},
 		"lost to another holder: records the reacquire value acted on": {
-			sl:  makeSlock().reacquire("a2").reacquireRequest("a1").holds(heldSince).locked("True", "LockAcquired", 1, heldSince).build(),
+			sl:  makeSlock().Annotation(backendsv1alpha1.ReacquireAnnotation, "a2").ReacquireRequest("a1").Holds(slockInfo(heldSince)).Condition(slockLocked("True", "LockAcquired", 1, heldSince)).Obj(),
 			res: slockResult{action: slockHold, holder: alice},
 			want: backendsv1alpha1.StateLockStatus{
 				Holder: alice, ReacquireRequest: "a2",
@@ -276,7 +234,7 @@ func TestApplySlockResult(t *testing.T) {
 			},
 		},
 		"lost to nobody: released by someone else": {
-			sl:  makeSlock().reacquireRequest("a1").holds(heldSince).locked("True", "LockAcquired", 1, heldSince).build(),
+			sl:  makeSlock().ReacquireRequest("a1").Holds(slockInfo(heldSince)).Condition(slockLocked("True", "LockAcquired", 1, heldSince)).Obj(),
 			res: slockResult{action: slockHold},
 			want: backendsv1alpha1.StateLockStatus{
 				Conditions: []metav1.Condition{lockedCond("False", "LockLost",
@@ -284,7 +242,7 @@ func TestApplySlockResult(t *testing.T) {
 			},
 		},
 		"waiting behind a holder": {
-			sl:  makeSlock().build(),
+			sl:  makeSlock().Obj(),
 			res: slockResult{action: slockHold, holder: alice},
 			want: backendsv1alpha1.StateLockStatus{
 				Holder: alice,
@@ -293,7 +251,7 @@ func TestApplySlockResult(t *testing.T) {
 			},
 		},
 		"waiting behind a holder that cannot be read": {
-			sl:  makeSlock().waitsFor(alice).build(),
+			sl:  makeSlock().WaitsFor(alice).Obj(),
 			res: slockResult{action: slockHold},
 			want: backendsv1alpha1.StateLockStatus{
 				Conditions: []metav1.Condition{lockedCond("False", "WaitingForLock",
@@ -301,14 +259,14 @@ func TestApplySlockResult(t *testing.T) {
 			},
 		},
 		"released at expiry": {
-			sl:  makeSlock().until(slockNow.Add(-time.Minute)).holds(heldSince).locked("True", "LockAcquired", 1, heldSince).build(),
+			sl:  makeSlock().Until(slockNow.Add(-time.Minute)).Holds(slockInfo(heldSince)).Condition(slockLocked("True", "LockAcquired", 1, heldSince)).Obj(),
 			res: slockResult{action: slockRelease, released: true},
 			want: backendsv1alpha1.StateLockStatus{
 				Conditions: []metav1.Condition{lockedCond("False", "Expired", "Expired at 2026-03-01T11:59:00Z: released lock L of HttpBackend app.")},
 			},
 		},
 		"expiry finding the lock no longer its own": {
-			sl:  makeSlock().until(slockNow.Add(-time.Minute)).holds(heldSince).locked("True", "LockAcquired", 1, heldSince).build(),
+			sl:  makeSlock().Until(slockNow.Add(-time.Minute)).Holds(slockInfo(heldSince)).Condition(slockLocked("True", "LockAcquired", 1, heldSince)).Obj(),
 			res: slockResult{action: slockRelease, holder: alice},
 			want: backendsv1alpha1.StateLockStatus{
 				Conditions: []metav1.Condition{lockedCond("False", "Expired",
@@ -330,12 +288,12 @@ func TestApplySlockResult(t *testing.T) {
 // the result's LockInfo: the result stays with the prober, which may hand
 // it to the next reconcile too.
 func TestApplySlockResultCopiesTheLock(t *testing.T) {
-	sl := makeSlock().build()
-	res := slockResult{action: slockHold, taken: &heldLock{id: "L", info: backendsv1alpha1.LockInfo{ID: "L", Created: metaTime(slockNow)}}}
+	sl := makeSlock().Obj()
+	res := slockResult{action: slockHold, taken: &heldLock{id: "L", info: backendsv1alpha1.LockInfo{ID: "L", Created: new(metav1.NewTime(slockNow))}}}
 	applySlockResult(sl, res, slockBackend, everyKindsFailures)
 	res.taken.info.Created.Time = slockCreated
 	res.taken.info.ID = "changed"
-	if sl.Status.LockInfo.ID != "L" || !sl.Status.HeldSince.Equal(metaTime(slockNow)) || !sl.Status.LockInfo.Created.Equal(metaTime(slockNow)) {
+	if sl.Status.LockInfo.ID != "L" || !sl.Status.HeldSince.Equal(new(metav1.NewTime(slockNow))) || !sl.Status.LockInfo.Created.Equal(new(metav1.NewTime(slockNow))) {
 		t.Errorf("status shares the result's LockInfo: lockInfo %+v, heldSince %v", sl.Status.LockInfo, sl.Status.HeldSince)
 	}
 }
@@ -347,20 +305,20 @@ func TestHeldAndExpiredObservations(t *testing.T) {
 	}{
 		"held, no until": {
 			obs: func() conditions.Observation {
-				return heldObservation(makeSlock().holds(slockCreated).build(), slockBackend)
+				return heldObservation(makeSlock().Holds(slockInfo(slockCreated)).Obj(), slockBackend)
 			},
 			want: conditions.Observation{Status: "True", Reason: "LockAcquired", Message: "Holds lock L of HttpBackend app since 2026-03-01T10:00:00Z"},
 		},
 		"held until, in UTC whatever the zone": {
 			obs: func() conditions.Observation {
-				sl := makeSlock().until(slockNow.In(time.FixedZone("UTC+8", 8*3600))).holds(slockCreated).build()
+				sl := makeSlock().Until(slockNow.In(time.FixedZone("UTC+8", 8*3600))).Holds(slockInfo(slockCreated)).Obj()
 				return heldObservation(sl, slockBackend)
 			},
 			want: conditions.Observation{Status: "True", Reason: "LockAcquired", Message: "Holds lock L of HttpBackend app since 2026-03-01T10:00:00Z, until 2026-03-01T12:00:00Z"},
 		},
 		"held, no heldSince": {
 			obs: func() conditions.Observation {
-				sl := makeSlock().build()
+				sl := makeSlock().Obj()
 				sl.Status.LockID = "L"
 				return heldObservation(sl, slockBackend)
 			},
@@ -368,13 +326,13 @@ func TestHeldAndExpiredObservations(t *testing.T) {
 		},
 		"expired, a lock released": {
 			obs: func() conditions.Observation {
-				return expiredObservation(makeSlock().until(slockNow).build(), "L", slockBackend)
+				return expiredObservation(makeSlock().Until(slockNow).Obj(), "L", slockBackend)
 			},
 			want: conditions.Observation{Status: "False", Reason: "Expired", Message: "Expired at 2026-03-01T12:00:00Z: released lock L of HttpBackend app."},
 		},
 		"expired, nothing held": {
 			obs: func() conditions.Observation {
-				return expiredObservation(makeSlock().until(slockNow).build(), "", slockBackend)
+				return expiredObservation(makeSlock().Until(slockNow).Obj(), "", slockBackend)
 			},
 			want: conditions.Observation{Status: "False", Reason: "Expired", Message: "Expired at 2026-03-01T12:00:00Z."},
 		},
@@ -396,7 +354,7 @@ func TestDescribeLockHolder(t *testing.T) {
 		"unreadable": {want: "the lock is held by a holder whose lock information cannot be read"},
 		"ID only":    {holder: &backendsv1alpha1.LockInfo{ID: "H"}, want: "lock H"},
 		"ID and Who": {holder: &backendsv1alpha1.LockInfo{ID: "H", Who: "alice"}, want: "lock H held by alice"},
-		"all":        {holder: &backendsv1alpha1.LockInfo{ID: "H", Who: "alice", Created: metaTime(slockNow)}, want: "lock H held by alice since 2026-03-01T12:00:00Z"},
+		"all":        {holder: &backendsv1alpha1.LockInfo{ID: "H", Who: "alice", Created: new(metav1.NewTime(slockNow))}, want: "lock H held by alice since 2026-03-01T12:00:00Z"},
 	}
 	for name, tc := range cases {
 		t.Run(name, func(t *testing.T) {

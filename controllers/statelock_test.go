@@ -14,6 +14,7 @@ import (
 
 	backendsv1alpha1 "github.com/infrastate/backend-operator/api/v1alpha1"
 	"github.com/infrastate/backend-operator/internal/stateclient"
+	"github.com/infrastate/backend-operator/internal/testing/builders"
 )
 
 // lockTarget is a backend of one kind whose lock the StateLock specs
@@ -43,7 +44,7 @@ var lockTargets = []lockTarget{
 		kind: "HttpBackend",
 		setup: func(ctx context.Context, ns string) backendObject {
 			createPassword(ctx, ns)
-			backend := makeStateBackend("app", ns).locks().lockCheck().build()
+			backend := makeStateBackend("app", ns).Locks().LockCheck().Obj()
 			create(ctx, backend)
 			return backend
 		},
@@ -60,7 +61,7 @@ var lockTargets = []lockTarget{
 		setup: func(ctx context.Context, ns string) backendObject {
 			create(ctx, cosCredentials(ns))
 			cosServer.CreateBucket(cosBucket(ns))
-			backend := makeCosBackend("app", ns, cosBucket(ns))
+			backend := makeCosStateBackend("app", ns, cosBucket(ns)).Obj()
 			create(ctx, backend)
 			return backend
 		},
@@ -82,19 +83,13 @@ var lockTargets = []lockTarget{
 	},
 }
 
-// cosLockKey is the lock object of makeCosBackend's default workspace.
+// cosLockKey is the lock object of makeCosStateBackend's default workspace.
 const cosLockKey = "platform/terraform.tfstate.tflock"
 
-// makeStateLock returns a StateLock "freeze" of the backend "app" of
-// kind.
-func makeStateLock(ns, kind string) *backendsv1alpha1.StateLock {
-	return &backendsv1alpha1.StateLock{
-		ObjectMeta: metav1.ObjectMeta{Name: "freeze", Namespace: ns},
-		Spec: backendsv1alpha1.StateLockSpec{
-			BackendRef: backendsv1alpha1.BackendReference{Kind: kind, Name: "app"},
-			Reason:     "Release freeze until Monday",
-		},
-	}
+// makeFreeze starts the StateLock "freeze" of the backend "app" of kind,
+// which the specs' setup creates.
+func makeFreeze(ns, kind string) *builders.StateLockWrapper {
+	return builders.MakeStateLock("freeze", ns, kind, "app").Reason("Release freeze until Monday")
 }
 
 // eventuallyHeld waits until sl holds its lock, and returns its ID.
@@ -125,7 +120,7 @@ var _ = Describe("StateLock", func() {
 			It("holds the lock with its own LockInfo, shown by the backend, and releases it when deleted", func() {
 				ctx, ns := spec.ctx, spec.ns
 				backend := target.setup(ctx, ns)
-				sl := makeStateLock(ns, target.kind)
+				sl := makeFreeze(ns, target.kind).Obj()
 				create(ctx, sl)
 				id := eventuallyHeld(ctx, sl)
 
@@ -167,7 +162,7 @@ var _ = Describe("StateLock", func() {
 				ctx, ns := spec.ctx, spec.ns
 				target.setup(ctx, ns)
 				foreign := target.holdForeign(ctx, ns)
-				sl := makeStateLock(ns, target.kind)
+				sl := makeFreeze(ns, target.kind).Obj()
 				create(ctx, sl)
 				eventually(ctx, sl, func(g Gomega) {
 					expectCondition(g, sl.Status.Conditions, "Ready", metav1.ConditionFalse, backendsv1alpha1.WaitingForLockReason)
@@ -190,7 +185,7 @@ var _ = Describe("StateLock", func() {
 			It("reports LockLost after a force unlock of its lock, and takes it again only when asked", func() {
 				ctx, ns := spec.ctx, spec.ns
 				backend := target.setup(ctx, ns)
-				sl := makeStateLock(ns, target.kind)
+				sl := makeFreeze(ns, target.kind).Obj()
 				create(ctx, sl)
 				id := eventuallyHeld(ctx, sl)
 
@@ -223,8 +218,7 @@ var _ = Describe("StateLock", func() {
 			It("releases the lock when until passes, keeping the object", func() {
 				ctx, ns := spec.ctx, spec.ns
 				target.setup(ctx, ns)
-				sl := makeStateLock(ns, target.kind)
-				sl.Spec.Until = &metav1.Time{Time: time.Now().Add(4 * time.Second)}
+				sl := makeFreeze(ns, target.kind).Until(time.Now().Add(4 * time.Second)).Obj()
 				create(ctx, sl)
 				id := eventuallyHeld(ctx, sl)
 				eventually(ctx, sl, func(g Gomega) {
@@ -240,7 +234,7 @@ var _ = Describe("StateLock", func() {
 			It("holds the deletion of its backend until it has released the lock through it", func() {
 				ctx, ns := spec.ctx, spec.ns
 				backend := target.setup(ctx, ns)
-				sl := makeStateLock(ns, target.kind)
+				sl := makeFreeze(ns, target.kind).Obj()
 				create(ctx, sl)
 				id := eventuallyHeld(ctx, sl)
 				getObject(ctx, Default, backend)
@@ -274,7 +268,7 @@ var _ = Describe("StateLock", func() {
 			It("releases its lock when it and its backend are deleted together", func() {
 				ctx, ns := spec.ctx, spec.ns
 				backend := target.setup(ctx, ns)
-				sl := makeStateLock(ns, target.kind)
+				sl := makeFreeze(ns, target.kind).Obj()
 				create(ctx, sl)
 				eventuallyHeld(ctx, sl)
 				eventually(ctx, backend, func(g Gomega) {
@@ -295,7 +289,7 @@ var _ = Describe("StateLock", func() {
 	It("shows on an HttpBackend without a lock check the lock its StateLock holds, within seconds", func() {
 		ctx, ns := spec.ctx, spec.ns
 		createPassword(ctx, ns)
-		backend := makeStateBackend("app", ns).locks().build()
+		backend := makeStateBackend("app", ns).Locks().Obj()
 		create(ctx, backend)
 		eventually(ctx, backend, func(g Gomega) {
 			expectConditionSaying(g, backend.Status.Conditions, "Locked", metav1.ConditionUnknown, backendsv1alpha1.LockNotCheckedReason,
@@ -303,7 +297,7 @@ var _ = Describe("StateLock", func() {
 			g.Expect(backend.Status.Locked).To(Equal("Unchecked"))
 		})
 
-		sl := makeStateLock(ns, "HttpBackend")
+		sl := makeFreeze(ns, "HttpBackend").Obj()
 		create(ctx, sl)
 		id := eventuallyHeld(ctx, sl)
 		eventuallyWithin(ctx, followWithin, backend, func(g Gomega) {
@@ -325,8 +319,8 @@ var _ = Describe("StateLock", func() {
 	It("stalls with LockingDisabled on an HttpBackend without lock addresses", func() {
 		ctx, ns := spec.ctx, spec.ns
 		createPassword(ctx, ns)
-		create(ctx, makeStateBackend("app", ns).build())
-		sl := makeStateLock(ns, "HttpBackend")
+		create(ctx, makeStateBackend("app", ns).Obj())
+		sl := makeFreeze(ns, "HttpBackend").Obj()
 		create(ctx, sl)
 		eventually(ctx, sl, func(g Gomega) {
 			expectConditionSaying(g, sl.Status.Conditions, "Stalled", metav1.ConditionTrue, backendsv1alpha1.LockingDisabledReason, "lockAddress")

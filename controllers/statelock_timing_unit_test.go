@@ -5,13 +5,14 @@ import (
 	"time"
 
 	"github.com/google/go-cmp/cmp"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
 	backendsv1alpha1 "github.com/infrastate/backend-operator/api/v1alpha1"
 )
 
 func TestOwnsLock(t *testing.T) {
-	recorded := makeSlock().holds(slockCreated).build()
-	unrecorded := makeSlock().build()
+	recorded := makeSlock().Holds(slockInfo(slockCreated)).Obj()
+	unrecorded := makeSlock().Obj()
 	cases := map[string]struct {
 		sl     *backendsv1alpha1.StateLock
 		holder *backendsv1alpha1.LockInfo
@@ -20,27 +21,27 @@ func TestOwnsLock(t *testing.T) {
 		"no holder":                    {sl: recorded},
 		"no holder, nothing recorded":  {sl: unrecorded},
 		"the recorded ID":              {sl: recorded, holder: &backendsv1alpha1.LockInfo{ID: "L"}, want: true},
-		"another ID than the recorded": {sl: recorded, holder: &backendsv1alpha1.LockInfo{ID: "M", Who: slockWho, Created: metaTime(slockNow)}},
+		"another ID than the recorded": {sl: recorded, holder: &backendsv1alpha1.LockInfo{ID: "M", Who: slockWho, Created: new(metav1.NewTime(slockNow))}},
 		"unrecorded, its Who, taken after creation": {
-			sl: unrecorded, holder: &backendsv1alpha1.LockInfo{ID: "M", Who: slockWho, Created: metaTime(slockNow)}, want: true,
+			sl: unrecorded, holder: &backendsv1alpha1.LockInfo{ID: "M", Who: slockWho, Created: new(metav1.NewTime(slockNow))}, want: true,
 		},
 		"unrecorded, its Who, taken the second it was created": {
-			sl: unrecorded, holder: &backendsv1alpha1.LockInfo{ID: "M", Who: slockWho, Created: metaTime(slockCreated)}, want: true,
+			sl: unrecorded, holder: &backendsv1alpha1.LockInfo{ID: "M", Who: slockWho, Created: new(metav1.NewTime(slockCreated))}, want: true,
 		},
 		"unrecorded, its Who, taken before creation (an earlier StateLock of the name)": {
-			sl: unrecorded, holder: &backendsv1alpha1.LockInfo{ID: "M", Who: slockWho, Created: metaTime(slockCreated.Add(-adoptionClockSkew - time.Second))},
+			sl: unrecorded, holder: &backendsv1alpha1.LockInfo{ID: "M", Who: slockWho, Created: new(metav1.NewTime(slockCreated.Add(-adoptionClockSkew - time.Second)))},
 		},
 		"unrecorded, its Who, Created behind creation within the clock skew allowed": {
-			sl: unrecorded, holder: &backendsv1alpha1.LockInfo{ID: "M", Who: slockWho, Created: metaTime(slockCreated.Add(-time.Second))}, want: true,
+			sl: unrecorded, holder: &backendsv1alpha1.LockInfo{ID: "M", Who: slockWho, Created: new(metav1.NewTime(slockCreated.Add(-time.Second)))}, want: true,
 		},
 		"unrecorded, its Who, no creation time": {
 			sl: unrecorded, holder: &backendsv1alpha1.LockInfo{ID: "M", Who: slockWho},
 		},
 		"unrecorded, another Who": {
-			sl: unrecorded, holder: &backendsv1alpha1.LockInfo{ID: "M", Who: "backend-operator/team-a/freeze2", Created: metaTime(slockNow)},
+			sl: unrecorded, holder: &backendsv1alpha1.LockInfo{ID: "M", Who: "backend-operator/team-a/freeze2", Created: new(metav1.NewTime(slockNow))},
 		},
 		"unrecorded, another namespace's StateLock of the name": {
-			sl: unrecorded, holder: &backendsv1alpha1.LockInfo{ID: "M", Who: "backend-operator/team-b/freeze", Created: metaTime(slockNow)},
+			sl: unrecorded, holder: &backendsv1alpha1.LockInfo{ID: "M", Who: "backend-operator/team-b/freeze", Created: new(metav1.NewTime(slockNow))},
 		},
 	}
 	for name, tc := range cases {
@@ -85,38 +86,38 @@ func TestSlockInterval(t *testing.T) {
 		want   time.Duration
 	}{
 		"idle: nothing due": {
-			sl: makeSlock().lost(1).build(), action: slockIdle,
+			sl: makeSlock().Condition(slockLost(1)).Obj(), action: slockIdle,
 		},
 		"idle while a wait was recorded: nothing due": {
-			sl: makeSlock().locked("False", "WaitingForLock", 1, slockNow.Add(-time.Hour)).build(), action: slockIdle,
+			sl: makeSlock().Condition(slockLocked("False", "WaitingForLock", 1, slockNow.Add(-time.Hour))).Obj(), action: slockIdle,
 		},
 		"holding: the backend's probe interval": {
-			sl: makeSlock().holds(slockCreated).locked("True", "LockAcquired", 1, slockCreated).build(), action: slockHold, want: checkEvery,
+			sl: makeSlock().Holds(slockInfo(slockCreated)).Condition(slockLocked("True", "LockAcquired", 1, slockCreated)).Obj(), action: slockHold, want: checkEvery,
 		},
 		"holding, no Locked yet: the backend's probe interval": {
-			sl: makeSlock().holds(slockCreated).build(), action: slockHold, want: checkEvery,
+			sl: makeSlock().Holds(slockInfo(slockCreated)).Obj(), action: slockHold, want: checkEvery,
 		},
 		"waiting for 40s: a quarter of it": {
-			sl: makeSlock().locked("False", "WaitingForLock", 1, slockNow.Add(-40*time.Second)).build(), action: slockHold, want: 10 * time.Second,
+			sl: makeSlock().Condition(slockLocked("False", "WaitingForLock", 1, slockNow.Add(-40*time.Second))).Obj(), action: slockHold, want: 10 * time.Second,
 		},
 		"waiting for an hour: the ceiling": {
-			sl: makeSlock().locked("False", "WaitingForLock", 1, slockNow.Add(-time.Hour)).build(), action: slockHold, want: maxLockRetry,
+			sl: makeSlock().Condition(slockLocked("False", "WaitingForLock", 1, slockNow.Add(-time.Hour))).Obj(), action: slockHold, want: maxLockRetry,
 		},
 		"a failed check while holding: retried soon, not at the probe interval": {
-			sl: makeSlock().holds(slockCreated).locked("Unknown", "Unreachable", 1, slockNow).build(), action: slockHold, want: minLockRetry,
+			sl: makeSlock().Holds(slockInfo(slockCreated)).Condition(slockLocked("Unknown", "Unreachable", 1, slockNow)).Obj(), action: slockHold, want: minLockRetry,
 		},
 		"a failed release: retried as it grows": {
-			sl:     makeSlock().until(slockNow.Add(-time.Hour)).holds(slockCreated).locked("Unknown", "Unreachable", 1, slockNow.Add(-80*time.Second)).build(),
+			sl:     makeSlock().Until(slockNow.Add(-time.Hour)).Holds(slockInfo(slockCreated)).Condition(slockLocked("Unknown", "Unreachable", 1, slockNow.Add(-80*time.Second))).Obj(),
 			action: slockRelease, want: 20 * time.Second,
 		},
 		"nothing held yet: the floor": {
-			sl: makeSlock().build(), action: slockHold, want: minLockRetry,
+			sl: makeSlock().Obj(), action: slockHold, want: minLockRetry,
 		},
 		"lost for an older generation: the floor": {
-			sl: makeSlock().generation(2).lost(1).build(), action: slockHold, want: minLockRetry,
+			sl: makeSlock().Generation(2).Condition(slockLost(1)).Obj(), action: slockHold, want: minLockRetry,
 		},
 		"releasing a held lock: the floor": {
-			sl:     makeSlock().until(slockNow.Add(-time.Minute)).holds(slockCreated).locked("True", "LockAcquired", 1, slockCreated).build(),
+			sl:     makeSlock().Until(slockNow.Add(-time.Minute)).Holds(slockInfo(slockCreated)).Condition(slockLocked("True", "LockAcquired", 1, slockCreated)).Obj(),
 			action: slockRelease, want: minLockRetry,
 		},
 	}

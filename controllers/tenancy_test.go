@@ -16,6 +16,7 @@ import (
 
 	"github.com/infrastate/backend-operator/internal/netguard"
 	"github.com/infrastate/backend-operator/internal/stateserver"
+	"github.com/infrastate/backend-operator/internal/testing/builders"
 )
 
 // hungServer accepts TCP connections on loopback and never answers them.
@@ -69,13 +70,13 @@ var _ = Describe("Tenant isolation", func() {
 		By("a tenant whose three servers never answer and whose fourth asks to wait an hour")
 		hung, limited := hungServer(ctx), rateLimitingServer()
 		for i, address := range []string{hung, hung, hung, limited} {
-			b := makeHttpBackend("slow-"+string(rune('a'+i)), hostile, address+"/state/x")
+			b := builders.MakeHttpBackend("slow-"+string(rune('a'+i)), hostile, address+"/state/x")
 			if address == hung {
-				b.retries(0, 0, 0) // one attempt, bounded by the attempt timeout
+				b.Retries(0, 0, 0) // one attempt, bounded by the attempt timeout
 			} else {
-				b.retries(2, 1, 2) // Retry-After: 3600 is capped at retryWaitMax
+				b.Retries(2, 1, 2) // Retry-After: 3600 is capped at retryWaitMax
 			}
-			create(ctx, b.build())
+			create(ctx, b.Obj())
 		}
 		// Their probes are under way once they are rendered.
 		Eventually(func(g Gomega) {
@@ -85,8 +86,8 @@ var _ = Describe("Tenant isolation", func() {
 		}, timeout, interval).Should(Succeed())
 
 		By("another tenant's new backend is rendered and Ready within seconds")
-		create(ctx, makeSecret("pw", victim, map[string]string{"password": statePassword}))
-		backend := makeHttpBackend("app", victim, stateURL(victim)).basicAuth(stateUser, "pw", "").build()
+		create(ctx, builders.MakeSecret("pw", victim).Data(map[string]string{"password": statePassword}).Obj())
+		backend := builders.MakeHttpBackend("app", victim, stateURL(victim)).BasicAuth(stateUser, "pw", "").Obj()
 		start := time.Now()
 		create(ctx, backend)
 		eventuallyWithin(ctx, 15*time.Second, backend, func(g Gomega) {
@@ -97,7 +98,7 @@ var _ = Describe("Tenant isolation", func() {
 		By("the hostile backends are reported, not left in progress forever")
 		Eventually(func(g Gomega) {
 			for i := range 4 {
-				b := makeHttpBackend("slow-"+string(rune('a'+i)), hostile, "").build()
+				b := builders.MakeHttpBackend("slow-"+string(rune('a'+i)), hostile, "").Obj()
 				getObject(ctx, g, b)
 				expectCondition(g, b.Status.Conditions, "StateReachable", metav1.ConditionFalse, map[bool]string{true: "ServerError", false: "Unreachable"}[i == 3])
 			}
@@ -123,7 +124,7 @@ var _ = Describe("The address policy", func() {
 		// localhost resolves to loopback: the check is on the resolved
 		// address, not on what the spec says.
 		address := strings.Replace(srv.URL, "127.0.0.1", "localhost", 1) + "/state/x"
-		backend := makeHttpBackend("app", ns, address).locks().lockCheck().build()
+		backend := builders.MakeHttpBackend("app", ns, address).Locks().LockCheck().Obj()
 		create(ctx, backend)
 		eventually(ctx, backend, func(g Gomega) {
 			expectConditionSaying(g, backend.Status.Conditions, "StateReachable", metav1.ConditionFalse, "AddressDenied",
