@@ -10,6 +10,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	backendsv1alpha1 "github.com/infrastate/backend-operator/api/v1alpha1"
+	"github.com/infrastate/backend-operator/internal/testing/builders"
 )
 
 // statusOf is a status for the columns spec: Ready with reason and
@@ -70,20 +71,16 @@ var _ = Describe("kubectl get", func() {
 			Expect(wide).To(ContainSubstring("MESSAGE"))
 			Expect(wide).To(ContainSubstring(status.message))
 		},
-		Entry("HttpBackend", "httpbackend", &backendsv1alpha1.HttpBackend{ObjectMeta: metav1.ObjectMeta{Name: "app"},
-			Spec: backendsv1alpha1.HttpBackendSpec{Address: "https://state.example.com/app"}},
+		Entry("HttpBackend", "httpbackend", builders.MakeHttpBackend("app", "", "https://state.example.com/app").Obj(),
 			statusOf{reason: "Unauthorized", message: "The state server asks for credentials", locked: "Unchecked"},
 			[]string{"NAME", "READY", "ADDRESS", "LOCKED", "STATUS", "AGE"}),
-		Entry("CosBackend", "cosbackend", &backendsv1alpha1.CosBackend{ObjectMeta: metav1.ObjectMeta{Name: "app"},
-			Spec: backendsv1alpha1.CosBackendSpec{Bucket: "tfstate-1250000000", Region: "ap-guangzhou"}},
+		Entry("CosBackend", "cosbackend", builders.MakeCosBackend("app", "", "tfstate-1250000000").Region("ap-guangzhou").Obj(),
 			statusOf{reason: "BucketNotFound", message: "Bucket tfstate-1250000000 does not exist", locked: "False"},
 			[]string{"NAME", "READY", "BUCKET", "REGION", "LOCKED", "STATUS", "AGE"}),
-		Entry("RemoteState", "remotestate", &backendsv1alpha1.RemoteState{ObjectMeta: metav1.ObjectMeta{Name: "network"},
-			Spec: backendsv1alpha1.RemoteStateSpec{BackendRef: backendsv1alpha1.BackendReference{Kind: "HttpBackend", Name: "app"}}},
+		Entry("RemoteState", "remotestate", builders.MakeRemoteState("network", "", backendsv1alpha1.HttpBackendKind, "app").Obj(),
 			statusOf{reason: "StateNotFound", message: "The backend holds no state for workspace default"},
 			[]string{"NAME", "READY", "BACKEND", "SERIAL", "STATUS", "AGE"}),
-		Entry("StateLock", "statelock", &backendsv1alpha1.StateLock{ObjectMeta: metav1.ObjectMeta{Name: "freeze"},
-			Spec: backendsv1alpha1.StateLockSpec{BackendRef: backendsv1alpha1.BackendReference{Kind: "HttpBackend", Name: "app"}, Reason: "Release freeze"}},
+		Entry("StateLock", "statelock", builders.MakeStateLock("freeze", "", backendsv1alpha1.HttpBackendKind, "app").Reason("Release freeze").Obj(),
 			statusOf{reason: "WaitingForLock", message: "Waiting for the lock of HttpBackend app"},
 			[]string{"NAME", "READY", "BACKEND", "HELD", "STATUS", "AGE"}),
 	)

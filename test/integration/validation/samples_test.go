@@ -18,6 +18,7 @@ import (
 
 	backendsv1alpha1 "github.com/infrastate/backend-operator/api/v1alpha1"
 	"github.com/infrastate/backend-operator/internal/testenv"
+	"github.com/infrastate/backend-operator/internal/testing/builders"
 )
 
 // sampleFiles lists the manifests in config/samples, without kustomization.yaml.
@@ -95,9 +96,7 @@ var _ = Describe("Samples", func() {
 var _ = Describe("Defaults", func() {
 	It("fills the documented HttpBackend defaults", func(ctx context.Context) {
 		ns := newNamespace(ctx)
-		hb := &backendsv1alpha1.HttpBackend{}
-		hb.Name, hb.Namespace = "defaults", ns
-		hb.Spec.Address = "https://state.example.com/state/app"
+		hb := builders.MakeHttpBackend("defaults", ns, "https://state.example.com/state/app").Obj()
 		Expect(k8sClient.Create(ctx, hb)).To(Succeed())
 
 		got := &backendsv1alpha1.HttpBackend{}
@@ -114,10 +113,8 @@ var _ = Describe("Defaults", func() {
 
 	It("fills the documented CosBackend defaults", func(ctx context.Context) {
 		ns := newNamespace(ctx)
-		cb := &backendsv1alpha1.CosBackend{}
-		cb.Name, cb.Namespace = "defaults", ns
-		cb.Spec.Bucket = "tfstate-1250000000"
-		cb.Spec.AssumeRole = &backendsv1alpha1.AssumeRole{RoleArn: "qcs::cam::uin/100000000001:roleName/tfstate", SessionName: "operator"}
+		cb := builders.MakeCosBackend("defaults", ns, "tfstate-1250000000").
+			AssumeRole("qcs::cam::uin/100000000001:roleName/tfstate", "operator").Obj()
 		Expect(k8sClient.Create(ctx, cb)).To(Succeed())
 
 		got := &backendsv1alpha1.CosBackend{}
@@ -129,11 +126,9 @@ var _ = Describe("Defaults", func() {
 
 	It("fills the documented RemoteState defaults, and no read interval", func(ctx context.Context) {
 		ns := newNamespace(ctx)
-		rs := &backendsv1alpha1.RemoteState{}
-		rs.Name, rs.Namespace = "defaults", ns
-		rs.Spec.BackendRef = backendsv1alpha1.BackendReference{Kind: "CosBackend", Name: "network"}
-		rs.Spec.Outputs = []backendsv1alpha1.OutputSelector{{Name: "vpc_id"}}
-		rs.Spec.Probe = &backendsv1alpha1.ProbeSpec{}
+		rs := builders.MakeRemoteState("defaults", ns, backendsv1alpha1.CosBackendKind, "network").
+			Outputs(backendsv1alpha1.OutputSelector{Name: "vpc_id"}).Obj()
+		rs.Spec.Probe = &backendsv1alpha1.ProbeSpec{} // a probe block without an interval
 		Expect(k8sClient.Create(ctx, rs)).To(Succeed())
 
 		got := &backendsv1alpha1.RemoteState{}
