@@ -96,7 +96,7 @@ var _ = Describe("Broken input", func() {
 		mgr := startManager(ns)
 		DeferCleanup(mgr.stop)
 		createStateServerSecrets(ctx, ns, statePassword)
-		kc.apply(ctx, ns, suiteBackend("app", ns+"-app").manifest())
+		kc.apply(ctx, ns, manifestOf(suiteBackend("app", ns+"-app").Obj()))
 		kc.must(ctx, ns, "wait", "--for=condition=Ready", "httpbackend/app", "--timeout=60s")
 		files := kc.configMapData(ctx, ns, "app-backend")
 		credentials := kc.secretData(ctx, ns, "app-backend-credentials")

@@ -4,9 +4,13 @@ import (
 	"os"
 	"path/filepath"
 	"strings"
+	"time"
 
 	. "github.com/onsi/ginkgo/v2"
 	. "github.com/onsi/gomega"
+
+	backendsv1alpha1 "github.com/infrastate/backend-operator/api/v1alpha1"
+	"github.com/infrastate/backend-operator/internal/testing/builders"
 )
 
 var _ = Describe("OpenTofu state encryption", func() {
@@ -26,13 +30,11 @@ var _ = Describe("OpenTofu state encryption", func() {
 		kc.must(ctx, ns, "create", "secret", "generic", "state-password", "--from-literal=password="+password)
 		kc.must(ctx, ns, "create", "secret", "generic", "tofu-passphrase", "--from-literal=passphrase="+passphrase)
 		kc.must(ctx, ns, "create", "configmap", "state-ca", "--from-file=ca.crt="+pkiFiles.CACert)
-		backend := httpBackend{
-			name: "encrypted", address: server.stateURL("encrypted"), locking: true,
-			username: "tofu", passwordSecret: "state-password", caConfigMap: "state-ca",
-			runnerFlavor: "opentofu", passphraseSecret: "tofu-passphrase",
-		}.manifest()
-		remote := remoteStateManifest("network", "encrypted", "10s")
-		kc.apply(ctx, ns, backend+"---\n"+remote)
+		backend := makeBackend("encrypted", server.stateURL("encrypted")).Locks().
+			BasicAuth("tofu", "state-password", "").CAFromConfigMap("state-ca").
+			Runner(backendsv1alpha1.RunnerOpenTofu, "").Encryption("tofu-passphrase").Obj()
+		remote := builders.MakeRemoteState("network", "", backendsv1alpha1.HttpBackendKind, "encrypted").ProbeInterval(10 * time.Second).Obj()
+		kc.apply(ctx, ns, manifestOf(backend, remote))
 		kc.must(ctx, ns, "wait", "--for=condition=Ready", "httpbackend/encrypted", "--timeout=60s")
 		Expect(kc.configMapData(ctx, ns, "encrypted-backend")).NotTo(ContainElement(ContainSubstring(passphrase)))
 

@@ -18,7 +18,7 @@ var _ = Describe("Leader election", func() {
 	It("runs one manager at a time with the shipped RBAC, and hands over when the leader stops", func(ctx SpecContext) {
 		ns := newNamespace(ctx, "leader")
 		createStateServerSecrets(ctx, ns, statePassword)
-		kc.apply(ctx, ns, suiteBackend("app", ns+"-app").manifest())
+		kc.apply(ctx, ns, manifestOf(suiteBackend("app", ns+"-app").Obj()))
 		// A Lease of the spec's own, in the namespace the installs grant it.
 		lease := "lease/" + ns
 		election := []string{"--leader-elect", "--leader-election-namespace=" + deployNamespace, "--leader-election-id=" + ns}

@@ -15,6 +15,8 @@ import (
 	"github.com/google/uuid"
 	. "github.com/onsi/ginkgo/v2"
 	. "github.com/onsi/gomega"
+
+	backendsv1alpha1 "github.com/infrastate/backend-operator/api/v1alpha1"
 )
 
 var _ = Describe("A state lock", func() {
@@ -23,9 +25,8 @@ var _ = Describe("A state lock", func() {
 		mgr := startManager(ns)
 		DeferCleanup(mgr.stop)
 		createStateServerSecrets(ctx, ns, statePassword)
-		backend := suiteBackend("locks", ns+"-locks")
-		backend.lockCheck = true
-		kc.apply(ctx, ns, backend.manifest())
+		backend := suiteBackend("locks", ns+"-locks").LockCheck().Obj()
+		kc.apply(ctx, ns, manifestOf(backend))
 		kc.must(ctx, ns, "wait", "--for=condition=Ready", "httpbackend/locks", "--timeout=60s")
 		kc.must(ctx, ns, "wait", "--for=condition=Locked=false", "httpbackend/locks", "--timeout=60s")
 
@@ -39,7 +40,7 @@ var _ = Describe("A state lock", func() {
 			ID: uuid.NewString(), Operation: "OperationTypeApply", Who: "ci-runner@build-42",
 			Version: "1.5.7", Created: time.Now().UTC().Format(time.RFC3339Nano),
 		}
-		Expect(sendLock(ctx, backend.address, "LOCK", holder)).To(Equal(http.StatusOK))
+		Expect(sendLock(ctx, backend.Spec.Address, "LOCK", holder)).To(Equal(http.StatusOK))
 
 		By("Terraform meets the same holder")
 		out, err := tf.run(ctx, "apply", "-auto-approve", "-input=false", "-lock-timeout=1s")
@@ -97,15 +98,13 @@ spec:
       image: example.test/terraform:1.9
 `)
 		uid := kc.jsonpath(ctx, ns, "pod/runner-7", "{.metadata.uid}")
-		backend := suiteBackend("held", ns+"-held")
-		backend.lockCheck = true
-		backend.releaseWhenHolderGone = true
+		backend := suiteBackend("held", ns+"-held").LockCheck().LockPolicy(backendsv1alpha1.LockPolicy{ReleaseWhenHolderGone: true}).Obj()
 		holder := lockInfo{
 			ID: uuid.NewString(), Operation: "OperationTypeApply", Who: "runner@runner-7",
 			Version: "1.9.8", Created: time.Now().UTC().Format(time.RFC3339Nano),
 		}
-		Expect(sendLock(ctx, backend.address, "LOCK", holder)).To(Equal(http.StatusOK))
-		kc.apply(ctx, ns, backend.manifest())
+		Expect(sendLock(ctx, backend.Spec.Address, "LOCK", holder)).To(Equal(http.StatusOK))
+		kc.apply(ctx, ns, manifestOf(backend))
 
 		By("the probe finds the holder's Pod by its hostname")
 		Eventually(func(g Gomega) {

@@ -1,103 +1,56 @@
 package e2e
 
 import (
-	"fmt"
 	"strings"
+	"time"
+
+	. "github.com/onsi/gomega"
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+	"k8s.io/apimachinery/pkg/runtime"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+	"sigs.k8s.io/controller-runtime/pkg/client/apiutil"
+	"sigs.k8s.io/yaml"
+
+	"github.com/infrastate/backend-operator/internal/testenv"
+	"github.com/infrastate/backend-operator/internal/testing/builders"
 )
 
-// httpBackend describes an HttpBackend manifest the specs apply.
-type httpBackend struct {
-	name    string
-	address string
-	// locking sets lockAddress and unlockAddress to the address.
-	locking bool
-	// username and passwordSecret set basic auth; the key is "password".
-	username, passwordSecret string
-	// clientCertSecret names a kubernetes.io/tls Secret for mutual TLS.
-	clientCertSecret string
-	// caConfigMap names a ConfigMap with the CA bundle in ca.crt.
-	caConfigMap string
-	// probeInterval defaults to 10s, the shortest the API allows.
-	probeInterval string
-	lockCheck     bool
-	// staleAfter and releaseWhenHolderGone set spec.lockPolicy.
-	staleAfter            string
-	releaseWhenHolderGone bool
-	// retryMax, when not nil, sets spec.retryMax.
-	retryMax *int32
-	// runnerFlavor sets spec.runner.flavor.
-	runnerFlavor string
-	// passphraseSecret names the Secret of spec.encryption's passphrase.
-	passphraseSecret string
+// The specs build their objects with the shared builders
+// (internal/testing/builders) and apply them with kubectl as a user would,
+// through manifestOf. Their objects carry no namespace: kubectl apply puts
+// them in the namespace it is given.
+
+// makeBackend starts an HttpBackend of the state at address, probed every
+// 10s, the shortest interval the API allows.
+func makeBackend(name, address string) *builders.HttpBackendWrapper {
+	return builders.MakeHttpBackend(name, "", address).ProbeInterval(10 * time.Second)
 }
 
-// suiteBackend is an HttpBackend on the suite's state server, with basic
-// auth and mutual TLS through the objects createStateServerSecrets makes.
-func suiteBackend(name, stateName string) httpBackend {
-	return httpBackend{
-		name: name, address: stateServer.stateURL(stateName), locking: true,
-		username: stateUser, passwordSecret: "demo-state-password",
-		clientCertSecret: "demo-state-client-tls", caConfigMap: "demo-state-ca",
-	}
+// suiteBackend starts an HttpBackend of the state stateName on the suite's
+// state server, locking at its address, with basic auth and mutual TLS
+// through the objects createStateServerSecrets makes.
+func suiteBackend(name, stateName string) *builders.HttpBackendWrapper {
+	return makeBackend(name, stateServer.stateURL(stateName)).Locks().
+		BasicAuth(stateUser, "demo-state-password", "").ClientCertificate("demo-state-client-tls").CAFromConfigMap("demo-state-ca")
 }
 
-func (b httpBackend) manifest() string {
-	var s strings.Builder
-	fmt.Fprintf(&s, "apiVersion: backends.infrastate.io/v1alpha1\nkind: HttpBackend\nmetadata:\n  name: %s\nspec:\n", b.name)
-	fmt.Fprintf(&s, "  address: %s\n", b.address)
-	if b.locking {
-		fmt.Fprintf(&s, "  lockAddress: %s\n  unlockAddress: %s\n", b.address, b.address)
+// manifestOf is objs as the YAML documents kubectl apply reads: each with
+// its apiVersion and kind, and without the empty status and creation time
+// a typed object carries.
+func manifestOf(objs ...client.Object) string {
+	docs := make([]string, 0, len(objs))
+	for _, obj := range objs {
+		gvk, err := apiutil.GVKForObject(obj, testenv.Scheme())
+		ExpectWithOffset(1, err).NotTo(HaveOccurred())
+		fields, err := runtime.DefaultUnstructuredConverter.ToUnstructured(obj)
+		ExpectWithOffset(1, err).NotTo(HaveOccurred())
+		u := &unstructured.Unstructured{Object: fields}
+		u.SetGroupVersionKind(gvk)
+		delete(u.Object, "status")
+		unstructured.RemoveNestedField(u.Object, "metadata", "creationTimestamp")
+		data, err := yaml.Marshal(u.Object)
+		ExpectWithOffset(1, err).NotTo(HaveOccurred())
+		docs = append(docs, string(data))
 	}
-	if b.username != "" {
-		fmt.Fprintf(&s, "  username: %s\n", b.username)
-	}
-	if b.passwordSecret != "" {
-		fmt.Fprintf(&s, "  passwordSecretRef:\n    name: %s\n", b.passwordSecret)
-	}
-	if b.clientCertSecret != "" || b.caConfigMap != "" {
-		s.WriteString("  tls:\n")
-		if b.clientCertSecret != "" {
-			fmt.Fprintf(&s, "    clientCertificateSecretRef:\n      name: %s\n", b.clientCertSecret)
-		}
-		if b.caConfigMap != "" {
-			fmt.Fprintf(&s, "    caCertificate:\n      configMapRef:\n        name: %s\n", b.caConfigMap)
-		}
-	}
-	interval := b.probeInterval
-	if interval == "" {
-		interval = "10s"
-	}
-	fmt.Fprintf(&s, "  probe:\n    interval: %s\n    lockCheck: %t\n", interval, b.lockCheck)
-	if b.staleAfter != "" || b.releaseWhenHolderGone {
-		s.WriteString("  lockPolicy:\n")
-		if b.staleAfter != "" {
-			fmt.Fprintf(&s, "    staleAfter: %s\n", b.staleAfter)
-		}
-		if b.releaseWhenHolderGone {
-			s.WriteString("    releaseWhenHolderGone: true\n")
-		}
-	}
-	if b.retryMax != nil {
-		fmt.Fprintf(&s, "  retryMax: %d\n", *b.retryMax)
-	}
-	if b.runnerFlavor != "" {
-		fmt.Fprintf(&s, "  runner:\n    flavor: %s\n", b.runnerFlavor)
-	}
-	if b.passphraseSecret != "" {
-		fmt.Fprintf(&s, "  encryption:\n    passphraseSecretRef:\n      name: %s\n", b.passphraseSecret)
-	}
-	return s.String()
-}
-
-// remoteStateManifest is the manifest of the RemoteState name that reads
-// the HttpBackend backend, and refreshes every probeInterval unless it is
-// empty (the API's default then).
-func remoteStateManifest(name, backend, probeInterval string) string {
-	var s strings.Builder
-	fmt.Fprintf(&s, "apiVersion: backends.infrastate.io/v1alpha1\nkind: RemoteState\nmetadata:\n  name: %s\nspec:\n", name)
-	fmt.Fprintf(&s, "  backendRef:\n    kind: HttpBackend\n    name: %s\n", backend)
-	if probeInterval != "" {
-		fmt.Fprintf(&s, "  probe:\n    interval: %s\n", probeInterval)
-	}
-	return s.String()
+	return strings.Join(docs, "---\n")
 }

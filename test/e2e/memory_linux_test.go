@@ -9,7 +9,9 @@ import (
 	. "github.com/onsi/ginkgo/v2"
 	. "github.com/onsi/gomega"
 
+	backendsv1alpha1 "github.com/infrastate/backend-operator/api/v1alpha1"
 	"github.com/infrastate/backend-operator/internal/stateclient"
+	"github.com/infrastate/backend-operator/internal/testing/builders"
 	"github.com/infrastate/backend-operator/internal/testtools"
 )
 
@@ -45,7 +47,8 @@ var _ = Describe("A state of 1.7 million outputs", func() {
 		By("running the manager as shipped: GOMEMLIMIT=256MiB")
 		mgr := startManagerWithEnv(ns, []string{"GOMEMLIMIT=256MiB"})
 		DeferCleanup(mgr.stop)
-		kc.apply(ctx, ns, httpBackend{name: "huge", address: server.stateURL("huge")}.manifest()+"---\n"+remoteStateManifest("huge", "huge", ""))
+		kc.apply(ctx, ns, manifestOf(makeBackend("huge", server.stateURL("huge")).Obj(),
+			builders.MakeRemoteState("huge", "", backendsv1alpha1.HttpBackendKind, "huge").Obj()))
 		kc.must(ctx, ns, "wait", "--for=condition=Ready", "httpbackend/huge", "--timeout=120s")
 		Expect(kc.jsonpath(ctx, ns, "httpbackend/huge", "{.status.state.outputCount}")).To(Equal("1700000"))
 		Eventually(func(g Gomega) {

@@ -18,11 +18,13 @@ import (
 	"github.com/prometheus/common/expfmt"
 	"github.com/prometheus/common/model"
 	"github.com/prometheus/prometheus/promql/parser"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/client-go/tools/clientcmd"
-	"k8s.io/utils/ptr"
 
+	backendsv1alpha1 "github.com/infrastate/backend-operator/api/v1alpha1"
 	"github.com/infrastate/backend-operator/internal/stateclient"
+	"github.com/infrastate/backend-operator/internal/testing/builders"
 )
 
 var _ = Describe("Metrics and alerts", func() {
@@ -83,10 +85,11 @@ subjects:
 		DeferCleanup(mgr.stop)
 
 		By("a backend holding a stale lock, one that cannot be reached, and a RemoteState that publishes")
-		locked := httpBackend{name: "locked", address: server.stateURL("app"), locking: true, lockCheck: true, staleAfter: "1m"}.manifest()
-		gone := httpBackend{name: "gone", address: "http://" + freeLoopbackAddress(ctx) + "/state/gone", retryMax: ptr.To[int32](0)}.manifest()
-		remote := remoteStateManifest("outputs", "locked", "10s")
-		kc.apply(ctx, ns, locked+"---\n"+gone+"---\n"+remote)
+		locked := makeBackend("locked", server.stateURL("app")).Locks().LockCheck().
+			LockPolicy(backendsv1alpha1.LockPolicy{StaleAfter: &metav1.Duration{Duration: time.Minute}}).Obj()
+		gone := makeBackend("gone", "http://"+freeLoopbackAddress(ctx)+"/state/gone").RetryMax(0).Obj()
+		remote := builders.MakeRemoteState("outputs", "", backendsv1alpha1.HttpBackendKind, "locked").ProbeInterval(10 * time.Second).Obj()
+		kc.apply(ctx, ns, manifestOf(locked, gone, remote))
 		kc.must(ctx, ns, "wait", "--for=condition=Locked", "httpbackend/locked", "--timeout=60s")
 		kc.must(ctx, ns, "wait", "--for=condition=Ready", "remotestate/outputs", "--timeout=60s")
 

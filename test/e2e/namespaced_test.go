@@ -5,6 +5,7 @@ import (
 	"slices"
 	"strconv"
 	"strings"
+	"time"
 
 	. "github.com/onsi/ginkgo/v2"
 	. "github.com/onsi/gomega"
@@ -12,7 +13,9 @@ import (
 	rbacv1 "k8s.io/api/rbac/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 
+	backendsv1alpha1 "github.com/infrastate/backend-operator/api/v1alpha1"
 	"github.com/infrastate/backend-operator/internal/testenv"
+	"github.com/infrastate/backend-operator/internal/testing/builders"
 )
 
 // namespacedPermissionsFile is the checked-in list of the manager's
@@ -159,7 +162,7 @@ var _ = Describe("config/namespaced", Ordered, Serial, func() {
 	It("renders, probes and publishes in the namespaces it watches, and leaves the others alone", func(ctx SpecContext) {
 		By("a backend in a namespace it does not watch, created first")
 		createStateServerSecrets(ctx, elsewhere, statePassword)
-		kc.apply(ctx, elsewhere, suiteBackend("ignored", elsewhere+"-ignored").manifest())
+		kc.apply(ctx, elsewhere, manifestOf(suiteBackend("ignored", elsewhere+"-ignored").Obj()))
 
 		mgr := startManagerAs(overlay, strings.Join(watched, ","), nil)
 		DeferCleanup(mgr.stop)
@@ -168,7 +171,8 @@ var _ = Describe("config/namespaced", Ordered, Serial, func() {
 		dir := GinkgoT().TempDir()
 		for _, ns := range watched {
 			createStateServerSecrets(ctx, ns, statePassword)
-			kc.apply(ctx, ns, suiteBackend("network", ns+"-network").manifest()+"---\n"+remoteStateManifest("network", "network", "10s"))
+			kc.apply(ctx, ns, manifestOf(suiteBackend("network", ns+"-network").Obj(),
+				builders.MakeRemoteState("network", "", backendsv1alpha1.HttpBackendKind, "network").ProbeInterval(10*time.Second).Obj()))
 			kc.must(ctx, ns, "wait", "--for=condition=Ready", "httpbackend/network", "--timeout=60s")
 			Expect(kc.configMapData(ctx, ns, "network-backend")).To(HaveKey("backend.tf"))
 

@@ -3,7 +3,6 @@ package e2e
 import (
 	"context"
 	"fmt"
-	"strings"
 	"time"
 
 	. "github.com/onsi/ginkgo/v2"
@@ -25,11 +24,11 @@ var _ = Describe("A manager killed in the middle of reconciling", func() {
 		createStateServerSecrets(ctx, ns, statePassword)
 
 		By(fmt.Sprintf("applying %d HttpBackends in one multi-document file", count))
-		docs := make([]string, 0, count)
+		objs := make([]client.Object, 0, count)
 		for i := range count {
-			docs = append(docs, suiteBackend(fmt.Sprintf("app-%03d", i), fmt.Sprintf("%s-app-%03d", ns, i)).manifest())
+			objs = append(objs, suiteBackend(fmt.Sprintf("app-%03d", i), fmt.Sprintf("%s-app-%03d", ns, i)).Obj())
 		}
-		kc.apply(ctx, ns, strings.Join(docs, "---\n"))
+		kc.apply(ctx, ns, manifestOf(objs...))
 
 		By("starting the manager and killing it with SIGKILL mid-way")
 		mgr := startManager(ns, "--max-concurrent-reconciles=2")

@@ -19,10 +19,8 @@ var _ = Describe("A password rotation", func() {
 		DeferCleanup(func() { server.stop() })
 		kc.must(ctx, ns, "create", "secret", "generic", "state-password", "--from-literal=password="+oldPassword)
 		kc.must(ctx, ns, "create", "configmap", "state-ca", "--from-file=ca.crt="+pkiFiles.CACert)
-		kc.apply(ctx, ns, httpBackend{
-			name: "rotating", address: server.stateURL("rotating"),
-			username: "rotator", passwordSecret: "state-password", caConfigMap: "state-ca",
-		}.manifest())
+		kc.apply(ctx, ns, manifestOf(makeBackend("rotating", server.stateURL("rotating")).
+			BasicAuth("rotator", "state-password", "").CAFromConfigMap("state-ca").Obj()))
 		kc.must(ctx, ns, "wait", "--for=condition=Ready", "httpbackend/rotating", "--timeout=60s")
 		Expect(kc.secretData(ctx, ns, "rotating-backend-credentials")).To(HaveKeyWithValue("TF_HTTP_PASSWORD", oldPassword))
 

@@ -2,31 +2,23 @@ package e2e
 
 import (
 	"encoding/json"
-	"fmt"
 	"net/http"
 	"time"
 
 	"github.com/google/uuid"
 	. "github.com/onsi/ginkgo/v2"
 	. "github.com/onsi/gomega"
+
+	backendsv1alpha1 "github.com/infrastate/backend-operator/api/v1alpha1"
+	"github.com/infrastate/backend-operator/internal/testing/builders"
 )
 
 // freezeReason is the reason of the StateLock of these specs.
 const freezeReason = "Release freeze: no applies until 2.4 ships (ask #platform)"
 
-// stateLockManifest is a StateLock "release-freeze" of the HttpBackend
-// backend.
-func stateLockManifest(backend string) string {
-	return fmt.Sprintf(`apiVersion: backends.infrastate.io/v1alpha1
-kind: StateLock
-metadata:
-  name: release-freeze
-spec:
-  backendRef:
-    kind: HttpBackend
-    name: %s
-  reason: %q
-`, backend, freezeReason)
+// freezeOf is the StateLock "release-freeze" of the HttpBackend backend.
+func freezeOf(backend string) *backendsv1alpha1.StateLock {
+	return builders.MakeStateLock("release-freeze", "", backendsv1alpha1.HttpBackendKind, backend).Reason(freezeReason).Obj()
 }
 
 var _ = Describe("A StateLock", func() {
@@ -35,8 +27,8 @@ var _ = Describe("A StateLock", func() {
 		mgr := startManager(ns)
 		DeferCleanup(mgr.stop)
 		createStateServerSecrets(ctx, ns, statePassword)
-		backend := suiteBackend("frozen", ns+"-frozen")
-		kc.apply(ctx, ns, backend.manifest())
+		backend := suiteBackend("frozen", ns+"-frozen").Obj()
+		kc.apply(ctx, ns, manifestOf(backend))
 		kc.must(ctx, ns, "wait", "--for=condition=Ready", "httpbackend/frozen", "--timeout=60s")
 
 		By("writing a state with Terraform")
@@ -45,7 +37,7 @@ var _ = Describe("A StateLock", func() {
 		tf.apply(ctx)
 
 		By("opening a change freeze with kubectl apply")
-		kc.apply(ctx, ns, stateLockManifest("frozen"))
+		kc.apply(ctx, ns, manifestOf(freezeOf("frozen")))
 		kc.must(ctx, ns, "wait", "--for=condition=Ready", "statelock/release-freeze", "--timeout=60s")
 		id := kc.jsonpath(ctx, ns, "statelock/release-freeze", "{.status.lockID}")
 		Expect(id).NotTo(BeEmpty())
@@ -59,7 +51,7 @@ var _ = Describe("A StateLock", func() {
 		Expect(out).To(ContainSubstring(id))
 
 		By("the holder's LockInfo the server returns naming the StateLock and its reason")
-		status, body := lockAnswer(ctx, backend.address, "LOCK", lockInfo{
+		status, body := lockAnswer(ctx, backend.Spec.Address, "LOCK", lockInfo{
 			ID: uuid.NewString(), Operation: "OperationTypeApply", Who: "e2e@test", Created: time.Now().UTC().Format(time.RFC3339Nano),
 		})
 		Expect(status).To(Equal(http.StatusLocked))
