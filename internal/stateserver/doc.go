@@ -9,7 +9,8 @@
 //     DELETE on /state/<name>/lock for clients configured with other lock
 //     methods;
 //   - updates and deletes refused with 423 and the holder's LockInfo while a
-//     lock is held, unless they carry the holder's ID query parameter
+//     lock is held (the conflict answer, see below), unless they carry the
+//     holder's ID query parameter
 //     (Terraform never deletes an http state, so nothing legitimate is
 //     refused);
 //   - force unlock through an UNLOCK with an empty body (what
@@ -18,6 +19,16 @@
 //   - Content-MD5 validation, bodies bounded (128 MiB for a state, 64 KiB
 //     for a LockInfo, else 413), optional basic auth (401 with a challenge
 //     for missing credentials, 403 for wrong ones) and per-request logging.
+//
+// The REST state servers people run differ in how they answer the lock
+// protocol, and options make this server behave like each of them (modes.go
+// says how they combine): [WithConflictAnswer] (the holder's LockInfo with
+// 423 or 409, or plain text with no holder), [WithUnlockCheck] (UNLOCK
+// checks the ID, ignores its body, or needs the exact LockInfo),
+// [WithReentrantLock] (a LOCK under the holder's ID succeeds) and
+// [WithUnlockBodies] (which force unlock bodies are accepted).
+// [WithGitLab] makes it GitLab's managed Terraform state instead: GitLab's
+// routes, token authentication and answers.
 //
 // State and locks live in a [Store]: [NewMemoryStore] for tests, or
 // [NewDirStore] which writes every change atomically to a directory and so

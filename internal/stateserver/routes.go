@@ -3,6 +3,7 @@ package stateserver
 import (
 	"errors"
 	"fmt"
+	"io"
 	"net/http"
 	"net/url"
 	"strings"
@@ -116,10 +117,12 @@ func methodNotAllowed(w http.ResponseWriter, allowed string) {
 }
 
 // conflictError is returned from inside a Store.Update to refuse a request
-// because of the lock: the answer is status with the holder's LockInfo.
+// because of the lock: the answer is status with the holder's LockInfo, a
+// plain text, or no body.
 type conflictError struct {
 	status int
-	holder []byte // nil when there is no holder
+	holder []byte // sent as JSON; nil when there is no holder
+	text   string // sent as plain text when holder is nil
 }
 
 func (e *conflictError) Error() string {
@@ -131,13 +134,18 @@ func (s *Server) storeError(w http.ResponseWriter, r *http.Request, err error) {
 	var conflict *conflictError
 	switch {
 	case errors.As(err, &conflict):
-		if conflict.holder == nil {
+		switch {
+		case conflict.holder != nil:
+			w.Header().Set("Content-Type", "application/json")
 			w.WriteHeader(conflict.status)
-			return
+			_, _ = w.Write(conflict.holder)
+		case conflict.text != "":
+			w.Header().Set("Content-Type", "text/plain; charset=utf-8")
+			w.WriteHeader(conflict.status)
+			_, _ = io.WriteString(w, conflict.text)
+		default:
+			w.WriteHeader(conflict.status)
 		}
-		w.Header().Set("Content-Type", "application/json")
-		w.WriteHeader(conflict.status)
-		_, _ = w.Write(conflict.holder)
 	case errors.Is(err, ErrInvalidName):
 		http.Error(w, err.Error(), http.StatusBadRequest)
 	default:

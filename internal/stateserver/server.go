@@ -18,6 +18,13 @@ type Server struct {
 	faults faultSet
 	// unlockBodies is which UNLOCK bodies the server accepts.
 	unlockBodies UnlockBodies
+	// conflict, unlockCheck and reentrant are the lock behaviours of
+	// modes.go.
+	conflict    ConflictAnswer
+	unlockCheck UnlockCheck
+	reentrant   bool
+	// gitlab, when set, makes the server GitLab's managed state (gitlab.go).
+	gitlab *gitlabMode
 }
 
 var _ http.Handler = (*Server)(nil)
@@ -107,7 +114,8 @@ func New(store Store, opts ...Option) *Server {
 }
 
 // ServeHTTP implements [http.Handler]: it counts the request, applies any
-// injected [Fault], checks credentials and then serves the protocol.
+// injected [Fault], checks credentials and then serves the protocol (or
+// GitLab's, with [WithGitLab]).
 func (s *Server) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	start := time.Now()
 	rec := &recorder{ResponseWriter: w}
@@ -116,6 +124,10 @@ func (s *Server) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	defer s.logRequest(rec, r, start)
 
 	if f, ok := s.faults.arrive(r); ok && s.applyFault(rec, r, f) {
+		return
+	}
+	if s.gitlab != nil {
+		s.gitlabServe(rec, r)
 		return
 	}
 	if s.auth != nil {

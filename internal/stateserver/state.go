@@ -40,8 +40,9 @@ func (s *Server) get(w http.ResponseWriter, r *http.Request, name string) {
 // update stores the body as the state document. The body is staged first
 // (streamed to a temporary file by the directory store) and installed only
 // when complete and checked. While the state is locked the request must carry
-// the holder's ID query parameter, else it gets 423 with the holder's
-// LockInfo and nothing changes. A stale ID while unlocked is accepted.
+// the holder's ID query parameter, else it gets the conflict answer of a
+// refused LOCK (423 with the holder's LockInfo by default) and nothing
+// changes. A stale ID while unlocked is accepted.
 func (s *Server) update(w http.ResponseWriter, r *http.Request, name string) {
 	doc, ok := s.receiveState(w, r)
 	if !ok {
@@ -50,7 +51,7 @@ func (s *Server) update(w http.ResponseWriter, r *http.Request, name string) {
 	defer s.discard(r, doc)
 	id := r.URL.Query().Get("ID")
 	err := s.store.Update(name, func(rec *Record) error {
-		if err := requireHolder(rec.Lock, id); err != nil {
+		if err := s.requireHolder(rec.Lock, id); err != nil {
 			return err
 		}
 		rec.State = doc
@@ -64,14 +65,14 @@ func (s *Server) update(w http.ResponseWriter, r *http.Request, name string) {
 }
 
 // purge deletes the state document, if any, and answers 200. Like an update,
-// it is refused with 423 and the holder's LockInfo while the state is locked,
+// it is refused with the conflict answer while the state is locked,
 // unless it carries the holder's ID query parameter; the lock itself is kept.
 // Terraform never deletes an http state, so this only stops other clients
 // from removing a state under a running apply.
 func (s *Server) purge(w http.ResponseWriter, r *http.Request, name string) {
 	id := r.URL.Query().Get("ID")
 	err := s.store.Update(name, func(rec *Record) error {
-		if err := requireHolder(rec.Lock, id); err != nil {
+		if err := s.requireHolder(rec.Lock, id); err != nil {
 			return err
 		}
 		rec.State = nil
