@@ -9,6 +9,8 @@ import (
 	"io"
 	"os"
 	"time"
+
+	"github.com/infrastate/backend-operator/internal/stateserver"
 )
 
 // passwordEnv names the environment variable holding the basic auth
@@ -30,6 +32,10 @@ type config struct {
 	shutdownTimeout time.Duration
 	bodyTimeout     time.Duration
 	idleTimeout     time.Duration
+	// modes are the lock behaviour flags, and modeOptions the server
+	// options they choose.
+	modes       modeFlags
+	modeOptions []stateserver.Option
 }
 
 const (
@@ -62,6 +68,7 @@ func parseConfig(args []string, getenv func(string) string, stderr io.Writer) (c
 		"how long a request body may stop arriving, or a response stop being read, before the connection is closed; "+
 			"every transfer restarts it, so slow but steady uploads of large states are not cut")
 	fs.DurationVar(&cfg.idleTimeout, "idle-timeout", defaultIdleTimeout, "how long an idle keep-alive connection is kept open")
+	cfg.modes.register(fs)
 	if err := fs.Parse(args); err != nil {
 		if errors.Is(err, flag.ErrHelp) {
 			return config{}, err
@@ -88,6 +95,13 @@ func parseConfig(args []string, getenv func(string) string, stderr io.Writer) (c
 	case cfg.idleTimeout <= 0:
 		return config{}, fmt.Errorf("%w: --idle-timeout must be positive", errUsage)
 	}
+	set := map[string]bool{}
+	fs.Visit(func(f *flag.Flag) { set[f.Name] = true })
+	opts, err := cfg.modes.options(set, cfg.username, cfg.password)
+	if err != nil {
+		return config{}, err
+	}
+	cfg.modeOptions = opts
 	return cfg, nil
 }
 

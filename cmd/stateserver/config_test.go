@@ -68,6 +68,29 @@ func TestConfigErrors(t *testing.T) {
 			args:    []string{"--tls-cert", pki.serverCertFile, "--tls-key", pki.serverKeyFile, "--client-ca", notADir},
 			wantErr: "no PEM certificate in the client CA file",
 		},
+		"unknown conflict answer": {
+			args: []string{"--conflict", "418"}, wantUsage: true, wantErr: `--conflict "418" is not one of holder-409|holder-423|text-409|text-423`,
+		},
+		"unknown unlock check": {
+			args: []string{"--unlock", "never"}, wantUsage: true, wantErr: `--unlock "never" is not one of checks-id|exact-body|ignores-body`,
+		},
+		"unknown unlock bodies": {
+			args: []string{"--unlock-bodies", "all"}, wantUsage: true, wantErr: `--unlock-bodies "all" is not one of any|empty|id|none`,
+		},
+		"GitLab without a user": {
+			args: []string{"--gitlab"}, wantUsage: true, wantErr: "--gitlab needs --username and $STATESERVER_PASSWORD",
+		},
+		"GitLab with a lock behaviour": {
+			args: []string{"--gitlab", "--username", "u", "--reentrant-lock"}, env: map[string]string{"STATESERVER_PASSWORD": "t"},
+			wantUsage: true, wantErr: "--reentrant-lock has no effect with --gitlab",
+		},
+		"unknown GitLab role": {
+			args: []string{"--gitlab", "--username", "u", "--gitlab-role", "owner"}, env: map[string]string{"STATESERVER_PASSWORD": "t"},
+			wantUsage: true, wantErr: `--gitlab-role "owner" is not one of developer|maintainer`,
+		},
+		"GitLab role without GitLab": {
+			args: []string{"--gitlab-role", "developer"}, wantUsage: true, wantErr: "--gitlab-role needs --gitlab",
+		},
 		"bad listen address": {
 			args: []string{"--listen", "127.0.0.1:notaport"}, wantErr: "listening:",
 		},

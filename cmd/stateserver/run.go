@@ -76,16 +76,20 @@ func newServer(cfg config, logger *slog.Logger) (*http.Server, error) {
 	}, nil
 }
 
-// handlerOptions returns the state server's options for cfg: its logger
-// and, with a username, basic auth, warning when the password would travel
-// in clear text (useTLS false).
+// handlerOptions returns the state server's options for cfg: its logger,
+// its lock behaviours and, with a username, basic auth (or GitLab's token
+// auth), warning when the password would travel in clear text (useTLS
+// false).
 func handlerOptions(cfg config, useTLS bool, logger *slog.Logger) []stateserver.Option {
-	opts := []stateserver.Option{stateserver.WithLogger(logger)}
-	if cfg.username != "" {
+	opts := append([]stateserver.Option{stateserver.WithLogger(logger)}, cfg.modeOptions...)
+	if cfg.username == "" {
+		return opts
+	}
+	if !cfg.modes.gitlab {
 		opts = append(opts, stateserver.WithBasicAuth(cfg.username, cfg.password))
-		if !useTLS {
-			logger.Warn("basic auth without TLS sends the password in clear text")
-		}
+	}
+	if !useTLS {
+		logger.Warn("basic auth without TLS sends the password in clear text")
 	}
 	return opts
 }
@@ -111,7 +115,8 @@ func logListening(logger *slog.Logger, cfg config, addr net.Addr, useTLS bool) {
 		"store", storeKind(cfg.dataDir),
 		"basic_auth", cfg.username != "",
 		"tls", useTLS,
-		"client_certificates", cfg.clientCA != "")
+		"client_certificates", cfg.clientCA != "",
+		"mode", cfg.modes.describe())
 }
 
 // serve serves ln with srv, over TLS when useTLS is true, in a goroutine
