@@ -179,3 +179,28 @@ func TestFileCycles(t *testing.T) {
 		})
 	}
 }
+
+// TestBinariesNeverImportTestPackages checks that the operator and the
+// state server link none of the packages that exist for tests: builders,
+// the envtest environment, the tool lookups.
+func TestBinariesNeverImportTestPackages(t *testing.T) {
+	pkgs, err := packages.Load(&packages.Config{Mode: packages.NeedName | packages.NeedImports | packages.NeedDeps},
+		"github.com/infrastate/backend-operator/cmd/...")
+	if err != nil {
+		t.Fatal(err)
+	}
+	testOnly := []string{
+		"github.com/infrastate/backend-operator/internal/testing/",
+		"github.com/infrastate/backend-operator/internal/testenv",
+		"github.com/infrastate/backend-operator/internal/testtools",
+	}
+	for _, p := range pkgs {
+		packages.Visit([]*packages.Package{p}, nil, func(dep *packages.Package) {
+			for _, prefix := range testOnly {
+				if strings.HasPrefix(dep.PkgPath, prefix) {
+					t.Errorf("%s links %s, which exists for tests", p.PkgPath, dep.PkgPath)
+				}
+			}
+		})
+	}
+}
