@@ -48,7 +48,18 @@ type LockError struct {
 	Info *LockInfo
 	// Err is the detail: why the holder is unknown, or what was refused.
 	Err error
+	// holderJSON is the answer's body as the server sent it, when it was a
+	// LockInfo and held none of the client's secrets.
+	holderJSON []byte
 }
+
+// HolderJSON returns the conflict answer's body exactly as the server sent
+// it, when it was a LockInfo JSON object holding none of the client's
+// secrets; nil otherwise. A server that releases a lock only on a
+// byte-identical copy of the LockInfo that took it needs this body back
+// (see UnlockWithBody). It is the server's text: never log it or show it;
+// Info is what may be shown.
+func (e *LockError) HolderJSON() []byte { return bytes.Clone(e.holderJSON) }
 
 // Error implements error. It names the holder's ID when known.
 func (e *LockError) Error() string {
@@ -190,17 +201,18 @@ func (c *Client) ForceUnlock(ctx context.Context, id string) error {
 }
 
 // ForceUnlockEmptyBody sends the UNLOCK that `terraform force-unlock`
-// sends from a new process: no body at all. The server cannot tell which
-// lock it is asked to release, and releases whatever lock it holds, so
-// call it only right after reading that the holder is the lock to release,
-// and only when the server refused ForceUnlock's body. It fails with
-// ErrUnlockDisabled when no Config.UnlockAddress is set. Answers are
-// handled as by Unlock.
+// sends from a new process: an empty body, with the Content-Type and the
+// Content-MD5 (of no bytes) Terraform sends with it. The server cannot
+// tell which lock it is asked to release, and releases whatever lock it
+// holds, so call it only right after reading that the holder is the lock
+// to release, and only when the server refused ForceUnlock's body. It
+// fails with ErrUnlockDisabled when no Config.UnlockAddress is set.
+// Answers are handled as by Unlock.
 func (c *Client) ForceUnlockEmptyBody(ctx context.Context) error {
 	if c.unlock == nil {
 		return ErrUnlockDisabled
 	}
-	return c.secrets.scrubError(c.sendUnlock(ctx, "", nil))
+	return c.secrets.scrubError(c.sendUnlock(ctx, "", []byte{}))
 }
 
 func (c *Client) sendUnlock(ctx context.Context, id string, body []byte) error {
@@ -212,7 +224,9 @@ func (c *Client) sendUnlock(ctx context.Context, id string, body []byte) error {
 	case http.StatusOK:
 		discard(resp)
 		c.mu.Lock()
-		if id == "" || c.heldID == id {
+		// An empty body released whatever lock was held; a body naming id
+		// released id.
+		if len(body) == 0 || (id != "" && c.heldID == id) {
 			c.heldID, c.heldLockInfoJSON = "", nil
 		}
 		c.mu.Unlock()
@@ -251,9 +265,12 @@ func (c *Client) lockConflict(resp *http.Response) error {
 		holder, err := lockinfo.Decode(body)
 		if err != nil {
 			e.Err = fmt.Errorf("the lock holder is not valid LockInfo JSON (%w)", err)
-		} else {
-			c.secrets.scrubLockInfo(&holder)
-			e.Info = &holder
+			break
+		}
+		c.secrets.scrubLockInfo(&holder)
+		e.Info = &holder
+		if text := string(body); c.secrets.scrub(text) == text {
+			e.holderJSON = body
 		}
 	}
 	return e

@@ -273,9 +273,10 @@ func TestUnlockBodies(t *testing.T) {
 }
 
 // TestForceUnlockEmptyBody checks that the empty-body UNLOCK is what
-// terraform force-unlock sends from a new process: no body, and so no
-// Content-Type or Content-MD5; that it forgets a lock the client held; and
-// that it sends nothing without an unlock address.
+// terraform force-unlock sends from a new process: an empty body with
+// Content-Type and the Content-MD5 of no bytes (TestEmptyUnlockLikeTerraform
+// compares it with terraform's own); that it forgets a lock the client
+// held; and that it sends nothing without an unlock address.
 func TestForceUnlockEmptyBody(t *testing.T) {
 	t.Parallel()
 	srv := newServer(t, respond(200, ""))
@@ -288,7 +289,8 @@ func TestForceUnlockEmptyBody(t *testing.T) {
 		t.Fatal(err)
 	}
 	got := srv.requests()[1]
-	want := request{Method: "UNLOCK", Path: "/state/lock", Auth: got.Auth, At: got.At}
+	want := request{Method: "UNLOCK", Path: "/state/lock", Auth: got.Auth, At: got.At,
+		ContentType: "application/json", ContentMD5: "1B2M2Y8AsgTpgAmY7PhCfg=="}
 	if diff := cmp.Diff(want, got); diff != "" {
 		t.Errorf("empty-body UNLOCK mismatch (-want +got):\n%s", diff)
 	}
