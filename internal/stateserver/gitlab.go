@@ -124,18 +124,20 @@ func (s *Server) gitlabServe(w http.ResponseWriter, r *http.Request) {
 		gitlabMessage(w, http.StatusNotFound, "404 Not Found")
 		return
 	case err != nil:
-		gitlabError(w, http.StatusBadRequest, err.Error())
+		gitlabBadRequest(w, err.Error())
 		return
 	}
-	readOnly := r.Method == http.MethodGet
-	if !readOnly && user.role != GitLabMaintainer && !(rest == lockSegment && r.Method == http.MethodPost) {
+	// A LOCK's parameters are validated before the role is checked (see
+	// gitlabLock); every other change is refused to a reader at once.
+	isLock := rest == lockSegment && r.Method == http.MethodPost
+	if r.Method != http.MethodGet && user.role != GitLabMaintainer && !isLock {
 		gitlabMessage(w, http.StatusForbidden, "403 Forbidden")
 		return
 	}
-	switch {
-	case rest == "":
+	switch rest {
+	case "":
 		s.gitlabState(w, r, ref)
-	case rest == lockSegment:
+	case lockSegment:
 		s.gitlabLockRoute(w, r, ref, user)
 	default:
 		s.gitlabVersion(w, r, ref, strings.TrimPrefix(rest, "versions/"))
@@ -227,10 +229,10 @@ func gitlabMessage(w http.ResponseWriter, status int, message string) {
 	gitlabJSON(w, status, map[string]string{"message": message})
 }
 
-// gitlabError answers status with the {"error": ...} body of GitLab's
+// gitlabBadRequest answers 400 with the {"error": ...} body of GitLab's
 // parameter validation.
-func gitlabError(w http.ResponseWriter, status int, message string) {
-	gitlabJSON(w, status, map[string]string{"error": message})
+func gitlabBadRequest(w http.ResponseWriter, message string) {
+	gitlabJSON(w, http.StatusBadRequest, map[string]string{"error": message})
 }
 
 // gitlabJSON answers status with v as JSON.

@@ -48,7 +48,7 @@ func (s *Server) gitlabLock(w http.ResponseWriter, r *http.Request, ref gitlabRe
 	}
 	fields, problem := gitlabLockParams(body)
 	if problem != "" {
-		gitlabError(w, http.StatusBadRequest, problem)
+		gitlabBadRequest(w, problem)
 		return
 	}
 	if user.role != GitLabMaintainer {
@@ -121,7 +121,7 @@ func (s *Server) gitlabUnlock(w http.ResponseWriter, r *http.Request, ref gitlab
 	}
 	id, named, ok := gitlabUnlockID(r, body)
 	if !ok {
-		gitlabError(w, http.StatusBadRequest, "the body is not a JSON object")
+		gitlabBadRequest(w, "the body is not a JSON object")
 		return
 	}
 	unlock := s.gitlab.names.lock(gitlabMetaName(ref))

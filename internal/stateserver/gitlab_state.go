@@ -162,7 +162,7 @@ func (s *Server) gitlabWrite(w http.ResponseWriter, r *http.Request, ref gitlabR
 	}
 	serial, err := readSerial(doc)
 	if err != nil {
-		gitlabError(w, http.StatusBadRequest, "serial is missing or invalid")
+		gitlabBadRequest(w, "serial is missing or invalid")
 		return
 	}
 	id := r.URL.Query().Get("ID")
@@ -275,7 +275,7 @@ func (s *Server) gitlabVersion(w http.ResponseWriter, r *http.Request, ref gitla
 	}
 	serial, err := strconv.ParseInt(rawSerial, 10, 64)
 	if err != nil {
-		gitlabError(w, http.StatusBadRequest, "serial is invalid")
+		gitlabBadRequest(w, "serial is invalid")
 		return
 	}
 	unlock := s.gitlab.names.lock(gitlabMetaName(ref))
