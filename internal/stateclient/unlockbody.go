@@ -49,3 +49,10 @@ func (c *Client) FetchStatus(ctx context.Context) (int, error) {
 	discard(resp)
 	return resp.StatusCode, nil
 }
+
+// LocksConfigured reports whether both a lock and an unlock address are
+// set: whether Lock takes locks that Unlock can release. A caller that
+// must never leave a lock behind checks it before taking one.
+func (c *Client) LocksConfigured() bool {
+	return c.lock != nil && c.unlock != nil
+}
