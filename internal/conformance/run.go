@@ -90,6 +90,7 @@ func (r *run) lockFirst(ctx context.Context) error {
 		r.step("LOCK under the check's ID", a.status, "refused: the state is locked by someone else")
 		return fmt.Errorf("%w (%w)", ErrStateLocked, a.err)
 	}
+	r.step("LOCK under the check's ID", a.status, "failed")
 	return fmt.Errorf("taking the check's lock: %w", a.err)
 }
 
