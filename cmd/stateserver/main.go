@@ -11,6 +11,10 @@
 //	            [--unlock checks-id|ignores-body|exact-body] [--reentrant-lock]
 //	            [--unlock-bodies any|empty|id|none]
 //	            [--gitlab [--gitlab-role maintainer|developer]]
+//	stateserver conformance URL [--username U] [--password-env VAR]
+//	            [--lock-address A --lock-method M --unlock-address A --unlock-method M | --gitlab]
+//	            [--server-ca FILE] [--tls-cert FILE --tls-key FILE] [--skip-cert-verification]
+//	            [--use-url | --scratch-name NAME] [--retry-max N] [--timeout 2m]
 //
 // States live at /state/<name>; point Terraform at it with
 //
@@ -56,6 +60,20 @@
 // holder's Who in conflicts) and $STATESERVER_PASSWORD is its access token;
 // --gitlab-role developer lets it read only.
 //
+// The conformance subcommand checks how a REST state server, this one or
+// any other, answers the lock protocol: on a scratch state URL/<name> it
+// removes when done (or the state at URL itself with --use-url), with
+// locks of its own only, it learns whether conflicts name the holder,
+// whether LOCK is re-entrant, whether UNLOCK checks the ID, which release
+// bodies work and whether LOCK creates a state, and prints that with what
+// each of backend-operator's lock features does on the server (see
+// docs/servers.md). In --lock-address and --unlock-address, {address}
+// stands for the checked state's address; --gitlab sets them as GitLab
+// needs. The password comes from the variable --password-env names
+// (TF_HTTP_PASSWORD by default). It exits 0 when the check completed, 1
+// when it could not (the state locked, a lock it could not release, the
+// server unreachable), 2 for a bad command line.
+//
 // The server logs one line per request to stderr, and a warning naming the
 // holder for every force unlock; it stops gracefully on SIGINT or SIGTERM.
 package main
@@ -77,7 +95,12 @@ func main() {
 func mainExitCode() int {
 	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
 	defer stop()
-	err := run(ctx, os.Args[1:], os.Getenv, os.Stderr)
+	var err error
+	if len(os.Args) > 1 && os.Args[1] == conformanceCommand {
+		err = runConformance(ctx, os.Args[2:], os.Getenv, os.Stdout, os.Stderr)
+	} else {
+		err = run(ctx, os.Args[1:], os.Getenv, os.Stderr)
+	}
 	switch {
 	case err == nil, errors.Is(err, flag.ErrHelp):
 		return 0
