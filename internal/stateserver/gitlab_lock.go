@@ -3,7 +3,6 @@ package stateserver
 import (
 	"bytes"
 	"encoding/json"
-	"log/slog"
 	"net/http"
 	"strings"
 	"time"
@@ -145,10 +144,7 @@ func (s *Server) gitlabUnlock(w http.ResponseWriter, r *http.Request, ref gitlab
 		return
 	}
 	if released != nil && !named {
-		s.logger.LogAttrs(r.Context(), slog.LevelWarn, "force unlock released a lock",
-			slog.String("path", r.URL.Path),
-			slog.String("holder_id", released.ID),
-			slog.String("holder_who", released.Who))
+		s.logForceUnlock(r, released.ID, released.Who)
 	}
 	gitlabJSON(w, status, status)
 }

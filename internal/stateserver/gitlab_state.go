@@ -123,18 +123,30 @@ func (s *Server) stageJSON(v any) (Document, error) {
 // GitLab's unique index answers 422.
 var errGitLabVersionStored = errors.New("a version with this serial is already stored")
 
-// gitlabGet answers the latest version of a state: 404 for a state GitLab
-// does not know, 204 for one never written (created by a LOCK or UNLOCK).
-func (s *Server) gitlabGet(w http.ResponseWriter, r *http.Request, ref gitlabRef) {
-	unlock := s.gitlab.names.lock(gitlabMetaName(ref))
-	defer unlock()
+// findGitLabState takes the mutex of a state and reads its record, as
+// GitLab finds a state it must not create. When the state does not exist
+// (404) or cannot be read, it has answered and ok is false. The caller
+// calls unlock in any case.
+func (s *Server) findGitLabState(w http.ResponseWriter, r *http.Request, ref gitlabRef) (m gitlabMeta, unlock func(), ok bool) {
+	unlock = s.gitlab.names.lock(gitlabMetaName(ref))
 	m, err := s.loadGitLabMeta(ref)
 	switch {
 	case err != nil:
 		s.storeError(w, r, err)
-		return
+		return m, unlock, false
 	case !m.exists:
 		gitlabMessage(w, http.StatusNotFound, "404 Not found")
+		return m, unlock, false
+	}
+	return m, unlock, true
+}
+
+// gitlabGet answers the latest version of a state: 404 for a state GitLab
+// does not know, 204 for one never written (created by a LOCK or UNLOCK).
+func (s *Server) gitlabGet(w http.ResponseWriter, r *http.Request, ref gitlabRef) {
+	m, unlock, found := s.findGitLabState(w, r, ref)
+	defer unlock()
+	if !found {
 		return
 	}
 	serial, ok := m.latest()
@@ -239,15 +251,10 @@ func readSerial(doc Document) (int64, error) {
 // and still answered 200, as GitLab's destroy service refuses it without
 // the API saying so.
 func (s *Server) gitlabDelete(w http.ResponseWriter, r *http.Request, ref gitlabRef) {
-	unlock := s.gitlab.names.lock(gitlabMetaName(ref))
+	m, unlock, found := s.findGitLabState(w, r, ref)
 	defer unlock()
-	m, err := s.loadGitLabMeta(ref)
 	switch {
-	case err != nil:
-		s.storeError(w, r, err)
-		return
-	case !m.exists:
-		gitlabMessage(w, http.StatusNotFound, "404 Not found")
+	case !found:
 		return
 	case m.lock != nil:
 		w.WriteHeader(http.StatusOK)
@@ -278,14 +285,12 @@ func (s *Server) gitlabVersion(w http.ResponseWriter, r *http.Request, ref gitla
 		gitlabBadRequest(w, "serial is invalid")
 		return
 	}
-	unlock := s.gitlab.names.lock(gitlabMetaName(ref))
+	m, unlock, found := s.findGitLabState(w, r, ref)
 	defer unlock()
-	m, err := s.loadGitLabMeta(ref)
 	switch {
-	case err != nil:
-		s.storeError(w, r, err)
+	case !found:
 		return
-	case !m.exists || !slices.Contains(m.serials, serial):
+	case !slices.Contains(m.serials, serial):
 		gitlabMessage(w, http.StatusNotFound, "404 Not found")
 		return
 	case r.Method == http.MethodGet:

@@ -184,12 +184,18 @@ func (s *Server) unlockExact(w http.ResponseWriter, r *http.Request, name string
 // body): a force unlock, or a server that ignores UNLOCK bodies.
 func (s *Server) answerUnlock(w http.ResponseWriter, r *http.Request, id string, released []byte) {
 	if holder, _ := holderID(released); holder != id || id == "" {
-		s.logger.LogAttrs(r.Context(), slog.LevelWarn, "force unlock released a lock",
-			slog.String("path", r.URL.Path),
-			slog.String("holder_id", holder),
-			slog.String("holder_who", holderWho(released)))
+		s.logForceUnlock(r, holder, holderWho(released))
 	}
 	w.Header().Set("Content-Type", "application/json")
 	w.WriteHeader(http.StatusOK)
 	_, _ = w.Write(released)
+}
+
+// logForceUnlock warns that an UNLOCK released the lock of holder id, who,
+// without naming it.
+func (s *Server) logForceUnlock(r *http.Request, id, who string) {
+	s.logger.LogAttrs(r.Context(), slog.LevelWarn, "force unlock released a lock",
+		slog.String("path", r.URL.Path),
+		slog.String("holder_id", id),
+		slog.String("holder_who", who))
 }
