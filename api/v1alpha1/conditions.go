@@ -261,6 +261,22 @@ const (
 	// known. status.locked reads Unchecked.
 	LockNotCheckedReason = "LockNotChecked"
 
+	// HolderNotReportedReason means the state server's conflicts name no holder
+	// and nothing else tells whose the lock is: a StateLock cannot check
+	// that it still holds its lock, and keeps it as held.
+	HolderNotReportedReason = "HolderNotReported"
+
+	// LockingUnsupportedReason means the state server does not support
+	// what a lock feature needs (it does not lock, or no UNLOCK body
+	// releases a lock); the message says what it does.
+	LockingUnsupportedReason = "LockingUnsupported"
+
+	// ForceUnlockUnsupportedReason means forceUnlock (or the lockPolicy's
+	// release of a gone holder) cannot release only the named lock on
+	// this state server; the message says why and what terraform or tofu
+	// force-unlock would do.
+	ForceUnlockUnsupportedReason = "ForceUnlockUnsupported"
+
 	// InUseReason means a backend being deleted waits for the StateLocks
 	// that hold its lock to release it: deleting them (or their
 	// spec.until passing) lets the deletion finish.

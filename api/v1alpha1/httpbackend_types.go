@@ -228,7 +228,95 @@ type ForceUnlockSpec struct {
 // status.state summarises the state held at address.
 type HttpBackendStatus struct {
 	BackendStatus `json:",inline"`
+
+	// server is what the state server was seen to do with the operator's
+	// own lock (docs/servers.md): learned when a lock feature first needs
+	// it (probe.lockCheck, forceUnlock, a StateLock) on a state no one
+	// else has locked, and again when the addresses, the lock methods or
+	// the credentials change. Every lock feature decides from it what it
+	// may do on this server.
+	// +optional
+	Server *ServerBehaviour `json:"server,omitempty"`
 }
+
+// ServerBehaviour is what a REST state server was seen to do with the lock
+// protocol, by a check that took and released only locks of its own.
+type ServerBehaviour struct {
+	// locksExclusive is true when the server refused a second LOCK while
+	// the check held the lock. A server that grants both does not lock.
+	LocksExclusive bool `json:"locksExclusive"`
+
+	// conflictStatus is the status of that refusal (409 or 423).
+	// +optional
+	// +kubebuilder:validation:Minimum=0
+	// +kubebuilder:validation:Maximum=599
+	ConflictStatus int32 `json:"conflictStatus,omitempty"`
+
+	// holderInConflicts is true when that refusal named the holder (its
+	// LockInfo, with the holder's ID); false when it named no holder.
+	HolderInConflicts bool `json:"holderInConflicts"`
+
+	// conflictFields says, for each LockInfo key of that refusal, whose
+	// value it carried: holder (the holder's own), server (a value of
+	// the server's, as GitLab's user for Who) or requester (the refused
+	// LOCK's own value echoed back, which says nothing of the holder).
+	// +optional
+	// +kubebuilder:validation:MaxProperties=7
+	ConflictFields map[string]ConflictFieldSource `json:"conflictFields,omitempty"`
+
+	// holderVerbatim is true when that refusal carried, byte for byte,
+	// the LockInfo the holder locked with.
+	HolderVerbatim bool `json:"holderVerbatim"`
+
+	// reentrantLock is true when a LOCK again under the holder's own ID
+	// answered 200.
+	ReentrantLock bool `json:"reentrantLock"`
+
+	// unlockChecksID is true when an UNLOCK naming another ID than the
+	// holder's was refused.
+	UnlockChecksID bool `json:"unlockChecksID"`
+
+	// unlockIgnoresBody is true when such an UNLOCK released the lock: on
+	// this server any UNLOCK releases any lock.
+	UnlockIgnoresBody bool `json:"unlockIgnoresBody"`
+
+	// unlockBodies are the UNLOCK bodies that released the check's own
+	// lock: exact (the LockInfo it locked with), id (a LockInfo naming
+	// only the ID), empty.
+	// +optional
+	// +listType=set
+	// +kubebuilder:validation:MaxItems=3
+	UnlockBodies []UnlockBody `json:"unlockBodies,omitempty"`
+
+	// unlockStatuses is the status each body was answered with.
+	// +optional
+	// +kubebuilder:validation:MaxProperties=3
+	UnlockStatuses map[UnlockBody]int32 `json:"unlockStatuses,omitempty"`
+
+	// lockCreatesState is true when a LOCK created a state that did not
+	// exist (as GitLab's does), false when it did not; unset when the
+	// state existed when the check ran.
+	// +optional
+	LockCreatesState *bool `json:"lockCreatesState,omitempty"`
+
+	// checkedAt is when the check ran.
+	CheckedAt metav1.Time `json:"checkedAt"`
+
+	// checkedWith fingerprints the addresses, lock methods and
+	// credentials the check ran with: a change makes the check run again.
+	// +optional
+	// +kubebuilder:validation:MaxLength=128
+	CheckedWith string `json:"checkedWith,omitempty"`
+}
+
+// UnlockBody is a form of UNLOCK body.
+// +kubebuilder:validation:Enum=exact;id;empty
+type UnlockBody string
+
+// ConflictFieldSource says whose value a field of a conflict answer
+// carried.
+// +kubebuilder:validation:Enum=holder;server;requester
+type ConflictFieldSource string
 
 // HttpBackendKind is the kind of an HttpBackend, as an object's TypeMeta,
 // an owner reference and a backendRef spell it.

@@ -103,6 +103,11 @@ type ReleasePlan struct {
 	Body UnlockBody `json:"body,omitempty"`
 	// Guard is what must hold before Body is sent.
 	Guard ReleaseGuard `json:"guard,omitempty"`
+	// RefusalMeansNotHeld is true when a refusal of Body tells that the
+	// lock held is not the one the body names: the server checks the ID
+	// an UNLOCK names, and releases on the ID alone, so it refuses no
+	// other part of the body.
+	RefusalMeansNotHeld bool `json:"refusalMeansNotHeld"`
 	// Reason says why, when not Allowed.
 	Reason string `json:"reason,omitempty"`
 }
@@ -157,7 +162,7 @@ func decideRelease(b Behaviour) ReleasePlan {
 	if !ok {
 		return ReleasePlan{Reason: "the server released the check's lock with none of the exact LockInfo, the ID-only body and the empty body: a lock the operator takes could not be released"}
 	}
-	plan := ReleasePlan{Allowed: true, Body: body, Guard: GuardNone}
+	plan := ReleasePlan{Allowed: true, Body: body, Guard: GuardNone, RefusalMeansNotHeld: b.UnlockChecksID && b.Releases(BodyID) && body != BodyEmpty}
 	if !b.UnlockChecksID || body == BodyEmpty {
 		switch {
 		case b.HolderInConflicts:
@@ -310,4 +315,37 @@ func forceUnlockText(sends string, b Behaviour, body UnlockBody, accepted string
 		return fmt.Sprintf("%s, which the server refuses (HTTP %d %s)", sends, status, http.StatusText(status))
 	}
 	return sends + ", which the check did not try"
+}
+
+// Unchecked are the lock features on a server whose check could not run
+// because another held the state's lock each time: what the operator
+// does before it knows the server, on the one thing every server does
+// alike (it releases a lock on the exact LockInfo that took it).
+//
+//   - The lock check runs, and releases its own lock with its exact
+//     LockInfo. A conflict's LockInfo is shown as the holder's, less the
+//     fields that only echo the check's own LOCK (the caller compares
+//     them with what it sent).
+//   - A named lock (forceUnlock, releaseWhenHolderGone) is released with
+//     the holder's LockInfo as the conflict carried it, right after the
+//     conflict named it: a server that checks IDs, ignores the body or
+//     wants the exact body each releases that lock and no other. A
+//     conflict that names no holder releases nothing.
+//   - A StateLock releases its lock with its exact LockInfo while nothing
+//     showed its lock lost, and cannot tell whose the lock is.
+func Unchecked() Features {
+	const notChecked = "the server's conflicts name no holder, and what its UNLOCK releases is not known yet: " +
+		"the operator checks it with a lock of its own once the state is free"
+	named := NamedUnlockPlan{Allowed: true, Body: BodyExact, NeedsHolderRead: true, Reason: notChecked,
+		Terraform: "terraform force-unlock sends an empty body, which many servers take as a release of whatever lock is held",
+		OpenTofu:  "tofu force-unlock (OpenTofu 1.10+) sends a body naming the ID, which most servers check"}
+	return Features{
+		LockCheck: LockCheckPlan{Allowed: true, Body: BodyExact, HolderKnown: true,
+			HolderFields: []string{"ID", "Operation", "Info", "Who", "Version", "Created", "Path"}},
+		Ownership: OwnershipPlan{By: OwnershipUnknown,
+			Reason: "what the state server does with locks is not known yet, and the operator cannot check it while the lock is held"},
+		Release:               ReleasePlan{Allowed: true, Body: BodyExact, Guard: GuardNoLossSeen},
+		ForceUnlock:           named,
+		ReleaseWhenHolderGone: named,
+	}
 }

@@ -13,14 +13,17 @@ type verdict struct {
 	SkipAbsent   bool
 	Ownership    Ownership
 	Release      string
-	ForceUnlock  string
-	HolderGone   string
+	// RefusalNotHeld is Release.RefusalMeansNotHeld.
+	RefusalNotHeld bool
+	ForceUnlock    string
+	HolderGone     string
 }
 
 func verdictOf(f Features) verdict {
 	v := verdict{
 		LockCheck: "refused", HolderFields: f.LockCheck.HolderFields, SkipAbsent: f.LockCheck.SkipWhenStateAbsent,
-		Ownership: f.Ownership.By, Release: "refused", ForceUnlock: named(f.ForceUnlock), HolderGone: named(f.ReleaseWhenHolderGone),
+		Ownership: f.Ownership.By, Release: "refused", RefusalNotHeld: f.Release.RefusalMeansNotHeld,
+		ForceUnlock: named(f.ForceUnlock), HolderGone: named(f.ReleaseWhenHolderGone),
 	}
 	if f.LockCheck.Allowed {
 		v.LockCheck = "release " + string(f.LockCheck.Body)
@@ -47,9 +50,13 @@ func named(p NamedUnlockPlan) string {
 func TestDecide(t *testing.T) {
 	every := []string{"ID", "Operation", "Info", "Who", "Version", "Created", "Path"}
 	withHolder := verdict{LockCheck: "release exact", HolderFields: every, Ownership: OwnershipByHolder,
-		Release: "exact, guard none", ForceUnlock: "id", HolderGone: "id after a holder read"}
+		Release: "exact, guard none", RefusalNotHeld: true, ForceUnlock: "id", HolderGone: "id after a holder read"}
 	noHolder := verdict{LockCheck: "release exact", Ownership: OwnershipUnknown,
-		Release: "exact, guard none", ForceUnlock: "id", HolderGone: "refused"}
+		Release: "exact, guard none", RefusalNotHeld: true, ForceUnlock: "id", HolderGone: "refused"}
+	// Where the server does not check the ID an UNLOCK names, or does not
+	// release on the ID alone, a refused UNLOCK says nothing of whose the
+	// lock is.
+	refusalTellsNothing := func(v *verdict) { v.RefusalNotHeld = false }
 	with := func(v verdict, change func(*verdict)) verdict { change(&v); return v }
 	exactAfterRead := func(v *verdict) {
 		v.ForceUnlock, v.HolderGone = "exact after a holder read", "exact after a holder read"
@@ -64,14 +71,16 @@ func TestDecide(t *testing.T) {
 		"UNLOCK ignores its body": with(withHolder, func(v *verdict) {
 			v.Release = "exact, guard holder-read"
 			exactAfterRead(v)
+			refusalTellsNothing(v)
 		}),
 		"UNLOCK ignores its body, plain text": with(noHolder, func(v *verdict) {
 			v.Release, v.ForceUnlock = "exact, guard no-loss-seen", "refused"
+			refusalTellsNothing(v)
 		}),
-		"UNLOCK needs the exact body": with(withHolder, exactAfterRead),
-		"empty force unlock only":     with(withHolder, exactAfterRead),
+		"UNLOCK needs the exact body": with(withHolder, func(v *verdict) { exactAfterRead(v); refusalTellsNothing(v) }),
+		"empty force unlock only":     with(withHolder, func(v *verdict) { exactAfterRead(v); refusalTellsNothing(v) }),
 		"ID force unlock only":        withHolder,
-		"no force unlock, plain text": with(noHolder, func(v *verdict) { v.ForceUnlock = "refused" }),
+		"no force unlock, plain text": with(noHolder, func(v *verdict) { v.ForceUnlock = "refused"; refusalTellsNothing(v) }),
 		"GitLab": with(withHolder, func(v *verdict) {
 			v.HolderFields, v.SkipAbsent, v.HolderGone = []string{"ID", "Who", "Created"}, true, "refused"
 		}),
