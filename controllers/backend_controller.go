@@ -2,6 +2,7 @@ package controllers
 
 import (
 	"errors"
+	"strconv"
 
 	"context"
 	"strings"
@@ -142,7 +143,8 @@ func (r *backendReconciler) reconcileRender(ctx context.Context, s *backendScope
 func (r *backendReconciler) reconcileProbe(ctx context.Context, s *backendScope) error {
 	obj, status := s.obj, s.obj.SharedStatus()
 	interval := probeInterval(r.kind.probeSpec(obj), r.opts.defaultProbeInterval)
-	plan := s.resolved.probe(interval)
+	lockUsers := len(s.stateLocks) > 0
+	plan := s.resolved.probe(interval, lockUsers)
 	if plan.off != nil {
 		conditions.Set(&status.Conditions, obj.GetGeneration(), plan.condition, *plan.off)
 		status.State = nil
@@ -161,7 +163,9 @@ func (r *backendReconciler) reconcileProbe(ctx context.Context, s *backendScope)
 	}
 	r.metrics.seedLockSeries(r.kind.name(), obj, plan.lockPolicy)
 
-	inputs := fingerprint(append(identity(obj), s.resolved.inputs()...)...)
+	// StateLocks appearing make a probe due at once: it may have to learn
+	// what the server does with locks before they take one.
+	inputs := fingerprint(append(append(identity(obj), s.resolved.inputs()...), []byte(strconv.FormatBool(lockUsers)))...)
 	if plan.lockUnchecked == "" {
 		// A StateLock taking or releasing the lock the probe reads makes
 		// a probe due at once.
@@ -176,7 +180,11 @@ func (r *backendReconciler) reconcileProbe(ctx context.Context, s *backendScope)
 	r.metrics.recordReachable(r.kind.name(), obj, plan)
 	s.requeueAfter, s.probePending, s.applied = step.requeueAfter, step.pending, step.ack
 	if err == nil && !s.probePending {
-		if at := holderReleaseAt(status, plan.lockPolicy); !at.IsZero() {
+		at := holderReleaseAt(status, plan.lockPolicy)
+		if learnAt := r.opts.clock.Now().Add(learnRetry); plan.learnPending && (at.IsZero() || learnAt.Before(at)) {
+			at = learnAt
+		}
+		if !at.IsZero() {
 			if wait, ok := r.schedule.PullIn(key.NamespacedName, inputs, at, r.opts.clock.Now()); ok && (s.requeueAfter <= 0 || wait < s.requeueAfter) {
 				s.requeueAfter = wait
 			}

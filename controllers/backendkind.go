@@ -84,8 +84,9 @@ type resolvedBackend interface {
 	// the credentials Secret.
 	render() (render.Files, map[string][]byte, error)
 	// probe says how the object is probed at interval (0 when periodic
-	// probing is disabled).
-	probe(interval time.Duration) probePlan
+	// probing is disabled); lockUsers is true while StateLocks name the
+	// object, whose lock features may need what the probe learns.
+	probe(interval time.Duration, lockUsers bool) probePlan
 	// openState returns the reader of a workspace's state, with the
 	// backend's own client and settings. It connects only when called.
 	openState(workspace string) (stateStreamer, error)
@@ -96,6 +97,10 @@ type resolvedBackend interface {
 	// owner, with the backend's own client and settings. It connects only
 	// when used. A backend whose lock cannot be taken is a stall.
 	locker(workspace string, owner client.Object) (stateLocker, error)
+	// lockWaiting says, in a sentence for a condition message, what a
+	// StateLock waits for before it takes the lock (the backend learning
+	// its server, say); "" when it may take it now.
+	lockWaiting() string
 }
 
 // stateStreamer reads a workspace's state and hands its body to read as it
@@ -128,4 +133,15 @@ type probePlan struct {
 	// gone is released: the next probe runs then at the latest (see
 	// holderReleaseAt).
 	lockPolicy *backendsv1alpha1.LockPolicy
+	// learnPending is true while StateLocks wait for the probe to learn
+	// what the state server does with locks: a probe that could not (the
+	// state was locked) is tried again within learnRetry, not only at the
+	// interval.
+	learnPending bool
 }
+
+// learnRetry is how soon a probe that could not learn what the state
+// server does with locks runs again while StateLocks wait for it: one
+// LOCK, refused while another holds the lock, every few seconds, as
+// terraform -lock-timeout sends them.
+const learnRetry = 10 * time.Second

@@ -16,12 +16,16 @@ type stateClient interface {
 	FetchSummary(ctx context.Context, dec *statefile.Decryption) (*stateclient.StateSummary, error)
 	StreamState(ctx context.Context, read func(io.Reader) error) (found bool, size int64, err error)
 	Lock(ctx context.Context, info stateclient.LockInfo) (string, error)
-	Unlock(ctx context.Context, id string) error
 	ForceUnlock(ctx context.Context, id string) error
 	ForceUnlockEmptyBody(ctx context.Context) error
-	// Resume records a lock taken earlier (by a StateLock) as the one
-	// the client holds, so that Unlock sends the body it was taken with.
-	Resume(info stateclient.LockInfo) error
+	// UnlockWithBody sends an UNLOCK with exactly body: a LockInfo as a
+	// lock was taken with, for a server that releases only that.
+	UnlockWithBody(ctx context.Context, body []byte) error
+	// FetchStatus answers the status of a GET of the state (404 and a
+	// GitLab's 204 for a state locked but never written differ).
+	FetchStatus(ctx context.Context) (int, error)
+	// LocksConfigured reports whether lock and unlock addresses are set.
+	LocksConfigured() bool
 	// CloseIdleConnections closes the connections kept for a next
 	// request; every probe and state read calls it when it is done.
 	CloseIdleConnections()

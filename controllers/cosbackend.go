@@ -119,6 +119,10 @@ func (c *cosResolved) openState(workspace string) (stateStreamer, error) {
 	}, nil
 }
 
+// lockWaiting is nothing: COS locks are lock objects the operator reads
+// and deletes itself.
+func (c *cosResolved) lockWaiting() string { return "" }
+
 // locker locks a workspace through its .tflock object with the backend's
 // keys. A backend whose only credentials are a role cannot be locked (see
 // assumeRoleOnly).
@@ -146,7 +150,7 @@ func (c *cosResolved) client() (*cos.Client, error) {
 // and the .tflock object of the default workspace, and releases the lock
 // forceUnlock names, or lockPolicy a gone holder's. A backend whose only
 // credentials are a role is not probed.
-func (c *cosResolved) probe(interval time.Duration) probePlan {
+func (c *cosResolved) probe(interval time.Duration, _ bool) probePlan {
 	backend := c.backend
 	plan := probePlan{condition: backendsv1alpha1.BucketReadyCondition}
 	switch {

@@ -35,12 +35,33 @@ func (c *cosLocker) holder(ctx context.Context) (*backendsv1alpha1.LockInfo, err
 	return lockInfo(h), nil
 }
 
-func (c *cosLocker) release(ctx context.Context, held heldLock) error {
+// check reads the .tflock object: the lock is kept while it names held.
+func (c *cosLocker) check(ctx context.Context, held heldLock) (lockCheck, error) {
+	h, err := c.holder(ctx)
+	switch {
+	case err != nil:
+		return lockCheck{}, err
+	case h != nil && h.ID == held.id:
+		return lockCheck{kept: true}, nil
+	}
+	return lockCheck{holder: h}, nil
+}
+
+// release deletes the .tflock object while it names held (see
+// cos.Client.ReleaseLock); a lock another holds is left alone.
+func (c *cosLocker) release(ctx context.Context, held heldLock, _ bool) (lockRelease, error) {
 	err := c.cc.ReleaseLock(ctx, c.workspace, held.id)
 	if errors.Is(err, cos.ErrLockNotHeld) {
-		return nil
+		h, readErr := c.holder(ctx)
+		if readErr != nil {
+			return lockRelease{}, readErr
+		}
+		return lockRelease{holder: h}, nil
 	}
-	return err
+	if err != nil {
+		return lockRelease{}, err
+	}
+	return lockRelease{released: true}, nil
 }
 
 func (c *cosLocker) close() {}

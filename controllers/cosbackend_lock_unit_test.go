@@ -164,8 +164,8 @@ func TestCosLockerRelease(t *testing.T) {
 		if err != nil || taken == nil {
 			t.Fatalf("acquire() = %+v, %v", taken, err)
 		}
-		if err := e.locker(t, "staging").release(ctx, *taken); err != nil {
-			t.Fatalf("release() = %v", err)
+		if r, err := e.locker(t, "staging").release(ctx, *taken, true); err != nil || !r.released {
+			t.Fatalf("release() = %+v, %v; want released", r, err)
 		}
 		if h := e.holder(ctx, t, "staging"); h != nil {
 			t.Errorf("the lock is still held by %+v", h)
@@ -179,8 +179,8 @@ func TestCosLockerRelease(t *testing.T) {
 		}
 		e.srv.DeleteObject(slockBucket, slockCosLockKey("default")) // a force unlock
 		alice := e.holdAlice(ctx, t, "default")
-		if err := e.locker(t, "default").release(ctx, *taken); err != nil {
-			t.Errorf("release() = %v, want nil: the StateLock's lock is gone", err)
+		if r, err := e.locker(t, "default").release(ctx, *taken, true); err != nil || r.released || r.holder == nil || r.holder.ID != alice.ID {
+			t.Errorf("release() = %+v, %v; want alice's lock reported as the holder: the StateLock's lock is gone", r, err)
 		}
 		if h := e.holder(ctx, t, "default"); h == nil || h.ID != alice.ID {
 			t.Errorf("the lock object holds %+v, want alice's", h)
@@ -191,8 +191,8 @@ func TestCosLockerRelease(t *testing.T) {
 	})
 	t.Run("no lock: nothing to release", func(t *testing.T) {
 		e := newCosLockEnv(t)
-		if err := e.locker(t, "default").release(ctx, heldLock{id: "0123456789abcdef0123456789abcdef"}); err != nil {
-			t.Errorf("release() = %v, want nil", err)
+		if r, err := e.locker(t, "default").release(ctx, heldLock{id: "0123456789abcdef0123456789abcdef"}, true); err != nil || r != (lockRelease{}) {
+			t.Errorf("release() = %+v, %v; want nothing released and no holder", r, err)
 		}
 	})
 }

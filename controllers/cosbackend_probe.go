@@ -49,7 +49,7 @@ func runCosProbe(ctx context.Context, m *operatorMetrics, clk clock.PassiveClock
 	res.state, res.stateErr = streamCosSummary(ctx, cc, backendsv1alpha1.DefaultWorkspace, dec.forRead(ctx))
 	res.stateErr = dec.explain(res.stateErr)
 	res.lock = readCosLock(ctx, cc, backendsv1alpha1.DefaultWorkspace)
-	settleHeldLock(ctx, &res.lock, forceUnlock, holder, func(ctx context.Context, id string) error {
+	settleHeldLock(ctx, &res.lock, forceUnlock, holder, func(ctx context.Context, id string, _ bool) error {
 		return cc.ReleaseLock(ctx, backendsv1alpha1.DefaultWorkspace, id)
 	})
 	return res

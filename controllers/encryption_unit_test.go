@@ -263,14 +263,14 @@ func TestApplyHTTPProbeOfAPlainStateOpenTofuRefuses(t *testing.T) {
 	backend := builders.MakeHttpBackend("b", "ns", "").Generation(1).Encryption("pass").Obj()
 	res := httpProbeResult{fetched: true, summary: &stateclient.StateSummary{Present: true, SizeBytes: 10,
 		Summary: statefile.Summary{Serial: 4, Lineage: "l"}}}
-	applyHTTPProbe(newOperatorMetrics(clock.RealClock{}), backend, res, time.Now())
+	applyHTTPProbe(newOperatorMetrics(clock.RealClock{}), backend, res, "", time.Now())
 	cond := meta.FindStatusCondition(backend.Status.Conditions, backendsv1alpha1.StateReachableCondition)
 	if cond == nil || cond.Status != metav1.ConditionFalse || cond.Reason != backendsv1alpha1.StateNotEncryptedReason {
 		t.Fatalf("StateReachable = %+v, want False, StateNotEncrypted", cond)
 	}
 	since := metav1.NewTime(time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC))
 	cond.LastTransitionTime = since
-	applyHTTPProbe(newOperatorMetrics(clock.RealClock{}), backend, res, time.Now())
+	applyHTTPProbe(newOperatorMetrics(clock.RealClock{}), backend, res, "", time.Now())
 	cond = meta.FindStatusCondition(backend.Status.Conditions, backendsv1alpha1.StateReachableCondition)
 	if !cond.LastTransitionTime.Equal(&since) {
 		t.Errorf("StateReachable moved from %s to %s on a probe that learned the same", since, cond.LastTransitionTime)

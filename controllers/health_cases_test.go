@@ -18,6 +18,7 @@ import (
 
 	backendsv1alpha1 "github.com/infrastate/backend-operator/api/v1alpha1"
 	"github.com/infrastate/backend-operator/controllers/internal/conditions"
+	"github.com/infrastate/backend-operator/internal/conformance"
 	"github.com/infrastate/backend-operator/internal/cos"
 	"github.com/infrastate/backend-operator/internal/netguard"
 	"github.com/infrastate/backend-operator/internal/outputs"
@@ -277,7 +278,7 @@ func healthCases() map[string]healthCase {
 		},
 		"the server refused every way of releasing the lock": {
 			reason: backendsv1alpha1.ForceUnlockRefusedReason, in: backendsv1alpha1.LockedCondition,
-			steps: forKinds(lockRead(lockStatus(lockReading{held: true, holder: holder, releaseErr: &forceUnlockRefusedError{idBody: 400, emptyBody: 400}},
+			steps: forKinds(lockRead(lockStatus(lockReading{held: true, holder: holder, releaseErr: &forceUnlockRefusedError{body: conformance.BodyID, status: 400}},
 				lockTerms{now: now, forceUnlockID: "l1"})), hb, cb),
 			want: readsCurrent,
 		},
@@ -295,6 +296,21 @@ func healthCases() map[string]healthCase {
 		"the lock cannot be read": {
 			reason: backendsv1alpha1.UnreachableReason, in: backendsv1alpha1.LockedCondition,
 			steps: forKinds(lockRead(lockStatus(lockReading{err: context.DeadlineExceeded}, terms)), hb, cb), want: readsCurrent,
+		},
+		"forceUnlock is not possible on this server": {
+			reason: backendsv1alpha1.ForceUnlockUnsupportedReason, in: backendsv1alpha1.LockedCondition,
+			steps: forKinds(lockRead(lockStatus(lockReading{held: true, named: "l1",
+				releaseErr: &forceUnlockUnsupportedError{plan: conformance.NamedUnlockPlan{Reason: "the server ignores UNLOCK bodies"}}},
+				lockTerms{now: now, forceUnlockID: "l1"})), hb),
+			want: readsCurrent,
+		},
+		"the server does not lock": {
+			reason: backendsv1alpha1.LockingUnsupportedReason, in: backendsv1alpha1.LockedCondition,
+			steps: forKinds(lockRead(lockStatus(checkHTTPLock(context.Background(), nil, httpProbeRun{}, conformance.Decide(conformance.Behaviour{})), terms)), hb),
+			want:  readsCurrent,
+		},
+		"a StateLock's backend does not lock": {
+			reason: backendsv1alpha1.LockingUnsupportedReason, steps: forKinds(stalled(backendsv1alpha1.LockingUnsupportedReason), sl), want: readsFailed,
 		},
 		"the lock is not checked": {
 			reason: backendsv1alpha1.LockNotCheckedReason, in: backendsv1alpha1.LockedCondition,
@@ -326,6 +342,16 @@ func healthCases() map[string]healthCase {
 		"the StateLock lost its lock": {
 			reason: backendsv1alpha1.LockLostReason,
 			steps:  forKinds(stateLockDid("l1", nil, slockResult{action: slockHold, holder: &backendsv1alpha1.LockInfo{ID: "l2"}}), sl), want: readsFailed,
+		},
+		"the StateLock holds a lock the server cannot confirm": {
+			reason: backendsv1alpha1.HolderNotReportedReason,
+			steps:  forKinds(stateLockDid("l1", nil, slockResult{action: slockHold, unknown: true, why: "the server's conflict named no holder"}), sl),
+			want:   readsCurrent,
+		},
+		"the StateLock expired and could not release its lock": {
+			reason: backendsv1alpha1.LockNotReleasedReason,
+			steps:  forKinds(stateLockDid("l1", past, slockResult{action: slockRelease, withheld: "the server refused its UNLOCK (HTTP 409 Conflict)"}), sl),
+			want:   readsFailed,
 		},
 		"the StateLock expired and released its lock": {
 			reason: backendsv1alpha1.ExpiredReason,

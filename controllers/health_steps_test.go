@@ -81,7 +81,7 @@ func healthKinds(t *testing.T) map[string]healthKind {
 
 // stateLockEnd is how a StateLock's Reconcile ends, with reconcileLock's
 // last step: Ready from stateLockOutcome, Reconciling while another holds
-// the lock, and a LockLost stall once the lock is lost.
+// the lock, and a stall once the lock is lost or not released (lockStall).
 func stateLockEnd(obj statusObject) (conditions.Outcome, error) {
 	lock := obj.(*backendsv1alpha1.StateLock)
 	locked := meta.FindStatusCondition(lock.Status.Conditions, backendsv1alpha1.LockedCondition)
@@ -89,10 +89,7 @@ func stateLockEnd(obj statusObject) (conditions.Outcome, error) {
 	if locked != nil && locked.Reason == backendsv1alpha1.WaitingForLockReason {
 		out.Waiting = &conditions.Observation{Status: metav1.ConditionTrue, Reason: locked.Reason, Message: locked.Message}
 	}
-	if lockLost(lock) {
-		return out, conditions.Stall(backendsv1alpha1.LockLostReason, "%s", locked.Message)
-	}
-	return out, nil
+	return out, lockStall(lock)
 }
 
 // lockedObservation is a StateLock's Locked condition as an observation.

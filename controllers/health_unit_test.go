@@ -74,8 +74,7 @@ type healthCase struct {
 // eventOnlyReasons are the reasons of this API that only events carry:
 // no condition has them, so they have no health.
 var eventOnlyReasons = []string{
-	backendsv1alpha1.LockReleasedReason,    // a deleted StateLock released its lock
-	backendsv1alpha1.LockNotReleasedReason, // a deleted StateLock could not release its lock
+	backendsv1alpha1.LockReleasedReason, // a deleted StateLock released its lock
 }
 
 // TestHealthOfEachReason computes, with the kstatus library, with the Flux

@@ -89,6 +89,10 @@ const (
 	// holderNotAPod: the holder's Who has no hostname that can be a Pod
 	// name.
 	holderNotAPod
+	// holderPolicyUnsupported: the state server does not let the operator
+	// release only a gone holder's lock (err says why), so no Pod is
+	// looked for.
+	holderPolicyUnsupported
 	// holderPodUnseen: no Pod of that name the controller saw while this
 	// lock was held.
 	holderPodUnseen
@@ -231,6 +235,8 @@ func holderNote(s holderSighting, grace time.Duration) string {
 		return ""
 	case holderNotAPod:
 		return " Its holder's Who has no hostname that can name a Pod, so lockPolicy.releaseWhenHolderGone leaves it alone."
+	case holderPolicyUnsupported:
+		return fmt.Sprintf(" lockPolicy.releaseWhenHolderGone cannot work on this state server: %v (see status.server), so it leaves the lock alone.", s.err)
 	case holderPodUnseen:
 		return fmt.Sprintf(" Its holder's hostname %s names no Pod of this namespace that the operator saw while the lock was held, "+
 			"so lockPolicy.releaseWhenHolderGone leaves it alone.", s.hostname)

@@ -332,7 +332,7 @@ func TestSettleHeldLock(t *testing.T) {
 			}
 			var released []string
 			r := tc.reading
-			settleHeldLock(t.Context(), &r, tc.forceUnlock, check, func(_ context.Context, id string) error {
+			settleHeldLock(t.Context(), &r, tc.forceUnlock, check, func(_ context.Context, id string, _ bool) error {
 				released = append(released, id)
 				return nil
 			})

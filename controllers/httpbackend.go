@@ -13,6 +13,7 @@ import (
 	"github.com/infrastate/backend-operator/controllers/internal/conditions"
 	"github.com/infrastate/backend-operator/controllers/internal/probes"
 	"github.com/infrastate/backend-operator/controllers/internal/related"
+	"github.com/infrastate/backend-operator/internal/conformance"
 	"github.com/infrastate/backend-operator/internal/render"
 )
 
@@ -120,24 +121,61 @@ func (h *httpResolved) openState(string) (stateStreamer, error) {
 }
 
 // locker locks the state through lockAddress and unlockAddress; without
-// both the state cannot be locked (LockingDisabled). It learns the holder
-// with a lock check of its own (see httpLocker.holder).
+// both the state cannot be locked (LockingDisabled), nor on a server that
+// does not lock or whose release the operator cannot make (status.server,
+// LockingUnsupported). It reads the holder with a lock check of its own
+// (see httpLocker.holder), and checks and releases the StateLock's lock as
+// the server's features allow (see conformance.Decide).
 func (h *httpResolved) locker(_ string, owner client.Object) (stateLocker, error) {
 	if h.backend.Spec.LockAddress == "" || h.backend.Spec.UnlockAddress == "" {
 		return nil, conditions.Stall(backendsv1alpha1.LockingDisabledReason, "HttpBackend %s cannot be locked: %v", h.backend.Name, errLockingDisabled)
+	}
+	features := h.lockFeatures()
+	if !features.Release.Allowed {
+		return nil, conditions.Stall(backendsv1alpha1.LockingUnsupportedReason, "HttpBackend %s cannot be locked by a StateLock: %s (see its status.server)",
+			h.backend.Name, features.Release.Reason)
 	}
 	sc, err := h.stateClient()
 	if err != nil {
 		return nil, conditions.Stall(backendsv1alpha1.BackendNotReadyReason, "HttpBackend %s cannot be used: %v", h.backend.Name, err)
 	}
-	return &httpLocker{sc: sc, check: httpProbeRun{
+	return &httpLocker{sc: sc, features: features, checkRun: httpProbeRun{
 		clock:     h.env.clock,
 		checkLock: true,
 		lockID:    lockCheckID(owner.GetUID()),
+		created:   owner.GetCreationTimestamp().Time,
 		who:       fmt.Sprintf("backend-operator lock check of StateLock %s/%s", owner.GetNamespace(), owner.GetName()),
 		info: "Taken by backend-operator to check that a StateLock still holds the lock, and released at once; " +
 			"if it stays, the operator releases it at its next check.",
 	}}, nil
+}
+
+// lockWaiting says what a StateLock waits for before it takes the lock:
+// the backend's probe must first learn what the state server does with
+// locks (status.server), which decides how the lock is checked and
+// released. Once learned, with any credentials, nothing.
+func (h *httpResolved) lockWaiting() string {
+	spec := h.backend.Spec
+	if h.backend.Status.Server != nil || spec.LockAddress == "" || spec.UnlockAddress == "" {
+		return ""
+	}
+	return fmt.Sprintf("Waiting for HttpBackend %s to learn what its state server does with locks (status.server) before taking its lock: "+
+		"it checks with a lock of its own while the state is free, every %s until it has", h.backend.Name, learnRetry)
+}
+
+// lockFeatures are what the lock features may do on the backend's state
+// server: as status.server tells, learned with the current credentials or
+// earlier ones (a server that locked one way yesterday still does). A
+// server never learned only has locks a StateLock took before the
+// operator learned servers: they are released as Terraform releases its
+// own (the exact LockInfo, while no loss was seen), and never reported
+// lost.
+func (h *httpResolved) lockFeatures() conformance.Features {
+	if h.backend.Status.Server != nil {
+		b, _ := knownServer(h.backend.Status.Server, h.backend.Status.Server.CheckedWith)
+		return conformance.Decide(b)
+	}
+	return conformance.Unchecked()
 }
 
 // stateClient builds the backend's state client.
@@ -152,7 +190,7 @@ func (h *httpResolved) stateClient() (stateClient, error) {
 // probe reads the state, and with probe.lockCheck or forceUnlock learns
 // the lock holder and releases the lock forceUnlock names, or lockPolicy
 // a gone holder's; with probing disabled only the lock work is left.
-func (h *httpResolved) probe(interval time.Duration) probePlan {
+func (h *httpResolved) probe(interval time.Duration, lockUsers bool) probePlan {
 	backend := h.backend
 	plan := probePlan{condition: backendsv1alpha1.StateReachableCondition}
 	lockWork := (backend.Spec.Probe != nil && backend.Spec.Probe.LockCheck) || backend.Spec.ForceUnlock != nil
@@ -160,9 +198,14 @@ func (h *httpResolved) probe(interval time.Duration) probePlan {
 		plan.lockUnchecked = "spec.probe.lockCheck is off, and the REST protocol shows a lock's holder only to a lock attempt. " +
 			"Set probe.lockCheck to true (with lockAddress and unlockAddress) to see every holder."
 	}
+	// Every lock feature first learns what the server does with locks
+	// (status.server), with the operator's own lock.
+	checkedWith := serverCheckInputs(backend.Spec, h.secrets)
+	server, known := knownServer(backend.Status.Server, checkedWith)
+	learn := (lockWork || lockUsers) && !known && backend.Spec.LockAddress != "" && backend.Spec.UnlockAddress != ""
 	if interval == 0 {
 		plan.off = probeDisabled()
-		if !lockWork {
+		if !lockWork && !learn {
 			return plan
 		}
 	}
@@ -177,15 +220,24 @@ func (h *httpResolved) probe(interval time.Duration) probePlan {
 		run := httpProbeRun{
 			fetch:       interval > 0,
 			decrypter:   h.decrypter(),
-			checkLock:   lockWork,
-			forceUnlock: forceUnlockID(backend.Spec.ForceUnlock),
-			metrics:     h.env.metrics,
-			clock:       h.env.clock,
-			holder:      newHolderCheck(h.env, backend, backend.Spec.LockPolicy),
-			lockID:      lockCheckID(backend.UID),
-			who:         fmt.Sprintf("backend-operator lock check of HttpBackend %s/%s", backend.Namespace, backend.Name),
+			learnServer: learn,
+			// On a server that creates a state on LOCK, the check waits
+			// for the state to exist, unless StateLocks wait for it: their
+			// own LOCK would create it all the same.
+			learnWhenStateExists: !lockUsers && mayCreateOnLock(backend.Spec.Address),
+			checkLock:            lockWork,
+			forceUnlock:          forceUnlockID(backend.Spec.ForceUnlock),
+			metrics:              h.env.metrics,
+			clock:                h.env.clock,
+			holder:               newHolderCheck(h.env, backend, backend.Spec.LockPolicy),
+			lockID:               lockCheckID(backend.UID),
+			created:              backend.CreationTimestamp.Time,
+			who:                  fmt.Sprintf("backend-operator lock check of HttpBackend %s/%s", backend.Namespace, backend.Name),
 			info: "Taken by backend-operator to learn who holds the lock (spec.probe.lockCheck or spec.forceUnlock) " +
 				"and released at once; if it stays, the operator releases it at its next probe.",
+		}
+		if known {
+			run.server = &server
 		}
 		log := h.env.log
 		return func(ctx context.Context) any {
@@ -196,9 +248,10 @@ func (h *httpResolved) probe(interval time.Duration) probePlan {
 		}, nil
 	}
 	plan.apply = func(value any, finished time.Time) {
-		applyHTTPProbe(h.env.metrics, backend, value.(httpProbeResult), finished)
+		applyHTTPProbe(h.env.metrics, backend, value.(httpProbeResult), checkedWith, finished)
 	}
 	plan.lockPolicy = backend.Spec.LockPolicy
+	plan.learnPending = learn && lockUsers
 	return plan
 }
 

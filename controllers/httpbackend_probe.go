@@ -4,6 +4,8 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"net/http"
+	"slices"
 	"time"
 
 	"k8s.io/utils/clock"
@@ -15,6 +17,7 @@ import (
 
 	backendsv1alpha1 "github.com/infrastate/backend-operator/api/v1alpha1"
 	"github.com/infrastate/backend-operator/controllers/internal/conditions"
+	"github.com/infrastate/backend-operator/internal/conformance"
 	"github.com/infrastate/backend-operator/internal/render"
 	"github.com/infrastate/backend-operator/internal/stateclient"
 )
@@ -55,12 +58,30 @@ type httpProbeRun struct {
 	forceUnlock string
 	// holder applies lockPolicy.releaseWhenHolderGone; nil when it is off.
 	holder *holderCheck
+	// server is what the state server does with locks (status.server),
+	// nil when it is not known; learnServer has the probe learn it first
+	// (see conformance.Check), with the lock check's Who and Info.
+	server      *conformance.Behaviour
+	learnServer bool
+	// learnWhenStateExists has the check wait for the state to exist: a
+	// LOCK of a missing state creates it on some servers (GitLab's).
+	learnWhenStateExists bool
 	// metrics record the probe's duration, by clock.
 	metrics *operatorMetrics
 	clock   clock.PassiveClock
 	// lockID, who and info are the ID, Who and Info of the lock check's
 	// own lock: they tell whoever meets it who holds it, and why.
+	// created is its Created: the object's creation, so that the
+	// LockInfo is the same at every check and after a restart, and a
+	// server that releases a lock only on its exact LockInfo gets it.
 	lockID, who, info string
+	created           time.Time
+}
+
+// lockCheckInfo is the LockInfo of plan's lock check: the same at every
+// probe of the object.
+func (plan httpProbeRun) lockCheckInfo() stateclient.LockInfo {
+	return stateclient.LockInfo{ID: plan.lockID, Operation: lockCheckOperation, Who: plan.who, Info: plan.info, Created: plan.created.UTC()}
 }
 
 // httpProbeResult is what one probe of an HttpBackend learned.
@@ -70,6 +91,9 @@ type httpProbeResult struct {
 	fetched  bool
 	summary  *stateclient.StateSummary
 	fetchErr error
+	// learned is what the state server was seen to do with locks, when
+	// the probe checked it.
+	learned *conformance.Behaviour
 	// lockChecked is true when the lock was checked; lock is its outcome.
 	lockChecked bool
 	lock        lockReading
@@ -88,57 +112,240 @@ func runHTTPProbe(ctx context.Context, sc stateClient, plan httpProbeRun, log lo
 		res.fetchErr = plan.decrypter.explain(res.fetchErr)
 		plan.metrics.probeDuration.WithLabelValues(backendsv1alpha1.HttpBackendKind, stateObservation(res.summary, res.fetchErr).Reason).Observe(plan.clock.Since(start).Seconds())
 	}
+	var learnErr error
+	absent := false
+	if plan.learnServer && plan.learnWhenStateExists {
+		status, err := sc.FetchStatus(ctx)
+		absent = err == nil && status == http.StatusNotFound
+	}
+	if plan.learnServer && !absent {
+		res.learned, learnErr = learnServer(ctx, sc, plan)
+		if res.learned != nil {
+			plan.server = res.learned
+		}
+	}
 	if plan.checkLock {
 		res.lockChecked = true
-		res.lock = checkHTTPLock(ctx, sc, plan)
+		switch {
+		case plan.server == nil && absent:
+			res.lock = lockReading{skip: &conditions.Observation{Status: metav1.ConditionUnknown, Reason: backendsv1alpha1.LockNotCheckedReason,
+				Message: "The lock is not checked while the state does not exist: the operator first learns what the state server does with locks, " +
+					"with a lock of its own, and on some servers (GitLab's) a LOCK creates the state; it checks once a run has written it."}}
+		case plan.server == nil:
+			// The check could not run (another holds the lock, say):
+			// read the lock as any server allows (conformance.Unchecked).
+			res.lock = checkHTTPLock(ctx, sc, plan, conformance.Unchecked())
+			res.lock.holder = withoutEchoes(res.lock.holder, plan.lockCheckInfo())
+		default:
+			res.lock = checkHTTPLock(ctx, sc, plan, conformance.Decide(*plan.server))
+		}
 	}
-	log.V(1).Info("Probed the backend", "fetched", res.fetched, "lockChecked", res.lockChecked)
+	if learnErr != nil {
+		log.V(1).Info("Could not learn what the state server does with locks; retried at a later probe", "reason", errorText(learnErr))
+	}
+	log.V(1).Info("Probed the backend", "fetched", res.fetched, "learnedServer", res.learned != nil, "lockChecked", res.lockChecked)
 	return res
 }
 
-// checkHTTPLock learns the holder of the lock by taking it: the protocol
-// has no call to read a lock. When the lock is free it is released at
-// once; when it is held by the ID plan.forceUnlock names, or by a holder
-// whose Pod plan.holder finds gone, it is released for good (see
-// settleHeldLock and releaseNamedLock). A lock the check took earlier and
-// could not release has the ID it takes now: it is released, and the
-// lock is checked again.
-func checkHTTPLock(ctx context.Context, sc stateClient, plan httpProbeRun) lockReading {
-	info := stateclient.LockInfo{ID: plan.lockID, Operation: lockCheckOperation, Who: plan.who, Info: plan.info, Created: plan.clock.Now().UTC()}
+// learnServer checks what the state server does with locks, with locks of
+// plan's lock check only (see conformance.Check); nil and why when the
+// check could not complete (another holds the lock, say).
+func learnServer(ctx context.Context, sc stateClient, plan httpProbeRun) (*conformance.Behaviour, error) {
+	seq := 0
+	res, err := conformance.Check(ctx, sc, conformance.Options{
+		Who: plan.who, Info: plan.info, Now: plan.clock.Now,
+		// The check's first lock is the lock check's own; the others
+		// derive from it, so that a lock left behind is recognised.
+		NewID: func() string {
+			seq++
+			if seq == 1 {
+				return plan.lockID
+			}
+			return uuid.NewSHA1(lockCheckNamespace, fmt.Appendf(nil, "%s/%d", plan.lockID, seq)).String()
+		},
+	})
+	if err != nil || !res.Complete {
+		if err == nil {
+			err = errors.New("the check did not complete")
+		}
+		return nil, err
+	}
+	return &res.Behaviour, nil
+}
+
+// withoutEchoes is holder less the fields whose values are those of the
+// LOCK the lock check sent (sent): on a server not checked yet, they may
+// be the check's own values echoed back rather than the holder's (as
+// GitLab's conflicts carry them), so status does not show them.
+func withoutEchoes(holder *backendsv1alpha1.LockInfo, sent stateclient.LockInfo) *backendsv1alpha1.LockInfo {
+	if holder == nil || holder.ID == sent.ID {
+		// None, or the check's own lock: its fields are its own.
+		return holder
+	}
+	h := *holder
+	if h.Operation == sent.Operation {
+		h.Operation = ""
+	}
+	if h.Info == sent.Info {
+		h.Info = ""
+	}
+	if h.Who == sent.Who {
+		h.Who = ""
+	}
+	if h.Version == sent.Version {
+		h.Version = ""
+	}
+	if h.Path == sent.Path {
+		h.Path = ""
+	}
+	if h.Created != nil && h.Created.Time.Equal(sent.Created) {
+		h.Created = nil
+	}
+	return &h
+}
+
+// checkHTTPLock learns the holder of the lock by taking it, as the state
+// server's features allow: the protocol has no call to read a lock. When
+// the lock is free it is released at once, with the body the server
+// takes; when it is held by the ID plan.forceUnlock names, or by a holder
+// whose Pod plan.holder finds gone, it is released for good as the server
+// allows (see settleHeldLock and releaseNamedLock). A lock the check took
+// earlier and could not release has the ID it takes now: it is released,
+// and the lock is checked again.
+func checkHTTPLock(ctx context.Context, sc stateClient, plan httpProbeRun, f conformance.Features) lockReading {
+	if !f.LockCheck.Allowed {
+		return lockReading{skip: &conditions.Observation{Status: metav1.ConditionUnknown, Reason: backendsv1alpha1.LockingUnsupportedReason,
+			Message: "The lock is not checked: " + f.LockCheck.Reason + " (see status.server)."}}
+	}
+	if f.LockCheck.SkipWhenStateAbsent {
+		if status, err := sc.FetchStatus(ctx); err == nil && status == http.StatusNotFound {
+			return lockReading{skip: &conditions.Observation{Status: metav1.ConditionUnknown, Reason: backendsv1alpha1.LockNotCheckedReason,
+				Message: "The lock is not checked while the state does not exist: on this server a LOCK creates it (see status.server)."}}
+		}
+	}
+	info := plan.lockCheckInfo()
 	_, err := sc.Lock(ctx, info)
-	var lockErr *stateclient.LockError
-	if errors.As(err, &lockErr) && lockErr.Info != nil && lockErr.Info.ID == info.ID {
-		if err := releaseOwnLock(ctx, func(ctx context.Context) error { return releaseNamedLock(ctx, sc, info.ID) }); err != nil {
-			return lockReading{held: true, holder: lockInfo(lockErr.Info), ownErr: err}
+	lockErr, conflict := errors.AsType[*stateclient.LockError](err)
+	switch {
+	case conflict && lockErr.Info != nil && lockErr.Info.ID == info.ID:
+		// The check's own lock, left over: released, and checked again.
+		released := releaseOwnLock(ctx, info.ID, func(ctx context.Context) error { return releaseOwn(ctx, sc, info, f.Release.Body) })
+		if released != nil {
+			return lockReading{held: true, holder: lockInfo(lockErr.Info), ownErr: released}
 		}
 		_, err = sc.Lock(ctx, info)
+	case conflict && mayBeOwnLeftover(lockErr, info.ID, f):
+		// Perhaps the check's own lock: one UNLOCK naming it, which the
+		// server releases only if it is.
+		if releaseOwn(ctx, sc, info, f.Release.Body) == nil {
+			_, err = sc.Lock(ctx, info)
+		}
 	}
-	switch {
-	case err == nil:
+	if err == nil {
 		// Release it even when the probe was cancelled meanwhile (its spec
 		// changed, the backend was deleted, the manager stops): a lock left
 		// behind blocks every run.
-		if err := releaseOwnLock(ctx, func(ctx context.Context) error { return sc.Unlock(ctx, info.ID) }); err != nil {
+		if err := releaseOwnLock(ctx, info.ID, func(ctx context.Context) error { return releaseOwn(ctx, sc, info, f.LockCheck.Body) }); err != nil {
 			return lockReading{held: true, holder: lockInfo(&info), ownErr: err}
 		}
 		return lockReading{}
-	case errors.As(err, &lockErr):
-		r := lockReading{held: true, holder: lockInfo(lockErr.Info)}
-		settleHeldLock(ctx, &r, plan.forceUnlock, plan.holder, func(ctx context.Context, id string) error {
-			return releaseNamedLock(ctx, sc, id)
-		})
-		return r
-	default:
+	}
+	lockErr, ok := errors.AsType[*stateclient.LockError](err)
+	if !ok {
 		return lockReading{err: err}
 	}
+	r := lockReading{held: true, holder: holderOf(lockErr, f.LockCheck)}
+	holderJSON := lockErr.HolderJSON()
+	holder := plan.holder
+	if holder != nil && !f.ReleaseWhenHolderGone.Allowed {
+		// No Pod is looked for: none could be released.
+		holder = nil
+		if r.holder != nil && r.holder.ID != "" {
+			r.sighting = holderSighting{state: holderPolicyUnsupported, err: errors.New(f.ReleaseWhenHolderGone.Reason)}
+		}
+	}
+	settleHeldLock(ctx, &r, plan.forceUnlock, holder, func(ctx context.Context, id string, gone bool) error {
+		named := f.ForceUnlock
+		if gone {
+			named = f.ReleaseWhenHolderGone
+		}
+		if r.holder == nil && named.NeedsHolderRead {
+			// Only a conflict naming the lock could make this body safe.
+			named.Allowed = false
+		}
+		return releaseNamedLock(ctx, sc, named, id, holderJSON)
+	})
+	return r
 }
 
-// releaseOwnLock runs release, the release of a lock the lock check took,
-// until it succeeds, at most lockReleaseAttempts times, each within
-// lockReleaseTimeout, even when ctx is cancelled: a lock left behind
-// blocks every run. An answer saying the lock is held by someone else, or
-// by no one, means the check's lock is gone.
-func releaseOwnLock(ctx context.Context, release func(context.Context) error) error {
+// mayBeOwnLeftover reports whether a conflict answering the lock check's
+// LOCK may be a lock the check took earlier and could not release: the
+// holder it names is the check's ID, or, on a server whose conflicts name
+// no holder, the release body names the lock and the server checks it, so
+// that trying to release it can release the check's own lock only.
+func mayBeOwnLeftover(lockErr *stateclient.LockError, id string, f conformance.Features) bool {
+	if lockErr.Info != nil {
+		return lockErr.Info.ID == id
+	}
+	return !f.LockCheck.HolderKnown && f.Release.Guard == conformance.GuardNone
+}
+
+// holderOf is the holder a conflict names, with only the fields the server
+// vouches for as the holder's (a server may echo the requester's own);
+// nil when it names none.
+func holderOf(lockErr *stateclient.LockError, plan conformance.LockCheckPlan) *backendsv1alpha1.LockInfo {
+	if lockErr.Info == nil || !plan.HolderKnown {
+		return nil
+	}
+	h := lockInfo(lockErr.Info)
+	keep := func(key string) bool { return slices.Contains(plan.HolderFields, key) }
+	if !keep("Operation") {
+		h.Operation = ""
+	}
+	if !keep("Info") {
+		h.Info = ""
+	}
+	if !keep("Who") {
+		h.Who = ""
+	}
+	if !keep("Version") {
+		h.Version = ""
+	}
+	if !keep("Created") {
+		h.Created = nil
+	}
+	if !keep("Path") {
+		h.Path = ""
+	}
+	return h
+}
+
+// releaseOwn releases a lock the operator took with info, with body, the
+// form the server takes: the exact LockInfo it was taken with (rebuilt
+// byte for byte, so also after a restart), the ID-only body, or the empty
+// body, sent only right after the operator's own LOCK succeeded or a
+// conflict named its lock.
+func releaseOwn(ctx context.Context, sc stateClient, info stateclient.LockInfo, body conformance.UnlockBody) error {
+	switch body {
+	case conformance.BodyID:
+		return sc.ForceUnlock(ctx, info.ID)
+	case conformance.BodyEmpty:
+		return sc.ForceUnlockEmptyBody(ctx)
+	}
+	exact, err := info.Encode()
+	if err != nil {
+		return fmt.Errorf("encoding the lock's LockInfo: %w", err)
+	}
+	return sc.UnlockWithBody(ctx, exact)
+}
+
+// releaseOwnLock runs release, the release of lock id, which the lock
+// check took, until it succeeds, at most lockReleaseAttempts times, each
+// within lockReleaseTimeout, even when ctx is cancelled: a lock left
+// behind blocks every run. A conflict answer naming another holder, or
+// none, means the check's lock is gone; one naming id is a refusal (a
+// server that releases only the exact body echoes the refused request).
+func releaseOwnLock(ctx context.Context, id string, release func(context.Context) error) error {
 	ctx = context.WithoutCancel(ctx)
 	var err error
 	for attempt := range lockReleaseAttempts {
@@ -148,8 +355,8 @@ func releaseOwnLock(ctx context.Context, release func(context.Context) error) er
 		attemptCtx, cancel := context.WithTimeout(ctx, lockReleaseTimeout)
 		err = release(attemptCtx)
 		cancel()
-		var lockErr *stateclient.LockError
-		if err == nil || errors.As(err, &lockErr) {
+		lockErr, conflict := errors.AsType[*stateclient.LockError](err)
+		if err == nil || (conflict && (lockErr.Info == nil || lockErr.Info.ID != id)) {
 			return nil
 		}
 	}
@@ -157,30 +364,49 @@ func releaseOwnLock(ctx context.Context, release func(context.Context) error) er
 }
 
 // releaseNamedLock releases lock id, which the holder just read holds,
-// without having taken it. It sends the UNLOCK naming the ID first, and
-// Terraform's empty-body UNLOCK (which releases whatever lock is held)
-// only when the server refused the first one's form: never while the
-// holder is unknown or another. When the server refuses both, the error
-// is a *forceUnlockRefusedError with both status codes.
-func releaseNamedLock(ctx context.Context, sc stateClient, id string) error {
-	err := sc.ForceUnlock(ctx, id)
-	idStatus := refusedStatus(err, id)
-	if idStatus == 0 {
-		return err
+// without having taken it, as plan (the server's forceUnlock or
+// releaseWhenHolderGone plan) allows: with the ID-only body where the
+// server checks IDs, with the holder's LockInfo as the conflict carried it
+// (holderJSON) where the server releases only the exact body, or with a
+// body that may release whatever lock is held, sent right after the
+// conflict named id. A plan that does not allow it is a
+// *forceUnlockUnsupportedError saying why; a server that refuses the
+// body is a *forceUnlockRefusedError with its status code.
+func releaseNamedLock(ctx context.Context, sc stateClient, plan conformance.NamedUnlockPlan, id string, holderJSON []byte) error {
+	if !plan.Allowed {
+		return &forceUnlockUnsupportedError{plan: plan}
 	}
-	err = sc.ForceUnlockEmptyBody(ctx)
-	emptyStatus := refusedStatus(err, id)
-	if err == nil || emptyStatus == 0 {
-		return err
+	var err error
+	switch plan.Body {
+	case conformance.BodyID:
+		err = sc.ForceUnlock(ctx, id)
+	case conformance.BodyEmpty:
+		err = sc.ForceUnlockEmptyBody(ctx)
+	default:
+		if holderJSON == nil {
+			return &forceUnlockUnsupportedError{plan: conformance.NamedUnlockPlan{
+				Reason: "the conflict did not carry the holder's LockInfo, which this server needs", Terraform: plan.Terraform, OpenTofu: plan.OpenTofu}}
+		}
+		err = sc.UnlockWithBody(ctx, holderJSON)
 	}
-	return &forceUnlockRefusedError{idBody: idStatus, emptyBody: emptyStatus}
+	if status := refusedStatus(err, id); status != 0 {
+		return &forceUnlockRefusedError{body: plan.Body, status: status}
+	}
+	if lockErr, ok := errors.AsType[*stateclient.LockError](err); ok && plan.Body == conformance.BodyID {
+		// The server checks the ID, and answered that the lock held is
+		// not the one named.
+		return &namedLockNotHeldError{id: id, status: lockErr.StatusCode}
+	}
+	return err
 }
 
 // applyHTTPProbe writes what a probe that ended at finished learned into
 // the backend's status: StateReachable and status.state from the read,
-// and the lock (see applyLock) when it was checked. A lock the probe does
-// not check is the StateLocks' (see applyUncheckedLock).
-func applyHTTPProbe(m *operatorMetrics, backend *backendsv1alpha1.HttpBackend, res httpProbeResult, finished time.Time) {
+// what it learned of the state server (status.server, learned with the
+// inputs checkedWith), and the lock (see applyLock) when it was checked.
+// A lock the probe does not check is the StateLocks' (see
+// applyUncheckedLock).
+func applyHTTPProbe(m *operatorMetrics, backend *backendsv1alpha1.HttpBackend, res httpProbeResult, checkedWith string, finished time.Time) {
 	if res.fetched {
 		reachable := stateObservation(res.summary, res.fetchErr)
 		if res.fetchErr == nil {
@@ -191,6 +417,9 @@ func applyHTTPProbe(m *operatorMetrics, backend *backendsv1alpha1.HttpBackend, r
 			}
 		}
 		conditions.Set(&backend.Status.Conditions, backend.Generation, backendsv1alpha1.StateReachableCondition, reachable)
+	}
+	if res.learned != nil {
+		backend.Status.Server = serverStatus(*res.learned, checkedWith, finished)
 	}
 	if !res.lockChecked {
 		return

@@ -11,10 +11,26 @@ import (
 // that ID or when c finds the holder's Pod gone for the grace period. The
 // release is the kind's safe force unlock, which the server (or the
 // kind's own check of the lock) refuses when another holds the lock by
-// then. The operator's own lock check, and a holder whose lock
-// information cannot be read, are left alone.
-func settleHeldLock(ctx context.Context, r *lockReading, forceUnlock string, c *holderCheck, release func(context.Context, string) error) {
-	if !r.held || r.holder == nil || r.holder.ID == "" || r.ownErr != nil {
+// then. The operator's own lock check, and a holder whose ID cannot be
+// read, are left alone; on a server that names no holder, only a lock
+// forceUnlock names is released, when the server allows it (release
+// decides).
+func settleHeldLock(ctx context.Context, r *lockReading, forceUnlock string, c *holderCheck, release func(ctx context.Context, id string, gone bool) error) {
+	if !r.held || r.ownErr != nil {
+		return
+	}
+	if r.holder == nil {
+		// A server whose conflicts name no holder: only forceUnlock can
+		// name the lock, and release decides whether the server lets the
+		// operator release only that one.
+		if forceUnlock != "" {
+			r.named = forceUnlock
+			r.releaseErr = release(ctx, forceUnlock, false)
+			r.released = r.releaseErr == nil
+		}
+		return
+	}
+	if r.holder.ID == "" {
 		return
 	}
 	if c != nil {
@@ -27,6 +43,7 @@ func settleHeldLock(ctx context.Context, r *lockReading, forceUnlock string, c *
 	default:
 		return
 	}
-	r.releaseErr = release(ctx, r.holder.ID)
+	r.named = r.holder.ID
+	r.releaseErr = release(ctx, r.holder.ID, r.goneRelease)
 	r.released = r.releaseErr == nil
 }

@@ -10,6 +10,7 @@ import (
 
 	backendsv1alpha1 "github.com/infrastate/backend-operator/api/v1alpha1"
 	"github.com/infrastate/backend-operator/controllers/internal/conditions"
+	"github.com/infrastate/backend-operator/internal/conformance"
 	"github.com/infrastate/backend-operator/internal/stateclient"
 )
 
@@ -41,6 +42,13 @@ type lockReading struct {
 	// sighting is what lockPolicy.releaseWhenHolderGone saw of the
 	// holder's Pod (see holderCheck).
 	sighting holderSighting
+	// named is the lock ID a release was asked for (forceUnlock), which
+	// messages name when the server does not report the holder.
+	named string
+	// skip, when set, is the Locked condition of a lock the probe did not
+	// read, and why (the server's behaviour not known yet, a feature the
+	// server does not support): status.lock keeps the last holder seen.
+	skip *conditions.Observation
 }
 
 // lockVerdict is what status says of a lock after a probe.
@@ -67,6 +75,8 @@ type lockVerdict struct {
 // reason.
 func lockStatus(r lockReading, t lockTerms) lockVerdict {
 	switch {
+	case r.skip != nil:
+		return lockVerdict{obs: *r.skip}
 	case r.err != nil:
 		obs := probeFailure(t.failures, r.err)
 		obs.Status = metav1.ConditionUnknown
@@ -83,20 +93,30 @@ func lockStatus(r lockReading, t lockTerms) lockVerdict {
 			Message: fmt.Sprintf("The state is not locked. Released lock %s held by %s: its Pod %s had been %s since %s, longer than lockPolicy.gracePeriod (%s).",
 				r.holder.ID, r.holder.Who, r.sighting.pod.Name, podDoneAs(r.sighting.pod.Phase),
 				r.sighting.pod.GoneSince.UTC().Format(time.RFC3339), t.grace)}}
+	case r.released && r.holder == nil:
+		return lockVerdict{known: true, obs: conditions.Observation{Status: metav1.ConditionFalse, Reason: backendsv1alpha1.ForceUnlockedReason,
+			Message: fmt.Sprintf("The state is not locked. Released lock %s, as forceUnlock.lockID asked: the server checks the ID an UNLOCK names.", r.named)}}
 	case r.released:
 		return lockVerdict{known: true, obs: conditions.Observation{Status: metav1.ConditionFalse, Reason: backendsv1alpha1.ForceUnlockedReason,
 			Message: fmt.Sprintf("The state is not locked. Released lock %s held by %s, as forceUnlock.lockID asked.", r.holder.ID, r.holder.Who)}}
-	case r.releaseErr != nil:
-		obs := probeFailure(t.failures, r.releaseErr)
-		if _, refused := errors.AsType[*forceUnlockRefusedError](r.releaseErr); refused {
-			obs.Reason = backendsv1alpha1.ForceUnlockRefusedReason
+	case r.releaseErr != nil && r.holder == nil:
+		if notHeld, ok := errors.AsType[*namedLockNotHeldError](r.releaseErr); ok {
+			return lockVerdict{known: true, obs: conditions.Observation{Status: metav1.ConditionTrue, Reason: backendsv1alpha1.ForceUnlockSkippedReason,
+				Message: fmt.Sprintf("The state is locked by a holder the server does not report. forceUnlock.lockID %s is not it: %v, so the lock is left alone.",
+					r.named, notHeld)}}
 		}
+		obs := releaseFailure(t.failures, r.releaseErr)
+		obs.Status = metav1.ConditionTrue
+		obs.Message = fmt.Sprintf("The state is locked by a holder the server does not report. Force unlock %s failed: %s", r.named, obs.Message)
+		return lockVerdict{known: true, obs: obs}
+	case r.releaseErr != nil:
+		obs := releaseFailure(t.failures, r.releaseErr)
 		what := "Force unlock"
 		if r.goneRelease {
 			what = "The release (its holder's Pod is gone)"
 		}
 		obs.Status = metav1.ConditionTrue
-		obs.Message = fmt.Sprintf("%s%s %s of %s failed: %s; it is tried again at the next probe.",
+		obs.Message = fmt.Sprintf("%s%s %s of %s failed: %s",
 			describeHolder(r.holder), holderNote(r.sighting, t.grace), what, r.holder.ID, obs.Message)
 		return lockVerdict{known: true, holder: r.holder, holderPod: r.sighting.pod, obs: obs}
 	case r.held:
@@ -133,21 +153,65 @@ func forceUnlockNote(id string, holder *backendsv1alpha1.LockInfo) string {
 	}
 }
 
-// forceUnlockRefusedError reports a server that refused every way of
-// releasing a named lock, with the status code of each answer.
+// releaseFailure is the Locked condition of a named lock that a release
+// could not release, tried again at the next probe: ForceUnlockRefused
+// when the server refused the UNLOCK, ForceUnlockUnsupported when the
+// server does not allow releasing only the named lock (never tried),
+// else the failure's own reason.
+func releaseFailure(failures []failureClass, err error) conditions.Observation {
+	if unsupported, ok := errors.AsType[*forceUnlockUnsupportedError](err); ok {
+		return conditions.Observation{Reason: backendsv1alpha1.ForceUnlockUnsupportedReason,
+			Message: unsupported.Error() + ". Release it on the server's side, or with the client it supports; nothing was sent."}
+	}
+	obs := probeFailure(failures, err)
+	if _, refused := errors.AsType[*forceUnlockRefusedError](err); refused {
+		obs.Reason = backendsv1alpha1.ForceUnlockRefusedReason
+	}
+	obs.Message += "; it is tried again at the next probe."
+	return obs
+}
+
+// forceUnlockRefusedError reports a server that refused the UNLOCK that
+// releases a named lock on it, with the body's form and the answer's
+// status code.
 type forceUnlockRefusedError struct {
-	// idBody and emptyBody are the status codes of the answers to the
-	// UNLOCK with the ID body and to the one with an empty body; 0 when
-	// that UNLOCK was not sent.
-	idBody, emptyBody int
+	body   conformance.UnlockBody
+	status int
 }
 
 func (e *forceUnlockRefusedError) Error() string {
-	if e.emptyBody == 0 {
-		return fmt.Sprintf("the server refused the unlock naming the ID with HTTP %d", e.idBody)
-	}
-	return fmt.Sprintf("the server refused the unlock naming the ID with HTTP %d and Terraform's empty-body unlock with HTTP %d",
-		e.idBody, e.emptyBody)
+	return fmt.Sprintf("the server refused the UNLOCK with %s with HTTP %d", bodyPhrases[e.body], e.status)
+}
+
+// bodyPhrases name each form of UNLOCK body in messages.
+var bodyPhrases = map[conformance.UnlockBody]string{
+	conformance.BodyExact: "the holder's exact LockInfo",
+	conformance.BodyID:    "a body naming the ID",
+	conformance.BodyEmpty: "an empty body (Terraform's force-unlock)",
+}
+
+// namedLockNotHeldError reports a server that checks the ID an UNLOCK
+// names and answered that the named lock is not the one held: nothing
+// was released.
+type namedLockNotHeldError struct {
+	id     string
+	status int
+}
+
+func (e *namedLockNotHeldError) Error() string {
+	return fmt.Sprintf("the server refused to release it (%s): it checks the ID an UNLOCK names", answerText(e.status))
+}
+
+// forceUnlockUnsupportedError reports a server on which the operator
+// cannot release only a named lock (see conformance.NamedUnlockPlan):
+// nothing was sent.
+type forceUnlockUnsupportedError struct {
+	plan conformance.NamedUnlockPlan
+}
+
+func (e *forceUnlockUnsupportedError) Error() string {
+	return fmt.Sprintf("The operator cannot release only the named lock on this state server: %s (see status.server). "+
+		"Instead, %s; %s", e.plan.Reason, e.plan.Terraform, e.plan.OpenTofu)
 }
 
 // refusedStatus is the status code of an answer that refused an UNLOCK,
@@ -172,4 +236,12 @@ func refusedStatus(err error, named string) int {
 		return 0
 	}
 	return status.StatusCode
+}
+
+// answerText names an HTTP status in a message: "HTTP 409 Conflict".
+func answerText(status int) string {
+	if status == 0 {
+		return "no answer"
+	}
+	return fmt.Sprintf("HTTP %d %s", status, http.StatusText(status))
 }

@@ -16,6 +16,7 @@ import (
 	backendsv1alpha1 "github.com/infrastate/backend-operator/api/v1alpha1"
 	"github.com/infrastate/backend-operator/controllers/internal/conditions"
 	"github.com/infrastate/backend-operator/controllers/internal/probes"
+	"github.com/infrastate/backend-operator/internal/conformance"
 	"github.com/infrastate/backend-operator/internal/cos"
 	"github.com/infrastate/backend-operator/internal/render"
 	"github.com/infrastate/backend-operator/internal/stateclient"
@@ -56,8 +57,14 @@ func TestLockStatus(t *testing.T) {
 			want: want{status: T, reason: "LockCheckNotReleased", known: true, holder: bob, mentions: "next probe releases it"}},
 		"forceUnlock released the holder": {reading: lockReading{held: true, holder: bob, released: true}, forceUnlock: "lock-1",
 			want: want{status: F, reason: "ForceUnlocked", known: true, mentions: "bob@ci"}},
-		"forceUnlock refused by the server": {reading: lockReading{held: true, holder: bob, releaseErr: &forceUnlockRefusedError{idBody: 400, emptyBody: 500}}, forceUnlock: "lock-1",
-			want: want{status: T, reason: "ForceUnlockRefused", known: true, holder: bob, mentions: "HTTP 400 and Terraform's empty-body unlock with HTTP 500"}},
+		"forceUnlock refused by the server": {reading: lockReading{held: true, holder: bob, named: "lock-1", releaseErr: &forceUnlockRefusedError{body: conformance.BodyID, status: 400}}, forceUnlock: "lock-1",
+			want: want{status: T, reason: "ForceUnlockRefused", known: true, holder: bob, mentions: "UNLOCK with a body naming the ID with HTTP 400"}},
+		"forceUnlock on a server that names no holder, released": {reading: lockReading{held: true, named: "lock-1", released: true}, forceUnlock: "lock-1",
+			want: want{status: F, reason: "ForceUnlocked", known: true, mentions: "Released lock lock-1"}},
+		"forceUnlock the server does not allow": {reading: lockReading{held: true, named: "lock-1",
+			releaseErr: &forceUnlockUnsupportedError{plan: conformance.NamedUnlockPlan{Reason: "the server ignores UNLOCK bodies", Terraform: "terraform force-unlock sends an empty body"}}},
+			forceUnlock: "lock-1",
+			want:        want{status: T, reason: "ForceUnlockUnsupported", known: true, mentions: "the server ignores UNLOCK bodies (see status.server). Instead, terraform force-unlock sends an empty body"}},
 		"forceUnlock failed to reach the server": {reading: lockReading{held: true, holder: bob, releaseErr: timeout}, forceUnlock: "lock-1",
 			want: want{status: T, reason: "Unreachable", known: true, holder: bob}},
 		"forceUnlock names another lock": {reading: lockReading{held: true, holder: bob}, forceUnlock: "lock-2",

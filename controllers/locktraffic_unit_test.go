@@ -4,13 +4,17 @@ import (
 	"bytes"
 	"context"
 	"encoding/json"
-	"errors"
 	"io"
 	"net/http"
 	"net/http/httptest"
 	"sync"
 	"testing"
+	"time"
 
+	"k8s.io/apimachinery/pkg/types"
+	"k8s.io/utils/clock"
+
+	"github.com/infrastate/backend-operator/internal/conformance"
 	"github.com/infrastate/backend-operator/internal/stateclient"
 	"github.com/infrastate/backend-operator/internal/stateserver"
 )
@@ -20,16 +24,20 @@ import (
 // ("UNLOCK" alone for an empty body), and the UNLOCK bodies ("" for an
 // empty one).
 type lockTraffic struct {
-	server   *stateserver.Server
-	url      string
-	mu       sync.Mutex
-	requests []string
-	unlocks  []string
+	server *stateserver.Server
+	store  stateserver.Store
+	// learnedBehaviour is what learn learned last.
+	learnedBehaviour *conformance.Behaviour
+	url              string
+	mu               sync.Mutex
+	requests         []string
+	unlocks          []string
 }
 
-func newLockTraffic(t *testing.T, accept stateserver.UnlockBodies) *lockTraffic {
+func newLockTraffic(t *testing.T, opts ...stateserver.Option) *lockTraffic {
 	t.Helper()
-	lt := &lockTraffic{server: stateserver.New(stateserver.NewMemoryStore(), stateserver.WithUnlockBodies(accept))}
+	store := stateserver.NewMemoryStore()
+	lt := &lockTraffic{server: stateserver.New(store, opts...), store: store}
 	ts := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		if r.Method == stateserver.MethodLock || r.Method == stateserver.MethodUnlock {
 			body, _ := io.ReadAll(r.Body)
@@ -90,22 +98,88 @@ func (lt *lockTraffic) hold(ctx context.Context, t *testing.T, id, who string) *
 }
 
 // holderID returns the ID of the lock the server holds, "" when none,
-// and forgets the traffic. It peeks by taking the lock, and releases it
-// with the client that took it: the exact body every server accepts.
-func (lt *lockTraffic) holderID(ctx context.Context, t *testing.T) string {
+// read from the server's store: no request, whatever the server answers.
+func (lt *lockTraffic) holderID(_ context.Context, t *testing.T) string {
+	t.Helper()
+	rec, err := lt.store.Load("app")
+	if err != nil {
+		t.Fatalf("reading the lock: %v", err)
+	}
+	if rec.State != nil {
+		_ = rec.State.Close()
+	}
+	if rec.Lock == nil {
+		return ""
+	}
+	var info struct{ ID string }
+	if err := json.Unmarshal(rec.Lock, &info); err != nil {
+		t.Fatalf("reading the lock: %v", err)
+	}
+	return info.ID
+}
+
+// learn runs the check that learns what the server does with locks, as
+// the backend's probe does for the object uid, on a state no one has
+// locked, and forgets the traffic.
+func (lt *lockTraffic) learn(ctx context.Context, t *testing.T, uid types.UID) *conformance.Behaviour {
 	t.Helper()
 	defer lt.take()
-	c := lt.client(t)
-	_, err := c.Lock(ctx, stateclient.LockInfo{ID: "peek", Created: slockNow})
-	var lockErr *stateclient.LockError
-	switch {
-	case errors.As(err, &lockErr) && lockErr.Info != nil:
-		return lockErr.Info.ID
-	case err != nil:
-		t.Fatalf("reading the holder: %v", err)
+	b, err := learnServer(ctx, lt.client(t), lockCheckRun(uid))
+	if err != nil {
+		t.Fatalf("learning the server: %v", err)
 	}
-	if err := c.Unlock(ctx, "peek"); err != nil {
-		t.Fatalf("releasing the peek: %v", err)
+	lt.learnedBehaviour = b
+	return b
+}
+
+// lockCheckRun is the lock check of the object uid, as a probe runs it.
+func lockCheckRun(uid types.UID) httpProbeRun {
+	return httpProbeRun{clock: clock.RealClock{}, checkLock: true, lockID: lockCheckID(uid), who: "backend-operator lock check of HttpBackend ns/app",
+		info: "a test's lock check", created: slockNow.Add(-time.Hour)}
+}
+
+// serverModes are the lock behaviours of the state servers people run (see
+// docs/servers.md), as reference server options.
+var serverModes = map[string][]stateserver.Option{
+	"reference (holder in 423, checks IDs)": nil,
+	"holder in 409":                         {stateserver.WithConflictAnswer(stateserver.ConflictHolder409)},
+	"text 409, checks IDs":                  {stateserver.WithConflictAnswer(stateserver.ConflictText409)},
+	"text 423, ignores UNLOCK bodies":       {stateserver.WithConflictAnswer(stateserver.ConflictText423), stateserver.WithUnlockCheck(stateserver.UnlockIgnoresBody)},
+	"text 409, exact body only":             {stateserver.WithConflictAnswer(stateserver.ConflictText409), stateserver.WithUnlockCheck(stateserver.UnlockExactBody)},
+	"holder in 423, exact body only":        {stateserver.WithUnlockCheck(stateserver.UnlockExactBody)},
+	"holder in 423, ignores UNLOCK bodies":  {stateserver.WithUnlockCheck(stateserver.UnlockIgnoresBody)},
+	"text 423, reentrant LOCK":              {stateserver.WithConflictAnswer(stateserver.ConflictText423), stateserver.WithReentrantLock()},
+	"text 423, no force unlock":             {stateserver.WithConflictAnswer(stateserver.ConflictText423), stateserver.WithUnlockBodies(stateserver.AcceptNoForceUnlock)},
+}
+
+// learnedReference is what the operator learns of the reference server in
+// its default mode, Terraform's own test server's behaviour: learned once,
+// over loopback TCP, by the check the probes run.
+var learnedReference = sync.OnceValues(func() (conformance.Behaviour, error) {
+	srv := httptest.NewServer(stateserver.New(stateserver.NewMemoryStore()))
+	defer srv.Close()
+	url := srv.URL + "/state/reference"
+	cfg := stateclient.DefaultConfig(url)
+	cfg.LockAddress, cfg.UnlockAddress, cfg.RetryMax = url, url, 0
+	sc, err := stateclient.New(cfg)
+	if err != nil {
+		return conformance.Behaviour{}, err
 	}
-	return ""
+	defer sc.CloseIdleConnections()
+	b, err := learnServer(context.Background(), sc, lockCheckRun("reference"))
+	if err != nil {
+		return conformance.Behaviour{}, err
+	}
+	return *b, nil
+})
+
+// referenceServer is what the operator learns of Terraform's own test
+// server (see learnedReference).
+func referenceServer(t *testing.T) conformance.Behaviour {
+	t.Helper()
+	b, err := learnedReference()
+	if err != nil {
+		t.Fatalf("learning the reference server: %v", err)
+	}
+	return b
 }

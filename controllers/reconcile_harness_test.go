@@ -13,8 +13,10 @@ package controllers
 import (
 	"bytes"
 	"context"
+	"encoding/json"
 	"fmt"
 	"io"
+	"net/http"
 	"sort"
 	"sync"
 	"testing"
@@ -38,6 +40,8 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/reconcile"
 
 	backendsv1alpha1 "github.com/infrastate/backend-operator/api/v1alpha1"
+	"github.com/infrastate/backend-operator/controllers/internal/related"
+	"github.com/infrastate/backend-operator/internal/conformance"
 	"github.com/infrastate/backend-operator/internal/cos/costest"
 	"github.com/infrastate/backend-operator/internal/stateclient"
 	"github.com/infrastate/backend-operator/internal/statefile"
@@ -143,8 +147,8 @@ func newReconcileEnv(t *testing.T, objects []client.Object, script stateScript, 
 	for _, ix := range fieldIndexes() {
 		builder = builder.WithIndex(ix.obj, ix.field, ix.extract)
 	}
-	for _, obj := range objects {
-		builder = builder.WithObjects(obj.DeepCopyObject().(client.Object))
+	for _, obj := range learnedServers(t, objects) {
+		builder = builder.WithObjects(obj)
 	}
 	if intercept != nil {
 		builder = builder.WithInterceptorFuncs(*intercept)
@@ -171,6 +175,56 @@ func newReconcileEnv(t *testing.T, objects []client.Object, script stateScript, 
 		}
 	})
 	return e
+}
+
+// learnedServers are copies of objects in which every HttpBackend that
+// locks, and whose status.server is not set, has learned that its server
+// behaves as Terraform's own test server does (referenceServer), with its
+// current addresses and credentials: the lock features of the cases run
+// without the check that learns it, which the scripted client does not
+// answer.
+func learnedServers(t *testing.T, objects []client.Object) []client.Object {
+	t.Helper()
+	var copies []client.Object
+	for _, obj := range objects {
+		copies = append(copies, obj.DeepCopyObject().(client.Object))
+	}
+	reader := fake.NewClientBuilder().WithScheme(testenv.Scheme()).WithObjects(copies...).Build()
+	for _, obj := range copies {
+		backend, ok := obj.(*backendsv1alpha1.HttpBackend)
+		learned := ok && backend.Status.Server != nil && backend.Status.Server.CheckedWith == ""
+		if !ok || (backend.Status.Server != nil && !learned) || backend.Spec.LockAddress == "" || backend.Spec.UnlockAddress == "" {
+			continue
+		}
+		refs := referenceReader{reader: reader, metadata: reader, contents: related.NewContents(), namespace: backend.Namespace, policy: ReferencePolicyNamespace}
+		secrets, err := resolveHTTPSecrets(t.Context(), refs, backend)
+		if err != nil {
+			continue // the case is about the broken reference
+		}
+		if learned {
+			backend.Status.Server.CheckedWith = serverCheckInputs(backend.Spec, secrets)
+			continue
+		}
+		backend.Status.Server = serverStatus(referenceServer(t), serverCheckInputs(backend.Spec, secrets), harnessEpoch)
+	}
+	return copies
+}
+
+// learnedAs is backend whose status.server says its server behaves as b,
+// learned with its current addresses and credentials (which
+// learnedServers fills in).
+func learnedAs(backend *backendsv1alpha1.HttpBackend, b conformance.Behaviour) *backendsv1alpha1.HttpBackend {
+	backend.Status.Server = serverStatus(b, "", harnessEpoch)
+	return backend
+}
+
+// emptyBodyOnly is a server whose conflicts name the holder and which
+// releases a lock only on an empty UNLOCK body.
+var emptyBodyOnly = conformance.Behaviour{
+	LocksExclusive: true, ConflictStatus: http.StatusLocked, HolderInConflicts: true, HolderVerbatim: true,
+	ConflictFields: map[string]conformance.FieldSource{"ID": conformance.FieldHolder, "Operation": conformance.FieldHolder, "Info": conformance.FieldHolder,
+		"Who": conformance.FieldHolder, "Version": conformance.FieldHolder, "Created": conformance.FieldHolder, "Path": conformance.FieldHolder},
+	UnlockBodies: []conformance.UnlockBody{conformance.BodyEmpty}, LockCreatesState: new(false),
 }
 
 // startCos starts the case's COS server, accepting the suite's
@@ -501,9 +555,24 @@ func (s *scriptedStateClient) Lock(_ context.Context, info stateclient.LockInfo)
 	return info.ID, nil
 }
 
-func (s *scriptedStateClient) Unlock(_ context.Context, id string) error {
-	return nth(s.script.unlock, s.record("Unlock", id))
+// UnlockWithBody answers from the script's unlock answers, and records
+// "Unlock <the body's ID>".
+func (s *scriptedStateClient) UnlockWithBody(_ context.Context, body []byte) error {
+	var info stateclient.LockInfo
+	if err := json.Unmarshal(body, &info); err != nil {
+		info.ID = "(not a LockInfo)"
+	}
+	return nth(s.script.unlock, s.record("Unlock", info.ID))
 }
+
+// FetchStatus answers 200: the scripts hold a state.
+func (s *scriptedStateClient) FetchStatus(context.Context) (int, error) {
+	s.record("FetchStatus", "")
+	return http.StatusOK, nil
+}
+
+// LocksConfigured is true: the scripts lock.
+func (s *scriptedStateClient) LocksConfigured() bool { return true }
 
 func (s *scriptedStateClient) ForceUnlock(_ context.Context, id string) error {
 	return nth(s.script.forceUnlock, s.record("ForceUnlock", id))
@@ -511,11 +580,6 @@ func (s *scriptedStateClient) ForceUnlock(_ context.Context, id string) error {
 
 func (s *scriptedStateClient) ForceUnlockEmptyBody(context.Context) error {
 	return nth(s.script.forceUnlockEmptyBody, s.record("ForceUnlockEmptyBody", ""))
-}
-
-func (s *scriptedStateClient) Resume(info stateclient.LockInfo) error {
-	s.record("Resume", info.ID)
-	return nil
 }
 
 // recordedEvent is one event a reconciler emitted.

@@ -263,31 +263,31 @@ func TestReconcileForceUnlock(t *testing.T) {
 				check:          both(expectLock(runHolder), expectLastForceUnlock(nil)),
 			}},
 		},
-		"a server refusing the ID body gets the empty-body UNLOCK": {
+		"a server that releases only the empty body gets it right after the conflict named the lock": {
+			objects: []client.Object{learnedAs(backend(runHolder.ID).(*backendsv1alpha1.HttpBackend), emptyBodyOnly), passwordSecret()},
+			target:  webBackend,
+			script:  stateScript{lock: []error{errHeldByRun}},
+			steps: []reconcileStep{{
+				do:             reconcileUntilProbed,
+				wantConditions: locked(metav1.ConditionFalse, "ForceUnlocked"),
+				wantEvents:     []recordedEvent{forceUnlockedEvt},
+				wantCalls:      append(lockCalls, "ForceUnlockEmptyBody"),
+				check:          both(expectLock(nil), expectLastForceUnlock(released)),
+			}},
+		},
+		"a server refusing the UNLOCK": {
 			objects: []client.Object{backend(runHolder.ID), passwordSecret()},
 			target:  webBackend,
 			script:  stateScript{lock: []error{errHeldByRun}, forceUnlock: []error{refused}},
 			steps: []reconcileStep{{
 				do:             reconcileUntilProbed,
-				wantConditions: locked(metav1.ConditionFalse, "ForceUnlocked"),
-				wantEvents:     []recordedEvent{forceUnlockedEvt},
-				wantCalls:      append(lockCalls, "ForceUnlock "+runHolder.ID, "ForceUnlockEmptyBody"),
-				check:          both(expectLock(nil), expectLastForceUnlock(released)),
-			}},
-		},
-		"a server refusing both UNLOCKs": {
-			objects: []client.Object{backend(runHolder.ID), passwordSecret()},
-			target:  webBackend,
-			script:  stateScript{lock: []error{errHeldByRun}, forceUnlock: []error{refused}, forceUnlockEmptyBody: []error{refused}},
-			steps: []reconcileStep{{
-				do:             reconcileUntilProbed,
 				wantConditions: locked(metav1.ConditionTrue, "ForceUnlockRefused"),
 				wantEvents:     []recordedEvent{lockHeldEvent},
-				wantCalls:      append(lockCalls, "ForceUnlock "+runHolder.ID, "ForceUnlockEmptyBody"),
+				wantCalls:      append(lockCalls, "ForceUnlock "+runHolder.ID),
 				check:          both(expectLock(runHolder), expectLastForceUnlock(nil)),
 			}},
 		},
-		"an UNLOCK answered by another holder is not sent again with the empty body": {
+		"an UNLOCK answered by another holder is not sent again": {
 			objects: []client.Object{backend(runHolder.ID), passwordSecret()},
 			target:  webBackend,
 			script: stateScript{lock: []error{errHeldByRun}, forceUnlock: []error{

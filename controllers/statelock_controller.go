@@ -110,6 +110,10 @@ func stateLockOutcome(locked *metav1.Condition) conditions.Outcome {
 		return conditions.Outcome{ReadyReason: backendsv1alpha1.LockAcquiredReason, Gates: stateLockGates}
 	case locked.Reason == backendsv1alpha1.ExpiredReason:
 		return conditions.Outcome{ReadyMessage: locked.Message, ReadyReason: backendsv1alpha1.ExpiredReason}
+	case locked.Reason == backendsv1alpha1.HolderNotReportedReason:
+		// The lock is held as far as anyone can tell: the freeze is in
+		// place, and nothing the operator waits for will say more.
+		return conditions.Outcome{ReadyMessage: locked.Message, ReadyReason: backendsv1alpha1.HolderNotReportedReason}
 	}
 	return conditions.Outcome{ReadyMessage: locked.Message, ReadyReason: backendsv1alpha1.LockAcquiredReason, Gates: stateLockGates}
 }
@@ -143,10 +147,9 @@ func (r *stateLockReconciler) reconcileLock(ctx context.Context, s *slockScope) 
 		s.requeueAfter = sl.Spec.Until.Sub(now)
 	}
 	switch {
-	case action == slockIdle && lockLost(sl) && !expired(sl, now):
+	case action == slockIdle && (releaseWithheld(sl) || (lockLost(sl) && !expired(sl, now))):
 		r.probes.Forget(key)
-		c := meta.FindStatusCondition(sl.Status.Conditions, backendsv1alpha1.LockedCondition)
-		return conditions.Stall(backendsv1alpha1.LockLostReason, "%s", c.Message)
+		return lockStall(sl)
 	case action == slockIdle:
 		r.probes.Forget(key)
 		if c := meta.FindStatusCondition(sl.Status.Conditions, backendsv1alpha1.LockedCondition); c == nil || c.Reason != backendsv1alpha1.ExpiredReason {
@@ -168,8 +171,19 @@ func (r *stateLockReconciler) reconcileLock(ctx context.Context, s *slockScope) 
 				"Waiting for %s to be protected from deletion (finalizer %s) before taking its lock", s.backendName(), backendsv1alpha1.BackendProtectionFinalizer)}
 			return nil
 		}
+		if msg := s.resolved.lockWaiting(); msg != "" {
+			// The backend's probe learns what it waits for; the status
+			// change it writes is polled for here.
+			s.probePending, s.requeueAfter = true, minLockRetry
+			obs := learningObservation(msg, s.backend.SharedStatus().Lock, s.backendName())
+			sl.Status.Holder = s.backend.SharedStatus().Lock.DeepCopy()
+			conditions.Set(&sl.Status.Conditions, sl.Generation, backendsv1alpha1.LockedCondition, obs)
+			s.waiting = &conditions.Observation{Status: metav1.ConditionTrue, Reason: obs.Reason, Message: obs.Message}
+			return nil
+		}
 	}
-	start, err := s.startOf(slockOperation{action: action, held: heldFromStatus(sl), take: newStateLockInfo(sl, now), owns: lockOwnedBy(sl)})
+	start, err := s.startOf(slockOperation{action: action, held: heldFromStatus(sl), take: newStateLockInfo(sl, now), owns: lockOwnedBy(sl),
+		noLossSeen: sl.Status.LockID != ""})
 	if err != nil {
 		return err
 	}
@@ -196,9 +210,8 @@ func (r *stateLockReconciler) reconcileLock(ctx context.Context, s *slockScope) 
 		// In progress (kstatus), though the generation was observed.
 		s.waiting = &conditions.Observation{Status: metav1.ConditionTrue, Reason: c.Reason, Message: c.Message}
 	}
-	if err == nil && lockLost(sl) {
-		c := meta.FindStatusCondition(sl.Status.Conditions, backendsv1alpha1.LockedCondition)
-		return conditions.Stall(backendsv1alpha1.LockLostReason, "%s", c.Message)
+	if err == nil {
+		return lockStall(sl)
 	}
 	return err
 }
@@ -287,19 +300,22 @@ func (r *stateLockReconciler) finalize(ctx context.Context, sl *backendsv1alpha1
 	key := probes.Key{Kind: backendsv1alpha1.StateLockKind, NamespacedName: client.ObjectKeyFromObject(sl)}
 	now := r.opts.clock.Now()
 	waitLeft := sl.DeletionTimestamp.Add(r.opts.lockReleaseWait).Sub(now)
+	held := "Any lock it took and could not record"
+	if sl.Status.LockID != "" {
+		held = "Lock " + sl.Status.LockID
+	}
+	notReleased := func(why string) error {
+		r.events.Eventf(sl, nil, corev1.EventTypeWarning, backendsv1alpha1.LockNotReleasedReason, "Finalize",
+			"%s of %s %s may still be held: the StateLock was deleted and %s. "+
+				"Release it with terraform force-unlock (the backend's status.server says what it does there) or the backend's spec.forceUnlock.lockID.",
+			held, sl.Spec.BackendRef.Kind, sl.Spec.BackendRef.Name, why)
+		return r.removeFinalizer(ctx, sl)
+	}
 	giveUp := func(cause string) (ctrl.Result, error) {
 		if waitLeft > 0 {
 			return ctrl.Result{RequeueAfter: min(waitLeft, maxLockRetry)}, nil
 		}
-		held := "Any lock it took and could not record"
-		if sl.Status.LockID != "" {
-			held = "Lock " + sl.Status.LockID
-		}
-		r.events.Eventf(sl, nil, corev1.EventTypeWarning, backendsv1alpha1.LockNotReleasedReason, "Finalize",
-			"%s of %s %s may still be held: the StateLock was deleted and could not release it within %s (%s). "+
-				"Release it with terraform force-unlock or the backend's spec.forceUnlock.lockID.",
-			held, sl.Spec.BackendRef.Kind, sl.Spec.BackendRef.Name, r.opts.lockReleaseWait, cause)
-		return ctrl.Result{}, r.removeFinalizer(ctx, sl)
+		return ctrl.Result{}, notReleased(fmt.Sprintf("could not release it within %s (%s)", r.opts.lockReleaseWait, cause))
 	}
 
 	s := &slockScope{sl: sl}
@@ -312,7 +328,13 @@ func (r *stateLockReconciler) finalize(ctx context.Context, sl *backendsv1alpha1
 		}
 		return giveUp(stallMessage(err))
 	}
-	start, err := s.startOf(slockOperation{action: slockRelease, held: heldFromStatus(sl), owns: lockOwnedBy(sl)})
+	if sl.Status.LockID == "" && s.resolved.lockWaiting() != "" {
+		// It never took a lock: it takes one only once it waits for
+		// nothing.
+		r.probes.Forget(key)
+		return ctrl.Result{}, r.removeFinalizer(ctx, sl)
+	}
+	start, err := s.startOf(slockOperation{action: slockRelease, held: heldFromStatus(sl), owns: lockOwnedBy(sl), noLossSeen: sl.Status.LockID != ""})
 	if err != nil {
 		return giveUp(stallMessage(err))
 	}
@@ -333,6 +355,10 @@ func (r *stateLockReconciler) finalize(ctx context.Context, sl *backendsv1alpha1
 	case res.err != nil:
 		r.probes.Ack(key, step.ack)
 		return giveUp(res.err.Error())
+	case res.withheld != "":
+		// Not a failure that waiting clears: say so now.
+		r.probes.Forget(key)
+		return ctrl.Result{}, notReleased("did not release it: " + res.withheld)
 	}
 	if res.released {
 		id := sl.Status.LockID

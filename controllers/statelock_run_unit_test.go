@@ -27,15 +27,20 @@ type scriptedLocker struct {
 	// holder's answer.
 	holderInfo *backendsv1alpha1.LockInfo
 	holderErr  error
+	// check's answer.
+	checked  lockCheck
+	checkErr error
 	// release's answer.
-	releaseErr error
+	releaseResult lockRelease
+	releaseErr    error
 
 	// calls are the calls made, in order.
 	calls []string
 	// took is the LockInfo acquire was given, released the lock release
-	// was given.
-	took     *stateclient.LockInfo
-	released *heldLock
+	// was given, with noLossSeen.
+	took       *stateclient.LockInfo
+	released   *heldLock
+	noLossSeen bool
 	// noDeadline is set when a call came without a deadline.
 	noDeadline bool
 }
@@ -59,11 +64,17 @@ func (l *scriptedLocker) holder(ctx context.Context) (*backendsv1alpha1.LockInfo
 	return l.holderInfo, l.holderErr
 }
 
-func (l *scriptedLocker) release(ctx context.Context, held heldLock) error {
+func (l *scriptedLocker) check(ctx context.Context, held heldLock) (lockCheck, error) {
+	l.deadline(ctx)
+	l.calls = append(l.calls, "check "+held.id)
+	return l.checked, l.checkErr
+}
+
+func (l *scriptedLocker) release(ctx context.Context, held heldLock, noLossSeen bool) (lockRelease, error) {
 	l.deadline(ctx)
 	l.calls = append(l.calls, "release "+held.id)
-	l.released = &held
-	return l.releaseErr
+	l.released, l.noLossSeen = &held, noLossSeen
+	return l.releaseResult, l.releaseErr
 }
 
 func (l *scriptedLocker) close() { l.calls = append(l.calls, "close") }
@@ -71,7 +82,8 @@ func (l *scriptedLocker) close() { l.calls = append(l.calls, "close") }
 // slockOp is the operation action of sl as the reconcile builds it at
 // slockNow.
 func slockOp(sl *backendsv1alpha1.StateLock, action slockAction) slockOperation {
-	return slockOperation{action: action, held: heldFromStatus(sl), take: newStateLockInfo(sl, slockNow), owns: lockOwnedBy(sl)}
+	return slockOperation{action: action, held: heldFromStatus(sl), take: newStateLockInfo(sl, slockNow), owns: lockOwnedBy(sl),
+		noLossSeen: sl.Status.LockID != ""}
 }
 
 // runSlockOp runs the operation action of sl with l, and fails the test
@@ -94,7 +106,6 @@ func TestSlockOperationRun(t *testing.T) {
 	// earlier is the lock of an earlier StateLock of the same name.
 	earlier := &backendsv1alpha1.LockInfo{ID: "E", Who: slockWho, Created: new(metav1.NewTime(slockCreated.Add(-time.Hour)))}
 	alice := &backendsv1alpha1.LockInfo{ID: "H", Who: "alice@laptop", Created: new(metav1.NewTime(slockNow))}
-	ourRecorded := &backendsv1alpha1.LockInfo{ID: "L", Who: slockWho, Created: new(metav1.NewTime(slockCreated))}
 	fresh := heldLock{id: "N", info: backendsv1alpha1.LockInfo{ID: "N", Who: slockWho, Created: new(metav1.NewTime(slockNow))}}
 	unreachable := errors.New("dial tcp 127.0.0.1:1: connection refused")
 
@@ -105,6 +116,8 @@ func TestSlockOperationRun(t *testing.T) {
 		want         slockResult
 		wantCalls    []string
 		wantReleased *heldLock
+		// wantNoLossSeen is the noLossSeen the release was given.
+		wantNoLossSeen bool
 	}{
 		"hold, nothing recorded: take it": {
 			sl: unrecorded, action: slockHold, locker: scriptedLocker{taken: &fresh},
@@ -132,40 +145,42 @@ func TestSlockOperationRun(t *testing.T) {
 			want: slockResult{action: slockHold, err: unreachable}, wantCalls: []string{"acquire", "close"},
 		},
 		"hold, recorded and still held: kept, never taken": {
-			sl: recorded, action: slockHold, locker: scriptedLocker{holderInfo: ourRecorded, taken: &fresh},
-			want: slockResult{action: slockHold, kept: true}, wantCalls: []string{"holder", "close"},
+			sl: recorded, action: slockHold, locker: scriptedLocker{checked: lockCheck{kept: true}, taken: &fresh},
+			want: slockResult{action: slockHold, kept: true}, wantCalls: []string{"check L", "close"},
+		},
+		"hold, recorded, the server cannot tell: unknown, never lost": {
+			sl: recorded, action: slockHold, locker: scriptedLocker{checked: lockCheck{unknown: true, why: "no holder named"}},
+			want: slockResult{action: slockHold, unknown: true, why: "no holder named"}, wantCalls: []string{"check L", "close"},
 		},
 		"hold, recorded and free (force unlocked): lost, never taken again": {
 			sl: recorded, action: slockHold, locker: scriptedLocker{taken: &fresh},
-			want: slockResult{action: slockHold}, wantCalls: []string{"holder", "close"},
+			want: slockResult{action: slockHold}, wantCalls: []string{"check L", "close"},
 		},
 		"hold, recorded and another holds it: lost to it": {
-			sl: recorded, action: slockHold, locker: scriptedLocker{holderInfo: alice},
-			want: slockResult{action: slockHold, holder: alice}, wantCalls: []string{"holder", "close"},
-		},
-		"hold, recorded, the lock of its own Who but another ID: lost": {
-			sl: recorded, action: slockHold, locker: scriptedLocker{holderInfo: ours},
-			want: slockResult{action: slockHold, holder: ours}, wantCalls: []string{"holder", "close"},
+			sl: recorded, action: slockHold, locker: scriptedLocker{checked: lockCheck{holder: alice}},
+			want: slockResult{action: slockHold, holder: alice}, wantCalls: []string{"check L", "close"},
 		},
 		"hold, recorded, the check fails: neither kept nor lost": {
-			sl: recorded, action: slockHold, locker: scriptedLocker{holderInfo: alice, holderErr: unreachable},
-			want: slockResult{action: slockHold, err: unreachable}, wantCalls: []string{"holder", "close"},
+			sl: recorded, action: slockHold, locker: scriptedLocker{checked: lockCheck{holder: alice}, checkErr: unreachable},
+			want: slockResult{action: slockHold, err: unreachable}, wantCalls: []string{"check L", "close"},
 		},
-		"release, recorded and owned: released with the recorded LockInfo": {
-			sl: recorded, action: slockRelease, locker: scriptedLocker{holderInfo: ourRecorded},
-			want: slockResult{action: slockRelease, released: true}, wantCalls: []string{"holder", "release L", "close"},
-			wantReleased: &heldLock{id: "L", info: *recorded.Status.LockInfo},
+		"release, recorded: released with the recorded LockInfo, no loss seen": {
+			sl: recorded, action: slockRelease, locker: scriptedLocker{releaseResult: lockRelease{released: true}},
+			want: slockResult{action: slockRelease, released: true}, wantCalls: []string{"release L", "close"},
+			wantReleased: &heldLock{id: "L", info: *recorded.Status.LockInfo}, wantNoLossSeen: true,
 		},
 		"release, recorded but another holds it: left alone": {
-			sl: recorded, action: slockRelease, locker: scriptedLocker{holderInfo: alice},
-			want: slockResult{action: slockRelease, holder: alice}, wantCalls: []string{"holder", "close"},
+			sl: recorded, action: slockRelease, locker: scriptedLocker{releaseResult: lockRelease{holder: alice}},
+			want: slockResult{action: slockRelease, holder: alice}, wantCalls: []string{"release L", "close"},
+			wantReleased: &heldLock{id: "L", info: *recorded.Status.LockInfo}, wantNoLossSeen: true,
 		},
-		"release, recorded but free: nothing to release": {
-			sl: recorded, action: slockRelease, locker: scriptedLocker{},
-			want: slockResult{action: slockRelease}, wantCalls: []string{"holder", "close"},
+		"release, recorded, the server allows no safe release: withheld": {
+			sl: recorded, action: slockRelease, locker: scriptedLocker{releaseResult: lockRelease{withheld: "the server refused its UNLOCK (HTTP 409 Conflict)"}},
+			want:      slockResult{action: slockRelease, withheld: "the server refused its UNLOCK (HTTP 409 Conflict)"},
+			wantCalls: []string{"release L", "close"}, wantReleased: &heldLock{id: "L", info: *recorded.Status.LockInfo}, wantNoLossSeen: true,
 		},
 		"release, unrecorded but owned: released as read": {
-			sl: unrecorded, action: slockRelease, locker: scriptedLocker{holderInfo: ours},
+			sl: unrecorded, action: slockRelease, locker: scriptedLocker{holderInfo: ours, releaseResult: lockRelease{released: true}},
 			want: slockResult{action: slockRelease, released: true}, wantCalls: []string{"holder", "release O", "close"},
 			wantReleased: &heldLock{id: "O", info: *ours},
 		},
@@ -173,14 +188,14 @@ func TestSlockOperationRun(t *testing.T) {
 			sl: unrecorded, action: slockRelease, locker: scriptedLocker{holderInfo: earlier},
 			want: slockResult{action: slockRelease, holder: earlier}, wantCalls: []string{"holder", "close"},
 		},
-		"release, the holder cannot be read: not released": {
-			sl: recorded, action: slockRelease, locker: scriptedLocker{holderInfo: ourRecorded, holderErr: unreachable},
+		"release, unrecorded, the holder cannot be read: not released": {
+			sl: unrecorded, action: slockRelease, locker: scriptedLocker{holderInfo: ours, holderErr: unreachable},
 			want: slockResult{action: slockRelease, err: unreachable}, wantCalls: []string{"holder", "close"},
 		},
 		"release, the release fails": {
-			sl: recorded, action: slockRelease, locker: scriptedLocker{holderInfo: ourRecorded, releaseErr: unreachable},
-			want: slockResult{action: slockRelease, err: unreachable}, wantCalls: []string{"holder", "release L", "close"},
-			wantReleased: &heldLock{id: "L", info: *recorded.Status.LockInfo},
+			sl: recorded, action: slockRelease, locker: scriptedLocker{releaseErr: unreachable},
+			want: slockResult{action: slockRelease, err: unreachable}, wantCalls: []string{"release L", "close"},
+			wantReleased: &heldLock{id: "L", info: *recorded.Status.LockInfo}, wantNoLossSeen: true,
 		},
 	}
 	for name, tc := range cases {
@@ -197,6 +212,9 @@ func TestSlockOperationRun(t *testing.T) {
 			}
 			if diff := cmp.Diff(tc.wantReleased, l.released, opts); diff != "" {
 				t.Errorf("lock released (-want +got):\n%s", diff)
+			}
+			if l.noLossSeen != tc.wantNoLossSeen {
+				t.Errorf("release got noLossSeen %v, want %v", l.noLossSeen, tc.wantNoLossSeen)
 			}
 			if l.took != nil && *l.took != op.take {
 				t.Errorf("acquire got %+v, want the operation's LockInfo %+v", *l.took, op.take)
@@ -262,8 +280,8 @@ func TestStateLockInfoRoundTrip(t *testing.T) {
 	if diff := cmp.Diff(want, info); diff != "" {
 		t.Errorf("newStateLockInfo (-want +got):\n%s", diff)
 	}
-	if again := newStateLockInfo(sl, now); again.ID == info.ID {
-		t.Errorf("two takes share the lock ID %s", info.ID)
+	if again := newStateLockInfo(sl, now.Add(time.Hour)); again.ID != info.ID {
+		t.Errorf("a take again of the same generation has lock ID %s, want %s: an unrecorded lock is found by its ID", again.ID, info.ID)
 	}
 
 	// Through status, as the API server stores and returns it.
@@ -288,5 +306,57 @@ func TestStateLockInfoRoundTrip(t *testing.T) {
 	}
 	if !bytes.Equal(back, sent) {
 		t.Errorf("the LockInfo read back from status is\n%s\nwant the body the lock was taken with\n%s", back, sent)
+	}
+}
+
+// TestStateLockID checks which StateLocks' takes share a lock ID: the
+// takes of one StateLock at one generation and reacquire value do (a lock
+// it took and could not record is recognised by its ID, also on a server
+// that rewrites Who), and a take after a loss (a spec change, a new
+// reacquire value) or by another object of the same name does not.
+func TestStateLockID(t *testing.T) {
+	base := stateLockID(makeSlock().Obj())
+	cases := map[string]struct {
+		sl   *backendsv1alpha1.StateLock
+		same bool
+	}{
+		"the same object, later":          {sl: makeSlock().Created(slockCreated.Add(time.Hour)).Obj(), same: true},
+		"a spec change":                   {sl: makeSlock().Generation(2).Obj()},
+		"a reacquire value":               {sl: makeSlock().Annotation(backendsv1alpha1.ReacquireAnnotation, "1").Obj()},
+		"another object of the same name": {sl: makeSlock().UID("uid-freeze-2").Obj()},
+	}
+	for name, tc := range cases {
+		t.Run(name, func(t *testing.T) {
+			if got := stateLockID(tc.sl); (got == base) != tc.same {
+				t.Errorf("stateLockID = %s, base %s; want the same: %v", got, base, tc.same)
+			}
+			if _, err := uuid.Parse(stateLockID(tc.sl)); err != nil {
+				t.Errorf("lock ID is not a UUID: %v", err)
+			}
+		})
+	}
+}
+
+// TestOwnsAnUnrecordedLockByItsID checks that a lock a StateLock took and
+// did not record is its own by its ID alone, whatever Who the server shows
+// (GitLab shows its user).
+func TestOwnsAnUnrecordedLockByItsID(t *testing.T) {
+	sl := makeSlock().Obj()
+	id := stateLockID(sl)
+	cases := map[string]struct {
+		holder *backendsv1alpha1.LockInfo
+		want   bool
+	}{
+		"its ID, Who rewritten":                                 {holder: &backendsv1alpha1.LockInfo{ID: id, Who: "platform-bot"}, want: true},
+		"another ID, Who rewritten":                             {holder: &backendsv1alpha1.LockInfo{ID: "other", Who: "platform-bot"}},
+		"another ID, Who naming it, taken after it was created": {holder: &backendsv1alpha1.LockInfo{ID: "other", Who: slockWho, Created: new(metav1.NewTime(slockCreated.Add(time.Minute)))}, want: true},
+		"nothing held":                                          {},
+	}
+	for name, tc := range cases {
+		t.Run(name, func(t *testing.T) {
+			if got := ownsLock(sl, tc.holder); got != tc.want {
+				t.Errorf("ownsLock = %v, want %v", got, tc.want)
+			}
+		})
 	}
 }

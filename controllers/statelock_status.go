@@ -2,6 +2,7 @@ package controllers
 
 import (
 	"fmt"
+	"strings"
 	"time"
 
 	"k8s.io/apimachinery/pkg/api/meta"
@@ -59,13 +60,35 @@ func lockLost(sl *backendsv1alpha1.StateLock) bool {
 		sl.Annotations[backendsv1alpha1.ReacquireAnnotation] == sl.Status.ReacquireRequest
 }
 
+// releaseWithheld reports whether the release of sl's lock at expiry was
+// withheld (see slockResult.withheld): it is not tried again, and the
+// lock stays recorded until a user releases it.
+func releaseWithheld(sl *backendsv1alpha1.StateLock) bool {
+	c := meta.FindStatusCondition(sl.Status.Conditions, backendsv1alpha1.LockedCondition)
+	return c != nil && c.Reason == backendsv1alpha1.LockNotReleasedReason
+}
+
+// lockStall is the stall of a StateLock whose lock needs its user: lost
+// (LockLost, see lockLost) or not released at expiry (LockNotReleased, see
+// releaseWithheld), with the Locked condition's message; nil otherwise.
+func lockStall(sl *backendsv1alpha1.StateLock) error {
+	c := meta.FindStatusCondition(sl.Status.Conditions, backendsv1alpha1.LockedCondition)
+	switch {
+	case lockLost(sl):
+		return conditions.Stall(backendsv1alpha1.LockLostReason, "%s", c.Message)
+	case releaseWithheld(sl):
+		return conditions.Stall(backendsv1alpha1.LockNotReleasedReason, "%s", c.Message)
+	}
+	return nil
+}
+
 // planStateLock decides what a StateLock that is not being deleted does at
 // now: release the lock once until has passed, nothing while the lock is
 // lost, and otherwise hold it (take it, or check it is still held).
 func planStateLock(sl *backendsv1alpha1.StateLock, now time.Time) slockAction {
 	switch {
 	case expired(sl, now):
-		if sl.Status.LockID != "" {
+		if sl.Status.LockID != "" && !releaseWithheld(sl) {
 			return slockRelease
 		}
 		return slockIdle
@@ -85,6 +108,11 @@ type slockResult struct {
 	// kept is true when a check found the lock still held by the
 	// StateLock.
 	kept bool
+	// unknown is true when a check could not tell whose the lock is (the
+	// server names no holder): the StateLock keeps it as held. why says
+	// what kept the check from telling.
+	unknown bool
+	why     string
 	// holder is the lock's holder when it is another: the one a take
 	// waits for, or the one a check found instead of the StateLock.
 	holder *backendsv1alpha1.LockInfo
@@ -92,6 +120,9 @@ type slockResult struct {
 	// A release that found the lock no longer its own (holder, or none)
 	// released nothing: the StateLock holds nothing either way.
 	released bool
+	// withheld, when set, says why a release did not release a lock that
+	// may still be the StateLock's (see lockRelease.withheld).
+	withheld string
 	// err is set when the server could not be asked: what the StateLock
 	// holds is unknown, and the operation is tried again.
 	err error
@@ -128,6 +159,14 @@ func applySlockResult(sl *backendsv1alpha1.StateLock, res slockResult, backend s
 	case res.kept:
 		st.Holder = nil
 		set(heldObservation(sl, backend))
+	case res.unknown && st.LockID != "":
+		st.Holder = nil
+		set(unconfirmedObservation(sl, backend, res.why))
+	case res.action == slockRelease && res.withheld != "":
+		set(conditions.Observation{Status: metav1.ConditionFalse, Reason: backendsv1alpha1.LockNotReleasedReason, Message: fmt.Sprintf(
+			"Expired at %s, but lock %s of %s was not released: %s. It stays held on the server: release it with terraform force-unlock %s "+
+				"(see the backend's status.server for what force-unlock does there), then delete this StateLock.",
+			sl.Spec.Until.UTC().Format(time.RFC3339), st.LockID, backend, res.withheld, st.LockID)})
 	case res.action == slockHold && st.LockID != "":
 		lost := st.LockID
 		st.LockID, st.LockInfo, st.HeldSince, st.Holder = "", nil, nil, res.holder
@@ -169,6 +208,30 @@ func heldObservation(sl *backendsv1alpha1.StateLock, backend string) conditions.
 		"Holds lock %s of %s%s%s", sl.Status.LockID, backend, since, until)}
 }
 
+// learningObservation is the Locked condition of a StateLock that waits
+// for its backend to learn its state server before it takes the lock
+// (msg says so): WaitingForLock when the backend saw the lock held
+// (holder), since that is what the learning waits for; Progressing
+// otherwise.
+func learningObservation(msg string, holder *backendsv1alpha1.LockInfo, backend string) conditions.Observation {
+	if holder == nil {
+		return conditions.Observation{Status: metav1.ConditionUnknown, Reason: backendsv1alpha1.ProgressingReason, Message: msg + "."}
+	}
+	return conditions.Observation{Status: metav1.ConditionFalse, Reason: backendsv1alpha1.WaitingForLockReason, Message: fmt.Sprintf(
+		"Waiting for the lock of %s, which another holds (%s): it is taken once it is free, never by force. %s.",
+		backend, strings.TrimSuffix(describeHolder(holder), "."), msg)}
+}
+
+// unconfirmedObservation is the Locked condition of a StateLock holding a
+// lock the server cannot confirm is still its own (why): Unknown, never
+// lost, with the lock kept as held.
+func unconfirmedObservation(sl *backendsv1alpha1.StateLock, backend, why string) conditions.Observation {
+	held := heldObservation(sl, backend)
+	return conditions.Observation{Status: metav1.ConditionUnknown, Reason: backendsv1alpha1.HolderNotReportedReason, Message: fmt.Sprintf(
+		"%s, as far as the server tells: %s. The operator cannot see whether someone else released or took it since; "+
+			"it keeps it as held and releases it when the StateLock expires or is deleted.", held.Message, why)}
+}
+
 // expiredObservation is the Locked condition of a StateLock whose until
 // has passed; released is the lock it released then, "" when it held
 // none.
@@ -198,15 +261,19 @@ func describeLockHolder(h *backendsv1alpha1.LockInfo) string {
 
 // ownsLock reports whether holder is sl's lock: the one its status
 // records, or (when it records none) one it took and could not record
-// (the manager stopped, or the status write failed): Who names sl, and
-// it was taken after sl was created (within adoptionClockSkew), so not by
-// an earlier StateLock of the same name.
+// (the manager stopped, or the status write failed): its ID is sl's (see
+// stateLockID), or, for a lock taken before IDs were derived or before a
+// spec change, Who names sl and it was taken after sl was created
+// (within adoptionClockSkew), so not by an earlier StateLock of the same
+// name.
 func ownsLock(sl *backendsv1alpha1.StateLock, holder *backendsv1alpha1.LockInfo) bool {
 	switch {
 	case holder == nil:
 		return false
 	case sl.Status.LockID != "":
 		return holder.ID == sl.Status.LockID
+	case holder.ID == stateLockID(sl):
+		return true
 	}
 	return holder.Who == stateLockWho(sl) && holder.Created != nil &&
 		!holder.Created.Add(adoptionClockSkew).Before(sl.CreationTimestamp.Time)
