@@ -27,7 +27,13 @@ import (
 func applyLock(m *operatorMetrics, obj backendObject, kind string, failures []failureClass, reading lockReading, forceUnlock *backendsv1alpha1.ForceUnlockSpec, policy *backendsv1alpha1.LockPolicy, finished time.Time) {
 	status := obj.SharedStatus()
 	if reading.released {
-		status.LastForceUnlock = &backendsv1alpha1.ForceUnlockStatus{LockID: reading.holder.ID, Time: metav1.NewTime(finished)}
+		// The lock released: the holder a conflict named, or, on a server
+		// that names none, the lock forceUnlock named.
+		id := reading.named
+		if reading.holder != nil {
+			id = reading.holder.ID
+		}
+		status.LastForceUnlock = &backendsv1alpha1.ForceUnlockStatus{LockID: id, Time: metav1.NewTime(finished)}
 	}
 	terms := lockTermsOf(forceUnlock, policy, finished)
 	terms.failures = failures

@@ -11,6 +11,7 @@ import (
 
 	"github.com/google/go-cmp/cmp"
 	"github.com/prometheus/client_golang/prometheus"
+	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
 	backendsv1alpha1 "github.com/infrastate/backend-operator/api/v1alpha1"
@@ -359,5 +360,23 @@ func TestApplyLockRecordsTheLockAge(t *testing.T) {
 		if ok != step.wantS || (ok && !created.Equal(lockTaken)) {
 			t.Errorf("%s: series recorded = %v (Created %s), want %v (Created %s)", step.name, ok, created, step.wantS, lockTaken)
 		}
+	}
+}
+
+// TestApplyLockRecordsAReleaseOfAnUnnamedHolder checks the release of a
+// lock on a server whose conflicts name no holder: status.lastForceUnlock
+// records the lock forceUnlock named, since no holder was read.
+func TestApplyLockRecordsAReleaseOfAnUnnamedHolder(t *testing.T) {
+	m := newOperatorMetrics(clock.RealClock{})
+	b := &backendsv1alpha1.HttpBackend{}
+	b.Namespace, b.Name = "release-test", "app"
+	applyLock(m, b, backendsv1alpha1.HttpBackendKind, httpFailures, lockReading{held: true, named: "lock-1", released: true},
+		&backendsv1alpha1.ForceUnlockSpec{LockID: "lock-1"}, nil, lockTaken)
+	want := &backendsv1alpha1.ForceUnlockStatus{LockID: "lock-1", Time: metav1.NewTime(lockTaken)}
+	if diff := cmp.Diff(want, b.Status.LastForceUnlock); diff != "" {
+		t.Errorf("lastForceUnlock (-want +got):\n%s", diff)
+	}
+	if c := meta.FindStatusCondition(b.Status.Conditions, backendsv1alpha1.LockedCondition); c == nil || c.Reason != backendsv1alpha1.ForceUnlockedReason {
+		t.Errorf("Locked = %+v, want ForceUnlocked", c)
 	}
 }

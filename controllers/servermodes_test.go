@@ -76,9 +76,19 @@ var serverKinds = []serverKind{
 		heldReason: backendsv1alpha1.HolderNotReportedReason, afterSwap: swapNotReleased},
 }
 
+// forceUnlockReleases reports whether forceUnlock releases a named lock
+// on kind (docs/servers.md): where the server checks the ID, or a
+// conflict names the holder; never where any UNLOCK releases any lock
+// and nothing names the holder, nor where only an exact LockInfo that
+// nothing shows releases.
+func forceUnlockReleases(kind serverKind) bool {
+	return kind.holderInConflicts || !(kind.ignoresBody || kind.afterSwap == swapNotReleased)
+}
+
 // modeServer is a reference server in one mode, over loopback TCP, with
 // its store at hand to see and change the lock behind the operator's back.
 type modeServer struct {
+	*stateserver.Server
 	store *stateserver.MemoryStore
 	url   string
 }
@@ -86,9 +96,10 @@ type modeServer struct {
 // startModeServer starts a reference server with opts for the spec.
 func startModeServer(opts []stateserver.Option) *modeServer {
 	store := stateserver.NewMemoryStore()
-	srv := httptest.NewServer(stateserver.New(store, opts...))
+	server := stateserver.New(store, opts...)
+	srv := httptest.NewServer(server)
 	DeferCleanup(srv.Close)
-	return &modeServer{store: store, url: srv.URL}
+	return &modeServer{Server: server, store: store, url: srv.URL}
 }
 
 // address is the state of namespace on the server.
@@ -340,4 +351,71 @@ var _ = Describe("StateLock on each kind of state server", func() {
 		})
 		Expect(strings.HasPrefix(m.lock(ns).Who, "backend-operator/")).To(BeTrue())
 	})
+})
+
+var _ = Describe("Lock features on each kind of state server", func() {
+	spec := eachSpecWithManager(WithDefaultProbeInterval(modeProbeInterval))
+
+	for _, kind := range serverKinds {
+		It("forceUnlock on "+kind.name+" releases the named lock and no other, or says why it cannot", func() {
+			ctx, ns := spec.ctx, spec.ns
+			m := startModeServer(kind.opts)
+			backend := builders.MakeHttpBackend("app", ns, m.address(ns)).Locks().LockCheck().Obj()
+			create(ctx, backend)
+			eventually(ctx, backend, func(g Gomega) {
+				g.Expect(backend.Status.Server).NotTo(BeNil())
+				expectCondition(g, backend.Status.Conditions, "Locked", metav1.ConditionFalse, backendsv1alpha1.NotLockedReason)
+			})
+			Expect(m.runLock(ctx, ns)).To(Succeed())
+			run := m.lock(ns).ID
+
+			By("forceUnlock naming another lock")
+			updateSpec(ctx, backend, func() { setForceUnlock(backend, "0d9c6f4e-0000-4000-8000-000000000000") })
+			eventually(ctx, backend, func(g Gomega) {
+				c := apimeta.FindStatusCondition(backend.Status.Conditions, "Locked")
+				g.Expect(c).NotTo(BeNil())
+				g.Expect(c.Status).To(Equal(metav1.ConditionTrue))
+				g.Expect(c.Reason).To(BeElementOf(backendsv1alpha1.ForceUnlockSkippedReason, backendsv1alpha1.ForceUnlockUnsupportedReason), c.Message)
+			})
+			Expect(m.lock(ns)).To(HaveField("ID", run), "the run's lock is left alone")
+
+			By("forceUnlock naming the run's lock")
+			updateSpec(ctx, backend, func() { setForceUnlock(backend, run) })
+			if forceUnlockReleases(kind) {
+				eventuallyForceUnlocked(ctx, backend, run)
+				Expect(m.lock(ns)).To(BeNil())
+				return
+			}
+			eventually(ctx, backend, func(g Gomega) {
+				expectConditionSaying(g, backend.Status.Conditions, "Locked", metav1.ConditionTrue, backendsv1alpha1.ForceUnlockUnsupportedReason, "force-unlock")
+			})
+			Expect(m.lock(ns)).To(HaveField("ID", run), "nothing was sent that could release it")
+		})
+	}
+
+	for _, kind := range serverKinds {
+		if !strings.Contains(kind.name, "exact body") {
+			continue
+		}
+		It("releases on "+kind.name+" the lock check's own lock left over before a manager restart", func() {
+			ctx, ns := newSpec()
+			m := startModeServer(kind.opts)
+			first := startManager(ctx, ns, WithDefaultProbeInterval(modeProbeInterval))
+			backend := builders.MakeHttpBackend("app", ns, m.address(ns)).Locks().LockCheck().Obj()
+			create(ctx, backend)
+			eventuallyCondition(ctx, backend, "Locked", metav1.ConditionFalse, backendsv1alpha1.NotLockedReason)
+
+			By("the server failing every UNLOCK")
+			m.InjectFault(stateserver.Fault{Method: stateserver.MethodUnlock, Status: http.StatusBadGateway})
+			eventuallyCondition(ctx, backend, "Locked", metav1.ConditionTrue, backendsv1alpha1.LockCheckNotReleasedReason)
+			Expect(m.lock(ns)).To(HaveField("Who", "backend-operator lock check of HttpBackend "+ns+"/app"))
+
+			By("a new manager, with the server answering again")
+			first.stop()
+			m.ClearFaults()
+			startManager(ctx, ns, WithDefaultProbeInterval(modeProbeInterval))
+			eventuallyCondition(ctx, backend, "Locked", metav1.ConditionFalse, backendsv1alpha1.NotLockedReason)
+			Expect(m.lock(ns)).To(BeNil(), "its exact LockInfo, rebuilt by the new manager, released it")
+		})
+	}
 })
