@@ -148,6 +148,9 @@ type stateServerOptions struct {
 	// tls serves HTTPS with the suite's server certificate; clientCA
 	// also requires client certificates signed by the suite's CA.
 	tls, clientCA bool
+	// mode are flags that make it behave as another kind of state
+	// server (docs/servers.md): --conflict, --unlock, --gitlab, ...
+	mode []string
 }
 
 // stateServerProcess is a running cmd/stateserver.
@@ -178,6 +181,7 @@ func startStateServer(opts stateServerOptions) *stateServerProcess {
 	if opts.clientCA {
 		args = append(args, "--client-ca", pkiFiles.CACert)
 	}
+	args = append(args, opts.mode...)
 	p := startProcess("stateserver", bin.stateserver, args, env)
 	s := &stateServerProcess{process: p, opts: opts}
 	s.url = p.waitForLog(listeningOn)
