@@ -82,7 +82,7 @@ var serverKinds = []serverKind{
 // and nothing names the holder, nor where only an exact LockInfo that
 // nothing shows releases.
 func forceUnlockReleases(kind serverKind) bool {
-	return kind.holderInConflicts || !(kind.ignoresBody || kind.afterSwap == swapNotReleased)
+	return kind.holderInConflicts || (!kind.ignoresBody && kind.afterSwap != swapNotReleased)
 }
 
 // modeServer is a reference server in one mode, over loopback TCP, with
