@@ -281,7 +281,14 @@ func TestProberAwait(t *testing.T) {
 		h.mu.Lock()
 		release := h.release["ns/obj"]
 		h.mu.Unlock()
-		go func() { release <- "learned" }()
+		go func() {
+			// Once the waiter waits: a probe that ended before Await was
+			// called is not waited for (Await returns false at once).
+			for !h.awaited(k) {
+				time.Sleep(time.Millisecond)
+			}
+			release <- "learned"
+		}()
 		if !h.p.Await(t.Context(), k, "v1", long) {
 			t.Fatal("await() = false, want the probe to end within the grace")
 		}
@@ -325,3 +332,12 @@ func TestProberAwait(t *testing.T) {
 // has once the result is written, not with the one it had before: a lock
 
 // taken is checked an interval later, not retried two seconds later.
+
+// awaited reports whether a waiter waits for the probe of k (see
+// Pool.Await).
+func (h *probeHarness) awaited(k Key) bool {
+	h.p.mu.Lock()
+	defer h.p.mu.Unlock()
+	job, ok := h.p.jobs[k]
+	return ok && job.finished != nil
+}
