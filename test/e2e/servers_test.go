@@ -86,23 +86,7 @@ var _ = Describe("A StateLock on each kind of state server", func() {
 			}, 12*time.Second, 2*time.Second).Should(Equal("True"), "never LockLost while it holds the lock")
 
 			By("terraform apply -lock-timeout=60s waiting while the StateLock is deleted")
-			type result struct {
-				out string
-				err error
-			}
-			done := make(chan result, 1)
-			go func() {
-				defer GinkgoRecover()
-				out, err := tf.run(ctx, "apply", "-auto-approve", "-input=false", "-lock-timeout=60s", "-var=nat_gateway_count=5")
-				done <- result{out, err}
-			}()
-			Consistently(done, 3*time.Second).ShouldNot(Receive(), "terraform waits for the lock")
-			kc.must(ctx, ns, "delete", "statelock", "release-freeze", "--timeout=60s")
-			var res result
-			Eventually(done, 90*time.Second).Should(Receive(&res))
-			Expect(res.err).NotTo(HaveOccurred(), res.out)
-			Expect(res.out).To(ContainSubstring("Apply complete!"))
-			Expect(kc.must(ctx, ns, "get", "events", "--field-selector", "reason=LockReleased")).To(ContainSubstring(id))
+			expectApplyWaitsUntilDeleted(ctx, tf, ns, "release-freeze", id)
 		})
 	}
 })

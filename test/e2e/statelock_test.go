@@ -1,6 +1,7 @@
 package e2e
 
 import (
+	"context"
 	"encoding/json"
 	"net/http"
 	"time"
@@ -62,22 +63,31 @@ var _ = Describe("A StateLock", func() {
 		Expect(holder.Info).To(Equal(freezeReason))
 
 		By("terraform apply -lock-timeout=60s waiting while the StateLock is deleted")
-		type result struct {
-			out string
-			err error
-		}
-		done := make(chan result, 1)
-		go func() {
-			defer GinkgoRecover()
-			out, err := tf.run(ctx, "apply", "-auto-approve", "-input=false", "-lock-timeout=60s", "-var=nat_gateway_count=5")
-			done <- result{out, err}
-		}()
-		Consistently(done, 3*time.Second).ShouldNot(Receive(), "terraform waits for the lock")
-		kc.must(ctx, ns, "delete", "statelock", "release-freeze", "--timeout=60s")
-		var res result
-		Eventually(done, 90*time.Second).Should(Receive(&res))
-		Expect(res.err).NotTo(HaveOccurred(), res.out)
-		Expect(res.out).To(ContainSubstring("Apply complete!"))
-		Expect(kc.must(ctx, ns, "get", "events", "--field-selector", "reason=LockReleased")).To(ContainSubstring(id))
+		expectApplyWaitsUntilDeleted(ctx, tf, ns, "release-freeze", id)
 	})
 })
+
+// expectApplyWaitsUntilDeleted runs terraform apply -lock-timeout=60s with
+// tf while the StateLock statelock of namespace holds lock id: the apply
+// waits for the lock, the StateLock is deleted, and the apply completes
+// once the deletion released the lock (event LockReleased naming id).
+func expectApplyWaitsUntilDeleted(ctx context.Context, tf *runner, namespace, statelock, id string) {
+	GinkgoHelper()
+	type result struct {
+		out string
+		err error
+	}
+	done := make(chan result, 1)
+	go func() {
+		defer GinkgoRecover()
+		out, err := tf.run(ctx, "apply", "-auto-approve", "-input=false", "-lock-timeout=60s", "-var=nat_gateway_count=5")
+		done <- result{out, err}
+	}()
+	Consistently(done, 3*time.Second).ShouldNot(Receive(), "terraform waits for the lock")
+	kc.must(ctx, namespace, "delete", "statelock", statelock, "--timeout=60s")
+	var res result
+	Eventually(done, 90*time.Second).Should(Receive(&res))
+	Expect(res.err).NotTo(HaveOccurred(), res.out)
+	Expect(res.out).To(ContainSubstring("Apply complete!"))
+	Expect(kc.must(ctx, namespace, "get", "events", "--field-selector", "reason=LockReleased")).To(ContainSubstring(id))
+}
