@@ -56,6 +56,8 @@ func testResolver() *fakeResolver {
 		"two.test":          {"127.0.0.2", "127.0.0.1"},
 		"all-denied.test":   {"169.254.169.254", "fe80::1", "100.100.100.200"},
 		"empty-answer.test": {},
+		"sinkhole.test":     {"0.0.0.0"},
+		"sinkhole-v6.test":  {"::", "::ffff:0.0.0.0"},
 	}}
 }
 
@@ -94,6 +96,7 @@ func (d *loopbackOnly) dial(_ context.Context, network, address string) (net.Con
 func TestDialerDialContext(t *testing.T) {
 	t.Parallel()
 	tenOnly := Policy{Allowed: prefixes("10.0.0.0/8"), Denied: DefaultDenied()}
+	everywhere := Policy{Allowed: prefixes("0.0.0.0/0", "::/0")}
 	cases := map[string]struct {
 		policy      *Policy // nil: DefaultPolicy
 		network     string  // "" means tcp
@@ -105,29 +108,36 @@ func TestDialerDialContext(t *testing.T) {
 		wantText    []string // substrings of the error
 		wantOtherEr bool     // an error other than a denial
 	}{
-		"metadata name":          {address: "metadata.test:80", wantLookup: []string{"ip metadata.test"}, wantDenied: true, wantText: []string{"metadata.test", "port 80", "169.254.169.254", "--denied-address-cidrs"}},
-		"Tencent metadata name":  {address: "tencent.test:80", wantDenied: true, wantText: []string{"169.254.0.23"}},
-		"Alibaba metadata name":  {address: "alibaba.test:80", wantDenied: true, wantText: []string{"100.100.100.200"}},
-		"AWS IPv6 metadata":      {address: "aws-v6.test:80", wantDenied: true, wantText: []string{"fd00:ec2::254"}},
-		"mapped answer":          {address: "mapped.test:80", wantDenied: true, wantText: []string{"169.254.169.254 is in the denied range"}},
-		"all denied":             {address: "all-denied.test:8443", wantDenied: true, wantText: []string{"port 8443", "169.254.169.254", "fe80::1", "100.100.100.200"}},
-		"mixed: the allowed one": {address: "mixed.test:80", wantDialed: []string{"tcp 127.0.0.1:80"}},
-		"mixed IPv6":             {address: "mixed-v6.test:443", wantDialed: []string{"tcp [::1]:443"}},
-		"mixed, tcp4":            {network: "tcp4", address: "mixed-v6.test:443", wantLookup: []string{"ip4 mixed-v6.test"}, wantDialed: []string{"tcp4 127.0.0.1:443"}},
-		"mapped loopback":        {address: "mapped-loop.test:80", wantDialed: []string{"tcp 127.0.0.1:80"}},
-		"fallback to the next":   {address: "two.test:80", refuse: []string{"127.0.0.2:80"}, wantDialed: []string{"tcp 127.0.0.2:80", "tcp 127.0.0.1:80"}},
-		"every dial fails":       {address: "two.test:80", refuse: []string{"127.0.0.2:80", "127.0.0.1:80"}, wantDialed: []string{"tcp 127.0.0.2:80", "tcp 127.0.0.1:80"}, wantOtherEr: true, wantText: []string{"127.0.0.2:80"}},
-		"metadata literal":       {address: "169.254.169.254:80", wantLookup: []string{}, wantDenied: true, wantText: []string{"host 169.254.169.254 port 80"}},
-		"mapped literal":         {address: "[::ffff:169.254.169.254]:80", wantLookup: []string{}, wantDenied: true},
-		"zoned link-local":       {address: "[fe80::1%eth0]:80", wantLookup: []string{}, wantDenied: true},
-		"loopback literal":       {address: "127.0.0.1:80", wantLookup: []string{}, wantDialed: []string{"tcp 127.0.0.1:80"}},
-		"IPv6 loopback literal":  {address: "[::1]:80", wantLookup: []string{}, wantDialed: []string{"tcp [::1]:80"}},
-		"outside allowed":        {policy: &tenOnly, address: "loop.test:80", wantDenied: true, wantText: []string{"outside the allowed ranges", "--allowed-address-cidrs"}},
-		"unknown name":           {address: "nowhere.test:80", wantOtherEr: true, wantText: []string{"no such host"}},
-		"no addresses":           {address: "empty-answer.test:80", wantOtherEr: true, wantText: []string{"no addresses"}},
-		"udp is not supported":   {network: "udp", address: "loop.test:53", wantLookup: []string{}, wantOtherEr: true, wantText: []string{"udp"}},
-		"no port":                {address: "loop.test", wantLookup: []string{}, wantOtherEr: true},
-		"no host":                {address: ":80", wantLookup: []string{}, wantOtherEr: true},
+		"metadata name":            {address: "metadata.test:80", wantLookup: []string{"ip metadata.test"}, wantDenied: true, wantText: []string{"metadata.test", "port 80", "169.254.169.254", "--denied-address-cidrs"}},
+		"Tencent metadata name":    {address: "tencent.test:80", wantDenied: true, wantText: []string{"169.254.0.23"}},
+		"Alibaba metadata name":    {address: "alibaba.test:80", wantDenied: true, wantText: []string{"100.100.100.200"}},
+		"AWS IPv6 metadata":        {address: "aws-v6.test:80", wantDenied: true, wantText: []string{"fd00:ec2::254"}},
+		"mapped answer":            {address: "mapped.test:80", wantDenied: true, wantText: []string{"169.254.169.254 is in the denied range"}},
+		"all denied":               {address: "all-denied.test:8443", wantDenied: true, wantText: []string{"port 8443", "169.254.169.254", "fe80::1", "100.100.100.200"}},
+		"mixed: the allowed one":   {address: "mixed.test:80", wantDialed: []string{"tcp 127.0.0.1:80"}},
+		"mixed IPv6":               {address: "mixed-v6.test:443", wantDialed: []string{"tcp [::1]:443"}},
+		"mixed, tcp4":              {network: "tcp4", address: "mixed-v6.test:443", wantLookup: []string{"ip4 mixed-v6.test"}, wantDialed: []string{"tcp4 127.0.0.1:443"}},
+		"mapped loopback":          {address: "mapped-loop.test:80", wantDialed: []string{"tcp 127.0.0.1:80"}},
+		"fallback to the next":     {address: "two.test:80", refuse: []string{"127.0.0.2:80"}, wantDialed: []string{"tcp 127.0.0.2:80", "tcp 127.0.0.1:80"}},
+		"every dial fails":         {address: "two.test:80", refuse: []string{"127.0.0.2:80", "127.0.0.1:80"}, wantDialed: []string{"tcp 127.0.0.2:80", "tcp 127.0.0.1:80"}, wantOtherEr: true, wantText: []string{"127.0.0.2:80"}},
+		"metadata literal":         {address: "169.254.169.254:80", wantLookup: []string{}, wantDenied: true, wantText: []string{"host 169.254.169.254 port 80"}},
+		"mapped literal":           {address: "[::ffff:169.254.169.254]:80", wantLookup: []string{}, wantDenied: true},
+		"zoned link-local":         {address: "[fe80::1%eth0]:80", wantLookup: []string{}, wantDenied: true},
+		"loopback literal":         {address: "127.0.0.1:80", wantLookup: []string{}, wantDialed: []string{"tcp 127.0.0.1:80"}},
+		"IPv6 loopback literal":    {address: "[::1]:80", wantLookup: []string{}, wantDialed: []string{"tcp [::1]:80"}},
+		"outside allowed":          {policy: &tenOnly, address: "loop.test:80", wantDenied: true, wantText: []string{"outside the allowed ranges", "--allowed-address-cidrs"}},
+		"unknown name":             {address: "nowhere.test:80", wantOtherEr: true, wantText: []string{"no such host"}},
+		"no addresses":             {address: "empty-answer.test:80", wantOtherEr: true, wantText: []string{"no addresses"}},
+		"udp is not supported":     {network: "udp", address: "loop.test:53", wantLookup: []string{}, wantOtherEr: true, wantText: []string{"udp"}},
+		"no port":                  {address: "loop.test", wantLookup: []string{}, wantOtherEr: true},
+		"no host":                  {address: ":80", wantLookup: []string{}, wantOtherEr: true},
+		"unspecified literal":      {address: "0.0.0.0:80", wantLookup: []string{}, wantDenied: true, wantText: []string{"host 0.0.0.0 port 80", "0.0.0.0 is an unspecified address"}},
+		"IPv6 unspecified":         {address: "[::]:80", wantLookup: []string{}, wantDenied: true, wantText: []string{":: is an unspecified address"}},
+		"mapped unspecified":       {address: "[::ffff:0.0.0.0]:80", wantLookup: []string{}, wantDenied: true, wantText: []string{"0.0.0.0 is an unspecified address"}},
+		"unspecified, tcp4":        {network: "tcp4", address: "0.0.0.0:80", wantLookup: []string{}, wantDenied: true},
+		"unspecified, all allowed": {policy: &everywhere, address: "0.0.0.0:80", wantLookup: []string{}, wantDenied: true},
+		"a name resolving to it":   {policy: &everywhere, address: "sinkhole.test:80", wantDenied: true, wantText: []string{"host sinkhole.test", "0.0.0.0 is an unspecified address"}},
+		"IPv6 sinkhole answers":    {policy: &everywhere, address: "sinkhole-v6.test:80", wantDenied: true, wantText: []string{":: is an unspecified address", "0.0.0.0 is an unspecified address"}},
 	}
 	for name, tc := range cases {
 		t.Run(name, func(t *testing.T) {

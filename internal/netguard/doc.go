@@ -9,7 +9,9 @@
 //
 // A Policy is a list of denied and a list of allowed IP prefixes. The
 // default denies link-local addresses and the well-known metadata
-// addresses outside link-local (DefaultDenied). A Dialer applies a Policy
+// addresses outside link-local (DefaultDenied). No Policy allows the
+// unspecified addresses 0.0.0.0 and :: (nor ::ffff:0.0.0.0): on Linux a
+// connection to them reaches the local host. A Dialer applies a Policy
 // when a connection is made, to the addresses a name resolves to at that
 // moment, and connects to the checked IP address itself: a DNS name
 // cannot point at a denied address, and a second DNS answer cannot differ

@@ -72,7 +72,8 @@ func nat64(p netip.Prefix) netip.Prefix {
 }
 
 // Policy says which IP addresses may be connected to. The zero Policy
-// allows every valid address.
+// allows every valid address except the unspecified ones, which no Policy
+// allows.
 type Policy struct {
 	// Allowed, when not empty, lists the only prefixes that may be reached.
 	Allowed []netip.Prefix
@@ -89,7 +90,10 @@ func DefaultPolicy() Policy {
 // Allows reports whether p lets a be reached: no denied prefix contains
 // it and, when Allowed is not empty, an allowed prefix does. An
 // IPv4-mapped IPv6 address is checked as the IPv4 address it maps and an
-// IPv6 zone is ignored. The zero Addr is never allowed.
+// IPv6 zone is ignored. The zero Addr and the unspecified addresses
+// (0.0.0.0, :: and ::ffff:0.0.0.0) are never allowed, whatever the lists
+// say: on Linux a connection to an unspecified address reaches the local
+// host, as loopback would.
 func (p Policy) Allows(a netip.Addr) bool {
 	return p.Check(a) == nil
 }
@@ -98,7 +102,7 @@ func (p Policy) Allows(a netip.Addr) bool {
 // not.
 func (p Policy) Check(a netip.Addr) *Refusal {
 	a = normalizeAddr(a)
-	if !a.IsValid() {
+	if !a.IsValid() || a.IsUnspecified() {
 		return &Refusal{Addr: a}
 	}
 	for _, d := range p.Denied {
@@ -122,13 +126,24 @@ type Refusal struct {
 	// Addr is the refused address, unmapped and without zone.
 	Addr netip.Addr
 	// DeniedBy is the denied prefix holding Addr; the zero Prefix when
-	// Addr is refused for lying outside every allowed prefix.
+	// Addr is refused for lying outside every allowed prefix, or for being
+	// invalid or unspecified.
 	DeniedBy netip.Prefix
 }
 
-// Setting names the manager flag that would allow the address.
+// never reports whether no setting allows r.Addr: it is invalid or
+// unspecified.
+func (r Refusal) never() bool {
+	return !r.Addr.IsValid() || r.Addr.IsUnspecified()
+}
+
+// Setting names the manager flag that would allow the address, or is
+// empty when none would (an invalid or unspecified address).
 func (r Refusal) Setting() string {
-	if r.DeniedBy.IsValid() {
+	switch {
+	case r.never():
+		return ""
+	case r.DeniedBy.IsValid():
 		return DeniedFlag
 	}
 	return AllowedFlag
@@ -139,6 +154,8 @@ func (r Refusal) String() string {
 	switch {
 	case !r.Addr.IsValid():
 		return "an invalid address is never allowed"
+	case r.Addr.IsUnspecified():
+		return r.Addr.String() + " is an unspecified address, which is never allowed: a connection to it reaches the local host"
 	case r.DeniedBy.IsValid():
 		return r.Addr.String() + " is in the denied range " + r.DeniedBy.String() + " (--" + r.Setting() + ")"
 	}

@@ -20,6 +20,7 @@ func TestPolicyAllows(t *testing.T) {
 		Allowed: []netip.Prefix{netip.MustParsePrefix("::ffff:10.0.0.0/104")},
 		Denied:  []netip.Prefix{netip.MustParsePrefix("::ffff:10.9.0.0/112")},
 	}
+	everywhere := Policy{Allowed: prefixes("0.0.0.0/0", "::/0")}
 	cases := map[string]struct {
 		policy Policy
 		addr   string // "" means the zero netip.Addr
@@ -68,6 +69,18 @@ func TestPolicyAllows(t *testing.T) {
 		"mapped denied prefix matches IPv4":         {policy: mappedLists, addr: "10.9.1.1", want: false},
 		"mapped denied prefix matches mapped":       {policy: mappedLists, addr: "::ffff:10.9.1.1", want: false},
 		"mapped allowed prefix leaves others out":   {policy: mappedLists, addr: "192.168.0.1", want: false},
+		"default: IPv4 unspecified":                 {policy: def, addr: "0.0.0.0", want: false},
+		"default: IPv6 unspecified":                 {policy: def, addr: "::", want: false},
+		"default: IPv6 unspecified, long form":      {policy: def, addr: "0:0:0:0:0:0:0:0", want: false},
+		"default: mapped unspecified":               {policy: def, addr: "::ffff:0.0.0.0", want: false},
+		"default: IPv6 unspecified with a zone":     {policy: def, addr: "::%eth0", want: false},
+		"default: the rest of 0.0.0.0/8 is listed":  {policy: def, addr: "0.0.0.1", want: true},
+		"empty lists: IPv4 unspecified":             {policy: Policy{}, addr: "0.0.0.0", want: false},
+		"empty lists: IPv6 unspecified":             {policy: Policy{}, addr: "::", want: false},
+		"allowed everywhere: IPv4 unspecified":      {policy: everywhere, addr: "0.0.0.0", want: false},
+		"allowed everywhere: mapped unspecified":    {policy: everywhere, addr: "::ffff:0.0.0.0", want: false},
+		"allowed everywhere: IPv6 unspecified":      {policy: everywhere, addr: "::", want: false},
+		"allowed exactly: IPv4 unspecified":         {policy: Policy{Allowed: prefixes("0.0.0.0/32")}, addr: "0.0.0.0", want: false},
 	}
 	for name, tc := range cases {
 		t.Run(name, func(t *testing.T) {
@@ -111,6 +124,18 @@ func TestRefusal(t *testing.T) {
 		"outside the allowed ranges": {
 			policy: tenOnly, addr: "127.0.0.1", wantSetting: AllowedFlag,
 			wantText: "127.0.0.1 is outside the allowed ranges (--allowed-address-cidrs)",
+		},
+		"unspecified, whatever the lists say": {
+			policy: Policy{Allowed: prefixes("0.0.0.0/0")}, addr: "0.0.0.0",
+			wantText: "0.0.0.0 is an unspecified address, which is never allowed: a connection to it reaches the local host",
+		},
+		"mapped unspecified, reported unmapped": {
+			policy: DefaultPolicy(), addr: "::ffff:0.0.0.0",
+			wantText: "0.0.0.0 is an unspecified address, which is never allowed: a connection to it reaches the local host",
+		},
+		"IPv6 unspecified": {
+			policy: DefaultPolicy(), addr: "::",
+			wantText: ":: is an unspecified address, which is never allowed: a connection to it reaches the local host",
 		},
 	}
 	for name, tc := range cases {
