@@ -58,6 +58,8 @@ func testResolver() *fakeResolver {
 		"empty-answer.test": {},
 		"sinkhole.test":     {"0.0.0.0"},
 		"sinkhole-v6.test":  {"::", "::ffff:0.0.0.0"},
+		"6to4.test":         {"2002:a9fe:a9fe::1"},
+		"teredo-mixed.test": {"2001:0:4136:e378:8000:63bf:5601:5601", "::1"},
 	}}
 }
 
@@ -137,6 +139,10 @@ func TestDialerDialContext(t *testing.T) {
 		"unspecified, tcp4":        {network: "tcp4", address: "0.0.0.0:80", wantLookup: []string{}, wantDenied: true},
 		"unspecified, all allowed": {policy: &everywhere, address: "0.0.0.0:80", wantLookup: []string{}, wantDenied: true},
 		"a name resolving to it":   {policy: &everywhere, address: "sinkhole.test:80", wantDenied: true, wantText: []string{"host sinkhole.test", "0.0.0.0 is an unspecified address"}},
+		"a 6to4 answer":            {address: "6to4.test:443", wantDenied: true, wantText: []string{"2002:a9fe:a9fe::1 embeds 169.254.169.254 (6to4, 2002::/16)"}},
+		"Teredo answer skipped":    {address: "teredo-mixed.test:443", wantDialed: []string{"tcp [::1]:443"}},
+		"IPv4-compatible literal":  {address: "[::169.254.169.254]:80", wantLookup: []string{}, wantDenied: true, wantText: []string{"embeds 169.254.169.254 (IPv4-compatible, ::/96)"}},
+		"local-use NAT64 literal":  {address: "[64:ff9b:1::a9fe:a9fe]:80", wantLookup: []string{}, wantDenied: true, wantText: []string{"embeds 169.254.169.254 (local-use NAT64, 64:ff9b:1::/48 with a /96 prefix)"}},
 		"IPv6 sinkhole answers":    {policy: &everywhere, address: "sinkhole-v6.test:80", wantDenied: true, wantText: []string{":: is an unspecified address", "0.0.0.0 is an unspecified address"}},
 	}
 	for name, tc := range cases {

@@ -46,7 +46,9 @@ var defaultDenied = []netip.Prefix{
 }
 
 // nat64Prefix is the well-known NAT64 prefix (RFC 6052): on an IPv6-only
-// network with NAT64, 64:ff9b::a9fe:a9fe reaches 169.254.169.254.
+// network with NAT64, 64:ff9b::a9fe:a9fe reaches 169.254.169.254. Every
+// Policy denies the NAT64 forms of its denied IPv4 ranges (embeddedIPv4);
+// the default list spells them out too, as the shipped manifests do.
 var nat64Prefix = netip.MustParsePrefix("64:ff9b::/96")
 
 // DefaultDenied returns a fresh copy of the default denied prefixes: the
@@ -88,9 +90,10 @@ func DefaultPolicy() Policy {
 }
 
 // Allows reports whether p lets a be reached: no denied prefix contains
-// it and, when Allowed is not empty, an allowed prefix does. An
-// IPv4-mapped IPv6 address is checked as the IPv4 address it maps and an
-// IPv6 zone is ignored. The zero Addr and the unspecified addresses
+// it, nor the IPv4 address it embeds (IPv4-compatible, NAT64, 6to4 or
+// Teredo: see the Form constants), and, when Allowed is not empty, an
+// allowed prefix contains it. An IPv4-mapped IPv6 address is checked as
+// the IPv4 address it maps and an IPv6 zone is ignored. The zero Addr and the unspecified addresses
 // (0.0.0.0, :: and ::ffff:0.0.0.0) are never allowed, whatever the lists
 // say: on Linux a connection to an unspecified address reaches the local
 // host, as loopback would.
@@ -105,9 +108,12 @@ func (p Policy) Check(a netip.Addr) *Refusal {
 	if !a.IsValid() || a.IsUnspecified() {
 		return &Refusal{Addr: a}
 	}
-	for _, d := range p.Denied {
-		if normalizePrefix(d).Contains(a) {
-			return &Refusal{Addr: a, DeniedBy: normalizePrefix(d)}
+	if d, ok := p.denied(a); ok {
+		return &Refusal{Addr: a, DeniedBy: d}
+	}
+	for _, e := range embeddedIPv4(a) {
+		if d, ok := p.denied(e.IPv4); ok {
+			return &Refusal{Addr: a, DeniedBy: d, Via: e}
 		}
 	}
 	if len(p.Allowed) == 0 {
@@ -121,6 +127,16 @@ func (p Policy) Check(a netip.Addr) *Refusal {
 	return &Refusal{Addr: a}
 }
 
+// denied returns the first denied prefix holding a, normalized.
+func (p Policy) denied(a netip.Addr) (netip.Prefix, bool) {
+	for _, d := range p.Denied {
+		if d = normalizePrefix(d); d.Contains(a) {
+			return d, true
+		}
+	}
+	return netip.Prefix{}, false
+}
+
 // Refusal says why a Policy refuses an address.
 type Refusal struct {
 	// Addr is the refused address, unmapped and without zone.
@@ -129,6 +145,9 @@ type Refusal struct {
 	// Addr is refused for lying outside every allowed prefix, or for being
 	// invalid or unspecified.
 	DeniedBy netip.Prefix
+	// Via is the IPv4 address that Addr embeds and DeniedBy holds; the
+	// zero Embedding when DeniedBy holds Addr itself.
+	Via Embedding
 }
 
 // never reports whether no setting allows r.Addr: it is invalid or
@@ -156,6 +175,8 @@ func (r Refusal) String() string {
 		return "an invalid address is never allowed"
 	case r.Addr.IsUnspecified():
 		return r.Addr.String() + " is an unspecified address, which is never allowed: a connection to it reaches the local host"
+	case r.DeniedBy.IsValid() && r.Via.IPv4.IsValid():
+		return r.Addr.String() + " embeds " + r.Via.IPv4.String() + " (" + r.Via.Form + "), which is in the denied range " + r.DeniedBy.String() + " (--" + r.Setting() + ")"
 	case r.DeniedBy.IsValid():
 		return r.Addr.String() + " is in the denied range " + r.DeniedBy.String() + " (--" + r.Setting() + ")"
 	}
