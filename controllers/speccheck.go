@@ -43,8 +43,8 @@ func checkProbedOverrides(overrides []backendsv1alpha1.Override, probed map[stri
 	return nil
 }
 
-// checkURL refuses user information, credential query parameters and
-// link-local or metadata hosts in a URL field.
+// checkURL refuses user information, credential query parameters,
+// unspecified addresses and link-local or metadata hosts in a URL field.
 func checkURL(field, raw string) error {
 	u, err := url.Parse(raw)
 	if err != nil {
@@ -62,6 +62,10 @@ func checkURL(field, raw string) error {
 	}
 	host := strings.TrimSuffix(strings.ToLower(u.Hostname()), ".")
 	addr, err := netip.ParseAddr(host)
+	if err == nil && addr.Unmap().IsUnspecified() {
+		return conditions.Stall(backendsv1alpha1.InvalidSpecReason,
+			"The value of %s must not be an unspecified address (0.0.0.0 or ::): a connection to it reaches the local host", field)
+	}
 	if (err == nil && !netguard.DefaultPolicy().Allows(addr)) || slices.Contains(metadataHosts, host) {
 		return conditions.Stall(backendsv1alpha1.InvalidSpecReason, "The value of %s must not point at a link-local address or a cloud metadata service", field)
 	}

@@ -45,6 +45,10 @@ func TestCheckHTTPSpec(t *testing.T) {
 		"the metadata service": {edit: func(s *backendsv1alpha1.HttpBackendSpec) { s.Address = "http://169.254.169.254/latest" }, wantMsg: "spec.address must not point at a link-local address"},
 		"mapped link-local":    {edit: func(s *backendsv1alpha1.HttpBackendSpec) { s.Address = "http://[::ffff:169.254.169.254]/" }, wantMsg: "must not point at a link-local address"},
 		"a metadata host name": {edit: func(s *backendsv1alpha1.HttpBackendSpec) { s.Address = "http://Metadata.Google.Internal./x" }, wantMsg: "must not point at a link-local address"},
+		"0.0.0.0":              {edit: func(s *backendsv1alpha1.HttpBackendSpec) { s.Address = "http://0.0.0.0:8080/x" }, wantMsg: "spec.address must not be an unspecified address (0.0.0.0 or ::): a connection to it reaches the local host"},
+		"mapped 0.0.0.0":       {edit: func(s *backendsv1alpha1.HttpBackendSpec) { s.LockAddress = "http://[::ffff:0.0.0.0]/" }, wantMsg: "spec.lockAddress must not be an unspecified address"},
+		"::":                   {edit: func(s *backendsv1alpha1.HttpBackendSpec) { s.UnlockAddress = "http://[::]/" }, wantMsg: "spec.unlockAddress must not be an unspecified address"},
+		"6to4 metadata":        {edit: func(s *backendsv1alpha1.HttpBackendSpec) { s.Address = "http://[2002:a9fe:a9fe::1]/" }, wantMsg: "spec.address must not point at a link-local address"},
 		"a GET lock":           {edit: func(s *backendsv1alpha1.HttpBackendSpec) { s.LockMethod = "GET" }, wantMsg: "spec.lockMethod must be one of LOCK, UNLOCK, POST, PUT, DELETE, PATCH"},
 		"kube-root-ca.crt":     {edit: func(s *backendsv1alpha1.HttpBackendSpec) { s.ConfigMapName = "kube-root-ca.crt" }, wantMsg: "spec.configMapName must not be a name that Kubernetes or a cluster add-on publishes"},
 		"overrides the probe ignores": {edit: func(s *backendsv1alpha1.HttpBackendSpec) {

@@ -31,7 +31,9 @@ type HttpBackendSpec struct {
 	// (user:password@) and query parameters named like credentials (token,
 	// password, signature, ...) are refused; use username and
 	// passwordSecretRef. Link-local and cloud metadata addresses are
-	// refused too. Messages and logs print only its scheme, host and path.
+	// refused too, and the unspecified addresses 0.0.0.0 and [::] (and
+	// [::ffff:0.0.0.0]), where a connection reaches the local host.
+	// Messages and logs print only its scheme, host and path.
 	// +required
 	// +kubebuilder:validation:MinLength=1
 	// +kubebuilder:validation:MaxLength=2048
@@ -39,6 +41,7 @@ type HttpBackendSpec struct {
 	// +kubebuilder:validation:XValidation:rule="!self.matches('^https?://[^/?#]*@')",message="address must not contain user information (user:password@host): it would be published in the rendered ConfigMap; set username and passwordSecretRef instead",reason="FieldValueForbidden"
 	// +kubebuilder:validation:XValidation:rule="!self.matches('(?i)[?&](token|access_token|private_token|auth|auth_token|password|passwd|pwd|secret|client_secret|api_key|apikey|sig|signature|x-amz-signature|x-amz-credential|x-amz-security-token|x-goog-signature|x-goog-credential)([=&#]|$)')",message="address must not carry credentials in its query string (token, password, signature and the like): it is published in the rendered ConfigMap; set username and passwordSecretRef instead",reason="FieldValueForbidden"
 	// +kubebuilder:validation:XValidation:rule="!self.matches('^https?://(169[.]254[.][0-9]+[.][0-9]+|100[.]100[.]100[.]200|[[](?i:fe[89ab][0-9a-f]:[^]]*|fd00:ec2::254|::ffff:169[.]254[.][0-9.]+|::ffff:a9fe:[0-9a-f:]+)[]]|(?i:metadata|metadata[.]google[.]internal|metadata[.]goog|instance-data|instance-data[.]ec2[.]internal|metadata[.]tencentyun[.]com)[.]?)(:[0-9]*)?([/?#]|$)')",message="address must not point at a link-local address or a cloud metadata service (169.254.0.0/16, fe80::/10, metadata.google.internal, ...)",reason="FieldValueForbidden"
+	// +kubebuilder:validation:XValidation:rule="!self.matches('^https?://(0+[.]0+[.]0+[.]0+|[[]([0:]*(0+[.]0+[.]0+[.]0+)?|[0:]*:(?i:ffff):(0+:0+|0+[.]0+[.]0+[.]0+))(%[^]]*)?[]])(:[0-9]*)?([/?#]|$)')",message="address must not be an unspecified address (0.0.0.0, [::], [::ffff:0.0.0.0]): a connection to it reaches the local host",reason="FieldValueForbidden"
 	Address string `json:"address"`
 
 	// updateMethod is the HTTP method used to write the state.
@@ -58,6 +61,7 @@ type HttpBackendSpec struct {
 	// +kubebuilder:validation:XValidation:rule="!self.matches('^https?://[^/?#]*@')",message="lockAddress must not contain user information (user:password@host): it would be published in the rendered ConfigMap; set username and passwordSecretRef instead",reason="FieldValueForbidden"
 	// +kubebuilder:validation:XValidation:rule="!self.matches('(?i)[?&](token|access_token|private_token|auth|auth_token|password|passwd|pwd|secret|client_secret|api_key|apikey|sig|signature|x-amz-signature|x-amz-credential|x-amz-security-token|x-goog-signature|x-goog-credential)([=&#]|$)')",message="lockAddress must not carry credentials in its query string (token, password, signature and the like): it is published in the rendered ConfigMap; set username and passwordSecretRef instead",reason="FieldValueForbidden"
 	// +kubebuilder:validation:XValidation:rule="!self.matches('^https?://(169[.]254[.][0-9]+[.][0-9]+|100[.]100[.]100[.]200|[[](?i:fe[89ab][0-9a-f]:[^]]*|fd00:ec2::254|::ffff:169[.]254[.][0-9.]+|::ffff:a9fe:[0-9a-f:]+)[]]|(?i:metadata|metadata[.]google[.]internal|metadata[.]goog|instance-data|instance-data[.]ec2[.]internal|metadata[.]tencentyun[.]com)[.]?)(:[0-9]*)?([/?#]|$)')",message="lockAddress must not point at a link-local address or a cloud metadata service (169.254.0.0/16, fe80::/10, metadata.google.internal, ...)",reason="FieldValueForbidden"
+	// +kubebuilder:validation:XValidation:rule="!self.matches('^https?://(0+[.]0+[.]0+[.]0+|[[]([0:]*(0+[.]0+[.]0+[.]0+)?|[0:]*:(?i:ffff):(0+:0+|0+[.]0+[.]0+[.]0+))(%[^]]*)?[]])(:[0-9]*)?([/?#]|$)')",message="lockAddress must not be an unspecified address (0.0.0.0, [::], [::ffff:0.0.0.0]): a connection to it reaches the local host",reason="FieldValueForbidden"
 	LockAddress string `json:"lockAddress,omitempty"`
 
 	// lockMethod is the HTTP method used to take the lock: LOCK, UNLOCK,
@@ -79,6 +83,7 @@ type HttpBackendSpec struct {
 	// +kubebuilder:validation:XValidation:rule="!self.matches('^https?://[^/?#]*@')",message="unlockAddress must not contain user information (user:password@host): it would be published in the rendered ConfigMap; set username and passwordSecretRef instead",reason="FieldValueForbidden"
 	// +kubebuilder:validation:XValidation:rule="!self.matches('(?i)[?&](token|access_token|private_token|auth|auth_token|password|passwd|pwd|secret|client_secret|api_key|apikey|sig|signature|x-amz-signature|x-amz-credential|x-amz-security-token|x-goog-signature|x-goog-credential)([=&#]|$)')",message="unlockAddress must not carry credentials in its query string (token, password, signature and the like): it is published in the rendered ConfigMap; set username and passwordSecretRef instead",reason="FieldValueForbidden"
 	// +kubebuilder:validation:XValidation:rule="!self.matches('^https?://(169[.]254[.][0-9]+[.][0-9]+|100[.]100[.]100[.]200|[[](?i:fe[89ab][0-9a-f]:[^]]*|fd00:ec2::254|::ffff:169[.]254[.][0-9.]+|::ffff:a9fe:[0-9a-f:]+)[]]|(?i:metadata|metadata[.]google[.]internal|metadata[.]goog|instance-data|instance-data[.]ec2[.]internal|metadata[.]tencentyun[.]com)[.]?)(:[0-9]*)?([/?#]|$)')",message="unlockAddress must not point at a link-local address or a cloud metadata service (169.254.0.0/16, fe80::/10, metadata.google.internal, ...)",reason="FieldValueForbidden"
+	// +kubebuilder:validation:XValidation:rule="!self.matches('^https?://(0+[.]0+[.]0+[.]0+|[[]([0:]*(0+[.]0+[.]0+[.]0+)?|[0:]*:(?i:ffff):(0+:0+|0+[.]0+[.]0+[.]0+))(%[^]]*)?[]])(:[0-9]*)?([/?#]|$)')",message="unlockAddress must not be an unspecified address (0.0.0.0, [::], [::ffff:0.0.0.0]): a connection to it reaches the local host",reason="FieldValueForbidden"
 	UnlockAddress string `json:"unlockAddress,omitempty"`
 
 	// unlockMethod is the HTTP method used to release the lock: LOCK,

@@ -198,6 +198,24 @@ var _ = Describe("Admission validation", func() {
 			"spec.address", "address must not point at a link-local address or a cloud metadata service"),
 		Entry("http: address is not Alibaba Cloud's metadata service", httpBackend(set("spec.address", "http://100.100.100.200/latest")),
 			"spec.address", "address must not point at a link-local address or a cloud metadata service"),
+		Entry("http: address is not the unspecified IPv4 address", httpBackend(set("spec.address", "http://0.0.0.0:8080/state")),
+			"spec.address", "address must not be an unspecified address (0.0.0.0, [::], [::ffff:0.0.0.0])"),
+		Entry("http: address is not the unspecified IPv6 address", httpBackend(set("spec.address", "https://[::]/state")),
+			"spec.address", "address must not be an unspecified address"),
+		Entry("http: address is not :: written out", httpBackend(set("spec.address", "http://[0:0:0:0:0:0:0:0]:80")),
+			"spec.address", "address must not be an unspecified address"),
+		Entry("http: address is not :: with a zone", httpBackend(set("spec.address", "http://[::%25eth0]/")),
+			"spec.address", "address must not be an unspecified address"),
+		Entry("http: address is not :: as an IPv4-compatible address", httpBackend(set("spec.address", "http://[::0.0.0.0]?x=1")),
+			"spec.address", "address must not be an unspecified address"),
+		Entry("http: lockAddress is not an IPv4-mapped 0.0.0.0", httpBackend(set("spec.lockAddress", "http://[::ffff:0.0.0.0]/lock")),
+			"spec.lockAddress", "lockAddress must not be an unspecified address"),
+		Entry("http: lockAddress is not an IPv4-mapped 0.0.0.0 in hex", httpBackend(set("spec.lockAddress", "http://[0::FFFF:0000:0]#x")),
+			"spec.lockAddress", "lockAddress must not be an unspecified address"),
+		Entry("http: unlockAddress is not 0.0.0.0", httpBackend(set("spec.unlockAddress", "https://0.0.0.0/unlock")),
+			"spec.unlockAddress", "unlockAddress must not be an unspecified address"),
+		Entry("http: unlockAddress is not ::", httpBackend(set("spec.unlockAddress", "https://[::]:8443")),
+			"spec.unlockAddress", "unlockAddress must not be an unspecified address"),
 		Entry("http: lockMethod is a method state servers use", httpBackend(set("spec.lockMethod", "GET")),
 			"spec.lockMethod", "lockMethod must be one of LOCK, UNLOCK, POST, PUT, DELETE or PATCH"),
 		Entry("http: unlockMethod is a method state servers use", httpBackend(set("spec.unlockMethod", "PROPFIND")),
@@ -411,6 +429,13 @@ var _ = Describe("Admission validation", func() {
 					map[string]any{"path": "encrypt", "value": true},
 					map[string]any{"path": "assume_role", "value": map[string]any{"session_duration": int64(900), "external_id": "e"}},
 				})),
+			// Neighbours of the unspecified addresses: a name that starts
+			// like 0.0.0.0, ffff:: and ::ffff:0:0:0 (not IPv4-mapped), and
+			// an IPv4-mapped address that is not 0.0.0.0.
+			httpBackend(set("spec.address", "http://0.0.0.0.example.com:8080/state"), set("spec.lockAddress", "http://[ffff::]:8080/lock"),
+				set("spec.unlockAddress", "http://[::ffff:0:0:0]/unlock")),
+			httpBackend(set("spec.address", "http://[::ffff:10.0.0.1]/state"), set("spec.lockAddress", "http://0.0.0.1/lock"),
+				set("spec.unlockAddress", "http://[::ffff:1:0]/unlock")),
 			// An object at assume_role is refused only where it is the
 			// cos backend's block.
 			httpBackend(overrideValue("assume_role", "x")),
