@@ -132,4 +132,39 @@ var _ = Describe("The address policy", func() {
 		})
 		Expect(counting.Requests("", "")).To(BeZero(), "a request reached the denied address")
 	})
+
+	It("refuses an unspecified address whatever the lists say, without sending anything", func() {
+		ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+		DeferCleanup(cancel)
+		ns := newNamespace(ctx)
+		// The name resolves to 0.0.0.0, as blocking resolvers answer, under
+		// a policy that allows every address: on Linux a connection to
+		// 0.0.0.0 reaches the local host. The suite's final dial refuses
+		// and reports an attempt at 0.0.0.0, which is not loopback.
+		startManager(ctx, ns, withResolver(sinkholeResolver{}), WithAddressPolicy(netguard.Policy{Allowed: []netip.Prefix{
+			netip.MustParsePrefix("0.0.0.0/0"), netip.MustParsePrefix("::/0"),
+		}}))
+
+		backend := builders.MakeHttpBackend("app", ns, "http://sinkhole.test:8080/state/x").Obj()
+		create(ctx, backend)
+		eventually(ctx, backend, func(g Gomega) {
+			expectConditionSaying(g, backend.Status.Conditions, "StateReachable", metav1.ConditionFalse, "AddressDenied",
+				"refused the backend's address, and nothing was sent")
+		})
+	})
 })
+
+// sinkholeResolver answers every name with the unspecified addresses, as
+// a resolver that blocks names does, without sending a query.
+type sinkholeResolver struct{}
+
+// LookupNetIP implements netguard.Resolver.
+func (sinkholeResolver) LookupNetIP(_ context.Context, network, _ string) ([]netip.Addr, error) {
+	switch network {
+	case "ip4":
+		return []netip.Addr{netip.IPv4Unspecified()}, nil
+	case "ip6":
+		return []netip.Addr{netip.IPv6Unspecified()}, nil
+	}
+	return []netip.Addr{netip.IPv4Unspecified(), netip.IPv6Unspecified()}, nil
+}
