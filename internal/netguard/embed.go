@@ -29,6 +29,10 @@ const (
 	// Form6to4 is 2002::/16 (RFC 3056): the IPv4 address of the 6to4 site
 	// in bits 16-47, which a 6to4 relay sends to.
 	Form6to4 = "6to4, 2002::/16"
+	// FormSIIT is ::ffff:0:a.b.c.d (::ffff:0:0:0/96), the IPv4-translated
+	// address of SIIT (RFC 2765, RFC 6145), which a stateless translator
+	// sends to a.b.c.d.
+	FormSIIT = "IPv4-translated (SIIT), ::ffff:0:0:0/96"
 	// FormTeredo is 2001::/32 (RFC 4380): the Teredo client's IPv4
 	// address, which a Teredo relay sends to, is the last 32 bits
 	// inverted (XOR 0xffffffff).
@@ -50,6 +54,7 @@ var (
 	nat64LocalPrefix = netip.MustParsePrefix("64:ff9b:1::/48")
 	sixToFourPrefix  = netip.MustParsePrefix("2002::/16")
 	teredoPrefix     = netip.MustParsePrefix("2001::/32")
+	siitPrefix       = netip.MustParsePrefix("::ffff:0:0:0/96")
 )
 
 // embeddedIPv4 returns the IPv4 addresses that the IPv6 address a embeds,
@@ -85,6 +90,8 @@ func embeddedIPv4(a netip.Addr) []Embedding {
 			{Form: FormNAT64Local64, IPv4: at(9, 10, 11, 12)},
 			{Form: FormNAT64Local96, IPv4: at(12, 13, 14, 15)},
 		}
+	case siitPrefix.Contains(a):
+		return []Embedding{{Form: FormSIIT, IPv4: at(12, 13, 14, 15)}}
 	case sixToFourPrefix.Contains(a):
 		return []Embedding{{Form: Form6to4, IPv4: at(2, 3, 4, 5)}}
 	case teredoPrefix.Contains(a):

@@ -66,6 +66,8 @@ func TestEmbeddedIPv4(t *testing.T) {
 		"6to4, a subnet and host": {addr: "2002:c000:204:7:1:2:3:4", want: []Embedding{{Form: Form6to4, IPv4: v4("192.0.2.4")}}},
 		// RFC 4380's example: server 65.54.227.120, client 192.0.2.45
 		// behind a cone NAT at port 40000.
+		"SIIT, the metadata":       {addr: "::ffff:0:a9fe:a9fe", want: []Embedding{{Form: FormSIIT, IPv4: v4("169.254.169.254")}}},
+		"SIIT, loopback":           {addr: "::ffff:0:7f00:1", want: []Embedding{{Form: FormSIIT, IPv4: v4("127.0.0.1")}}},
 		"Teredo, RFC 4380 example": {addr: "2001:0:4136:e378:8000:63bf:3fff:fdd2", want: []Embedding{{Form: FormTeredo, IPv4: v4("192.0.2.45")}}},
 		"Teredo, the metadata":     {addr: "2001:0:4136:e378:8000:63bf:5601:5601", want: []Embedding{{Form: FormTeredo, IPv4: v4("169.254.169.254")}}},
 		"Teredo, all ones":         {addr: "2001::ffff:ffff", want: []Embedding{{Form: FormTeredo, IPv4: v4("0.0.0.0")}}},

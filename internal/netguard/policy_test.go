@@ -94,6 +94,8 @@ func TestPolicyAllows(t *testing.T) {
 		"default: 6to4 metadata":                     {policy: def, addr: "2002:a9fe:a9fe::1", want: false},
 		"default: 6to4 Alibaba metadata":             {policy: def, addr: "2002:6464:64c8::", want: false},
 		"default: 6to4 of a public host":             {policy: def, addr: "2002:cb00:7107::1", want: true},
+		"default: SIIT metadata":                     {policy: def, addr: "::ffff:0:a9fe:a9fe", want: false},
+		"default: SIIT of a public host":             {policy: def, addr: "::ffff:0:cb00:7107", want: true},
 		"default: Teredo metadata":                   {policy: def, addr: "2001:0:4136:e378:8000:63bf:5601:5601", want: false},
 		"default: Teredo Oracle Classic metadata":    {policy: def, addr: "2001::3fff:ff3f", want: false},
 		"default: Teredo of a public host":           {policy: def, addr: "2001:0:4136:e378:8000:63bf:3fff:fdd2", want: true},
