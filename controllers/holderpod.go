@@ -22,13 +22,17 @@ import (
 // hostname is its name. The probe reads the Pod of that name in the
 // backend's namespace, records what it saw in status.holderPod, and
 // releases the lock, naming the holder's ID it has just read, once the
-// Pod the controller saw while that lock was held has been finished or
-// gone for the grace period. The rules that keep it safe:
+// Pod the controller saw running while that lock was held has been
+// finished or gone for the grace period. The rules that keep it safe:
 //
 //   - a hostname that is not a DNS-1123 subdomain, or names no Pod that
-//     the controller saw (with its UID) while this same lock was held, is
-//     never touched: a laptop's hostname, or a runner pod deleted before
-//     any probe saw it, looks the same;
+//     the controller saw Running or Pending (with its UID) after this same
+//     lock was taken, is never touched: a laptop's hostname, or a runner
+//     pod deleted or finished before any probe saw it running, looks the
+//     same;
+//   - a Pod created after the lock was taken, or whose containers finished
+//     before it was, is never the holder's (see holderEvidence): a Pod
+//     named after a holder outside the cluster cannot pose as it;
 //   - the record belongs to the lock status.lock names, and is written
 //     with it from the same reading: a probe builds on it only when the
 //     holder it reads is that lock (ID, Who and Created);
@@ -40,11 +44,6 @@ import (
 //
 // The Pod is read with the reconciler's API reader (one GET, never a
 // cache or a list: the manager may only get Pods).
-
-// holderClockSkew is how much later than its lock's Created a Pod may have
-// been created and still be the holder: the lock's Created comes from the
-// runner's clock, the Pod's creation from the API server's.
-const holderClockSkew = time.Minute
 
 // holderPodGone is status.holderPod.phase once the Pod seen is deleted.
 const holderPodGone = "Gone"
@@ -93,9 +92,12 @@ const (
 	// release only a gone holder's lock (err says why), so no Pod is
 	// looked for.
 	holderPolicyUnsupported
-	// holderPodUnseen: no Pod of that name the controller saw while this
-	// lock was held.
+	// holderPodUnseen: no Pod of that name exists, and none was recorded
+	// running while this lock was held.
 	holderPodUnseen
+	// holderPodNotHolder: a Pod of that name exists, but the lock was not
+	// taken in it, or nothing shows it was (sighting.evidence says why).
+	holderPodNotHolder
 	// holderPodSeen: sighting.pod is the Pod seen.
 	holderPodSeen
 	// holderPodUnreadable: the Pod could not be read; sighting.pod is the
@@ -112,6 +114,11 @@ type holderSighting struct {
 	pod *backendsv1alpha1.HolderPod
 	// err is why the Pod could not be read.
 	err error
+	// evidence is why the Pod of hostname is not the holder's
+	// (holderPodNotHolder), and lockCreated the lock's Created it was
+	// compared with.
+	evidence    podEvidence
+	lockCreated *metav1.Time
 }
 
 // see reads the Pod of holder's hostname and returns what to record of
@@ -133,11 +140,14 @@ func (c *holderCheck) see(ctx context.Context, holder *backendsv1alpha1.LockInfo
 	case err != nil:
 		return holderSighting{state: holderPodUnreadable, hostname: hostname, pod: prior, err: fmt.Errorf("reading Pod %s: %w", hostname, err)}
 	}
-	record := nextHolderPod(prior, hostname, holder.Created, pod, c.clock.Now())
-	if record == nil {
-		return holderSighting{state: holderPodUnseen, hostname: hostname}
+	record, evidence := nextHolderPod(prior, hostname, holder.Created, pod, c.clock.Now())
+	switch {
+	case record != nil:
+		return holderSighting{state: holderPodSeen, hostname: hostname, pod: record}
+	case evidence.refusal != podCanHold:
+		return holderSighting{state: holderPodNotHolder, hostname: hostname, evidence: evidence, lockCreated: holder.Created}
 	}
-	return holderSighting{state: holderPodSeen, hostname: hostname, pod: record}
+	return holderSighting{state: holderPodUnseen, hostname: hostname}
 }
 
 // releasable reports whether the lock of the holder whose Pod is recorded
@@ -178,26 +188,35 @@ func sameLock(seen, holder *backendsv1alpha1.LockInfo) bool {
 // nextHolderPod is status.holderPod after a probe that read pod (nil when
 // there is none) under hostname at now, for the lock taken at
 // lockCreated, given prior, the record of earlier probes of that same
-// lock (nil when none). It is nil when no Pod was ever seen: a Pod that is
-// missing at first sight, or that cannot be the holder (created after the
-// lock, or with another hostname), is not recorded, and its lock is never
-// released. goneSince is set the first time the Pod seen is finished,
-// deleted or replaced by another of the same name, and kept after.
-func nextHolderPod(prior *backendsv1alpha1.HolderPod, hostname string, lockCreated *metav1.Time, pod *corev1.Pod, now time.Time) *backendsv1alpha1.HolderPod {
+// lock (nil when none). It is nil when no Pod was ever seen running: a Pod
+// that is missing at first sight, or that holderEvidence refuses (created
+// after the lock, finished before it, not Running or Pending at first
+// sight), is not recorded, and its lock is never released; the evidence
+// says why a Pod read is refused. A recorded Pod is refused too once its
+// containers turn out to have finished before the lock was taken.
+// goneSince is set the first time the Pod seen is finished, deleted or
+// replaced by another of the same name, and kept after.
+func nextHolderPod(prior *backendsv1alpha1.HolderPod, hostname string, lockCreated *metav1.Time, pod *corev1.Pod, now time.Time) (*backendsv1alpha1.HolderPod, podEvidence) {
 	if prior != nil && prior.UID == "" {
 		prior = nil
 	}
 	switch {
-	case prior == nil && (pod == nil || !podCanHold(pod, hostname, lockCreated)):
-		return nil
+	case prior == nil && pod == nil:
+		return nil, podEvidence{}
 	case prior == nil:
-		return withGoneSince(&backendsv1alpha1.HolderPod{Name: hostname, UID: string(pod.UID), Phase: string(pod.Status.Phase)}, nil, now)
+		if e := holderEvidence(pod, hostname, lockCreated, now, false); e.refusal != podCanHold {
+			return nil, e
+		}
+		// Running or Pending: not gone.
+		return &backendsv1alpha1.HolderPod{Name: hostname, UID: string(pod.UID), Phase: string(pod.Status.Phase)}, podEvidence{}
 	case pod == nil || string(pod.UID) != prior.UID:
 		// Deleted, or deleted and replaced by another of the same name.
-		return withGoneSince(&backendsv1alpha1.HolderPod{Name: prior.Name, UID: prior.UID, Phase: holderPodGone}, prior.GoneSince, now)
-	default:
-		return withGoneSince(&backendsv1alpha1.HolderPod{Name: prior.Name, UID: prior.UID, Phase: string(pod.Status.Phase)}, prior.GoneSince, now)
+		return withGoneSince(&backendsv1alpha1.HolderPod{Name: prior.Name, UID: prior.UID, Phase: holderPodGone}, prior.GoneSince, now), podEvidence{}
 	}
+	if e := holderEvidence(pod, prior.Name, lockCreated, now, true); e.refusal != podCanHold {
+		return nil, e
+	}
+	return withGoneSince(&backendsv1alpha1.HolderPod{Name: prior.Name, UID: prior.UID, Phase: string(pod.Status.Phase)}, prior.GoneSince, now), podEvidence{}
 }
 
 // withGoneSince sets p.GoneSince when p's phase says the Pod is done: to
@@ -215,17 +234,6 @@ func withGoneSince(p *backendsv1alpha1.HolderPod, since *metav1.Time, now time.T
 	return p
 }
 
-// podCanHold reports whether pod, named hostname, can be where a lock
-// taken at lockCreated was taken: its hostname is hostname (spec.hostname
-// unset or equal), and it was created before the lock (within
-// holderClockSkew). A lock without Created is not checked for the second.
-func podCanHold(pod *corev1.Pod, hostname string, lockCreated *metav1.Time) bool {
-	if pod.Spec.Hostname != "" && pod.Spec.Hostname != hostname {
-		return false
-	}
-	return lockCreated == nil || !pod.CreationTimestamp.After(lockCreated.Add(holderClockSkew))
-}
-
 // holderNote is the sentence of the Locked message that says what
 // releaseWhenHolderGone makes of the holder: "" when the policy is off.
 // It changes only when what was seen changes, not at every probe.
@@ -238,8 +246,10 @@ func holderNote(s holderSighting, grace time.Duration) string {
 	case holderPolicyUnsupported:
 		return fmt.Sprintf(" lockPolicy.releaseWhenHolderGone cannot work on this state server: %v (see status.server), so it leaves the lock alone.", s.err)
 	case holderPodUnseen:
-		return fmt.Sprintf(" Its holder's hostname %s names no Pod of this namespace that the operator saw while the lock was held, "+
+		return fmt.Sprintf(" Its holder's hostname %s names no Pod of this namespace that the operator saw Running or Pending after the lock was taken, "+
 			"so lockPolicy.releaseWhenHolderGone leaves it alone.", s.hostname)
+	case holderPodNotHolder:
+		return refusalNote(s.hostname, s.evidence, s.lockCreated)
 	case holderPodUnreadable:
 		return fmt.Sprintf(" Its holder's Pod cannot be read (%v); the lock is not released while it cannot.", s.err)
 	case holderPodSeen:

@@ -134,14 +134,18 @@ func TestReconcileCosHolderGone(t *testing.T) {
 			}},
 		},
 		"a lock taken by another between the read and the release stays": {
-			objects:   []client.Object{backend(), cosCredentials(harnessNamespace), runner(corev1.PodSucceeded)},
+			objects:   []client.Object{backend(), cosCredentials(harnessNamespace), runner(corev1.PodRunning)},
 			cos:       func(s *costest.Server) { podLocked(s); race.server = s },
 			intercept: race.funcs(),
 			target:    netBackend,
 			steps: []reconcileStep{{
 				do:         reconcileUntilProbed,
 				wantEvents: []recordedEvent{netHeld},
-				check:      expectHolderPod(netBackend, seenPod("Succeeded", harnessEpoch)),
+				check:      expectHolderPod(netBackend, seenPod("Running", time.Time{})),
+			}, {
+				before: then(setPodPhase(corev1.PodSucceeded), step(policyEvery*11/10)),
+				do:     reconcileUntilProbed,
+				check:  expectHolderPod(netBackend, seenPod("Succeeded", harnessEpoch.Add(policyEvery*11/10).Truncate(time.Second))),
 			}, {
 				name: "another takes the lock as the probe reads the pod: after its read of the lock, before its release",
 				before: func(e *reconcileEnv) {

@@ -17,9 +17,10 @@ import (
 // HttpBackend: the lock of a runner pod seen while it held the lock is
 // released once the pod has been finished or gone for the grace period,
 // at a probe brought forward to then; a running pod's is never, nor the
-// lock of a hostname that names no pod seen, nor a new holder's on the
-// strength of its predecessor's record, nor one taken by another between
-// the probe's read and its release.
+// lock of a hostname that names no pod seen running after the lock was
+// taken (a pod that had finished before it, a pod created after it), nor
+// a new holder's on the strength of its predecessor's record, nor one
+// taken by another between the probe's read and its release.
 func TestReconcileHolderGone(t *testing.T) {
 	held := []string{"FetchSummary", "Lock " + webLockID}
 	release := slices.Concat(held, []string{"ForceUnlock " + podHolder.ID})
@@ -77,22 +78,26 @@ func TestReconcileHolderGone(t *testing.T) {
 			}},
 		},
 		"within the grace period, at rest": {
-			objects: []client.Object{policyBackend(releaseGone), passwordSecret(), runner(corev1.PodSucceeded)},
+			objects: []client.Object{policyBackend(releaseGone), passwordSecret(), runner(corev1.PodRunning)},
 			target:  webBackend,
 			script:  stateScript{lock: []error{errHeldByPod}},
 			steps: []reconcileStep{{
+				do:         reconcileUntilProbed,
+				wantEvents: []recordedEvent{lockHeldEvent},
+				wantCalls:  held,
+			}, {
+				before:      then(setPodPhase(corev1.PodSucceeded), step(policyEvery*11/10)),
 				do:          reconcileUntilProbed,
-				wantEvents:  []recordedEvent{lockHeldEvent},
 				wantCalls:   held,
 				wantRequeue: requeueWithin(policyEvery, policyEvery*11/10),
-				check:       expectHolderPod(webBackend, seenPod("Succeeded", harnessEpoch)),
+				check:       expectHolderPod(webBackend, seenPod("Succeeded", doneAt)),
 			}, {
 				name:        "one GET of the pod, nothing written",
 				before:      step(policyEvery * 11 / 10),
 				do:          reconcileUntilProbed,
 				wantCalls:   held,
 				wantTraffic: getPod,
-				check:       expectHolderPod(webBackend, seenPod("Succeeded", harnessEpoch)),
+				check:       expectHolderPod(webBackend, seenPod("Succeeded", doneAt)),
 			}},
 		},
 		"a running pod's lock is never released": {
@@ -215,29 +220,125 @@ func TestReconcileHolderGone(t *testing.T) {
 			}},
 		},
 		"a new holder does not inherit its predecessor's record": {
-			objects: []client.Object{policyBackend(releaseGone), passwordSecret(), runner(corev1.PodSucceeded)},
+			objects: []client.Object{policyBackend(releaseGone), passwordSecret(), runner(corev1.PodRunning)},
 			target:  webBackend,
-			script:  stateScript{lock: []error{errHeldByPod, errHeldByLater}},
+			script:  stateScript{lock: []error{errHeldByPod, errHeldByPod, errHeldByLater}},
 			steps: []reconcileStep{{
-				name:       "the pod is done at first sight: gone from then",
 				do:         reconcileUntilProbed,
 				wantEvents: []recordedEvent{lockHeldEvent},
 				wantCalls:  held,
-				check:      expectHolderPod(webBackend, seenPod("Succeeded", harnessEpoch)),
 			}, {
-				name:           "another lock of the same hostname: a new record, a new grace period",
-				before:         step(policyGrace + time.Second),
+				name:      "the pod done: gone from then",
+				before:    then(setPodPhase(corev1.PodSucceeded), step(policyEvery*11/10)),
+				do:        reconcileUntilProbed,
+				wantCalls: held,
+				check:     expectHolderPod(webBackend, seenPod("Succeeded", doneAt)),
+			}, {
+				name:           "another lock of the same hostname, past the first one's grace period: the pod, done, was never seen running under it",
+				before:         step(policyGrace),
 				do:             reconcileUntilProbed,
 				wantConditions: locked(metav1.ConditionTrue, "LockHeld"),
 				wantEvents:     []recordedEvent{lockHeldEvent},
 				wantCalls:      held,
-				// The pod was created before laterHolder's lock: it can be
-				// its holder, and its grace period starts now.
-				check: expectHolderPod(webBackend, seenPod("Succeeded", harnessEpoch.Add(policyGrace+time.Second))),
+				check: allChecks(expectHolderPod(webBackend, nil), expectLock(laterHolder),
+					expectMessageSaying(webBackend, "Locked", "Pod runner-7 is Succeeded, and the operator never saw it Running or Pending while the lock was held")),
+			}},
+		},
+		"a pod that had finished before the lock was taken is never its holder": {
+			// Issue 28, attack A: the pod finished 3s before a run elsewhere,
+			// under its name, took the lock.
+			objects: []client.Object{policyBackend(releaseGone), passwordSecret(),
+				finishedAt(runner(corev1.PodSucceeded), podHolder.Created.Add(-3*time.Second))},
+			target: webBackend,
+			script: stateScript{lock: []error{errHeldByPod}},
+			steps: []reconcileStep{{
+				do:             reconcileUntilProbed,
+				wantConditions: locked(metav1.ConditionTrue, "LockHeld"),
+				wantEvents:     []recordedEvent{lockHeldEvent},
+				wantCalls:      held,
+				check: allChecks(expectHolderPod(webBackend, nil), expectMessageSaying(webBackend, "Locked",
+					"Pod runner-7 finished at 2030-01-01T11:49:57Z, not at least 5s after the lock was taken (2030-01-01T11:50:00Z): it cannot hold the lock")),
+			}, {
+				name:           "past the grace period: still held, nothing recorded",
+				before:         step(policyGrace + time.Minute),
+				do:             reconcileUntilProbed,
+				wantConditions: locked(metav1.ConditionTrue, "LockHeld"),
+				wantCalls:      held,
+				check:          allChecks(expectHolderPod(webBackend, nil), expectLock(podHolder), expectReleased(webBackend, nil)),
+			}, {
+				name:        "deleted, a day later: still held",
+				before:      then(deletePod, step(24*time.Hour)),
+				do:          reconcileUntilProbed,
+				wantCalls:   held,
+				check:       allChecks(expectHolderPod(webBackend, nil), expectReleased(webBackend, nil)),
+				wantRequeue: requeueWithin(policyEvery, policyEvery*11/10),
+			}},
+		},
+		"a pod first seen finished is never its holder": {
+			objects: []client.Object{policyBackend(releaseGone), passwordSecret(), runner(corev1.PodFailed)},
+			target:  webBackend,
+			script:  stateScript{lock: []error{errHeldByPod}},
+			steps: []reconcileStep{{
+				do:             reconcileUntilProbed,
+				wantConditions: locked(metav1.ConditionTrue, "LockHeld"),
+				wantEvents:     []recordedEvent{lockHeldEvent},
+				wantCalls:      held,
+				check: allChecks(expectHolderPod(webBackend, nil), expectMessageSaying(webBackend, "Locked",
+					"Pod runner-7 is Failed, and the operator never saw it Running or Pending while the lock was held")),
+			}, {
+				name:           "past the grace period: still held",
+				before:         step(policyGrace + time.Minute),
+				do:             reconcileUntilProbed,
+				wantConditions: locked(metav1.ConditionTrue, "LockHeld"),
+				wantCalls:      held,
+				check:          allChecks(expectHolderPod(webBackend, nil), expectReleased(webBackend, nil)),
+			}, {
+				name:        "at rest: one GET of the pod, nothing written",
+				before:      step(policyEvery * 11 / 10),
+				do:          reconcileUntilProbed,
+				wantCalls:   held,
+				wantTraffic: getPod,
+			}},
+		},
+		"a pod created after a lock taken outside the cluster is never its holder": {
+			// Issue 28, attack B: a VM named runner-7 holds the lock; a
+			// decoy Pod of that name is created 25s later, then deleted.
+			objects: []client.Object{policyBackend(releaseGone), passwordSecret()},
+			target:  webBackend,
+			script:  stateScript{lock: []error{errHeldByPod}},
+			steps: []reconcileStep{{
+				do:         reconcileUntilProbed,
+				wantEvents: []recordedEvent{lockHeldEvent},
+				wantCalls:  held,
+				check:      expectHolderPod(webBackend, nil),
+			}, {
+				name: "the decoy runs",
+				before: then(func(e *reconcileEnv) {
+					e.create(holderPod("uid-decoy", corev1.PodRunning, podHolder.Created.Add(25*time.Second)))
+				}, step(policyEvery*11/10)),
+				do:             reconcileUntilProbed,
+				wantConditions: locked(metav1.ConditionTrue, "LockHeld"),
+				wantCalls:      held,
+				check: allChecks(expectHolderPod(webBackend, nil), expectMessageSaying(webBackend, "Locked",
+					"Pod runner-7 was created at 2030-01-01T11:50:25Z, not at least 5s before the lock was taken (2030-01-01T11:50:00Z): it cannot have taken the lock")),
+			}, {
+				name:      "the decoy deleted",
+				before:    then(deletePod, step(policyEvery*11/10)),
+				do:        reconcileUntilProbed,
+				wantCalls: held,
+				check: allChecks(expectHolderPod(webBackend, nil),
+					expectMessageSaying(webBackend, "Locked", "hostname runner-7 names no Pod of this namespace that the operator saw Running or Pending")),
+			}, {
+				name:           "past the grace period: still held",
+				before:         step(policyGrace + time.Minute),
+				do:             reconcileUntilProbed,
+				wantConditions: locked(metav1.ConditionTrue, "LockHeld"),
+				wantCalls:      held,
+				check:          allChecks(expectHolderPod(webBackend, nil), expectLock(podHolder), expectReleased(webBackend, nil)),
 			}},
 		},
 		"a lock taken by another between the read and the release stays": {
-			objects: []client.Object{policyBackend(releaseGone), passwordSecret(), runner(corev1.PodSucceeded)},
+			objects: []client.Object{policyBackend(releaseGone), passwordSecret(), runner(corev1.PodRunning)},
 			target:  webBackend,
 			script:  stateScript{lock: []error{errHeldByPod}, forceUnlock: []error{errTakenMeanwhile}},
 			steps: []reconcileStep{{
@@ -245,12 +346,17 @@ func TestReconcileHolderGone(t *testing.T) {
 				wantEvents: []recordedEvent{lockHeldEvent},
 				wantCalls:  held,
 			}, {
+				before:    then(setPodPhase(corev1.PodSucceeded), step(policyEvery*11/10)),
+				do:        reconcileUntilProbed,
+				wantCalls: held,
+				check:     expectHolderPod(webBackend, seenPod("Succeeded", doneAt)),
+			}, {
 				name:           "the UNLOCK naming the holder meets the new one: no empty-body UNLOCK",
 				before:         step(policyGrace),
 				do:             reconcileUntilProbed,
 				wantConditions: locked(metav1.ConditionTrue, "ServerError"),
 				wantCalls:      release,
-				check: allChecks(expectReleased(webBackend, nil), expectHolderPod(webBackend, seenPod("Succeeded", harnessEpoch)),
+				check: allChecks(expectReleased(webBackend, nil), expectHolderPod(webBackend, seenPod("Succeeded", doneAt)),
 					expectMessageSaying(webBackend, "Locked", "The release (its holder's Pod is gone) of "+podHolder.ID+" failed")),
 			}, {
 				name:      "a failed release is tried again at the interval, not at once",

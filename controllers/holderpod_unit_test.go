@@ -87,67 +87,113 @@ func holderPod(uid string, phase corev1.PodPhase, created time.Time) *corev1.Pod
 	}
 }
 
+// finishedAt is pod with its one container terminated at t, as the
+// kubelet reports it.
+func finishedAt(pod *corev1.Pod, t time.Time) *corev1.Pod {
+	p := pod.DeepCopy()
+	p.Status.ContainerStatuses = []corev1.ContainerStatus{{Name: "terraform",
+		State: corev1.ContainerState{Terminated: &corev1.ContainerStateTerminated{FinishedAt: metav1.NewTime(t)}}}}
+	return p
+}
+
 func TestNextHolderPod(t *testing.T) {
 	podCreated := lockTaken.Add(-time.Minute)
 	now := lockTaken.Add(time.Hour)
+	taken := new(metav1.NewTime(lockTaken))
 	since := new(metav1.NewTime(lockTaken.Add(30 * time.Minute)))
 	nowT := new(metav1.NewTime(now))
 	running := holderPod("uid-7", corev1.PodRunning, podCreated)
 	succeeded := holderPod("uid-7", corev1.PodSucceeded, podCreated)
 	failed := holderPod("uid-7", corev1.PodFailed, podCreated)
 	replaced := holderPod("uid-8", corev1.PodRunning, lockTaken.Add(40*time.Minute))
+	seenRunning := &backendsv1alpha1.HolderPod{Name: "runner-7", UID: "uid-7", Phase: "Running"}
+	withHostname := func(p *corev1.Pod, hostname string) *corev1.Pod {
+		p = p.DeepCopy()
+		p.Spec.Hostname = hostname
+		return p
+	}
 	cases := map[string]struct {
 		prior       *backendsv1alpha1.HolderPod
 		lockCreated *metav1.Time
 		pod         *corev1.Pod
-		want        *backendsv1alpha1.HolderPod
+		// now is when the probe reads pod: an hour after the lock was
+		// taken when zero.
+		now          time.Time
+		want         *backendsv1alpha1.HolderPod
+		wantEvidence podEvidence
 	}{
-		"first sight, running": {pod: running, lockCreated: new(metav1.NewTime(lockTaken)),
+		"first sight, running": {pod: running, lockCreated: taken,
 			want: &backendsv1alpha1.HolderPod{Name: "runner-7", UID: "uid-7", Phase: "Running"}},
-		"first sight, pending": {pod: holderPod("uid-7", corev1.PodPending, podCreated), lockCreated: new(metav1.NewTime(lockTaken)),
+		"first sight, pending": {pod: holderPod("uid-7", corev1.PodPending, podCreated), lockCreated: taken,
 			want: &backendsv1alpha1.HolderPod{Name: "runner-7", UID: "uid-7", Phase: "Pending"}},
-		"first sight, succeeded: gone from now": {pod: succeeded, lockCreated: new(metav1.NewTime(lockTaken)),
-			want: &backendsv1alpha1.HolderPod{Name: "runner-7", UID: "uid-7", Phase: "Succeeded", GoneSince: nowT}},
-		"first sight, failed: gone from now": {pod: failed, lockCreated: new(metav1.NewTime(lockTaken)),
-			want: &backendsv1alpha1.HolderPod{Name: "runner-7", UID: "uid-7", Phase: "Failed", GoneSince: nowT}},
-		"first sight, no Pod: nothing seen, nothing recorded": {lockCreated: new(metav1.NewTime(lockTaken))},
-		"first sight, a Pod created after the lock was taken": {pod: replaced, lockCreated: new(metav1.NewTime(lockTaken))},
-		"first sight, a Pod created within the clock skew": {pod: holderPod("uid-7", corev1.PodRunning, lockTaken.Add(holderClockSkew)),
-			lockCreated: new(metav1.NewTime(lockTaken)), want: &backendsv1alpha1.HolderPod{Name: "runner-7", UID: "uid-7", Phase: "Running"}},
+		"first sight, succeeded: never seen running, never the holder": {pod: succeeded, lockCreated: taken,
+			wantEvidence: podEvidence{refusal: podNeverSeenRunning, phase: corev1.PodSucceeded}},
+		"first sight, failed: never seen running, never the holder": {pod: failed, lockCreated: taken,
+			wantEvidence: podEvidence{refusal: podNeverSeenRunning, phase: corev1.PodFailed}},
+		"first sight, unknown: not seen running": {pod: holderPod("uid-7", corev1.PodUnknown, podCreated), lockCreated: taken,
+			wantEvidence: podEvidence{refusal: podNeverSeenRunning, phase: corev1.PodUnknown}},
+		"first sight, a Pod that finished 3s before the lock was taken": {
+			pod: finishedAt(succeeded, lockTaken.Add(-3*time.Second)), lockCreated: taken, now: lockTaken.Add(31 * time.Second),
+			wantEvidence: podEvidence{refusal: podFinishedBeforeLock, at: lockTaken.Add(-3 * time.Second), phase: corev1.PodSucceeded}},
+		"first sight, a Pod still reported running whose container finished before the lock": {
+			pod: finishedAt(running, lockTaken.Add(-3*time.Second)), lockCreated: taken,
+			wantEvidence: podEvidence{refusal: podFinishedBeforeLock, at: lockTaken.Add(-3 * time.Second), phase: corev1.PodRunning}},
+		"first sight, no Pod: nothing seen, nothing recorded": {lockCreated: taken},
+		"first sight, a Pod created after the lock was taken": {pod: replaced, lockCreated: taken,
+			wantEvidence: podEvidence{refusal: podCreatedAfterLock, at: lockTaken.Add(40 * time.Minute), phase: corev1.PodRunning}},
+		"first sight, a Pod created 25s after a lock taken outside the cluster": {
+			pod: holderPod("uid-decoy", corev1.PodRunning, lockTaken.Add(25*time.Second)), lockCreated: taken, now: lockTaken.Add(26 * time.Second),
+			wantEvidence: podEvidence{refusal: podCreatedAfterLock, at: lockTaken.Add(25 * time.Second), phase: corev1.PodRunning}},
+		"first sight, a Pod created within the clock skew before the lock": {
+			pod: holderPod("uid-7", corev1.PodRunning, lockTaken.Add(-holderClockSkew+time.Second)), lockCreated: taken,
+			wantEvidence: podEvidence{refusal: podCreatedAfterLock, at: lockTaken.Add(-holderClockSkew + time.Second), phase: corev1.PodRunning}},
 		"first sight, a lock without Created": {pod: running,
+			wantEvidence: podEvidence{refusal: lockWithoutCreated, phase: corev1.PodRunning}},
+		"first sight, running, within the clock skew of the lock's Created": {pod: running, lockCreated: taken, now: lockTaken.Add(holderClockSkew - time.Second),
+			wantEvidence: podEvidence{refusal: podSeenTooSoon, phase: corev1.PodRunning}},
+		"first sight, running, before the lock's Created by the operator's clock": {pod: running, lockCreated: taken, now: lockTaken.Add(-time.Minute),
+			wantEvidence: podEvidence{refusal: podSeenTooSoon, phase: corev1.PodRunning}},
+		"first sight, a Pod with another hostname": {lockCreated: taken, pod: withHostname(running, "other"),
+			wantEvidence: podEvidence{refusal: podOtherHostname, phase: corev1.PodRunning}},
+		"first sight, a Pod whose hostname is set to its name": {lockCreated: taken, pod: withHostname(running, "runner-7"),
 			want: &backendsv1alpha1.HolderPod{Name: "runner-7", UID: "uid-7", Phase: "Running"}},
-		"first sight, a Pod with another hostname": {lockCreated: new(metav1.NewTime(lockTaken)), pod: func() *corev1.Pod {
-			p := running.DeepCopy()
-			p.Spec.Hostname = "other"
-			return p
-		}()},
-		"first sight, a Pod whose hostname is set to its name": {lockCreated: new(metav1.NewTime(lockTaken)), pod: func() *corev1.Pod {
-			p := running.DeepCopy()
-			p.Spec.Hostname = "runner-7"
-			return p
-		}(), want: &backendsv1alpha1.HolderPod{Name: "runner-7", UID: "uid-7", Phase: "Running"}},
-		"seen running, still running": {prior: &backendsv1alpha1.HolderPod{Name: "runner-7", UID: "uid-7", Phase: "Running"}, pod: running,
+		"seen running, still running": {prior: seenRunning, lockCreated: taken, pod: running,
 			want: &backendsv1alpha1.HolderPod{Name: "runner-7", UID: "uid-7", Phase: "Running"}},
-		"seen running, now succeeded": {prior: &backendsv1alpha1.HolderPod{Name: "runner-7", UID: "uid-7", Phase: "Running"}, pod: succeeded,
+		"seen running, now succeeded": {prior: seenRunning, lockCreated: taken, pod: succeeded,
 			want: &backendsv1alpha1.HolderPod{Name: "runner-7", UID: "uid-7", Phase: "Succeeded", GoneSince: nowT}},
+		"seen running, now succeeded after the lock was taken": {prior: seenRunning, lockCreated: taken,
+			pod:  finishedAt(succeeded, lockTaken.Add(holderClockSkew)),
+			want: &backendsv1alpha1.HolderPod{Name: "runner-7", UID: "uid-7", Phase: "Succeeded", GoneSince: nowT}},
+		"seen running, now found to have finished before the lock was taken: the record is dropped": {prior: seenRunning, lockCreated: taken,
+			pod:          finishedAt(succeeded, lockTaken.Add(-time.Second)),
+			wantEvidence: podEvidence{refusal: podFinishedBeforeLock, at: lockTaken.Add(-time.Second), phase: corev1.PodSucceeded}},
 		"seen succeeded, still: goneSince is kept": {prior: &backendsv1alpha1.HolderPod{Name: "runner-7", UID: "uid-7", Phase: "Succeeded", GoneSince: since},
-			pod: succeeded, want: &backendsv1alpha1.HolderPod{Name: "runner-7", UID: "uid-7", Phase: "Succeeded", GoneSince: since}},
+			lockCreated: taken, pod: succeeded, want: &backendsv1alpha1.HolderPod{Name: "runner-7", UID: "uid-7", Phase: "Succeeded", GoneSince: since}},
 		"seen succeeded, now deleted: goneSince is kept": {prior: &backendsv1alpha1.HolderPod{Name: "runner-7", UID: "uid-7", Phase: "Succeeded", GoneSince: since},
-			want: &backendsv1alpha1.HolderPod{Name: "runner-7", UID: "uid-7", Phase: "Gone", GoneSince: since}},
-		"seen running, now deleted": {prior: &backendsv1alpha1.HolderPod{Name: "runner-7", UID: "uid-7", Phase: "Running"},
+			lockCreated: taken, want: &backendsv1alpha1.HolderPod{Name: "runner-7", UID: "uid-7", Phase: "Gone", GoneSince: since}},
+		"seen running, now deleted": {prior: seenRunning, lockCreated: taken,
 			want: &backendsv1alpha1.HolderPod{Name: "runner-7", UID: "uid-7", Phase: "Gone", GoneSince: nowT}},
-		"seen running, now another Pod of the name": {prior: &backendsv1alpha1.HolderPod{Name: "runner-7", UID: "uid-7", Phase: "Running"}, pod: replaced,
+		"seen running, now another Pod of the name": {prior: seenRunning, lockCreated: taken, pod: replaced,
 			want: &backendsv1alpha1.HolderPod{Name: "runner-7", UID: "uid-7", Phase: "Gone", GoneSince: nowT}},
 		"a prior without UID is no sighting": {prior: &backendsv1alpha1.HolderPod{Name: "runner-7", Phase: "Gone", GoneSince: since},
-			lockCreated: new(metav1.NewTime(lockTaken))},
+			lockCreated: taken},
+		"a prior without UID is no sighting of a Pod that finished": {prior: &backendsv1alpha1.HolderPod{Name: "runner-7", Phase: "Running"},
+			lockCreated: taken, pod: succeeded, wantEvidence: podEvidence{refusal: podNeverSeenRunning, phase: corev1.PodSucceeded}},
 		"a phase that went back clears goneSince": {prior: &backendsv1alpha1.HolderPod{Name: "runner-7", UID: "uid-7", Phase: "Succeeded", GoneSince: since},
-			pod: running, want: &backendsv1alpha1.HolderPod{Name: "runner-7", UID: "uid-7", Phase: "Running"}},
+			lockCreated: taken, pod: running, want: &backendsv1alpha1.HolderPod{Name: "runner-7", UID: "uid-7", Phase: "Running"}},
 	}
 	for name, tc := range cases {
 		t.Run(name, func(t *testing.T) {
-			got := nextHolderPod(tc.prior, "runner-7", tc.lockCreated, tc.pod, now)
+			at := tc.now
+			if at.IsZero() {
+				at = now
+			}
+			got, evidence := nextHolderPod(tc.prior, "runner-7", tc.lockCreated, tc.pod, at)
 			if diff := cmp.Diff(tc.want, got); diff != "" {
-				t.Errorf("nextHolderPod (-want +got):\n%s", diff)
+				t.Errorf("nextHolderPod record (-want +got):\n%s", diff)
+			}
+			if diff := cmp.Diff(tc.wantEvidence, evidence, cmp.AllowUnexported(podEvidence{})); diff != "" {
+				t.Errorf("nextHolderPod evidence (-want +got):\n%s", diff)
 			}
 		})
 	}
@@ -219,6 +265,7 @@ func TestSettleHeldLock(t *testing.T) {
 	type want struct {
 		state     holderState
 		pod       *backendsv1alpha1.HolderPod
+		evidence  podEvidence
 		released  []string
 		gone      bool
 		reads     []string
@@ -266,8 +313,24 @@ func TestSettleHeldLock(t *testing.T) {
 		},
 		"the record of another lock is not built on": {
 			reading: lockReading{held: true, holder: bob}, seenLock: &backendsv1alpha1.LockInfo{ID: "lock-0", Who: "runner@runner-7"}, seenPod: seenGone,
+			pods: []client.Object{holderPod("uid-7", corev1.PodRunning, podCreated)},
+			want: want{state: holderPodSeen, pod: seenRunning, reads: []string{"runner-7"}},
+		},
+		"the record of another lock is not built on, the Pod done: never the holder": {
+			reading: lockReading{held: true, holder: bob}, seenLock: &backendsv1alpha1.LockInfo{ID: "lock-0", Who: "runner@runner-7"}, seenPod: seenGone,
 			pods: []client.Object{holderPod("uid-7", corev1.PodSucceeded, podCreated)},
-			want: want{state: holderPodSeen, pod: &backendsv1alpha1.HolderPod{Name: "runner-7", UID: "uid-7", Phase: "Succeeded", GoneSince: new(metav1.NewTime(now))},
+			want: want{state: holderPodNotHolder, evidence: podEvidence{refusal: podNeverSeenRunning, phase: corev1.PodSucceeded}, reads: []string{"runner-7"}},
+		},
+		"a Pod that finished before the lock was taken, never seen running: left alone": {
+			reading: lockReading{held: true, holder: bob}, seenLock: bob,
+			pods: []client.Object{finishedAt(holderPod("uid-7", corev1.PodSucceeded, podCreated), lockTaken.Add(-3*time.Second))},
+			want: want{state: holderPodNotHolder, evidence: podEvidence{refusal: podFinishedBeforeLock, at: lockTaken.Add(-3 * time.Second), phase: corev1.PodSucceeded},
+				reads: []string{"runner-7"}},
+		},
+		"a Pod created after the lock was taken, since deleted: left alone": {
+			reading: lockReading{held: true, holder: bob}, seenLock: bob,
+			pods: []client.Object{holderPod("uid-decoy", corev1.PodSucceeded, lockTaken.Add(25*time.Second))},
+			want: want{state: holderPodNotHolder, evidence: podEvidence{refusal: podCreatedAfterLock, at: lockTaken.Add(25 * time.Second), phase: corev1.PodSucceeded},
 				reads: []string{"runner-7"}},
 		},
 		"a Pod never seen, gone: left alone": {
@@ -336,8 +399,9 @@ func TestSettleHeldLock(t *testing.T) {
 				released = append(released, id)
 				return nil
 			})
-			got := want{state: r.sighting.state, pod: r.sighting.pod, released: released, gone: r.goneRelease, reads: reads, errSaying: tc.want.errSaying}
-			if diff := cmp.Diff(tc.want, got, cmp.AllowUnexported(want{})); diff != "" {
+			got := want{state: r.sighting.state, pod: r.sighting.pod, evidence: r.sighting.evidence, released: released, gone: r.goneRelease, reads: reads,
+				errSaying: tc.want.errSaying}
+			if diff := cmp.Diff(tc.want, got, cmp.AllowUnexported(want{}, podEvidence{})); diff != "" {
 				t.Errorf("settleHeldLock (-want +got):\n%s", diff)
 			}
 			if r.released != (len(released) > 0) {

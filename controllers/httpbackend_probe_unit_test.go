@@ -345,7 +345,7 @@ func TestLockCheckReleasesItsOwnLeftoverLock(t *testing.T) {
 			// The next check, by a new client as after a restart, releases it.
 			srv.server.ClearFaults()
 			got = runHTTPProbe(t.Context(), srv.client(t), plan, logr.Discard()).lock
-			if diff := cmp.Diff(lockReading{}, got, cmp.AllowUnexported(lockReading{}, holderSighting{})); diff != "" {
+			if diff := cmp.Diff(lockReading{}, got, cmp.AllowUnexported(lockReading{}, holderSighting{}, podEvidence{})); diff != "" {
 				t.Errorf("reading after the leftover was released (-want +got):\n%s", diff)
 			}
 			if h := srv.holderID(t.Context(), t); h != "" {

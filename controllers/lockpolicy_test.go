@@ -50,18 +50,41 @@ const specGrace = 30 * time.Second
 // specRunner is the runner pod of the specs.
 const specRunner = "runner-1"
 
-// createRunnerPod creates the Pod specRunner in ns and moves it to phase
-// through the status subresource, as a kubelet would (envtest runs none).
-func createRunnerPod(ctx context.Context, ns string, phase corev1.PodPhase) *corev1.Pod {
+// createRunnerPod creates the Pod specRunner in ns and moves it to
+// Running through the status subresource, as a kubelet would (envtest
+// runs none).
+func createRunnerPod(ctx context.Context, ns string) *corev1.Pod {
 	GinkgoHelper()
 	pod := &corev1.Pod{
 		ObjectMeta: metav1.ObjectMeta{Name: specRunner, Namespace: ns},
 		Spec:       corev1.PodSpec{Containers: []corev1.Container{{Name: "terraform", Image: "hashicorp/terraform:1.9"}}},
 	}
 	Expect(k8sClient.Create(ctx, pod)).To(Succeed())
-	pod.Status.Phase = phase
+	pod.Status.Phase = corev1.PodRunning
 	Expect(k8sClient.Status().Update(ctx, pod)).To(Succeed())
 	return pod
+}
+
+// setRunnerPhase moves pod to phase through the status subresource, as a
+// kubelet would; when finished is not zero, its container terminated
+// then.
+func setRunnerPhase(ctx context.Context, pod *corev1.Pod, phase corev1.PodPhase, finished time.Time) {
+	GinkgoHelper()
+	Expect(k8sClient.Get(ctx, client.ObjectKeyFromObject(pod), pod)).To(Succeed())
+	pod.Status.Phase = phase
+	if !finished.IsZero() {
+		c := pod.Spec.Containers[0]
+		pod.Status.ContainerStatuses = []corev1.ContainerStatus{{Name: c.Name, Image: c.Image, State: corev1.ContainerState{
+			Terminated: &corev1.ContainerStateTerminated{ExitCode: 0, Reason: "Completed", FinishedAt: metav1.NewTime(finished)}}}}
+	}
+	Expect(k8sClient.Status().Update(ctx, pod)).To(Succeed())
+}
+
+// awaitRunStart waits until pod has existed for holderClockSkew, as the
+// API server counts it (to the second): a lock taken after that can have
+// been taken in it.
+func awaitRunStart(pod *corev1.Pod) {
+	time.Sleep(time.Until(pod.CreationTimestamp.Add(holderClockSkew)))
 }
 
 // holdLockFromPod takes the lock of the state at address as a Terraform
@@ -69,6 +92,19 @@ func createRunnerPod(ctx context.Context, ns string, phase corev1.PodPhase) *cor
 func holdLockFromPod(ctx context.Context, address, pod string) string {
 	GinkgoHelper()
 	return holdLockAs(ctx, address, true, "runner@"+pod)
+}
+
+// holdLockOnceRunning takes the lock of the state at address as a
+// Terraform run in pod would, once it has started (see awaitRunStart), and
+// moves clock on by holderClockSkew, so that a probe sees the Pod run
+// after the lock was taken, as the evidence of its holder requires. It
+// returns the lock's ID.
+func holdLockOnceRunning(ctx context.Context, address string, pod *corev1.Pod, clock *offsetClock) string {
+	GinkgoHelper()
+	awaitRunStart(pod)
+	id := holdLockFromPod(ctx, address, pod.Name)
+	clock.step(holderClockSkew)
+	return id
 }
 
 // createPolicyBackend creates the HttpBackend "app" of the spec's state,
@@ -96,13 +132,21 @@ var _ = Describe("Lock policy", func() {
 	spec := eachSpec()
 	BeforeEach(func() { createPassword(spec.ctx, spec.ns) })
 
-	It("releases the lock of a runner pod that finished once the grace period has passed, and says so", func() {
+	It("releases the lock of a runner pod seen running that finished, once the grace period has passed, and says so", func() {
 		ctx, ns := spec.ctx, spec.ns
 		clock := &offsetClock{}
 		startManager(ctx, ns, withClock(clock))
-		pod := createRunnerPod(ctx, ns, corev1.PodSucceeded)
-		holder := holdLockFromPod(ctx, stateURL(ns), pod.Name)
+		pod := createRunnerPod(ctx, ns)
+		holder := holdLockOnceRunning(ctx, stateURL(ns), pod, clock)
 		backend := createPolicyBackend(ctx, ns)
+		eventually(ctx, backend, func(g Gomega) {
+			expectConditionSaying(g, backend.Status.Conditions, "Locked", metav1.ConditionTrue, "LockHeld", "runs in Pod runner-1 (Running)")
+			g.Expect(backend.Status.HolderPod).To(Equal(&backendsv1alpha1.HolderPod{Name: "runner-1", UID: string(pod.UID), Phase: "Running"}))
+		})
+
+		By("the pod finished")
+		setRunnerPhase(ctx, pod, corev1.PodSucceeded, time.Time{})
+		reprobe(ctx, backend)
 		eventually(ctx, backend, func(g Gomega) {
 			expectConditionSaying(g, backend.Status.Conditions, "Locked", metav1.ConditionTrue, "LockHeld", "ran in Pod runner-1, which has been Succeeded since")
 			g.Expect(backend.Status.Lock).NotTo(BeNil())
@@ -131,8 +175,8 @@ var _ = Describe("Lock policy", func() {
 		ctx, ns := spec.ctx, spec.ns
 		clock := &offsetClock{}
 		startManager(ctx, ns, withClock(clock))
-		pod := createRunnerPod(ctx, ns, corev1.PodRunning)
-		holder := holdLockFromPod(ctx, stateURL(ns), pod.Name)
+		pod := createRunnerPod(ctx, ns)
+		holder := holdLockOnceRunning(ctx, stateURL(ns), pod, clock)
 		backend := createPolicyBackend(ctx, ns)
 		eventually(ctx, backend, func(g Gomega) {
 			expectConditionSaying(g, backend.Status.Conditions, "Locked", metav1.ConditionTrue, "LockHeld", "runs in Pod runner-1 (Running)")
@@ -177,9 +221,14 @@ var _ = Describe("Lock policy", func() {
 		ctx, ns := spec.ctx, spec.ns
 		clock := &offsetClock{}
 		writes := startManager(ctx, ns, withClock(clock))
-		pod := createRunnerPod(ctx, ns, corev1.PodFailed)
-		first := holdLockFromPod(ctx, stateURL(ns), pod.Name)
+		pod := createRunnerPod(ctx, ns)
+		first := holdLockOnceRunning(ctx, stateURL(ns), pod, clock)
 		backend := createPolicyBackend(ctx, ns)
+		eventually(ctx, backend, func(g Gomega) {
+			g.Expect(backend.Status.HolderPod).To(Equal(&backendsv1alpha1.HolderPod{Name: "runner-1", UID: string(pod.UID), Phase: "Running"}))
+		})
+		setRunnerPhase(ctx, pod, corev1.PodFailed, time.Time{})
+		reprobe(ctx, backend)
 		eventually(ctx, backend, func(g Gomega) {
 			g.Expect(backend.Status.HolderPod).NotTo(BeNil())
 			g.Expect(backend.Status.HolderPod.GoneSince).NotTo(BeNil())
@@ -241,11 +290,13 @@ var _ = Describe("CosBackend lock policy", func() {
 		ctx, ns, bucket := spec.ctx, spec.ns, cosBucket(spec.ns)
 		clock := &offsetClock{}
 		startManager(ctx, ns, withClock(clock))
-		pod := createRunnerPod(ctx, ns, corev1.PodRunning)
+		pod := createRunnerPod(ctx, ns)
 		const lockKey = "platform/terraform.tfstate.tflock"
+		awaitRunStart(pod)
 		lock := strings.Replace(lockJSON, `"Who":"bob@ci"`, `"Who":"runner@runner-1"`, 1)
 		lock = strings.Replace(lock, "2026-01-02T03:04:05.123456789Z", time.Now().UTC().Format(time.RFC3339Nano), 1)
 		cosServer.PutState(bucket, lockKey, []byte(lock))
+		clock.step(holderClockSkew)
 		backend := makeCosStateBackend("app", ns, bucket).ProbeInterval(10 * time.Second).
 			LockPolicy(backendsv1alpha1.LockPolicy{ReleaseWhenHolderGone: true, GracePeriod: &metav1.Duration{Duration: specGrace}}).Obj()
 		create(ctx, cosCredentials(ns), backend)
