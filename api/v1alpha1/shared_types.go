@@ -177,11 +177,13 @@ type LockPolicy struct {
 	// releaseWhenHolderGone releases a lock whose holder ran in a pod that
 	// is gone: Terraform's LockInfo Who is user@hostname, and a runner
 	// pod's hostname is its name. When the controller has seen that Pod in
-	// the backend's namespace while the lock was held, and the Pod then
-	// finished (Succeeded or Failed) or was deleted, and stayed so for
-	// gracePeriod, the controller releases that lock, and only that one,
-	// as forceUnlock.lockID does. A holder whose hostname names no Pod
-	// the controller has seen is never touched. Off by default.
+	// the backend's namespace Running or Pending after the lock was taken
+	// (the Pod created before the lock's Created, its containers not
+	// finished before it), and the Pod then finished (Succeeded or Failed)
+	// or was deleted, and stayed so for gracePeriod, the controller
+	// releases that lock, and only that one, as forceUnlock.lockID does. A
+	// holder whose hostname names no Pod the controller has seen so is
+	// never touched. Off by default.
 	// +optional
 	ReleaseWhenHolderGone bool `json:"releaseWhenHolderGone,omitempty"`
 
@@ -202,7 +204,8 @@ type HolderPod struct {
 	// +kubebuilder:validation:MaxLength=253
 	Name string `json:"name"`
 
-	// uid of the Pod the controller saw while the lock was held.
+	// uid of the Pod the controller saw Running or Pending after the lock
+	// was taken.
 	// +optional
 	// +kubebuilder:validation:MaxLength=128
 	UID string `json:"uid,omitempty"`
