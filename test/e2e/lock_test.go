@@ -98,6 +98,12 @@ spec:
       image: example.test/terraform:1.9
 `)
 		uid := kc.jsonpath(ctx, ns, "pod/runner-7", "{.metadata.uid}")
+		podCreated, err := time.Parse(time.RFC3339, kc.jsonpath(ctx, ns, "pod/runner-7", "{.metadata.creationTimestamp}"))
+		Expect(err).NotTo(HaveOccurred())
+		// A Pod counts as the holder only when it was created before the
+		// lock was taken, by more than the clock skew allowed (5 s), as a
+		// run's Pod is: the run starts in it, then locks.
+		time.Sleep(time.Until(podCreated.Add(6 * time.Second)))
 		backend := suiteBackend("held", ns+"-held").LockCheck().LockPolicy(backendsv1alpha1.LockPolicy{ReleaseWhenHolderGone: true}).Obj()
 		holder := lockInfo{
 			ID: uuid.NewString(), Operation: "OperationTypeApply", Who: "runner@runner-7",
