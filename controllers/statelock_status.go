@@ -1,6 +1,8 @@
 package controllers
 
 import (
+	"crypto/sha256"
+	"encoding/hex"
 	"fmt"
 	"strings"
 	"time"
@@ -57,7 +59,29 @@ func expired(sl *backendsv1alpha1.StateLock, now time.Time) bool {
 func lockLost(sl *backendsv1alpha1.StateLock) bool {
 	c := meta.FindStatusCondition(sl.Status.Conditions, backendsv1alpha1.LockedCondition)
 	return c != nil && c.Reason == backendsv1alpha1.LockLostReason && c.ObservedGeneration == sl.Generation &&
-		sl.Annotations[backendsv1alpha1.ReacquireAnnotation] == sl.Status.ReacquireRequest
+		reacquireRecord(sl.Annotations[backendsv1alpha1.ReacquireAnnotation]) == sl.Status.ReacquireRequest
+}
+
+// maxReacquireRequest is the MaxLength of status.reacquireRequest.
+const maxReacquireRequest = 256
+
+// reacquireDigestPrefix starts the digest form of a reacquire value (see
+// reacquireRecord).
+const reacquireDigestPrefix = "sha256:"
+
+// reacquireRecord is the form of a reacquire annotation value that
+// status.reacquireRequest records and lockLost compares: the value itself
+// when status can hold it, and otherwise "sha256:" and the hex SHA-256 of
+// the value, 71 characters, so that no annotation makes a status write
+// fail (an annotation can be far longer than the field). A short value
+// that starts with "sha256:" is digested too, so that it never reads as
+// the record of the long value it spells.
+func reacquireRecord(value string) string {
+	if len(value) <= maxReacquireRequest && !strings.HasPrefix(value, reacquireDigestPrefix) {
+		return value
+	}
+	sum := sha256.Sum256([]byte(value))
+	return reacquireDigestPrefix + hex.EncodeToString(sum[:])
 }
 
 // releaseWithheld reports whether the release of sl's lock at expiry was
@@ -170,7 +194,7 @@ func applySlockResult(sl *backendsv1alpha1.StateLock, res slockResult, backend s
 	case res.action == slockHold && st.LockID != "":
 		lost := st.LockID
 		st.LockID, st.LockInfo, st.HeldSince, st.Holder = "", nil, nil, res.holder
-		st.ReacquireRequest = sl.Annotations[backendsv1alpha1.ReacquireAnnotation]
+		st.ReacquireRequest = reacquireRecord(sl.Annotations[backendsv1alpha1.ReacquireAnnotation])
 		by := "it was released by someone else (a force unlock)"
 		if res.holder != nil {
 			by = fmt.Sprintf("%s now holds it (taken after a force unlock)", describeLockHolder(res.holder))

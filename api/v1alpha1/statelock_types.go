@@ -81,7 +81,9 @@ type StateLockStatus struct {
 	Holder *LockInfo `json:"holder,omitempty"`
 
 	// reacquireRequest is the last value of the
-	// backends.infrastate.io/reacquire annotation the controller acted on.
+	// backends.infrastate.io/reacquire annotation the controller acted on:
+	// the value itself, or "sha256:" and the hex SHA-256 of the value when
+	// it is longer than 256 bytes or itself starts with "sha256:".
 	// +optional
 	// +kubebuilder:validation:MaxLength=256
 	ReacquireRequest string `json:"reacquireRequest,omitempty"`
