@@ -3,6 +3,7 @@ package controllers
 import (
 	"context"
 	"encoding/json"
+	"strings"
 	"time"
 
 	. "github.com/onsi/ginkgo/v2"
@@ -314,6 +315,32 @@ var _ = Describe("StateLock", func() {
 			g.Expect(backend.Status.Locked).To(Equal("Unchecked"))
 			g.Expect(backend.Status.Lock).To(BeNil())
 		})
+	})
+
+	It("records a reacquire value longer than its status holds as a digest, and takes the lock again on a new one", func() {
+		ctx, ns := spec.ctx, spec.ns
+		backend := lockTargets[0].setup(ctx, ns)
+		first, second := strings.Repeat("a", 300), strings.Repeat("b", 300)
+		sl := makeFreeze(ns, lockTargets[0].kind).Annotation(backendsv1alpha1.ReacquireAnnotation, first).Obj()
+		create(ctx, sl)
+		id := eventuallyHeld(ctx, sl)
+
+		By("a force unlock losing the lock: the status records it")
+		updateSpec(ctx, backend, func() { setForceUnlock(backend, id) })
+		eventually(ctx, sl, func(g Gomega) {
+			expectCondition(g, sl.Status.Conditions, "Locked", metav1.ConditionFalse, backendsv1alpha1.LockLostReason)
+			expectCondition(g, sl.Status.Conditions, "Stalled", metav1.ConditionTrue, backendsv1alpha1.LockLostReason)
+			g.Expect(sl.Status.LockID).To(BeEmpty())
+			g.Expect(sl.Status.ReacquireRequest).To(Equal(reacquireRecord(first)))
+			g.Expect(len(sl.Status.ReacquireRequest)).To(BeNumerically("<", len(first)))
+			expectKstatusInvariants(g, sl)
+		})
+
+		By("another long reacquire value")
+		updateSpec(ctx, sl, func() { sl.Annotations[backendsv1alpha1.ReacquireAnnotation] = second })
+		again := eventuallyHeld(ctx, sl)
+		Expect(again).NotTo(Equal(id))
+		Expect(sl.Status.ReacquireRequest).To(Equal(reacquireRecord(first)), "the value acted on stays recorded until the next loss")
 	})
 
 	It("stalls with LockingDisabled on an HttpBackend without lock addresses", func() {
