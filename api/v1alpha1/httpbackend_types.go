@@ -24,6 +24,8 @@ import (
 // +kubebuilder:validation:XValidation:rule="!has(self.overrides) || self.overrides.all(o, o.path != 'retry_wait_max')",message="overrides cannot set retry_wait_max: set spec.retryWaitMax instead, which the probe and RemoteState read too",fieldPath=".overrides"
 // +kubebuilder:validation:XValidation:rule="!has(self.runner) || !has(self.tls) || !has(self.tls.clientCertificateSecretRef) || self.runner.flavor != 'terraform' || !has(self.runner.version) || !self.runner.version.matches('^1[.][0-3]([.]|$)')",message="tls.clientCertificateSecretRef is read by Terraform 1.4 and later and by OpenTofu: the runner in spec.runner cannot read it",fieldPath=".tls.clientCertificateSecretRef"
 // +kubebuilder:validation:XValidation:rule="!has(self.runner) || !has(self.tls) || !has(self.tls.caCertificate) || self.runner.flavor != 'terraform' || !has(self.runner.version) || !self.runner.version.matches('^1[.][0-3]([.]|$)')",message="tls.caCertificate is read by Terraform 1.4 and later and by OpenTofu: the runner in spec.runner cannot read it",fieldPath=".tls.caCertificate"
+// +kubebuilder:validation:XValidation:rule="!has(self.lockAddress) || self.lockAddress != self.address || (has(self.lockMethod) ? self.lockMethod : 'LOCK') != (has(self.updateMethod) ? self.updateMethod : 'POST')",message="lockAddress equals address and lockMethod equals updateMethod (POST when unset): the server would take every lock request for a write of the state and replace the state with the lock's LockInfo; set another lockMethod (such as LOCK) or another lockAddress",fieldPath=".lockMethod"
+// +kubebuilder:validation:XValidation:rule="!has(self.unlockAddress) || self.unlockAddress != self.address || (has(self.unlockMethod) ? self.unlockMethod : 'UNLOCK') != (has(self.updateMethod) ? self.updateMethod : 'POST')",message="unlockAddress equals address and unlockMethod equals updateMethod (POST when unset): the server would take every unlock request for a write of the state and replace the state with the lock's LockInfo; set another unlockMethod (such as UNLOCK) or another unlockAddress",fieldPath=".unlockMethod"
 type HttpBackendSpec struct {
 	// address of the state, the REST endpoint Terraform GETs and updates.
 	// It is configuration, published in the rendered ConfigMap and shown by
@@ -65,7 +67,9 @@ type HttpBackendSpec struct {
 	LockAddress string `json:"lockAddress,omitempty"`
 
 	// lockMethod is the HTTP method used to take the lock: LOCK, UNLOCK,
-	// POST, PUT, DELETE or PATCH.
+	// POST, PUT, DELETE or PATCH. When lockAddress equals address it must
+	// differ from updateMethod: a lock request would be a write of the
+	// state, replacing it with the lock's LockInfo.
 	// +optional
 	// +kubebuilder:default=LOCK
 	// +kubebuilder:validation:MinLength=1
@@ -87,7 +91,8 @@ type HttpBackendSpec struct {
 	UnlockAddress string `json:"unlockAddress,omitempty"`
 
 	// unlockMethod is the HTTP method used to release the lock: LOCK,
-	// UNLOCK, POST, PUT, DELETE or PATCH.
+	// UNLOCK, POST, PUT, DELETE or PATCH. When unlockAddress equals address
+	// it must differ from updateMethod, as lockMethod does.
 	// +optional
 	// +kubebuilder:default=UNLOCK
 	// +kubebuilder:validation:MinLength=1

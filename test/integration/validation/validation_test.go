@@ -150,6 +150,14 @@ var _ = Describe("Admission validation", func() {
 			"spec.probe.interval", "probe.interval must be 0s (probing disabled) or between 10s and 24h"),
 		Entry("http: lockCheck needs a lock address", httpBackend(del("spec.lockAddress"), set("spec.probe.lockCheck", true)),
 			"spec.probe.lockCheck", "probe.lockCheck needs lockAddress and unlockAddress"),
+		Entry("http: a POST lock at the state's address is a write of the state", httpBackend(set("spec.lockMethod", "POST")),
+			"spec.lockMethod", "lockAddress equals address and lockMethod equals updateMethod (POST when unset): the server would take every lock request for a write of the state"),
+		Entry("http: a lock at the state's address with the update method", httpBackend(set("spec.updateMethod", "PUT"), set("spec.lockMethod", "PUT")),
+			"spec.lockMethod", "lockAddress equals address and lockMethod equals updateMethod"),
+		Entry("http: the default lock method at the state's address when it updates", httpBackend(set("spec.updateMethod", "LOCK")),
+			"spec.lockMethod", "lockAddress equals address and lockMethod equals updateMethod"),
+		Entry("http: a POST unlock at the state's address is a write of the state", httpBackend(set("spec.unlockMethod", "POST")),
+			"spec.unlockMethod", "unlockAddress equals address and unlockMethod equals updateMethod (POST when unset): the server would take every unlock request for a write of the state"),
 		Entry("http: forceUnlock needs an unlock address", httpBackend(del("spec.unlockAddress"), set("spec.forceUnlock.lockID", "abc")),
 			"spec.forceUnlock", "forceUnlock needs lockAddress (to learn the holder) and unlockAddress"),
 		Entry("http: forceUnlock needs a lockID", httpBackend(set("spec.forceUnlock", map[string]any{})),
@@ -436,6 +444,10 @@ var _ = Describe("Admission validation", func() {
 				set("spec.unlockAddress", "http://[::ffff:0:0:0]/unlock")),
 			httpBackend(set("spec.address", "http://[::ffff:10.0.0.1]/state"), set("spec.lockAddress", "http://0.0.0.1/lock"),
 				set("spec.unlockAddress", "http://[::ffff:1:0]/unlock")),
+			// Lock and unlock at the state's address with methods other
+			// than the update method, and POST at another address.
+			httpBackend(set("spec.updateMethod", "PUT"), set("spec.lockMethod", "POST"), set("spec.unlockMethod", "DELETE")),
+			httpBackend(set("spec.lockMethod", "POST"), set("spec.lockAddress", "https://state.example.com/state/app/lock")),
 			// An object at assume_role is refused only where it is the
 			// cos backend's block.
 			httpBackend(overrideValue("assume_role", "x")),
