@@ -50,7 +50,21 @@ func TestCheckHTTPSpec(t *testing.T) {
 		"::":                   {edit: func(s *backendsv1alpha1.HttpBackendSpec) { s.UnlockAddress = "http://[::]/" }, wantMsg: "spec.unlockAddress must not be an unspecified address"},
 		"6to4 metadata":        {edit: func(s *backendsv1alpha1.HttpBackendSpec) { s.Address = "http://[2002:a9fe:a9fe::1]/" }, wantMsg: "spec.address must not point at a link-local address"},
 		"a GET lock":           {edit: func(s *backendsv1alpha1.HttpBackendSpec) { s.LockMethod = "GET" }, wantMsg: "spec.lockMethod must be one of LOCK, UNLOCK, POST, PUT, DELETE, PATCH"},
-		"kube-root-ca.crt":     {edit: func(s *backendsv1alpha1.HttpBackendSpec) { s.ConfigMapName = "kube-root-ca.crt" }, wantMsg: "spec.configMapName must not be a name that Kubernetes or a cluster add-on publishes"},
+		"a POST lock at the state's address, POST updates": {edit: func(s *backendsv1alpha1.HttpBackendSpec) { s.LockAddress = s.Address },
+			wantMsg: "The value of spec.lockAddress equals spec.address, and spec.lockMethod equals spec.updateMethod (POST): the server would take every lock request for a write of the state"},
+		"a PUT unlock at the state's address, PUT updates": {edit: func(s *backendsv1alpha1.HttpBackendSpec) {
+			s.UnlockAddress, s.UnlockMethod, s.UpdateMethod = s.Address, "PUT", "PUT"
+		}, wantMsg: "The value of spec.unlockAddress equals spec.address, and spec.unlockMethod equals spec.updateMethod (PUT)"},
+		"the default lock method at the state's address, LOCK updates": {edit: func(s *backendsv1alpha1.HttpBackendSpec) {
+			s.LockAddress, s.LockMethod, s.UpdateMethod = s.Address, "", "LOCK"
+		}, wantMsg: "spec.lockMethod equals spec.updateMethod (LOCK)"},
+		"a POST lock at the state's address, PUT updates": {edit: func(s *backendsv1alpha1.HttpBackendSpec) {
+			s.LockAddress, s.UpdateMethod = s.Address, "PUT"
+		}},
+		"the default methods at the state's address": {edit: func(s *backendsv1alpha1.HttpBackendSpec) {
+			s.LockAddress, s.UnlockAddress, s.LockMethod, s.UnlockMethod = s.Address, s.Address, "", ""
+		}},
+		"kube-root-ca.crt": {edit: func(s *backendsv1alpha1.HttpBackendSpec) { s.ConfigMapName = "kube-root-ca.crt" }, wantMsg: "spec.configMapName must not be a name that Kubernetes or a cluster add-on publishes"},
 		"overrides the probe ignores": {edit: func(s *backendsv1alpha1.HttpBackendSpec) {
 			s.Overrides = []backendsv1alpha1.Override{override("update_method", `"PUT"`), override("future", `"`+secret+`"`)}
 		}},
@@ -160,6 +174,15 @@ func TestReconcileRefusesLegacySpec(t *testing.T) {
 			obj: builders.MakeHttpBackend("legacy", "ns", "https://state.example.com/state/x").Generation(1).ObservedGeneration(-1).
 				Overrides(override("address", `"https://`+secret+`.example.com/x"`)).Obj(),
 			wantMsg: "set spec.address instead",
+		},
+		"a POST lock at the state's address": {
+			obj: func() client.Object {
+				b := builders.MakeHttpBackend("legacy", "ns", "https://state.example.com/state/x").Generation(1).ObservedGeneration(-1).
+					LockAddresses("https://state.example.com/state/x", "https://state.example.com/state/x").Obj()
+				b.Spec.LockMethod = "POST"
+				return b
+			}(),
+			wantMsg: "spec.lockMethod equals spec.updateMethod (POST)",
 		},
 		"a bucket override": {
 			obj: builders.MakeCosBackend("legacy", "ns", "tfstate-1250000000").Region("ap-guangzhou").Generation(1).ObservedGeneration(-1).
