@@ -30,9 +30,11 @@
 // [WithGitLab] makes it GitLab's managed Terraform state instead: GitLab's
 // routes, token authentication and answers.
 //
-// State and locks live in a [Store]: [NewMemoryStore] for tests, or
-// [NewDirStore] which writes every change atomically to a directory and so
-// survives restarts and crashes. A new state is streamed into the store
+// State and locks live in a [Store]: [NewMemoryStore] for tests, bounded by
+// a byte budget ([WithMemoryBudget], [DefaultMemoryBudget] by default) past
+// which writes get 507 Insufficient Storage, or [NewDirStore] which writes
+// every change atomically to a directory and so survives restarts and
+// crashes. A new state is streamed into the store
 // (into a temporary file of the directory store), its size and Content-MD5
 // checked as it arrives, and installed only once complete and allowed by the
 // lock; GETs are served from the stored document. With the directory store

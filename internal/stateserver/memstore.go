@@ -7,16 +7,30 @@ import (
 	"io"
 	"sort"
 	"sync"
+	"sync/atomic"
 )
+
+// DefaultMemoryBudget is the byte budget of a [MemoryStore] made without
+// [WithMemoryBudget]: four states of the largest size the server accepts.
+const DefaultMemoryBudget = 4 * maxStateBytes
+
+// ErrStoreFull is returned (wrapped) by a [Store] that has no room left for
+// a state document. The server answers 507 Insufficient Storage to it.
+var ErrStoreFull = errors.New("the store is full")
 
 // MemoryStore is a [Store] kept in memory. Its zero value is not usable; call
 // [NewMemoryStore].
 //
-// Each state is held once: staging reads the body into the Document that is
-// then stored, and Load hands out that same immutable Document.
+// Each state is held once: staging reads the body into a document that is
+// then stored, and Load hands out that same immutable content. The bytes of
+// every document still held (staged, stored, or being read) count against
+// the store's budget, and a Stage that would go past it fails with
+// [ErrStoreFull] as soon as it does, without reading the rest of the body.
 type MemoryStore struct {
 	mu      sync.Mutex
 	records map[string]memRecord
+	// budget bounds used, the bytes of the documents still referenced.
+	budget, used int64
 }
 
 var _ Store = (*MemoryStore)(nil)
@@ -24,47 +38,123 @@ var _ Store = (*MemoryStore)(nil)
 // memRecord is what a MemoryStore keeps for a name; a name with neither a
 // state nor a lock has no entry.
 type memRecord struct {
-	state *memDocument
+	state *memContent
 	lock  []byte
+}
+
+// MemoryStoreOption configures a [MemoryStore] in [NewMemoryStore].
+type MemoryStoreOption func(*MemoryStore)
+
+// WithMemoryBudget bounds the bytes of state documents the store holds at
+// once, stored ones and uploads in progress together, to budget (at least
+// one byte). Without it the budget is [DefaultMemoryBudget].
+func WithMemoryBudget(budget int64) MemoryStoreOption {
+	return func(m *MemoryStore) {
+		m.budget = max(budget, 1)
+	}
 }
 
 // NewMemoryStore returns an empty in-memory [Store]. Everything is lost when
 // the process exits.
-func NewMemoryStore() *MemoryStore {
-	return &MemoryStore{records: map[string]memRecord{}}
+func NewMemoryStore(opts ...MemoryStoreOption) *MemoryStore {
+	m := &MemoryStore{records: map[string]memRecord{}, budget: DefaultMemoryBudget}
+	for _, opt := range opts {
+		opt(m)
+	}
+	return m
+}
+
+// Budget returns the most bytes of state documents the store holds at once.
+func (m *MemoryStore) Budget() int64 { return m.budget }
+
+// Used returns the bytes of state documents the store holds now: stored,
+// being staged, or still being read.
+func (m *MemoryStore) Used() int64 {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	return m.used
 }
 
 // Load implements [Store].
 func (m *MemoryStore) Load(name string) (Record, error) {
 	m.mu.Lock()
 	defer m.mu.Unlock()
-	return m.records[name].record(), nil
+	r := m.records[name]
+	rec := Record{Lock: cloneBytes(r.lock)}
+	if r.state != nil {
+		r.state.refs++
+		rec.State = &memDocument{content: r.state}
+	}
+	return rec, nil
 }
 
-// Stage implements [Store]: it reads r into memory.
+// Stage implements [Store]: it reads r into memory, within the budget.
 func (m *MemoryStore) Stage(r io.Reader) (Document, error) {
-	d := &memDocument{owner: m}
-	if err := d.readFrom(r); err != nil {
+	c := &memContent{owner: m, refs: 1}
+	if err := c.readFrom(r); err != nil {
+		m.mu.Lock()
+		m.used -= c.reserved
+		m.mu.Unlock()
 		return nil, fmt.Errorf("memory store: %w", err)
 	}
-	return d, nil
+	return &memDocument{content: c}, nil
+}
+
+// reserveUpTo counts up to n more bytes against the budget, as many as
+// fit, and returns how many.
+func (m *MemoryStore) reserveUpTo(n int64) int64 {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	n = max(min(n, m.budget-m.used), 0)
+	m.used += n
+	return n
+}
+
+// fullError is the error of a document that does not fit in the budget.
+func (m *MemoryStore) fullError() error {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	return fmt.Errorf("%w: the states held would pass the budget of %d bytes (%d in use)", ErrStoreFull, m.budget, m.used)
+}
+
+// unreserve returns n bytes to the budget.
+func (m *MemoryStore) unreserve(n int64) {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	m.used -= n
 }
 
 // Update implements [Store].
 func (m *MemoryStore) Update(name string, fn func(*Record) error) error {
 	m.mu.Lock()
 	defer m.mu.Unlock()
-	rec := m.records[name].record()
+	prev := m.records[name]
+	rec := Record{Lock: cloneBytes(prev.lock)}
+	if prev.state != nil {
+		// fn must not keep it: it takes no reference and Close does
+		// nothing.
+		d := &memDocument{content: prev.state}
+		d.closed.Store(true)
+		rec.State = d
+	}
 	if err := fn(&rec); err != nil {
 		return err
 	}
 	next := memRecord{lock: cloneBytes(rec.Lock)}
 	if rec.State != nil {
 		d, ok := rec.State.(*memDocument)
-		if !ok || d.owner != m {
+		if !ok || d.content.owner != m {
 			return errForeignDocument
 		}
-		next.state = d
+		next.state = d.content
+	}
+	if next.state != prev.state {
+		if next.state != nil {
+			next.state.refs++
+		}
+		if prev.state != nil {
+			m.releaseLocked(prev.state)
+		}
 	}
 	if next.state == nil && next.lock == nil {
 		delete(m.records, name)
@@ -74,13 +164,14 @@ func (m *MemoryStore) Update(name string, fn func(*Record) error) error {
 	return nil
 }
 
-// record returns r as a Record, with its own copy of the lock.
-func (r memRecord) record() Record {
-	rec := Record{Lock: cloneBytes(r.lock)}
-	if r.state != nil {
-		rec.State = r.state
+// releaseLocked drops a reference to c, and returns its bytes to the budget
+// with the last one. The caller holds m.mu.
+func (m *MemoryStore) releaseLocked(c *memContent) {
+	c.refs--
+	if c.refs == 0 {
+		m.used -= c.reserved
+		c.reserved = 0
 	}
-	return rec
 }
 
 func cloneBytes(b []byte) []byte {
@@ -91,32 +182,56 @@ func cloneBytes(b []byte) []byte {
 }
 
 const (
-	// firstChunkBytes and maxChunkBytes bound the chunks of a memDocument:
+	// firstChunkBytes and maxChunkBytes bound the chunks of a memContent:
 	// they double from the first size up to the maximum, so that a small
-	// state takes little room and a large one wastes at most one chunk.
+	// state takes little room and a large one is never copied as it grows.
 	firstChunkBytes = 4 << 10
 	maxChunkBytes   = 1 << 20
 )
 
-// memDocument is a Document held in memory as a list of chunks, so that
-// reading a body of unknown length never copies what was already read.
-type memDocument struct {
-	owner  *MemoryStore
-	chunks [][]byte
-	starts []int64 // offset of each chunk in the document
-	size   int64
+// memContent is the content of a document held in memory as a list of
+// chunks, so that reading a body of unknown length never copies what was
+// already read. refs counts the store's record and the open memDocuments
+// that use it, under owner.mu.
+type memContent struct {
+	owner    *MemoryStore
+	chunks   [][]byte
+	starts   []int64 // offset of each chunk in the document
+	size     int64
+	reserved int64 // bytes counted against the owner's budget
+	refs     int
 }
 
-// readFrom appends r, to its end, to the document.
-func (d *memDocument) readFrom(r io.Reader) error {
-	next := firstChunkBytes
+// readFrom appends r, to its end, to the content, reserving each chunk in
+// the owner's budget before allocating it: a chunk is cut to what is left
+// of the budget, and when nothing is left a byte more fails with
+// ErrStoreFull. The last chunk is trimmed to its content, so that a
+// document takes its size and no more.
+func (c *memContent) readFrom(r io.Reader) error {
+	next := int64(firstChunkBytes)
 	for {
-		buf := make([]byte, next)
+		size := c.owner.reserveUpTo(next)
+		c.reserved += size
+		if size == 0 {
+			var probe [1]byte
+			if n, err := io.ReadFull(r, probe[:]); n == 0 && errors.Is(err, io.EOF) {
+				return nil
+			} else if n == 0 {
+				return err
+			}
+			return c.owner.fullError()
+		}
+		buf := make([]byte, size)
 		n, err := io.ReadFull(r, buf)
+		if int64(n) < size {
+			c.owner.unreserve(size - int64(n))
+			c.reserved -= size - int64(n)
+			buf = bytes.Clone(buf[:n])
+		}
 		if n > 0 {
-			d.starts = append(d.starts, d.size)
-			d.chunks = append(d.chunks, buf[:n])
-			d.size += int64(n)
+			c.starts = append(c.starts, c.size)
+			c.chunks = append(c.chunks, buf)
+			c.size += int64(n)
 		}
 		switch {
 		case errors.Is(err, io.EOF), errors.Is(err, io.ErrUnexpectedEOF):
@@ -128,19 +243,27 @@ func (d *memDocument) readFrom(r io.Reader) error {
 	}
 }
 
+// memDocument is one reference to a memContent: staged, or loaded. Closing
+// it drops the reference, once.
+type memDocument struct {
+	content *memContent
+	closed  atomic.Bool
+}
+
 // ReadAt implements [io.ReaderAt].
 func (d *memDocument) ReadAt(p []byte, off int64) (int, error) {
+	c := d.content
 	if off < 0 {
 		return 0, errors.New("memory store: negative offset")
 	}
-	if off >= d.size {
+	if off >= c.size {
 		return 0, io.EOF
 	}
 	// The last chunk starting at or before off.
-	i := sort.Search(len(d.starts), func(i int) bool { return d.starts[i] > off }) - 1
+	i := sort.Search(len(c.starts), func(i int) bool { return c.starts[i] > off }) - 1
 	n := 0
-	for ; n < len(p) && i < len(d.chunks); i++ {
-		n += copy(p[n:], d.chunks[i][off+int64(n)-d.starts[i]:])
+	for ; n < len(p) && i < len(c.chunks); i++ {
+		n += copy(p[n:], c.chunks[i][off+int64(n)-c.starts[i]:])
 	}
 	if n < len(p) {
 		return n, io.EOF
@@ -149,7 +272,18 @@ func (d *memDocument) ReadAt(p []byte, off int64) (int, error) {
 }
 
 // Size implements [Document].
-func (d *memDocument) Size() int64 { return d.size }
+func (d *memDocument) Size() int64 { return d.content.size }
 
-// Close implements [Document]; memory is released by the garbage collector.
-func (d *memDocument) Close() error { return nil }
+// Close implements [Document]: it drops this reference to the content,
+// whose bytes return to the budget once neither the store nor any open
+// document uses it.
+func (d *memDocument) Close() error {
+	if d.closed.Swap(true) {
+		return nil
+	}
+	m := d.content.owner
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	m.releaseLocked(d.content)
+	return nil
+}

@@ -129,7 +129,9 @@ func (e *conflictError) Error() string {
 	return fmt.Sprintf("lock conflict (%d)", e.status)
 }
 
-// storeError answers an error from the store or from a conflict.
+// storeError answers an error from the store or from a conflict: the
+// conflict answer, 400 for an invalid name, 507 when the store is full
+// (ErrStoreFull), else 500.
 func (s *Server) storeError(w http.ResponseWriter, r *http.Request, err error) {
 	var conflict *conflictError
 	switch {
@@ -148,6 +150,9 @@ func (s *Server) storeError(w http.ResponseWriter, r *http.Request, err error) {
 		}
 	case errors.Is(err, ErrInvalidName):
 		http.Error(w, err.Error(), http.StatusBadRequest)
+	case errors.Is(err, ErrStoreFull):
+		s.logger.WarnContext(r.Context(), "store full", "method", r.Method, "path", r.URL.Path, "err", err)
+		http.Error(w, "insufficient storage: "+err.Error(), http.StatusInsufficientStorage)
 	default:
 		s.logger.ErrorContext(r.Context(), "store failed", "method", r.Method, "path", r.URL.Path, "err", err)
 		http.Error(w, "internal server error", http.StatusInternalServerError)
