@@ -1,8 +1,10 @@
 package stateserver
 
 import (
+	"bufio"
 	"bytes"
 	"io"
+	"net"
 	"net/http"
 	"strings"
 	"testing"
@@ -119,4 +121,54 @@ func sendStep(t *testing.T, client *http.Client, method, url string, body []byte
 		t.Fatal(err)
 	}
 	return response{Status: resp.StatusCode, Body: string(b)}
+}
+
+// TestTruncatedUploadIsNotStored sends part of a declared body over
+// loopback TCP, without Content-MD5, and half-closes the connection: the
+// upload is refused with 400 and the state is not replaced, whatever the
+// store.
+func TestTruncatedUploadIsNotStored(t *testing.T) {
+	cases := map[string]func(t *testing.T) Store{
+		"memory": func(*testing.T) Store { return NewMemoryStore() },
+		"dir": func(t *testing.T) Store {
+			t.Helper()
+			d, err := NewDirStore(t.TempDir())
+			if err != nil {
+				t.Fatal(err)
+			}
+			return d
+		},
+	}
+	for name, newStore := range cases {
+		t.Run(name, func(t *testing.T) {
+			t.Parallel()
+			ts := startServer(t, New(newStore(t)))
+			if got, _ := send(t, ts.Client(), http.MethodPost, ts.URL+"/state/x", []byte("old"), nil); got.Status != http.StatusOK {
+				t.Fatalf("POST the old state: %+v", got)
+			}
+			var d net.Dialer
+			conn, err := d.DialContext(t.Context(), "tcp", ts.Listener.Addr().String())
+			if err != nil {
+				t.Fatal(err)
+			}
+			defer conn.Close()
+			if _, err := io.WriteString(conn, "POST /state/x HTTP/1.1\r\nHost: s\r\nContent-Length: 100\r\n\r\n{\"version\":"); err != nil {
+				t.Fatal(err)
+			}
+			if err := conn.(*net.TCPConn).CloseWrite(); err != nil {
+				t.Fatal(err)
+			}
+			resp, err := http.ReadResponse(bufio.NewReader(conn), nil)
+			if err != nil {
+				t.Fatalf("reading the answer: %v", err)
+			}
+			resp.Body.Close()
+			if resp.StatusCode != http.StatusBadRequest {
+				t.Errorf("truncated POST: status %d, want 400", resp.StatusCode)
+			}
+			if got, _ := send(t, ts.Client(), http.MethodGet, ts.URL+"/state/x", nil, nil); got != (response{Status: http.StatusOK, Body: "old"}) {
+				t.Errorf("GET after the truncated POST: %+v, want the old state", got)
+			}
+		})
+	}
 }

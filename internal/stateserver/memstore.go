@@ -214,15 +214,17 @@ func (c *memContent) readFrom(r io.Reader) error {
 		c.reserved += size
 		if size == 0 {
 			var probe [1]byte
-			if n, err := io.ReadFull(r, probe[:]); n == 0 && errors.Is(err, io.EOF) {
+			switch n, err := fill(r, probe[:]); {
+			case n > 0:
+				return c.owner.fullError()
+			case errors.Is(err, io.EOF):
 				return nil
-			} else if n == 0 {
+			default:
 				return err
 			}
-			return c.owner.fullError()
 		}
 		buf := make([]byte, size)
-		n, err := io.ReadFull(r, buf)
+		n, err := fill(r, buf)
 		if int64(n) < size {
 			c.owner.unreserve(size - int64(n))
 			c.reserved -= size - int64(n)
@@ -234,13 +236,28 @@ func (c *memContent) readFrom(r io.Reader) error {
 			c.size += int64(n)
 		}
 		switch {
-		case errors.Is(err, io.EOF), errors.Is(err, io.ErrUnexpectedEOF):
+		case errors.Is(err, io.EOF):
 			return nil
 		case err != nil:
 			return err
 		}
 		next = min(2*next, maxChunkBytes)
 	}
+}
+
+// fill reads r into buf until buf is full, r ends (io.EOF) or r fails. Unlike
+// io.ReadFull it passes on every error of r as it is: an
+// io.ErrUnexpectedEOF from r (a body cut short) is a failure, not the end.
+func fill(r io.Reader, buf []byte) (int, error) {
+	n := 0
+	for n < len(buf) {
+		m, err := r.Read(buf[n:])
+		n += m
+		if err != nil {
+			return n, err
+		}
+	}
+	return n, nil
 }
 
 // memDocument is one reference to a memContent: staged, or loaded. Closing
