@@ -7,6 +7,7 @@ import (
 	"flag"
 	"fmt"
 	"io"
+	"math"
 	"os"
 	"time"
 
@@ -32,6 +33,11 @@ type config struct {
 	shutdownTimeout time.Duration
 	bodyTimeout     time.Duration
 	idleTimeout     time.Duration
+	headerTimeout   time.Duration
+	// memoryBudgetMiB bounds the memory store (without --data-dir).
+	memoryBudgetMiB int64
+	// maxConnections bounds the connections served at once.
+	maxConnections int
 	// modes are the lock behaviour flags, and modeOptions the server
 	// options they choose.
 	modes       modeFlags
@@ -39,8 +45,14 @@ type config struct {
 }
 
 const (
-	// readHeaderTimeout bounds the reading of a request's headers.
-	readHeaderTimeout = 10 * time.Second
+	// defaultHeaderTimeout is the default of --header-timeout, which bounds
+	// the reading of a request's headers: a client that trickles them
+	// holds a connection that long at most.
+	defaultHeaderTimeout = 10 * time.Second
+	// defaultMaxConnections is the default of --max-connections: far more
+	// than the operator and Terraform open, far fewer descriptors than a
+	// process may hold.
+	defaultMaxConnections = 512
 	// defaultBodyTimeout is the default of --body-timeout: long enough for
 	// any pause of a working client on a slow link, short enough to let go
 	// of stalled ones.
@@ -68,6 +80,13 @@ func parseConfig(args []string, getenv func(string) string, stderr io.Writer) (c
 		"how long a request body may stop arriving, or a response stop being read, before the connection is closed; "+
 			"every transfer restarts it, so slow but steady uploads of large states are not cut")
 	fs.DurationVar(&cfg.idleTimeout, "idle-timeout", defaultIdleTimeout, "how long an idle keep-alive connection is kept open")
+	fs.DurationVar(&cfg.headerTimeout, "header-timeout", defaultHeaderTimeout,
+		"how long a client may take to send a request's headers (and the TLS handshake) before the connection is closed")
+	fs.IntVar(&cfg.maxConnections, "max-connections", defaultMaxConnections,
+		"most connections served at once; more wait until one closes")
+	fs.Int64Var(&cfg.memoryBudgetMiB, "memory-budget-mib", stateserver.DefaultMemoryBudget>>20,
+		"without --data-dir, most MiB of states kept in memory, uploads in progress included; "+
+			"a write past it gets 507 Insufficient Storage")
 	cfg.modes.register(fs)
 	if err := fs.Parse(args); err != nil {
 		if errors.Is(err, flag.ErrHelp) {
@@ -94,9 +113,18 @@ func parseConfig(args []string, getenv func(string) string, stderr io.Writer) (c
 		return config{}, fmt.Errorf("%w: --body-timeout must be positive", errUsage)
 	case cfg.idleTimeout <= 0:
 		return config{}, fmt.Errorf("%w: --idle-timeout must be positive", errUsage)
+	case cfg.headerTimeout <= 0:
+		return config{}, fmt.Errorf("%w: --header-timeout must be positive", errUsage)
+	case cfg.maxConnections <= 0:
+		return config{}, fmt.Errorf("%w: --max-connections must be positive", errUsage)
+	case cfg.memoryBudgetMiB <= 0 || cfg.memoryBudgetMiB > math.MaxInt64>>20:
+		return config{}, fmt.Errorf("%w: --memory-budget-mib must be positive", errUsage)
 	}
 	set := map[string]bool{}
 	fs.Visit(func(f *flag.Flag) { set[f.Name] = true })
+	if set["memory-budget-mib"] && cfg.dataDir != "" {
+		return config{}, fmt.Errorf("%w: --memory-budget-mib has no effect with --data-dir", errUsage)
+	}
 	opts, err := cfg.modes.options(set, cfg.username, cfg.password)
 	if err != nil {
 		return config{}, err

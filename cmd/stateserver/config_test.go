@@ -55,6 +55,18 @@ func TestConfigErrors(t *testing.T) {
 		"negative idle timeout": {
 			args: []string{"--idle-timeout", "-1s"}, wantUsage: true, wantErr: "--idle-timeout must be positive",
 		},
+		"zero header timeout": {
+			args: []string{"--header-timeout", "0s"}, wantUsage: true, wantErr: "--header-timeout must be positive",
+		},
+		"zero connections": {
+			args: []string{"--max-connections", "0"}, wantUsage: true, wantErr: "--max-connections must be positive",
+		},
+		"zero memory budget": {
+			args: []string{"--memory-budget-mib", "0"}, wantUsage: true, wantErr: "--memory-budget-mib must be positive",
+		},
+		"memory budget with a data dir": {
+			args: []string{"--memory-budget-mib", "64", "--data-dir", dir}, wantUsage: true, wantErr: "--memory-budget-mib has no effect with --data-dir",
+		},
 		"data dir is a file": {
 			args: []string{"--data-dir", notADir, "--listen", "127.0.0.1:0"}, wantErr: "opening the data directory",
 		},
@@ -117,7 +129,8 @@ func TestHelp(t *testing.T) {
 	if !errors.Is(err, flag.ErrHelp) {
 		t.Errorf("error = %v, want flag.ErrHelp", err)
 	}
-	for _, f := range []string{"-listen", "-data-dir", "-username", "-tls-cert", "-tls-key", "-client-ca", "-body-timeout", "-idle-timeout", "STATESERVER_PASSWORD"} {
+	for _, f := range []string{"-listen", "-data-dir", "-username", "-tls-cert", "-tls-key", "-client-ca", "-body-timeout", "-idle-timeout",
+		"-header-timeout", "-max-connections", "-memory-budget-mib", "STATESERVER_PASSWORD"} {
 		if !strings.Contains(out.String(), f) {
 			t.Errorf("usage does not mention %s:\n%s", f, out.String())
 		}

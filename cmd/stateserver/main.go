@@ -6,7 +6,9 @@
 //	stateserver [--listen 127.0.0.1:8080] [--data-dir DIR]
 //	            [--username NAME]  (password from STATESERVER_PASSWORD)
 //	            [--tls-cert FILE --tls-key FILE [--client-ca FILE]]
-//	            [--body-timeout 1m] [--idle-timeout 2m] [--shutdown-timeout 10s]
+//	            [--memory-budget-mib 512] [--max-connections 512]
+//	            [--body-timeout 1m] [--header-timeout 10s] [--idle-timeout 2m]
+//	            [--shutdown-timeout 10s]
 //	            [--conflict holder-423|holder-409|text-409|text-423]
 //	            [--unlock checks-id|ignores-body|exact-body] [--reentrant-lock]
 //	            [--unlock-bodies any|empty|id|none]
@@ -30,7 +32,9 @@
 // and renamed into place once complete, and downloads are read from the
 // files: memory use stays small whatever the size of the states (up to
 // 128 MiB each), and a crash leaves the old or the new state, never a torn
-// one. Without it, states are kept in memory and lost on exit.
+// one. Without it, states are kept in memory and lost on exit, within
+// --memory-budget-mib (512 MiB by default, uploads in progress included): a
+// write past it gets 507 Insufficient Storage and changes nothing.
 //
 // With --username, requests without credentials get 401 (Terraform says
 // "requires auth") and requests with wrong ones 403 ("invalid auth"). Without
@@ -40,8 +44,11 @@
 //
 // A request body that stops arriving, or a response that stops being read,
 // for --body-timeout is dropped; any progress restarts the wait, so a slow
-// but steady upload is never cut. Headers must arrive within 10s, and idle
-// keep-alive connections are closed after --idle-timeout.
+// but steady upload is never cut. Headers (and the TLS handshake) must
+// arrive within --header-timeout (10s by default), however steadily they
+// trickle, and idle keep-alive connections are closed after --idle-timeout.
+// At most --max-connections (512 by default) connections are served at
+// once; more wait in the kernel's accept queue until one closes.
 //
 // The lock flags make the server answer like the other REST state servers
 // people run, so that clients can be tested against each behaviour:

@@ -13,12 +13,13 @@ import (
 	"github.com/infrastate/backend-operator/internal/stateserver"
 )
 
-// newStore opens the directory store, or a memory store when dir is empty.
-func newStore(dir string) (stateserver.Store, error) {
-	if dir == "" {
-		return stateserver.NewMemoryStore(), nil
+// newStore opens the directory store of cfg, or a memory store within its
+// budget when there is none.
+func newStore(cfg config) (stateserver.Store, error) {
+	if cfg.dataDir == "" {
+		return stateserver.NewMemoryStore(stateserver.WithMemoryBudget(cfg.memoryBudgetMiB << 20)), nil
 	}
-	s, err := stateserver.NewDirStore(dir)
+	s, err := stateserver.NewDirStore(cfg.dataDir)
 	if err != nil {
 		return nil, fmt.Errorf("opening the data directory: %w", err)
 	}
@@ -43,6 +44,7 @@ func run(ctx context.Context, args []string, getenv func(string) string, stderr 
 	if err != nil {
 		return fmt.Errorf("listening: %w", err)
 	}
+	ln = newLimitListener(ln, cfg.maxConnections)
 	warnIfOpen(stderr, cfg, ln.Addr())
 	logListening(logger, cfg, ln.Addr(), useTLS)
 
@@ -58,7 +60,7 @@ func run(ctx context.Context, args []string, getenv func(string) string, stderr 
 // newServer opens the store of cfg and loads its TLS configuration, and
 // returns the HTTP server of the state server on them, logging to logger.
 func newServer(cfg config, logger *slog.Logger) (*http.Server, error) {
-	store, err := newStore(cfg.dataDir)
+	store, err := newStore(cfg)
 	if err != nil {
 		return nil, err
 	}
@@ -70,7 +72,7 @@ func newServer(cfg config, logger *slog.Logger) (*http.Server, error) {
 	return &http.Server{
 		Handler:           progressDeadlines{next: handler, timeout: cfg.bodyTimeout},
 		TLSConfig:         tlsConfig,
-		ReadHeaderTimeout: readHeaderTimeout,
+		ReadHeaderTimeout: cfg.headerTimeout,
 		IdleTimeout:       cfg.idleTimeout,
 		ErrorLog:          slog.NewLogLogger(logger.Handler(), slog.LevelWarn),
 	}, nil
@@ -112,7 +114,8 @@ func logListening(logger *slog.Logger, cfg config, addr net.Addr, useTLS bool) {
 		scheme = "https"
 	}
 	logger.Info("listening on "+scheme+"://"+addr.String(),
-		"store", storeKind(cfg.dataDir),
+		"store", storeKind(cfg),
+		"max_connections", cfg.maxConnections,
 		"basic_auth", cfg.username != "",
 		"tls", useTLS,
 		"client_certificates", cfg.clientCA != "",
@@ -158,11 +161,11 @@ func isLoopback(addr net.Addr) bool {
 	return ok && tcp.IP.IsLoopback()
 }
 
-// storeKind names the store of dataDir in the log: memory, or dir: and
-// the directory.
-func storeKind(dataDir string) string {
-	if dataDir == "" {
-		return "memory"
+// storeKind names the store of cfg in the log: memory: and its budget, or
+// dir: and the directory.
+func storeKind(cfg config) string {
+	if cfg.dataDir == "" {
+		return fmt.Sprintf("memory:%dMiB", cfg.memoryBudgetMiB)
 	}
-	return "dir:" + dataDir
+	return "dir:" + cfg.dataDir
 }
