@@ -80,7 +80,7 @@ The subject of the manager's bindings.
 */}}
 {{- define "backend-operator.subject" -}}
 - kind: ServiceAccount
-  name: {{ include "backend-operator.serviceAccountName" . }}
+  name: {{ include "backend-operator.serviceAccountName" . | quote }}
   namespace: {{ .Release.Namespace }}
 {{- end }}
 
