@@ -7,6 +7,7 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/google/go-cmp/cmp"
 	appsv1 "k8s.io/api/apps/v1"
 	"sigs.k8s.io/yaml"
 
@@ -198,6 +199,43 @@ func TestAddressCIDRsSchema(t *testing.T) {
 				}
 			})
 		}
+	}
+}
+
+// TestEmptyDenyListMeansTheDefault checks that an empty or null
+// deniedAddressCIDRs renders the default deny list, the one of
+// config/manager, and never an empty --denied-address-cidrs (which would
+// deny nothing).
+func TestEmptyDenyListMeansTheDefault(t *testing.T) {
+	var want string
+	for _, arg := range managerContainer(t, configManager(t)).Args {
+		if strings.HasPrefix(arg, "--denied-address-cidrs=") {
+			want = arg
+		}
+	}
+	if want == "" {
+		t.Fatal("config/manager sets no --denied-address-cidrs")
+	}
+	cases := map[string]string{
+		"the default values": "",
+		"an empty list":      "deniedAddressCIDRs: []\n",
+		"null":               "deniedAddressCIDRs: null\n",
+	}
+	for name, values := range cases {
+		t.Run(name, func(t *testing.T) {
+			t.Parallel()
+			docs := splitDocuments(t, []byte(render(t, valuesFileArgs(t, values)...)))
+			d := decode[appsv1.Deployment](t, find(t, docs, "Deployment", releaseNamespace, prefix))
+			var got []string
+			for _, arg := range managerContainer(t, d).Args {
+				if strings.HasPrefix(arg, "--denied-address-cidrs") {
+					got = append(got, arg)
+				}
+			}
+			if diff := cmp.Diff([]string{want}, got); diff != "" {
+				t.Errorf("deny list arguments (-want +got):\n%s", diff)
+			}
+		})
 	}
 }
 

@@ -66,6 +66,22 @@ repository:tag, the tag defaulting to the chart's appVersion.
 {{- end }}
 
 {{/*
+The ranges the manager never connects to, comma separated:
+deniedAddressCIDRs, or when it is empty or null the default list, the one
+values.yaml ships and the manager's own (test/chart checks both). An empty
+--denied-address-cidrs would deny nothing, where an empty
+allowedAddressCIDRs leaves its flag unset: an empty list must not turn the
+deny list off.
+*/}}
+{{- define "backend-operator.deniedAddressCIDRs" -}}
+{{- $default := list
+  "169.254.0.0/16" "fe80::/10" "100.100.100.200/32" "168.63.129.16/32" "192.0.0.192/32"
+  "fd00:ec2::254/128" "fd00:ec2::23/128" "fd20:ce::254/128" "fd00:c1::a9fe:a9fe/128" "fd00:42::42/128"
+  "64:ff9b::a9fe:0/112" "64:ff9b::6464:64c8/128" "64:ff9b::a83f:8110/128" "64:ff9b::c000:c0/128" }}
+{{- join "," (.Values.deniedAddressCIDRs | default $default) }}
+{{- end }}
+
+{{/*
 The manager's rules, the same in a ClusterRole and in the Role of each
 watched namespace: those of config/rbac/role.yaml, which controller-gen
 generates from the controllers' RBAC markers and `make manifests` copies
