@@ -64,9 +64,6 @@ func NewMemoryStore(opts ...MemoryStoreOption) *MemoryStore {
 	return m
 }
 
-// Budget returns the most bytes of state documents the store holds at once.
-func (m *MemoryStore) Budget() int64 { return m.budget }
-
 // Used returns the bytes of state documents the store holds now: stored,
 // being staged, or still being read.
 func (m *MemoryStore) Used() int64 {
@@ -92,9 +89,7 @@ func (m *MemoryStore) Load(name string) (Record, error) {
 func (m *MemoryStore) Stage(r io.Reader) (Document, error) {
 	c := &memContent{owner: m, refs: 1}
 	if err := c.readFrom(r); err != nil {
-		m.mu.Lock()
-		m.used -= c.reserved
-		m.mu.Unlock()
+		m.unreserve(c.reserved)
 		return nil, fmt.Errorf("memory store: %w", err)
 	}
 	return &memDocument{content: c}, nil
