@@ -4,6 +4,7 @@ import (
 	"context"
 	"encoding/json"
 	"errors"
+	"fmt"
 	"net/http"
 	"net/http/httptest"
 	"strings"
@@ -418,4 +419,40 @@ var _ = Describe("Lock features on each kind of state server", func() {
 			Expect(m.lock(ns)).To(BeNil(), "its exact LockInfo, rebuilt by the new manager, released it")
 		})
 	}
+})
+
+var _ = Describe("StateLocks deleted together while their server hangs", func() {
+	// One probe slot for the namespace: the releases queue behind each
+	// other, each waiting on a server that never answers.
+	spec := eachSpecWithManager(WithLockReleaseWait(3*time.Second), WithMaxConcurrentProbes(4, 1))
+
+	It("are all gone within the lock release wait, each with a LockNotReleased event, whatever their number", func() {
+		ctx, ns := spec.ctx, spec.ns
+		m := startModeServer(nil)
+		const count = 4
+		var locks []*backendsv1alpha1.StateLock
+		for i := range count {
+			name := fmt.Sprintf("app-%d", i)
+			create(ctx, builders.MakeHttpBackend(name, ns, m.address(fmt.Sprintf("%s-%d", ns, i))).Locks().Obj())
+			sl := builders.MakeStateLock(fmt.Sprintf("freeze-%d", i), ns, backendsv1alpha1.HttpBackendKind, name).Reason("release freeze").Obj()
+			create(ctx, sl)
+			locks = append(locks, sl)
+		}
+		for _, sl := range locks {
+			eventuallyHeld(ctx, sl)
+		}
+
+		By("the server no longer answering, and every StateLock deleted")
+		// Each answer takes 10 s, far beyond the 3 s wait: queued one behind
+		// the other, the four releases took 40 s, past the spec's timeout.
+		m.InjectFault(stateserver.Fault{Delay: 10 * time.Second})
+		for _, sl := range locks {
+			Expect(k8sClient.Delete(ctx, sl)).To(Succeed())
+		}
+		for _, sl := range locks {
+			eventuallyGone(ctx, sl)
+		}
+		Eventually(func(g Gomega) []string { return eventMessages(ctx, g, ns, backendsv1alpha1.LockNotReleasedReason) }, timeout, interval).
+			Should(HaveLen(count))
+	})
 })

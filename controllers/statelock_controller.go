@@ -350,8 +350,14 @@ func (r *stateLockReconciler) finalize(ctx context.Context, sl *backendsv1alpha1
 	switch {
 	case err != nil:
 		return ctrl.Result{}, err
+	case res == nil && waitLeft <= 0:
+		// Still queued behind other releases, or waiting on a server that
+		// does not answer: the wait is over all the same, whatever the
+		// number of StateLocks deleted together.
+		r.probes.Forget(key)
+		return ctrl.Result{}, notReleased(fmt.Sprintf("could not release it within %s (its UNLOCK was still queued or unanswered)", r.opts.lockReleaseWait))
 	case res == nil:
-		return ctrl.Result{RequeueAfter: step.requeueAfter}, nil
+		return ctrl.Result{RequeueAfter: untilWaitEnds(step.requeueAfter, waitLeft)}, nil
 	case res.err != nil:
 		r.probes.Ack(key, step.ack)
 		return giveUp(res.err.Error())
@@ -370,6 +376,17 @@ func (r *stateLockReconciler) finalize(ctx context.Context, sl *backendsv1alpha1
 	}
 	r.probes.Forget(key)
 	return ctrl.Result{}, r.removeFinalizer(ctx, sl)
+}
+
+// untilWaitEnds is when a deleted StateLock's reconcile comes back while
+// its release is under way: when the operation asks (requeueAfter, 0 for
+// its end's notification only), and at the latest when the lock release
+// wait ends (waitLeft), so that the wait bounds the deletion.
+func untilWaitEnds(requeueAfter, waitLeft time.Duration) time.Duration {
+	if requeueAfter <= 0 || requeueAfter > waitLeft {
+		return waitLeft
+	}
+	return requeueAfter
 }
 
 // stallMessage is the message of a stall, or the error's text.

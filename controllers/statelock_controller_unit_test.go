@@ -2,6 +2,7 @@ package controllers
 
 import (
 	"testing"
+	"time"
 
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
@@ -53,6 +54,26 @@ func TestRemoveFinalizer(t *testing.T) {
 				t.Errorf("finalizers = %v, want none", after.Finalizers)
 			case !tc.stored && !apierrors.IsNotFound(err):
 				t.Errorf("reading a StateLock that was never stored: %v, want NotFound", err)
+			}
+		})
+	}
+}
+
+// TestUntilWaitEnds checks when a deleted StateLock whose release is under
+// way comes back: as its operation asks, and never after the lock release
+// wait ends.
+func TestUntilWaitEnds(t *testing.T) {
+	cases := map[string]struct {
+		requeueAfter, waitLeft, want time.Duration
+	}{
+		"the operation's retry first":         {requeueAfter: 2 * time.Second, waitLeft: time.Minute, want: 2 * time.Second},
+		"the wait's end first":                {requeueAfter: time.Minute, waitLeft: 3 * time.Second, want: 3 * time.Second},
+		"only a notification: the wait's end": {requeueAfter: 0, waitLeft: 3 * time.Second, want: 3 * time.Second},
+	}
+	for name, tc := range cases {
+		t.Run(name, func(t *testing.T) {
+			if got := untilWaitEnds(tc.requeueAfter, tc.waitLeft); got != tc.want {
+				t.Errorf("untilWaitEnds(%s, %s) = %s, want %s", tc.requeueAfter, tc.waitLeft, got, tc.want)
 			}
 		})
 	}
