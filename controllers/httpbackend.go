@@ -172,8 +172,7 @@ func (h *httpResolved) lockWaiting() string {
 // lost.
 func (h *httpResolved) lockFeatures() conformance.Features {
 	if h.backend.Status.Server != nil {
-		b, _ := knownServer(h.backend.Status.Server, h.backend.Status.Server.CheckedWith)
-		return conformance.Decide(b)
+		return conformance.Decide(behaviourOf(h.backend.Status.Server))
 	}
 	return conformance.Unchecked()
 }

@@ -33,6 +33,12 @@ func knownServer(status *backendsv1alpha1.ServerBehaviour, checkedWith string) (
 	if status == nil || status.CheckedWith != checkedWith {
 		return conformance.Behaviour{}, false
 	}
+	return behaviourOf(status), true
+}
+
+// behaviourOf is the behaviour status.server records, whatever inputs it
+// was learned with.
+func behaviourOf(status *backendsv1alpha1.ServerBehaviour) conformance.Behaviour {
 	b := conformance.Behaviour{
 		LocksExclusive:    status.LocksExclusive,
 		ConflictStatus:    int(status.ConflictStatus),
@@ -58,7 +64,7 @@ func knownServer(status *backendsv1alpha1.ServerBehaviour, checkedWith string) (
 			b.UnlockStatuses[conformance.UnlockBody(k)] = int(v)
 		}
 	}
-	return b, true
+	return b
 }
 
 // serverStatus is status.server for b, learned with checkedWith at at.
