@@ -29,7 +29,7 @@ func (h *httpLocker) acquire(ctx context.Context, info stateclient.LockInfo) (*h
 	case err == nil:
 		return &heldLock{id: info.ID, info: *lockInfo(&info)}, nil, nil
 	case errors.As(err, &lockErr):
-		return nil, holderOf(lockErr, h.features.LockCheck), nil
+		return nil, holderOf(lockErr, h.features.LockCheck, info), nil
 	}
 	return nil, nil, err
 }
@@ -63,32 +63,40 @@ func (h *httpLocker) holder(ctx context.Context) (*backendsv1alpha1.LockInfo, er
 func (h *httpLocker) check(ctx context.Context, held heldLock) (lockCheck, error) {
 	switch h.features.Ownership.By {
 	case conformance.OwnershipByHolder:
-		r := checkHTTPLock(ctx, h.sc, h.checkRun, h.features)
-		switch {
-		case r.skip != nil:
-			return lockCheck{unknown: true, why: r.skip.Message}, nil
-		case r.err != nil:
-			return lockCheck{}, r.err
-		case r.ownErr != nil:
-			return lockCheck{}, fmt.Errorf("releasing the lock check's own lock: %w", r.ownErr)
-		case !r.held:
-			return lockCheck{}, nil
-		case r.holder == nil || r.holder.ID == "":
-			// Held, by a holder the conflict does not name: nothing
-			// says the lock is not the StateLock's.
-			return lockCheck{unknown: true, why: "the server's conflict named no holder"}, nil
-		case r.holder.ID == held.id:
-			return lockCheck{kept: true}, nil
-		}
-		return lockCheck{holder: r.holder}, nil
+		return heldBy(checkHTTPLock(ctx, h.sc, h.checkRun, h.features), held)
 	case conformance.OwnershipByReentrantLock:
-		_, err := h.sc.Lock(ctx, clientLockInfo(held.info))
+		again := clientLockInfo(held.info)
+		_, err := h.sc.Lock(ctx, again)
 		if lockErr, ok := errors.AsType[*stateclient.LockError](err); ok {
-			return lockCheck{holder: holderOf(lockErr, h.features.LockCheck)}, nil
+			return lockCheck{holder: holderOf(lockErr, h.features.LockCheck, again)}, nil
 		}
 		return lockCheck{kept: err == nil}, err
 	}
 	return lockCheck{unknown: true, why: h.features.Ownership.Reason}, nil
+}
+
+// heldBy is what the lock check's reading r tells of held: kept while the
+// holder it names is held, lost to the holder it names otherwise, free
+// when it got the lock, and unknown when it names no holder or was not
+// run (r.skip). A failed check, or its own lock left behind, is an error.
+func heldBy(r lockReading, held heldLock) (lockCheck, error) {
+	switch {
+	case r.skip != nil:
+		return lockCheck{unknown: true, why: r.skip.Message}, nil
+	case r.err != nil:
+		return lockCheck{}, r.err
+	case r.ownErr != nil:
+		return lockCheck{}, fmt.Errorf("releasing the lock check's own lock: %w", r.ownErr)
+	case !r.held:
+		return lockCheck{}, nil
+	case r.holder == nil || r.holder.ID == "":
+		// Held, by a holder the conflict does not name: nothing says the
+		// lock is not the StateLock's.
+		return lockCheck{unknown: true, why: "the server's conflict named no holder"}, nil
+	case r.holder.ID == held.id:
+		return lockCheck{kept: true}, nil
+	}
+	return lockCheck{holder: r.holder}, nil
 }
 
 // release sends the UNLOCK the server releases the StateLock's lock with
@@ -120,7 +128,8 @@ func (h *httpLocker) release(ctx context.Context, held heldLock, noLossSeen bool
 				"releases whatever lock is held: nothing can confirm that the lock is still the StateLock's"}, nil
 		}
 	}
-	err := releaseOwn(ctx, h.sc, clientLockInfo(held.info), plan.Body)
+	sent := clientLockInfo(held.info)
+	err := releaseOwn(ctx, h.sc, sent, plan.Body)
 	status, refused := unlockRefusal(err)
 	lockErr, _ := errors.AsType[*stateclient.LockError](err)
 	switch {
@@ -130,7 +139,7 @@ func (h *httpLocker) release(ctx context.Context, held heldLock, noLossSeen bool
 		return lockRelease{}, err
 	case lockErr != nil && lockErr.Info != nil && lockErr.Info.ID != "" && lockErr.Info.ID != held.id && h.features.LockCheck.HolderKnown:
 		// Another holds the lock: the StateLock's was released before.
-		return lockRelease{holder: holderOf(lockErr, h.features.LockCheck)}, nil
+		return lockRelease{holder: holderOf(lockErr, h.features.LockCheck, sent)}, nil
 	}
 	// Refused without naming another holder: the lock is no one's, or the
 	// server did not take the body as the lock's. The lock check tells
@@ -139,7 +148,7 @@ func (h *httpLocker) release(ctx context.Context, held heldLock, noLossSeen bool
 	if plan.RefusalMeansNotHeld {
 		var holder *backendsv1alpha1.LockInfo
 		if lockErr != nil {
-			holder = holderOf(lockErr, h.features.LockCheck)
+			holder = holderOf(lockErr, h.features.LockCheck, sent)
 		}
 		return lockRelease{holder: holder}, nil
 	}
@@ -147,17 +156,15 @@ func (h *httpLocker) release(ctx context.Context, held heldLock, noLossSeen bool
 	if !h.features.LockCheck.Allowed {
 		return refusal, nil
 	}
-	switch r := checkHTTPLock(ctx, h.sc, h.checkRun, h.features); {
-	case r.err != nil:
-		return lockRelease{}, r.err
-	case r.ownErr != nil:
-		return lockRelease{}, fmt.Errorf("releasing the lock check's own lock: %w", r.ownErr)
-	case r.skip != nil:
-		return refusal, nil
-	case !r.held:
+	switch c, err := heldBy(checkHTTPLock(ctx, h.sc, h.checkRun, h.features), held); {
+	case err != nil:
+		return lockRelease{}, err
+	case c.holder != nil:
+		return lockRelease{holder: c.holder}, nil
+	case !c.kept && !c.unknown:
+		// Free: the refused UNLOCK had nothing of the StateLock's to
+		// release.
 		return lockRelease{}, nil
-	case r.holder != nil && r.holder.ID != "" && r.holder.ID != held.id:
-		return lockRelease{holder: r.holder}, nil
 	}
 	return refusal, nil
 }

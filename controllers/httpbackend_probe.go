@@ -135,7 +135,6 @@ func runHTTPProbe(ctx context.Context, sc stateClient, plan httpProbeRun, log lo
 			// The check could not run (another holds the lock, say):
 			// read the lock as any server allows (conformance.Unchecked).
 			res.lock = checkHTTPLock(ctx, sc, plan, conformance.Unchecked())
-			res.lock.holder = withoutEchoes(res.lock.holder, plan.lockCheckInfo())
 		default:
 			res.lock = checkHTTPLock(ctx, sc, plan, conformance.Decide(*plan.server))
 		}
@@ -254,7 +253,7 @@ func checkHTTPLock(ctx context.Context, sc stateClient, plan httpProbeRun, f con
 	if !ok {
 		return lockReading{err: err}
 	}
-	r := lockReading{held: true, holder: holderOf(lockErr, f.LockCheck)}
+	r := lockReading{held: true, holder: holderOf(lockErr, f.LockCheck, info)}
 	holderJSON := lockErr.HolderJSON()
 	holder := plan.holder
 	if holder != nil && !f.ReleaseWhenHolderGone.Allowed {
@@ -291,9 +290,10 @@ func mayBeOwnLeftover(lockErr *stateclient.LockError, id string, f conformance.F
 }
 
 // holderOf is the holder a conflict names, with only the fields the server
-// vouches for as the holder's (a server may echo the requester's own);
-// nil when it names none.
-func holderOf(lockErr *stateclient.LockError, plan conformance.LockCheckPlan) *backendsv1alpha1.LockInfo {
+// vouches for as the holder's (a server may echo the requester's own: on a
+// server not checked yet, those equal to sent, the LockInfo of the request
+// refused, are dropped); nil when it names none.
+func holderOf(lockErr *stateclient.LockError, plan conformance.LockCheckPlan, sent stateclient.LockInfo) *backendsv1alpha1.LockInfo {
 	if lockErr.Info == nil || !plan.HolderKnown {
 		return nil
 	}
@@ -316,6 +316,9 @@ func holderOf(lockErr *stateclient.LockError, plan conformance.LockCheckPlan) *b
 	}
 	if !keep("Path") {
 		h.Path = ""
+	}
+	if plan.DropEchoes {
+		return withoutEchoes(h, sent)
 	}
 	return h
 }

@@ -10,6 +10,8 @@ import (
 	"k8s.io/utils/clock"
 
 	"github.com/go-logr/logr"
+	"github.com/google/go-cmp/cmp"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
 	backendsv1alpha1 "github.com/infrastate/backend-operator/api/v1alpha1"
 	"github.com/infrastate/backend-operator/internal/conformance"
@@ -124,5 +126,21 @@ func TestGitLabLockCheck(t *testing.T) {
 	note := holderNote(res.lock.sighting, time.Minute)
 	if res.lock.released || res.lock.sighting.state != holderPolicyUnsupported || !strings.Contains(note, "Who of its own") {
 		t.Errorf("lockPolicy on GitLab: lock %+v, note %q; want the lock left alone, saying the server's Who names no Pod", res.lock, note)
+	}
+}
+
+// TestHolderOfOnAnUncheckedServer checks the holder a conflict shows on a
+// server not checked yet, wherever the conflict answers (the probe's lock
+// check, a StateLock's LOCK or UNLOCK): the fields equal to the request's
+// own are dropped, as GitLab echoes them, the others kept.
+func TestHolderOfOnAnUncheckedServer(t *testing.T) {
+	sent := stateclient.NewLockInfo("OperationTypeInvalid", "backend-operator/team-a/freeze")
+	sent.Info = "release freeze"
+	echoed := &stateclient.LockInfo{ID: "alice-1", Operation: sent.Operation, Info: sent.Info, Who: "alice", Created: slockNow}
+	got := holderOf(&stateclient.LockError{StatusCode: http.StatusConflict, Info: echoed}, conformance.Unchecked().LockCheck, sent)
+	created := metav1.NewTime(slockNow)
+	want := &backendsv1alpha1.LockInfo{ID: "alice-1", Who: "alice", Created: &created}
+	if diff := cmp.Diff(want, got); diff != "" {
+		t.Errorf("holderOf (-want +got):\n%s", diff)
 	}
 }

@@ -40,6 +40,10 @@ type LockCheckPlan struct {
 	// show as the holder's: those the server vouches for, never the
 	// requester's values echoed back (see Behaviour.HolderField).
 	HolderFields []string `json:"holderFields,omitempty"`
+	// DropEchoes is true when which fields a conflict only echoes is not
+	// known (the server was not checked): the caller drops those equal to
+	// what its own LOCK sent.
+	DropEchoes bool `json:"dropEchoes"`
 	// SkipWhenStateAbsent is true when a LOCK may create a missing state
 	// (Behaviour.LockCreatesState true, or not known): the check must not
 	// run while a read finds no state.
@@ -340,7 +344,7 @@ func Unchecked() Features {
 		Terraform: "terraform force-unlock sends an empty body, which many servers take as a release of whatever lock is held",
 		OpenTofu:  "tofu force-unlock (OpenTofu 1.10+) sends a body naming the ID, which most servers check"}
 	return Features{
-		LockCheck: LockCheckPlan{Allowed: true, Body: BodyExact, HolderKnown: true,
+		LockCheck: LockCheckPlan{Allowed: true, Body: BodyExact, HolderKnown: true, DropEchoes: true,
 			HolderFields: []string{"ID", "Operation", "Info", "Who", "Version", "Created", "Path"}},
 		Ownership: OwnershipPlan{By: OwnershipUnknown,
 			Reason: "what the state server does with locks is not known yet, and the operator cannot check it while the lock is held"},
