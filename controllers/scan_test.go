@@ -23,13 +23,30 @@ func stateserverFault(path string, status int) stateserver.Fault {
 
 // eventReasons lists the reasons of the events recorded in a namespace.
 func eventReasons(ctx context.Context, g Gomega, namespace string) []string {
-	list := &eventsv1.EventList{}
-	g.Expect(k8sClient.List(ctx, list, client.InNamespace(namespace))).To(Succeed())
-	reasons := make([]string, 0, len(list.Items))
-	for _, e := range list.Items {
+	events := namespaceEvents(ctx, g, namespace)
+	reasons := make([]string, 0, len(events))
+	for _, e := range events {
 		reasons = append(reasons, e.Reason)
 	}
 	return reasons
+}
+
+// eventMessages are the notes of the events of reason in namespace.
+func eventMessages(ctx context.Context, g Gomega, namespace, reason string) []string {
+	var notes []string
+	for _, e := range namespaceEvents(ctx, g, namespace) {
+		if e.Reason == reason {
+			notes = append(notes, e.Note)
+		}
+	}
+	return notes
+}
+
+// namespaceEvents are the events recorded in namespace.
+func namespaceEvents(ctx context.Context, g Gomega, namespace string) []eventsv1.Event {
+	list := &eventsv1.EventList{}
+	g.Expect(k8sClient.List(ctx, list, client.InNamespace(namespace))).To(Succeed())
+	return list.Items
 }
 
 // expectNoSecretsIn scans every ConfigMap, event and backend status of a

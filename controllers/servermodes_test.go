@@ -13,10 +13,8 @@ import (
 	. "github.com/onsi/ginkgo/v2"
 	. "github.com/onsi/gomega"
 	"github.com/onsi/gomega/gstruct"
-	eventsv1 "k8s.io/api/events/v1"
 	apimeta "k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
-	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	backendsv1alpha1 "github.com/infrastate/backend-operator/api/v1alpha1"
 	"github.com/infrastate/backend-operator/internal/stateclient"
@@ -142,19 +140,6 @@ func (m *modeServer) runLock(ctx context.Context, ns string) error {
 	defer sc.CloseIdleConnections()
 	_, err := sc.Lock(ctx, stateclient.NewLockInfo("OperationTypeApply", "alice@laptop"))
 	return err
-}
-
-// eventMessages are the notes of the events of reason in namespace.
-func eventMessages(ctx context.Context, g Gomega, namespace, reason string) []string {
-	list := &eventsv1.EventList{}
-	g.Expect(k8sClient.List(ctx, list, client.InNamespace(namespace))).To(Succeed())
-	var notes []string
-	for _, e := range list.Items {
-		if e.Reason == reason {
-			notes = append(notes, e.Note)
-		}
-	}
-	return notes
 }
 
 // modeProbeInterval is how often the backends of these specs probe, and
