@@ -51,6 +51,10 @@ type options struct {
 	// it shares none).
 	maxConcurrentDecryptions int
 	decryptions              *decryptions
+	// budgets are the budgets' settings; tenantBudgets the shares the
+	// reconcilers draw from (newOptions makes them when none are shared).
+	budgets       Budgets
+	tenantBudgets *tenantBudgets
 	// metrics are the series the reconcilers record: SetupAll's, which it
 	// registers, or (newOptions makes them when none are given) a set of
 	// the reconciler's own.
@@ -193,12 +197,16 @@ func newOptions(opts []Option) options {
 		referencePolicy:                 ReferencePolicyNamespace,
 		addressPolicy:                   netguard.DefaultPolicy(),
 		maxConcurrentDecryptions:        DefaultMaxConcurrentDecryptions,
+		budgets:                         DefaultBudgets(),
 	}
 	for _, opt := range opts {
 		opt(&o)
 	}
 	if o.decryptions == nil {
 		o.decryptions = newDecryptions(o.maxConcurrentDecryptions)
+	}
+	if o.tenantBudgets == nil {
+		o.tenantBudgets = newTenantBudgets(o.budgets, o.clock)
 	}
 	if o.metrics == nil {
 		o.metrics = newOperatorMetrics(o.clock)

@@ -59,7 +59,12 @@ func SetupAll(ctx context.Context, mgr ctrl.Manager, opts ...Option) error {
 	if err := o.metrics.register(ctrlmetrics.Registry); err != nil {
 		return err
 	}
-	opts = append(opts, withProber(pool), withContents(contents), withRelated(watches), withDecryptions(o.decryptions), withMetrics(o.metrics))
+	budgets := o.tenantBudgets.collector()
+	ctrlmetrics.Registry.Unregister(budgets)
+	if err := ctrlmetrics.Registry.Register(budgets); err != nil {
+		return fmt.Errorf("registering the budgets' metrics: %w", err)
+	}
+	opts = append(opts, withTenantBudgets(o.tenantBudgets), withProber(pool), withContents(contents), withRelated(watches), withDecryptions(o.decryptions), withMetrics(o.metrics))
 
 	recorder := mgr.GetEventRecorder("backend-operator")
 	c, reader := mgr.GetClient(), mgr.GetAPIReader()

@@ -105,6 +105,7 @@ func setupControllers(ctx context.Context, mgr ctrl.Manager, opts options) error
 		controllers.WithCosDefaultRegion(opts.cosDefaultRegion),
 		controllers.WithDefaultProbeInterval(opts.defaultProbeInterval),
 		controllers.WithLockReleaseWait(opts.lockReleaseWait),
+		controllers.WithBudgets(opts.budgets),
 		controllers.WithReferencePolicy(opts.referencePolicy),
 		controllers.WithAddressPolicy(opts.addressPolicy),
 		controllers.WithCosServiceURL(opts.cosServiceURL),

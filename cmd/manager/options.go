@@ -8,6 +8,7 @@ import (
 	"strings"
 	"time"
 
+	"k8s.io/apimachinery/pkg/api/resource"
 	"k8s.io/apimachinery/pkg/util/validation"
 	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/healthz"
@@ -42,6 +43,7 @@ type options struct {
 	cosDefaultRegion                string
 	defaultProbeInterval            time.Duration
 	lockReleaseWait                 time.Duration
+	budgets                         controllers.Budgets
 	referencePolicy                 controllers.ReferencePolicy
 	addressPolicy                   netguard.Policy
 	// cosServiceURL, for tests and demos, replaces the real COS service;
@@ -57,6 +59,7 @@ func parseOptions(fs *flag.FlagSet, args []string, getenv func(string) string) (
 	addServingFlags(fs, &o)
 	addLeaderElectionFlags(fs, &o)
 	addConcurrencyFlags(fs, &o)
+	addBudgetFlags(fs, &o)
 	addBackendDefaultFlags(fs, &o, &text, getenv)
 	addAccessFlags(fs, &text)
 	if err := fs.Parse(args); err != nil {
@@ -118,6 +121,52 @@ func addConcurrencyFlags(fs *flag.FlagSet, o *options) {
 	fs.IntVar(&o.maxConcurrentDecryptions, "max-concurrent-decryptions", controllers.DefaultMaxConcurrentDecryptions,
 		fmt.Sprintf("Maximum number of OpenTofu-encrypted states decrypted at the same time, across kinds, and at most one per namespace. Each is held whole "+
 			"while it is decrypted, up to %d MiB as stored, where a plain state is streamed.", statefile.DefaultMaxEncryptedBytes>>20))
+}
+
+// addBudgetFlags registers the flags of the budgets: each namespace's
+// share of what the manager spends for it, and the totals.
+func addBudgetFlags(fs *flag.FlagSet, o *options) {
+	o.budgets = controllers.DefaultBudgets()
+	b := &o.budgets
+	fs.Var(bytesFlag{&b.ReadMemoryPerNamespace}, controllers.ReadMemoryPerNamespaceFlag,
+		"Bytes of memory (a quantity such as 24Mi) one namespace's state reads may hold: reads in flight, at their most, and results "+
+			"waiting to be published. A read beyond it waits.")
+	fs.Var(bytesFlag{&b.ReadMemoryTotal}, controllers.ReadMemoryTotalFlag,
+		"Bytes of memory (a quantity such as 96Mi) the state reads of every namespace together may hold. Keep it well within GOMEMLIMIT.")
+	fs.Var(bytesFlag{&b.APIStoragePerNamespace}, controllers.APIStoragePerNamespaceFlag,
+		"Bytes (a quantity such as 64Mi) of the objects the operator writes in one namespace (rendered ConfigMaps and Secrets, "+
+			"published outputs), counted as the API server counts data. A write beyond it is refused with reason BudgetExceeded.")
+	fs.Var(bytesFlag{&b.APIStorageTotal}, controllers.APIStorageTotalFlag,
+		"Bytes (a quantity such as 1Gi) of the objects the operator writes in every namespace together. Keep it well within etcd's quota.")
+	fs.DurationVar(&b.KeyDerivationPerNamespace, controllers.KeyDerivationPerNamespaceFlag, b.KeyDerivationPerNamespace,
+		"CPU time per minute that deriving the keys of one namespace's encrypted states may take. A derivation beyond it fails "+
+			"with reason BudgetExceeded until the minute's use drains.")
+	fs.DurationVar(&b.KeyDerivationTotal, controllers.KeyDerivationTotalFlag, b.KeyDerivationTotal,
+		"CPU time per minute that deriving keys may take for every namespace together. Keep it well within the manager's CPU limit.")
+}
+
+// bytesFlag is a flag of a number of bytes, written as a quantity (64Mi,
+// 1Gi, 1048576).
+type bytesFlag struct{ n *int64 }
+
+func (f bytesFlag) String() string {
+	if f.n == nil {
+		return ""
+	}
+	return resource.NewQuantity(*f.n, resource.BinarySI).String()
+}
+
+func (f bytesFlag) Set(value string) error {
+	q, err := resource.ParseQuantity(value)
+	if err != nil {
+		return fmt.Errorf("not a quantity of bytes such as 64Mi: %w", err)
+	}
+	n, ok := q.AsInt64()
+	if !ok || n < 0 {
+		return fmt.Errorf("%q is not a whole, positive number of bytes", value)
+	}
+	*f.n = n
+	return nil
 }
 
 // addBackendDefaultFlags registers the flags that set what backends leave
@@ -200,7 +249,7 @@ func (o options) validate() error {
 	if o.lockReleaseWait < time.Second {
 		return fmt.Errorf("--lock-release-wait must be at least 1s, got %s", o.lockReleaseWait)
 	}
-	return nil
+	return o.budgets.Validate()
 }
 
 // validateLeaderElection checks that id is a valid Lease name and

@@ -27,7 +27,7 @@ func TestParseOptions(t *testing.T) {
 			metricsAddr: "0", secureMetrics: true, probeAddr: ":8081", pprofAddr: "0", maxConcurrentReconciles: 4,
 			maxConcurrentProbes: 16, maxConcurrentProbesPerNamespace: 4, defaultProbeInterval: 5 * time.Minute,
 			maxConcurrentDecryptions: 4, lockReleaseWait: 2 * time.Minute, leaderElectionID: defaultLeaderElectionID, referencePolicy: controllers.ReferencePolicyNamespace,
-			addressPolicy: netguard.Policy{Denied: netguard.DefaultDenied()},
+			addressPolicy: netguard.Policy{Denied: netguard.DefaultDenied()}, budgets: controllers.DefaultBudgets(),
 		}
 		if edit != nil {
 			edit(&o)
@@ -60,6 +60,8 @@ func TestParseOptions(t *testing.T) {
 				"--allowed-address-cidrs=10.0.0.0/8, 192.168.1.7", "--denied-address-cidrs=10.96.0.0/12",
 				"--default-probe-interval=90s", "--pprof-bind-address=127.0.0.1:6060", "--lock-release-wait=30s",
 				"--max-concurrent-decryptions=3", "--leader-election-id=team-a-operator", "--leader-election-namespace=operators",
+				"--read-memory-per-namespace=16Mi", "--read-memory-total=64Mi", "--api-storage-per-namespace=8Mi",
+				"--api-storage-total=100Mi", "--key-derivation-cpu-per-namespace=2s", "--key-derivation-cpu-total=10s",
 			},
 			want: options{
 				metricsAddr: ":8443", probeAddr: ":9000", pprofAddr: "127.0.0.1:6060", leaderElect: true,
@@ -67,6 +69,10 @@ func TestParseOptions(t *testing.T) {
 				maxConcurrentProbes: 32, maxConcurrentProbesPerNamespace: 2, defaultProbeInterval: 90 * time.Second,
 				maxConcurrentDecryptions: 3, lockReleaseWait: 30 * time.Second, leaderElectionID: "team-a-operator", leaderElectionNamespace: "operators",
 				referencePolicy: controllers.ReferencePolicyLabeled,
+				budgets: controllers.Budgets{
+					ReadMemoryPerNamespace: 16 << 20, ReadMemoryTotal: 64 << 20, APIStoragePerNamespace: 8 << 20, APIStorageTotal: 100 << 20,
+					KeyDerivationPerNamespace: 2 * time.Second, KeyDerivationTotal: 10 * time.Second,
+				},
 				addressPolicy: netguard.Policy{
 					Allowed: []netip.Prefix{netip.MustParsePrefix("10.0.0.0/8"), netip.MustParsePrefix("192.168.1.7/32")},
 					Denied:  []netip.Prefix{netip.MustParsePrefix("10.96.0.0/12")},
@@ -145,6 +151,22 @@ func TestParseOptions(t *testing.T) {
 		"default probe interval is a duration": {
 			args:    []string{"--default-probe-interval=5"},
 			wantErr: "default-probe-interval",
+		},
+		"a read memory share below one read": {
+			args:    []string{"--read-memory-per-namespace=1Mi"},
+			wantErr: "--read-memory-per-namespace must be at least 6 MiB",
+		},
+		"a share above its total": {
+			args:    []string{"--api-storage-per-namespace=2Gi"},
+			wantErr: "--api-storage-total must be at least --api-storage-per-namespace",
+		},
+		"a byte budget is a quantity": {
+			args:    []string{"--api-storage-total=lots"},
+			wantErr: "not a quantity of bytes such as 64Mi",
+		},
+		"a byte budget is whole": {
+			args:    []string{"--read-memory-total=-1Mi"},
+			wantErr: "is not a whole, positive number of bytes",
 		},
 		"zero concurrency": {
 			args:    []string{"--max-concurrent-reconciles=0"},
