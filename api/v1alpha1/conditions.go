@@ -113,6 +113,12 @@ const (
 	// its backend sets no spec.encryption to decrypt it with.
 	StateEncryptedReason = "StateEncrypted"
 
+	// BudgetExceededReason means a read, a write or a key derivation was
+	// refused because the namespace used its share of one of the
+	// manager's budgets (or all namespaces the total); the message names
+	// the budget and its flag. It clears by itself once the use drains.
+	BudgetExceededReason = "BudgetExceeded"
+
 	// StateUnreadableReason means the state object exists but cannot be
 	// used: its checksum is missing or wrong, it is too large, or it does
 	// not parse.
