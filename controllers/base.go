@@ -68,7 +68,7 @@ func newReconciler(c client.Client, apiReader client.Reader, recorder events.Eve
 	o := newOptions(opts)
 	pool := o.prober
 	if pool == nil {
-		pool = probes.NewPool(o.maxConcurrentProbes, o.maxConcurrentProbesPerNamespace, o.clock)
+		pool = probes.NewPool(o.maxConcurrentProbes, o.maxConcurrentProbesPerNamespace, o.clock, probes.WithMemory(o.tenantBudgets.readMemory))
 	}
 	contents := o.contents
 	if contents == nil {

@@ -107,7 +107,7 @@ func publishedObservation(t *testing.T, remote *backendsv1alpha1.RemoteState) co
 	t.Helper()
 	c := fake.NewClientBuilder().WithScheme(testenv.Scheme()).Build()
 	r := newRemoteStateReconciler(c, c, nil)
-	obs, err := r.publish(t.Context(), remote, remoteRead{found: true, state: &statefile.State{Version: 4, Serial: 3, Lineage: "l"},
+	obs, err := r.publish(t.Context(), remote, remoteRead{found: true, summary: statefile.Summary{Serial: 3, Lineage: "l"},
 		values: []outputs.Value{{Name: "vpc_id", Key: "VPC_ID", Type: "string", Data: []byte("vpc-1")}}}, httpFailures)
 	if err != nil {
 		t.Fatalf("publishing the outputs: %v", err)

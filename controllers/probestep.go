@@ -33,7 +33,15 @@ type probeTask struct {
 	// condition is the condition the probe sets (StateReachable,
 	// BucketReady, OutputsReady).
 	condition string
+	// reserve is the most the probe may hold while it runs, reserved
+	// from its namespace's read memory share; 0 is probeReservation.
+	reserve int64
 }
+
+// probeReservation is what a probe that reads no outputs reserves: a
+// state streamed for its summary, a lock's answer. (An encrypted state,
+// held whole while it is decrypted, is bounded by the decryption slots.)
+const probeReservation = 64 << 10
 
 // probeDecision is what a reconcile does about a probe.
 type probeDecision struct {
@@ -149,7 +157,11 @@ func (r *reconciler) probeGrace(t probeTask) time.Duration {
 // reconciled again to write its result.
 func (r *reconciler) submitProbe(t probeTask, run probes.Func) {
 	key := probes.Key{Kind: t.kind, NamespacedName: client.ObjectKeyFromObject(t.obj)}
-	r.probes.Submit(key, t.inputs, run, func(ctx context.Context) {
+	reserve := t.reserve
+	if reserve == 0 {
+		reserve = probeReservation
+	}
+	r.probes.Submit(key, t.inputs, reserve, run, func(ctx context.Context) {
 		wake := ctrlevent.GenericEvent{Object: &metav1.PartialObjectMetadata{ObjectMeta: metav1.ObjectMeta{
 			Namespace: key.Namespace, Name: key.Name,
 		}}}

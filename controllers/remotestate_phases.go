@@ -78,7 +78,7 @@ func (r *remoteStateReconciler) reconcileOutputs(ctx context.Context, s *remoteS
 	}
 	interval := remoteStateInterval(remote, r.opts.defaultProbeInterval)
 	task := probeTask{kind: backendsv1alpha1.RemoteStateKind, obj: remote, inputs: s.inputs, interval: interval,
-		condition: backendsv1alpha1.OutputsReadyCondition}
+		condition: backendsv1alpha1.OutputsReadyCondition, reserve: remoteReadReservation}
 	apply := func(res *probes.Result) error {
 		obs, err := r.publish(ctx, remote, res.Value.(remoteRead), s.failures)
 		if err != nil {
@@ -118,10 +118,26 @@ type remoteRead struct {
 	// published: it does not parse, an output is missing or mistyped, or
 	// the outputs do not fit.
 	contentErr error
-	// state and values are the state read and the outputs to publish.
-	state  *statefile.State
-	size   int64
-	values []outputs.Value
+	// summary and values are what the state read says of itself and
+	// the outputs to publish: the outputs' raw JSON, which the state
+	// held too, is not kept while the result waits to be published.
+	summary statefile.Summary
+	size    int64
+	values  []outputs.Value
+}
+
+// valueOverhead approximates what an outputs.Value costs beside its
+// bytes: the slice element and the headers of its strings.
+const valueOverhead = 96
+
+// HeldBytes is what the read holds while it waits to be published: the
+// outputs it keeps (see probes.Sizer).
+func (r remoteRead) HeldBytes() int64 {
+	n := int64(len(r.summary.Lineage) + len(r.summary.TerraformVersion))
+	for _, v := range r.values {
+		n += int64(len(v.Name)+len(v.Key)+len(v.Type)+len(v.Data)) + valueOverhead
+	}
+	return n
 }
 
 // readOutputs streams the state through outputs.Read, within probeTimeout,
@@ -131,7 +147,11 @@ func readOutputs(ctx context.Context, stream stateStreamer, dec stateDecrypter, 
 	defer cancel()
 	var res remoteRead
 	found, size, err := stream(ctx, func(r io.Reader) error {
-		res.state, res.values, res.contentErr = outputs.Read(r, dec.forRead(ctx), defaults, selectors)
+		var state *statefile.State
+		state, res.values, res.contentErr = outputs.Read(r, dec.forRead(ctx), defaults, selectors)
+		if state != nil {
+			res.summary = state.Summary()
+		}
 		return res.contentErr
 	})
 	res.found, res.size = found, size
@@ -171,9 +191,9 @@ func (r *remoteStateReconciler) publish(ctx context.Context, remote *backendsv1a
 
 	remote.Status.Rendered = &backendsv1alpha1.RenderedObjects{ConfigMapName: cmName, SecretName: secretName}
 	remote.Status.Outputs = outputStatuses(read.values)
-	remote.Status.State = stateStatus(read.state.Summary(), read.size)
+	remote.Status.State = stateStatus(read.summary, read.size)
 	msg := fmt.Sprintf("Published %d outputs (%d sensitive) from state serial %d to ConfigMap %s and Secret %s",
-		len(read.values), len(sensitive), read.state.Serial, cmName, secretName)
+		len(read.values), len(sensitive), read.summary.Serial, cmName, secretName)
 	if len(read.values) > maxOutputStatuses {
 		msg += fmt.Sprintf("; status.outputs lists the first %d", maxOutputStatuses)
 	}

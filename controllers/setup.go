@@ -29,7 +29,7 @@ func SetupAll(ctx context.Context, mgr ctrl.Manager, opts ...Option) error {
 	// One prober for every kind: its bounds are the manager's, and each
 	// namespace's share of them spans kinds.
 	o := newOptions(opts)
-	pool := probes.NewPool(o.maxConcurrentProbes, o.maxConcurrentProbesPerNamespace, o.clock)
+	pool := probes.NewPool(o.maxConcurrentProbes, o.maxConcurrentProbesPerNamespace, o.clock, probes.WithMemory(o.tenantBudgets.readMemory))
 	if err := mgr.Add(pool); err != nil {
 		return fmt.Errorf("adding the prober: %w", err)
 	}

@@ -8,6 +8,8 @@ import (
 
 	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/utils/clock"
+
+	"github.com/infrastate/backend-operator/controllers/internal/budget"
 )
 
 // Pool runs probes off the reconcile path, so that a tenant whose
@@ -15,7 +17,17 @@ import (
 // render other tenants' backends. At most limit probes run at once, and at
 // most perNamespace of one namespace; a free slot goes to the namespace
 // with the fewest running probes, so a namespace with many queued probes
-// cannot delay another's.
+// cannot delay another's. The last slots (see idleReserve) are kept for
+// namespaces that run no probe: however many namespaces' servers hang,
+// a namespace whose probes are not running gets a slot at once.
+//
+// With a memory budget (WithMemory), a probe also reserves the most it
+// may hold while it runs, from its namespace's share, and starts only
+// when the share and the total hold it; once it ends, its result keeps
+// what it holds (see Sizer) until it is acknowledged, forgotten or
+// replaced. Finished results waiting to be written to status count, so a
+// namespace whose results pile up faster than they are written waits,
+// instead of growing the manager's memory.
 //
 // Probes run under the manager's context, which Start stores in base, and
 // not under the context of the reconcile that submitted them: a probe
@@ -28,7 +40,11 @@ import (
 // writer of status.
 type Pool struct {
 	limit, perNamespace int
-	clock               clock.PassiveClock
+	// idleReserve are the slots kept for namespaces running no probe.
+	idleReserve int
+	clock       clock.PassiveClock
+	// memory is the read memory budget; nil bounds nothing.
+	memory *budget.Shares
 
 	mu      sync.Mutex
 	idle    *sync.Cond             // signalled whenever a probe ends
@@ -40,7 +56,23 @@ type Pool struct {
 	ring    []string               // namespaces with queued probes, in turn order
 	jobs    map[Key]*probeJob      // the current probe of each object, queued or running
 	done    map[Key]Result         // finished results not yet polled
+	// held is what each finished result of done holds of the memory
+	// budget.
+	held map[Key]int64
 }
+
+// Sizer is a probe result that knows how many bytes it holds: what it
+// keeps of the memory budget until it is acknowledged. A result that is
+// no Sizer keeps its probe's reservation.
+type Sizer interface {
+	HeldBytes() int64
+}
+
+// PoolOption configures a Pool.
+type PoolOption func(*Pool)
+
+// WithMemory makes the probes reserve from memory (see Pool).
+func WithMemory(memory *budget.Shares) PoolOption { return func(p *Pool) { p.memory = memory } }
 
 // Key names one object of one kind.
 type Key struct {
@@ -56,6 +88,8 @@ type Func func(ctx context.Context) any
 type probeJob struct {
 	key    Key
 	inputs string
+	// reserve is the most the probe may hold while it runs.
+	reserve int64
 	run    Func
 	notify func(ctx context.Context)
 	cancel context.CancelFunc // set while it runs
@@ -77,7 +111,7 @@ type Result struct {
 
 // NewPool returns a pool running at most limit probes at once and at
 // most perNamespace per namespace. Probes start once Start has been called.
-func NewPool(limit, perNamespace int, clk clock.PassiveClock) *Pool {
+func NewPool(limit, perNamespace int, clk clock.PassiveClock, opts ...PoolOption) *Pool {
 	p := &Pool{
 		limit:        max(limit, 1),
 		perNamespace: max(perNamespace, 1),
@@ -87,9 +121,23 @@ func NewPool(limit, perNamespace int, clk clock.PassiveClock) *Pool {
 		queues:       map[string][]*probeJob{},
 		jobs:         map[Key]*probeJob{},
 		done:         map[Key]Result{},
+		held:         map[Key]int64{},
+	}
+	p.idleReserve = idleReserve(p.limit, p.perNamespace)
+	for _, opt := range opts {
+		opt(p)
 	}
 	p.idle = sync.NewCond(&p.mu)
 	return p
+}
+
+// idleReserve is how many of limit slots are kept for namespaces that run
+// no probe: a quarter, at most perNamespace. Namespaces already running
+// probes fill the others; with the defaults (16 slots, 4 per namespace),
+// three namespaces whose servers all hang fill 12, and the next four
+// namespaces still start a probe each at once.
+func idleReserve(limit, perNamespace int) int {
+	return min(limit/4, perNamespace)
 }
 
 // Start lets probes run until ctx ends, then cancels the running ones and
@@ -126,7 +174,7 @@ func (p *Pool) Poll(key Key, inputs string) (result *Result, pending bool) {
 		if res.Inputs == inputs {
 			return &res, false
 		}
-		delete(p.done, key)
+		p.dropResultLocked(key)
 	}
 	job, ok := p.jobs[key]
 	if !ok {
@@ -139,16 +187,17 @@ func (p *Pool) Poll(key Key, inputs string) (result *Result, pending bool) {
 	return nil, false
 }
 
-// Submit queues a probe of key with inputs. run gets a context that ends
+// Submit queues a probe of key with inputs, which may hold up to reserve
+// bytes while it runs (see WithMemory). run gets a context that ends
 // when the probe is superseded or forgotten, or the manager stops; notify
 // is called once its result can be polled, with a context that ends when
 // the manager stops. A probe already queued or running for key is
 // replaced.
-func (p *Pool) Submit(key Key, inputs string, run Func, notify func(ctx context.Context)) {
+func (p *Pool) Submit(key Key, inputs string, reserve int64, run Func, notify func(ctx context.Context)) {
 	p.mu.Lock()
 	defer p.mu.Unlock()
 	p.dropLocked(key)
-	job := &probeJob{key: key, inputs: inputs, run: run, notify: notify}
+	job := &probeJob{key: key, inputs: inputs, reserve: reserve, run: run, notify: notify}
 	p.jobs[key] = job
 	ns := key.Namespace
 	if len(p.queues[ns]) == 0 {
@@ -206,7 +255,7 @@ func (p *Pool) Ack(key Key, res *Result) {
 	p.mu.Lock()
 	defer p.mu.Unlock()
 	if done, ok := p.done[key]; ok && done.Inputs == res.Inputs && done.Finished.Equal(res.Finished) {
-		delete(p.done, key)
+		p.dropResultLocked(key)
 	}
 }
 
@@ -216,7 +265,21 @@ func (p *Pool) Forget(key Key) {
 	p.mu.Lock()
 	defer p.mu.Unlock()
 	p.dropLocked(key)
+	p.dropResultLocked(key)
+}
+
+// dropResultLocked drops the finished result of key, giving back what it
+// held, and starts the probes that were waiting for that memory.
+func (p *Pool) dropResultLocked(key Key) {
+	if _, ok := p.done[key]; !ok {
+		return
+	}
 	delete(p.done, key)
+	if held := p.held[key]; held > 0 && p.memory != nil {
+		p.memory.Give(key.Namespace, held)
+	}
+	delete(p.held, key)
+	p.dispatchLocked()
 }
 
 // dropLocked cancels and forgets the probe of key, queued or running.
@@ -258,12 +321,17 @@ func (p *Pool) dispatchLocked() {
 }
 
 // nextLocked takes the first queued probe of the namespace with the
-// fewest running probes (below its bound; the earliest in turn order among
-// equals), and moves that namespace to the end of the turn order.
+// fewest running probes (below its bound, and the slots kept for idle
+// namespaces aside; the earliest in turn order among equals) whose first
+// probe's reservation its memory share holds, and moves that namespace to
+// the end of the turn order.
 func (p *Pool) nextLocked() *probeJob {
 	best := -1
 	for i, ns := range p.ring {
-		if p.active[ns] < p.perNamespace && (best < 0 || p.active[ns] < p.active[p.ring[best]]) {
+		if !p.mayStartLocked(ns) {
+			continue
+		}
+		if best < 0 || p.active[ns] < p.active[p.ring[best]] {
 			best = i
 		}
 	}
@@ -283,6 +351,20 @@ func (p *Pool) nextLocked() *probeJob {
 	return job
 }
 
+// mayStartLocked reports whether the first queued probe of ns may start
+// now: ns is below its bound, a namespace already running probes leaves
+// the idle reserve alone, and the memory budget holds the probe's
+// reservation.
+func (p *Pool) mayStartLocked(ns string) bool {
+	if p.active[ns] >= p.perNamespace {
+		return false
+	}
+	if p.active[ns] > 0 && len(p.running) >= p.limit-p.idleReserve {
+		return false
+	}
+	return p.memory == nil || p.memory.Fits(ns, p.queues[ns][0].reserve) == nil
+}
+
 // removeFromRingLocked removes ns from the turn order.
 func (p *Pool) removeFromRingLocked(ns string) {
 	for i, queued := range p.ring {
@@ -300,6 +382,9 @@ func (p *Pool) removeFromRingLocked(ns string) {
 func (p *Pool) startLocked(job *probeJob) {
 	ctx, cancel := context.WithCancel(p.base)
 	job.cancel = cancel
+	if p.memory != nil {
+		p.memory.Charge(job.key.Namespace, job.reserve) // nextLocked checked that it fits
+	}
 	p.running[job] = struct{}{}
 	p.active[job.key.Namespace]++
 	go func() {
@@ -322,11 +407,16 @@ func (p *Pool) finish(job *probeJob, value any) {
 	awaited := false
 	if current {
 		delete(p.jobs, job.key)
+		p.dropResultLocked(job.key) // an older result, replaced
 		p.done[job.key] = Result{Inputs: job.inputs, Finished: p.clock.Now(), Value: value}
+		p.holdLocked(job, value)
 		if job.finished != nil {
 			awaited = true
 			close(job.finished)
 		}
+	}
+	if !current && p.memory != nil {
+		p.memory.Give(job.key.Namespace, job.reserve)
 	}
 	base := p.base
 	closed := p.closed || base.Err() != nil
@@ -335,6 +425,24 @@ func (p *Pool) finish(job *probeJob, value any) {
 	p.mu.Unlock()
 	if current && !closed && !awaited {
 		job.notify(base)
+	}
+}
+
+// holdLocked turns job's reservation into what its result value holds:
+// its HeldBytes when it is a Sizer, its reservation otherwise.
+func (p *Pool) holdLocked(job *probeJob, value any) {
+	held := job.reserve
+	if s, ok := value.(Sizer); ok {
+		held = s.HeldBytes()
+	}
+	p.held[job.key] = held
+	if p.memory == nil {
+		return
+	}
+	if held < job.reserve {
+		p.memory.Give(job.key.Namespace, job.reserve-held)
+	} else {
+		p.memory.Charge(job.key.Namespace, held-job.reserve)
 	}
 }
 

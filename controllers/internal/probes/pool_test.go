@@ -11,6 +11,8 @@ import (
 	"github.com/google/go-cmp/cmp/cmpopts"
 	"k8s.io/apimachinery/pkg/types"
 	clocktesting "k8s.io/utils/clock/testing"
+
+	"github.com/infrastate/backend-operator/controllers/internal/budget"
 )
 
 // probeHarness runs a prober with probes that block until released, and
@@ -27,13 +29,15 @@ type probeHarness struct {
 	notified chan string
 	stop     context.CancelFunc
 	stopped  chan struct{}
+	// reserve is what the probes submitted reserve.
+	reserve int64
 }
 
-func newProbeHarness(t *testing.T, limit, perNamespace int) *probeHarness {
+func newProbeHarness(t *testing.T, limit, perNamespace int, opts ...PoolOption) *probeHarness {
 	t.Helper()
 	h := &probeHarness{
 		t:        t,
-		p:        NewPool(limit, perNamespace, clocktesting.NewFakePassiveClock(time.Unix(1000, 0))),
+		p:        NewPool(limit, perNamespace, clocktesting.NewFakePassiveClock(time.Unix(1000, 0)), opts...),
 		release:  map[string]chan any{},
 		ctxs:     map[string]context.Context{},
 		notified: make(chan string, 100),
@@ -74,7 +78,7 @@ func (h *probeHarness) submit(ns, name, inputs string) {
 	h.mu.Lock()
 	h.release[id] = ch
 	h.mu.Unlock()
-	h.p.Submit(key(ns, name), inputs, func(ctx context.Context) any {
+	h.p.Submit(key(ns, name), inputs, h.reserve, func(ctx context.Context) any {
 		h.mu.Lock()
 		h.started = append(h.started, id)
 		h.ctxs[id] = ctx
@@ -232,14 +236,14 @@ func TestProberStopsWithTheManager(t *testing.T) {
 	stopped := make(chan struct{})
 	go func() { _ = p.Start(ctx); close(stopped) }()
 	started, cancelled := make(chan struct{}), make(chan struct{})
-	p.Submit(key("ns", "hung"), "v", func(ctx context.Context) any {
+	p.Submit(key("ns", "hung"), "v", 0, func(ctx context.Context) any {
 		close(started)
 		<-ctx.Done()
 		close(cancelled)
 		return nil
 	}, func(context.Context) { t.Error("a probe ended by the manager's stop must not notify") })
 	var ran atomic.Bool
-	p.Submit(key("ns", "queued"), "v", func(context.Context) any { ran.Store(true); return nil }, func(context.Context) {})
+	p.Submit(key("ns", "queued"), "v", 0, func(context.Context) any { ran.Store(true); return nil }, func(context.Context) {})
 	<-started
 	cancel()
 	select {
@@ -340,4 +344,100 @@ func (h *probeHarness) awaited(k Key) bool {
 	defer h.p.mu.Unlock()
 	job, ok := h.p.jobs[k]
 	return ok && job.finished != nil
+}
+
+func TestProberKeepsSlotsForIdleNamespaces(t *testing.T) {
+	// 8 slots, 4 per namespace: 2 are kept for namespaces running none.
+	h := newProbeHarness(t, 8, 4)
+	for _, ns := range []string{"a", "b"} {
+		for _, name := range []string{"1", "2", "3", "4"} {
+			h.submit(ns, name, "in")
+		}
+	}
+	// a and b, whose servers hang, fill the 6 slots not kept.
+	h.waitStarted("a/1", "a/2", "a/3", "b/1", "b/2", "b/3")
+	h.settle()
+	h.waitStarted("a/1", "a/2", "a/3", "b/1", "b/2", "b/3")
+
+	// Two more namespaces start a probe each at once, the first of their
+	// queue; their second waits like a's and b's.
+	for _, ns := range []string{"c", "d"} {
+		h.submit(ns, "1", "in")
+		h.submit(ns, "2", "in")
+	}
+	h.waitStarted("a/1", "a/2", "a/3", "b/1", "b/2", "b/3", "c/1", "d/1")
+	h.settle()
+	h.waitStarted("a/1", "a/2", "a/3", "b/1", "b/2", "b/3", "c/1", "d/1")
+}
+
+// heldResult is a probe result that holds n bytes.
+type heldResult int64
+
+func (r heldResult) HeldBytes() int64 { return int64(r) }
+
+func TestProberMemoryBudget(t *testing.T) {
+	memory := budget.New(budget.Config{Name: "read memory", PerNamespace: 100, PerNamespaceFlag: "share", Total: 150, TotalFlag: "total"},
+		clocktesting.NewFakePassiveClock(time.Unix(1000, 0)))
+	h := newProbeHarness(t, 10, 10, WithMemory(memory))
+	h.reserve = 40
+
+	// Two reads of a fit its share of 100; the third waits for memory,
+	// not for a slot.
+	for _, name := range []string{"1", "2", "3"} {
+		h.submit("a", name, "in")
+	}
+	h.waitStarted("a/1", "a/2")
+	h.settle()
+	h.waitStarted("a/1", "a/2")
+	if got := memory.Used("a"); got != 80 {
+		t.Fatalf("a uses %d of its share while two reads run, want their reservations, 80", got)
+	}
+
+	// The total (150) leaves b room for one read of 40, not two.
+	h.submit("b", "1", "in")
+	h.submit("b", "2", "in")
+	h.waitStarted("a/1", "a/2", "b/1")
+	h.settle()
+	h.waitStarted("a/1", "a/2", "b/1")
+
+	// a/1 ends holding 35 bytes: its result keeps them until acknowledged,
+	// which frees 5 of a's reservation: not enough for a/3 (40), and
+	// the total's 5 more not enough for b/2.
+	h.finish("a", "1", heldResult(35))
+	h.settle()
+	h.waitStarted("a/1", "a/2", "b/1")
+	if got := memory.Used("a"); got != 75 {
+		t.Fatalf("a uses %d, want a/1's result (35) and a/2's reservation (40)", got)
+	}
+
+	// Acknowledging a/1's result gives its 35 back: a/3 starts.
+	res, _ := h.p.Poll(key("a", "1"), "in")
+	if res == nil {
+		t.Fatal("a/1's result cannot be polled")
+	}
+	h.p.Ack(key("a", "1"), res)
+	h.waitStarted("a/1", "a/2", "b/1", "a/3")
+
+	// A result that is no Sizer keeps its reservation; a forgotten one
+	// gives it back, and b/2 starts.
+	h.finish("b", "1", "plain")
+	if got := memory.Used("b"); got != 40 {
+		t.Fatalf("b uses %d, want b/1's reservation kept by its result, 40", got)
+	}
+	h.finish("a", "2", heldResult(0))
+	h.waitStarted("a/1", "a/2", "b/1", "a/3", "b/2")
+	h.p.Forget(key("b", "1"))
+	if got := memory.Used("b"); got != 40 {
+		t.Fatalf("b uses %d once b/1 is forgotten, want b/2's reservation, 40", got)
+	}
+
+	// A running probe that is superseded gives its reservation back when it ends.
+	h.p.Forget(key("b", "2"))
+	deadline := time.Now().Add(10 * time.Second)
+	for memory.Used("b") != 0 && time.Now().Before(deadline) {
+		time.Sleep(time.Millisecond)
+	}
+	if got := memory.Used("b"); got != 0 {
+		t.Fatalf("b uses %d after its running probe was forgotten, want 0", got)
+	}
 }
