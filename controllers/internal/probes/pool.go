@@ -90,9 +90,9 @@ type probeJob struct {
 	inputs string
 	// reserve is the most the probe may hold while it runs.
 	reserve int64
-	run    Func
-	notify func(ctx context.Context)
-	cancel context.CancelFunc // set while it runs
+	run     Func
+	notify  func(ctx context.Context)
+	cancel  context.CancelFunc // set while it runs
 	// finished, set while a reconcile awaits the probe (see await), is
 	// closed when it ends, instead of notify being called.
 	finished chan struct{}
