@@ -109,6 +109,16 @@ func TestDeploymentValues(t *testing.T) {
 				"--max-concurrent-probes-per-namespace=2", "--max-concurrent-decryptions=1", "--default-probe-interval=1m",
 			}, nil),
 		},
+		"budgets": {
+			set: []string{
+				"budgets.readMemoryPerNamespace=16Mi", "budgets.readMemoryTotal=64Mi", "budgets.apiStoragePerNamespace=8Mi",
+				"budgets.apiStorageTotal=256Mi", "budgets.keyDerivationCPUPerNamespace=2s", "budgets.keyDerivationCPUTotal=10s",
+			},
+			check: wantArgs([]string{
+				"--read-memory-per-namespace=16Mi", "--read-memory-total=64Mi", "--api-storage-per-namespace=8Mi",
+				"--api-storage-total=256Mi", "--key-derivation-cpu-per-namespace=2s", "--key-derivation-cpu-total=10s",
+			}, nil),
+		},
 		"extra args come last": {
 			set: []string{"extraArgs={--zap-log-level=debug,--lock-release-wait=1m}"},
 			check: func(t *testing.T, d appsv1.Deployment) {

@@ -28,6 +28,12 @@ var ownedFlags = map[string]string{
 	"--max-concurrent-probes-per-namespace": "use the value maxConcurrentProbesPerNamespace instead",
 	"--max-concurrent-decryptions":          "use the value maxConcurrentDecryptions instead",
 	"--default-probe-interval":              "use the value defaultProbeInterval instead",
+	"--read-memory-per-namespace":           "use the value budgets.readMemoryPerNamespace instead",
+	"--read-memory-total":                   "use the value budgets.readMemoryTotal instead",
+	"--api-storage-per-namespace":           "use the value budgets.apiStoragePerNamespace instead",
+	"--api-storage-total":                   "use the value budgets.apiStorageTotal instead",
+	"--key-derivation-cpu-per-namespace":    "use the value budgets.keyDerivationCPUPerNamespace instead",
+	"--key-derivation-cpu-total":            "use the value budgets.keyDerivationCPUTotal instead",
 }
 
 // ownedList is how a refusal lists the flags the chart owns.

@@ -141,6 +141,12 @@ docs/helm.md lists them.
   "max-concurrent-probes-per-namespace" "use the value maxConcurrentProbesPerNamespace instead"
   "max-concurrent-decryptions" "use the value maxConcurrentDecryptions instead"
   "default-probe-interval" "use the value defaultProbeInterval instead"
+  "read-memory-per-namespace" "use the value budgets.readMemoryPerNamespace instead"
+  "read-memory-total" "use the value budgets.readMemoryTotal instead"
+  "api-storage-per-namespace" "use the value budgets.apiStoragePerNamespace instead"
+  "api-storage-total" "use the value budgets.apiStorageTotal instead"
+  "key-derivation-cpu-per-namespace" "use the value budgets.keyDerivationCPUPerNamespace instead"
+  "key-derivation-cpu-total" "use the value budgets.keyDerivationCPUTotal instead"
   | toJson }}
 {{- end }}
 
