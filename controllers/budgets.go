@@ -46,8 +46,8 @@ const (
 // whose etcd holds the default 2 GiB.
 func DefaultBudgets() Budgets {
 	return Budgets{
-		ReadMemoryPerNamespace:    24 << 20,
-		ReadMemoryTotal:           96 << 20,
+		ReadMemoryPerNamespace:    16 << 20,
+		ReadMemoryTotal:           48 << 20,
 		APIStoragePerNamespace:    64 << 20,
 		APIStorageTotal:           1 << 30,
 		KeyDerivationPerNamespace: 6 * time.Second,

@@ -129,10 +129,10 @@ func addBudgetFlags(fs *flag.FlagSet, o *options) {
 	o.budgets = controllers.DefaultBudgets()
 	b := &o.budgets
 	fs.Var(bytesFlag{&b.ReadMemoryPerNamespace}, controllers.ReadMemoryPerNamespaceFlag,
-		"Bytes of memory (a quantity such as 24Mi) one namespace's state reads may hold: reads in flight, at their most, and results "+
+		"Bytes of memory (a quantity such as 16Mi) one namespace's state reads may hold: reads in flight, at their most, and results "+
 			"waiting to be published. A read beyond it waits.")
 	fs.Var(bytesFlag{&b.ReadMemoryTotal}, controllers.ReadMemoryTotalFlag,
-		"Bytes of memory (a quantity such as 96Mi) the state reads of every namespace together may hold. Keep it well within GOMEMLIMIT.")
+		"Bytes of memory (a quantity such as 48Mi) the state reads of every namespace together may hold. Keep it well within GOMEMLIMIT.")
 	fs.Var(bytesFlag{&b.APIStoragePerNamespace}, controllers.APIStoragePerNamespaceFlag,
 		"Bytes (a quantity such as 64Mi) of the objects the operator writes in one namespace (rendered ConfigMaps and Secrets, "+
 			"published outputs), counted as the API server counts data. A write beyond it is refused with reason BudgetExceeded.")

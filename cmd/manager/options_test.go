@@ -60,7 +60,7 @@ func TestParseOptions(t *testing.T) {
 				"--allowed-address-cidrs=10.0.0.0/8, 192.168.1.7", "--denied-address-cidrs=10.96.0.0/12",
 				"--default-probe-interval=90s", "--pprof-bind-address=127.0.0.1:6060", "--lock-release-wait=30s",
 				"--max-concurrent-decryptions=3", "--leader-election-id=team-a-operator", "--leader-election-namespace=operators",
-				"--read-memory-per-namespace=16Mi", "--read-memory-total=64Mi", "--api-storage-per-namespace=8Mi",
+				"--read-memory-per-namespace=12Mi", "--read-memory-total=64Mi", "--api-storage-per-namespace=8Mi",
 				"--api-storage-total=100Mi", "--key-derivation-cpu-per-namespace=2s", "--key-derivation-cpu-total=10s",
 			},
 			want: options{
@@ -70,7 +70,7 @@ func TestParseOptions(t *testing.T) {
 				maxConcurrentDecryptions: 3, lockReleaseWait: 30 * time.Second, leaderElectionID: "team-a-operator", leaderElectionNamespace: "operators",
 				referencePolicy: controllers.ReferencePolicyLabeled,
 				budgets: controllers.Budgets{
-					ReadMemoryPerNamespace: 16 << 20, ReadMemoryTotal: 64 << 20, APIStoragePerNamespace: 8 << 20, APIStorageTotal: 100 << 20,
+					ReadMemoryPerNamespace: 12 << 20, ReadMemoryTotal: 64 << 20, APIStoragePerNamespace: 8 << 20, APIStorageTotal: 100 << 20,
 					KeyDerivationPerNamespace: 2 * time.Second, KeyDerivationTotal: 10 * time.Second,
 				},
 				addressPolicy: netguard.Policy{

@@ -111,11 +111,11 @@ func TestDeploymentValues(t *testing.T) {
 		},
 		"budgets": {
 			set: []string{
-				"budgets.readMemoryPerNamespace=16Mi", "budgets.readMemoryTotal=64Mi", "budgets.apiStoragePerNamespace=8Mi",
+				"budgets.readMemoryPerNamespace=12Mi", "budgets.readMemoryTotal=64Mi", "budgets.apiStoragePerNamespace=8Mi",
 				"budgets.apiStorageTotal=256Mi", "budgets.keyDerivationCPUPerNamespace=2s", "budgets.keyDerivationCPUTotal=10s",
 			},
 			check: wantArgs([]string{
-				"--read-memory-per-namespace=16Mi", "--read-memory-total=64Mi", "--api-storage-per-namespace=8Mi",
+				"--read-memory-per-namespace=12Mi", "--read-memory-total=64Mi", "--api-storage-per-namespace=8Mi",
 				"--api-storage-total=256Mi", "--key-derivation-cpu-per-namespace=2s", "--key-derivation-cpu-total=10s",
 			}, nil),
 		},
