@@ -28,7 +28,7 @@ type reconciler struct {
 	apiReader client.Reader
 	// metadata reads the metadata of the Secrets and ConfigMaps related
 	// to the objects of this API, as related.Watches hold them (without
-	// annotations but the content hash: kubectl's
+	// annotations but the content hash and stored size: kubectl's
 	// last-applied-configuration copy of a Secret's data is never kept):
 	// related.Reader once set up, the client before (tests).
 	metadata client.Reader

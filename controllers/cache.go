@@ -42,8 +42,8 @@ const lastAppliedAnnotation = "kubectl.kubernetes.io/last-applied-configuration"
 
 // cacheTransform trims what the manager's informers keep: managed fields and
 // kubectl's last-applied-configuration of every object (the reconcilers
-// read neither), and the annotations but the operator's content hash of any
-// object an informer would watch for metadata only. The manager's own
+// read neither), and the annotations but the operator's content hash and
+// stored size of any object an informer would watch for metadata only. The manager's own
 // informers watch none (the related watches trim Secrets and ConfigMaps
 // themselves), but a Secret created with `kubectl apply` carries its data
 // in the last-applied-configuration annotation, which must not end up in

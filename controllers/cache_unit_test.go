@@ -12,7 +12,8 @@ import (
 
 // TestCacheTransform checks what the manager's cache keeps of an object:
 // no managed fields and no kubectl last-applied copy, but its other
-// annotations; of metadata, only the content hash annotation.
+// annotations; of metadata, only the content hash and stored size
+// annotations.
 func TestCacheTransform(t *testing.T) {
 	managed := []metav1.ManagedFieldsEntry{{Manager: "kubectl"}}
 	cases := map[string]struct {
@@ -30,9 +31,11 @@ func TestCacheTransform(t *testing.T) {
 		},
 		"metadata of a Secret": {
 			in: &metav1.PartialObjectMetadata{ObjectMeta: metav1.ObjectMeta{Name: "s", ManagedFields: managed, Annotations: map[string]string{
-				lastAppliedAnnotation: `{"data":{"password":"x"}}`, contenthash.Annotation: "sha256:1", "team": "a",
+				lastAppliedAnnotation: `{"data":{"password":"x"}}`, contenthash.Annotation: "sha256:1", contenthash.StoredBytesAnnotation: "9", "team": "a",
 			}}},
-			want: &metav1.PartialObjectMetadata{ObjectMeta: metav1.ObjectMeta{Name: "s", Annotations: map[string]string{contenthash.Annotation: "sha256:1"}}},
+			want: &metav1.PartialObjectMetadata{ObjectMeta: metav1.ObjectMeta{Name: "s", Annotations: map[string]string{
+				contenthash.Annotation: "sha256:1", contenthash.StoredBytesAnnotation: "9",
+			}}},
 		},
 	}
 	for name, tc := range cases {

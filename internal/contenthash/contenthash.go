@@ -1,7 +1,8 @@
 // Package contenthash is the hash the operator records on the ConfigMaps
 // and Secrets it writes, so that it can tell whether their data is still
 // what it wrote without comparing the data itself, and the length-prefixed
-// SHA-256 it is built on. Anything that writes such objects the way the
+// SHA-256 it is built on. It also names the annotation of the size it
+// records next to the hash, which its API storage budget counts. Anything that writes such objects the way the
 // operator does (the scale benchmark's floor) uses this package, so that
 // the operator sees them as its own.
 package contenthash
@@ -17,6 +18,13 @@ import (
 // Annotation holds the hash of the data the operator last wrote into a
 // rendered or published object.
 const Annotation = "backends.infrastate.io/content-hash"
+
+// StoredBytesAnnotation holds the size, in decimal bytes, of the data the
+// operator last wrote into a rendered or published object, counted as the
+// API server counts it (keys and values). The manager's API storage
+// budget adds these up per namespace, and learns them again from the
+// watched metadata after a restart.
+const StoredBytesAnnotation = "backends.infrastate.io/stored-bytes"
 
 // Sum is the hex SHA-256 of parts, each prefixed with its length, so that
 // no two different lists of parts have the same input.

@@ -45,13 +45,18 @@ func ControllerOfThisAPI(obj metav1.Object) *metav1.OwnerReference {
 }
 
 // KeptAnnotations is what cacheTransform and the related watches keep of
-// the annotations of a Secret or ConfigMap: the content hash of an object
-// the operator wrote (see owned.Writer), which holds no secret, and nothing
-// else.
+// the annotations of a Secret or ConfigMap: the content hash and the
+// stored size of an object the operator wrote (see owned.Writer), which
+// hold no secret, and nothing else.
 func KeptAnnotations(in map[string]string) map[string]string {
-	hash, ok := in[contenthash.Annotation]
-	if !ok {
-		return nil
+	var out map[string]string
+	for _, key := range []string{contenthash.Annotation, contenthash.StoredBytesAnnotation} {
+		if v, ok := in[key]; ok {
+			if out == nil {
+				out = make(map[string]string, 2)
+			}
+			out[key] = v
+		}
 	}
-	return map[string]string{contenthash.Annotation: hash}
+	return out
 }

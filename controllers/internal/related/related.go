@@ -28,7 +28,8 @@ import (
 // the cluster has. A controller-runtime informer would keep them all.
 //
 // What it holds is trimmed (see heldObject), so that no annotation but the
-// operator's content hash, which holds no secret, is ever kept.
+// operator's content hash and stored size, which hold no secret, is ever
+// kept.
 //
 // An object it does not hold is either absent or unrelated: callers that
 // must tell the two apart read the API server (see referenceReader), or
@@ -46,6 +47,9 @@ type relatedObjects struct {
 	mu       sync.RWMutex
 	objects  map[types.NamespacedName]*heldObject
 	handlers []relatedHandler
+	// observers see every object the watch delivers, the first list
+	// included, and every deletion (see Watches.Observe).
+	observers []Observer
 	// listed records the namespaces whose first list is done.
 	listed map[string]bool
 	synced chan struct{}
@@ -95,6 +99,23 @@ func (w *relatedObjects) addHandler(h relatedHandler) {
 	w.mu.Lock()
 	defer w.mu.Unlock()
 	w.handlers = append(w.handlers, h)
+}
+
+// addObserver registers o for every object from the first list on.
+func (w *relatedObjects) addObserver(o Observer) {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	w.observers = append(w.observers, o)
+}
+
+// notify calls every observer with obj.
+func (w *relatedObjects) notify(obj *metav1.PartialObjectMetadata, deleted bool) {
+	w.mu.RLock()
+	observers := w.observers
+	w.mu.RUnlock()
+	for _, o := range observers {
+		o(w.kind, obj, deleted)
+	}
 }
 
 // get returns the metadata of key, when it is held.
@@ -221,7 +242,8 @@ func (w *relatedObjects) markListed(namespace string) {
 }
 
 // trimMetadata is what relatedObjects keeps of an object of kind: its
-// identity, version, labels, owners and the content hash annotation.
+// identity, version, labels, owners and the annotations KeptAnnotations
+// keeps.
 func trimMetadata(kind string, obj metav1.Object) *metav1.PartialObjectMetadata {
 	return &metav1.PartialObjectMetadata{
 		TypeMeta: metav1.TypeMeta{APIVersion: "v1", Kind: kind},
@@ -281,6 +303,7 @@ func (s *relatedStore) Add(obj any) error {
 		return err
 	}
 	s.watch.observe(s.ctx, m)
+	s.watch.notify(m, false)
 	s.watch.fire(s.ctx, relatedCreated, m)
 	return nil
 }
@@ -292,6 +315,7 @@ func (s *relatedStore) Update(obj any) error {
 		return err
 	}
 	s.watch.observe(s.ctx, m)
+	s.watch.notify(m, false)
 	s.watch.fire(s.ctx, relatedUpdated, m)
 	return nil
 }
@@ -303,6 +327,7 @@ func (s *relatedStore) Delete(obj any) error {
 		return err
 	}
 	s.watch.forgetKey(types.NamespacedName{Namespace: m.Namespace, Name: m.Name})
+	s.watch.notify(m, true)
 	s.watch.fire(s.ctx, relatedDeleted, m)
 	return nil
 }
@@ -331,6 +356,7 @@ func (s *relatedStore) Replace(list []any, _ string) error {
 		}
 		delete(missing, types.NamespacedName{Namespace: m.Namespace, Name: m.Name})
 		previous := s.watch.observe(s.ctx, m)
+		s.watch.notify(m, false)
 		switch {
 		case first:
 		case previous == nil:
@@ -341,6 +367,7 @@ func (s *relatedStore) Replace(list []any, _ string) error {
 	}
 	for key, held := range missing {
 		s.watch.forgetKey(key)
+		s.watch.notify(held, true)
 		s.watch.fire(s.ctx, relatedDeleted, held)
 	}
 	s.watch.markListed(s.namespace)
@@ -365,8 +392,8 @@ func (w *relatedObjects) heldIn(namespace string) []*metav1.PartialObjectMetadat
 
 // heldObject is what relatedObjects keeps of a Secret or ConfigMap, its
 // name and namespace being the key it is held under: what trimMetadata
-// keeps, in fewer allocations (the content hash as a string rather than
-// an annotation map, the controller reference alone).
+// keeps, in fewer allocations (the content hash and the stored size as
+// strings rather than an annotation map, the controller reference alone).
 type heldObject struct {
 	uid             types.UID
 	resourceVersion string
@@ -374,6 +401,8 @@ type heldObject struct {
 	controller      *metav1.OwnerReference
 	contentHash     string
 	hashed          bool
+	storedBytes     string
+	sized           bool
 }
 
 // holdObject is what relatedObjects keeps of obj.
@@ -384,6 +413,7 @@ func holdObject(obj metav1.Object) *heldObject {
 		h.controller = &c
 	}
 	h.contentHash, h.hashed = obj.GetAnnotations()[contenthash.Annotation]
+	h.storedBytes, h.sized = obj.GetAnnotations()[contenthash.StoredBytesAnnotation]
 	return h
 }
 
@@ -400,8 +430,14 @@ func (h *heldObject) metadata(kind string, key types.NamespacedName) *metav1.Par
 	if h.controller != nil {
 		m.OwnerReferences = []metav1.OwnerReference{*h.controller}
 	}
+	if h.hashed || h.sized {
+		m.Annotations = make(map[string]string, 2)
+	}
 	if h.hashed {
-		m.Annotations = map[string]string{contenthash.Annotation: h.contentHash}
+		m.Annotations[contenthash.Annotation] = h.contentHash
+	}
+	if h.sized {
+		m.Annotations[contenthash.StoredBytesAnnotation] = h.storedBytes
 	}
 	return m
 }

@@ -35,7 +35,8 @@ func TestRelatedObjects(t *testing.T) {
 		m.OwnerReferences = []metav1.OwnerReference{{APIVersion: "apps/v1", Kind: "Deployment", Name: "web", Controller: new(true)}}
 	}
 	annotated := func(m *metav1.PartialObjectMetadata) {
-		m.Annotations = map[string]string{contenthash.Annotation: "sha256:1", "kubectl.kubernetes.io/last-applied-configuration": `{"data":{"password":"x"}}`}
+		m.Annotations = map[string]string{contenthash.Annotation: "sha256:1", contenthash.StoredBytesAnnotation: "12",
+			"kubectl.kubernetes.io/last-applied-configuration": `{"data":{"password":"x"}}`}
 	}
 
 	type step func(s *relatedStore) error
@@ -59,37 +60,46 @@ func TestRelatedObjects(t *testing.T) {
 		steps      []step
 		wantHeld   map[string]string // name to version
 		wantEvents []string
+		// wantObserved is what the observers see: "seen" or "gone", the
+		// name and the version.
+		wantObserved []string
 	}{
-		"the first list holds only related objects and reports nothing": {
-			steps:    []step{replace(secret("referenced", "1"), secret("unrelated", "1"), secret("rendered", "1", owned), secret("theirs", "1", foreignOwner))},
-			wantHeld: map[string]string{"referenced": "1", "rendered": "1"},
+		"the first list holds only related objects and reports nothing, but observers see it all": {
+			steps:        []step{replace(secret("referenced", "1"), secret("unrelated", "1"), secret("rendered", "1", owned), secret("theirs", "1", foreignOwner))},
+			wantHeld:     map[string]string{"referenced": "1", "rendered": "1"},
+			wantObserved: []string{"seen referenced 1", "seen unrelated 1", "seen rendered 1", "seen theirs 1"},
 		},
 		"every event is reported, related or not": {
-			steps:      []step{replace(), add(secret("unrelated", "1")), update(secret("unrelated", "2")), del(secret("unrelated", "2"))},
-			wantEvents: []string{"created unrelated", "updated unrelated", "deleted unrelated"},
+			steps:        []step{replace(), add(secret("unrelated", "1")), update(secret("unrelated", "2")), del(secret("unrelated", "2"))},
+			wantEvents:   []string{"created unrelated", "updated unrelated", "deleted unrelated"},
+			wantObserved: []string{"seen unrelated 1", "seen unrelated 2", "gone unrelated 2"},
 		},
 		"an object held stays held while it changes, until deleted": {
-			steps:      []step{replace(), add(secret("rendered", "1", owned)), update(secret("rendered", "2", owned))},
-			wantHeld:   map[string]string{"rendered": "2"},
-			wantEvents: []string{"created rendered", "updated rendered"},
+			steps:        []step{replace(), add(secret("rendered", "1", owned)), update(secret("rendered", "2", owned))},
+			wantHeld:     map[string]string{"rendered": "2"},
+			wantEvents:   []string{"created rendered", "updated rendered"},
+			wantObserved: []string{"seen rendered 1", "seen rendered 2"},
 		},
 		"a deletion whose final state is unknown is reported": {
 			steps: []step{replace(secret("referenced", "1")),
 				del(toolscache.DeletedFinalStateUnknown{Key: "ns/referenced", Obj: secret("referenced", "1")})},
-			wantEvents: []string{"deleted referenced"},
+			wantEvents:   []string{"deleted referenced"},
+			wantObserved: []string{"seen referenced 1", "gone referenced 1"},
 		},
 		"a remembered object is held, and the watch's newer version wins": {
-			steps:      []step{replace(), remember(secret("unrelated", "1")), update(secret("unrelated", "2")), remember(secret("unrelated", "1"))},
-			wantHeld:   map[string]string{"unrelated": "2"},
-			wantEvents: []string{"updated unrelated"},
+			steps:        []step{replace(), remember(secret("unrelated", "1")), update(secret("unrelated", "2")), remember(secret("unrelated", "1"))},
+			wantHeld:     map[string]string{"unrelated": "2"},
+			wantEvents:   []string{"updated unrelated"},
+			wantObserved: []string{"seen unrelated 2"},
 		},
 		"a new list reports what changed meanwhile": {
 			steps: []step{
 				replace(secret("referenced", "1"), secret("rendered", "1", owned)),
 				replace(secret("referenced", "2"), secret("unrelated", "1")),
 			},
-			wantHeld:   map[string]string{"referenced": "2"},
-			wantEvents: []string{"updated referenced", "created unrelated", "deleted rendered"},
+			wantHeld:     map[string]string{"referenced": "2"},
+			wantEvents:   []string{"updated referenced", "created unrelated", "deleted rendered"},
+			wantObserved: []string{"seen referenced 1", "seen rendered 1", "seen referenced 2", "seen unrelated 1", "gone rendered 1"},
 		},
 	}
 	for name, tc := range cases {
@@ -98,9 +108,15 @@ func TestRelatedObjects(t *testing.T) {
 				ref := metav1.GetControllerOf(m)
 				return named[m.Name] || (ref != nil && ref.Kind == "HttpBackend")
 			})
-			var events []string
+			var events, observed []string
 			w.addHandler(func(_ context.Context, e relatedEvent, m *metav1.PartialObjectMetadata) {
 				events = append(events, [...]string{"created", "updated", "deleted"}[e]+" "+m.Name)
+			})
+			w.addObserver(func(kind string, m *metav1.PartialObjectMetadata, deleted bool) {
+				if kind != "Secret" {
+					t.Errorf("observed a %s, want a Secret", kind)
+				}
+				observed = append(observed, map[bool]string{false: "seen", true: "gone"}[deleted]+" "+m.Name+" "+m.ResourceVersion)
 			})
 			s := &relatedStore{watch: w, ctx: t.Context(), namespace: metav1.NamespaceAll}
 			for i, step := range tc.steps {
@@ -117,6 +133,9 @@ func TestRelatedObjects(t *testing.T) {
 			}
 			if diff := cmp.Diff(tc.wantEvents, events, cmpopts.EquateEmpty()); diff != "" {
 				t.Errorf("events (-want +got):\n%s", diff)
+			}
+			if diff := cmp.Diff(tc.wantObserved, observed, cmpopts.EquateEmpty()); diff != "" {
+				t.Errorf("observed (-want +got):\n%s", diff)
 			}
 			select {
 			case <-w.synced:
@@ -147,7 +166,7 @@ func TestRelatedObjects(t *testing.T) {
 			TypeMeta: metav1.TypeMeta{APIVersion: "v1", Kind: "Secret"},
 			ObjectMeta: metav1.ObjectMeta{Namespace: "ns", Name: "rendered", UID: "u-1", ResourceVersion: "7",
 				Labels: map[string]string{"a": "b"}, OwnerReferences: in.OwnerReferences,
-				Annotations: map[string]string{contenthash.Annotation: "sha256:1"}},
+				Annotations: map[string]string{contenthash.Annotation: "sha256:1", contenthash.StoredBytesAnnotation: "12"}},
 		}
 		if diff := cmp.Diff(want, got); diff != "" {
 			t.Errorf("held (-want +got):\n%s", diff)

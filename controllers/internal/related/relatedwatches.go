@@ -133,6 +133,19 @@ func (w *Watches) Start(ctx context.Context) error {
 	}
 }
 
+// Observer sees each Secret or ConfigMap (kind says which) as a watch
+// delivers it, trimmed as the watches hold it (see KeptAnnotations), or
+// its deletion: every object of the watched namespaces, related or not,
+// those of the first list included. It must not block.
+type Observer func(kind string, obj *metav1.PartialObjectMetadata, deleted bool)
+
+// Observe registers o with both watches. Call it before Start: the objects
+// of the first lists reach only the observers registered by then.
+func (w *Watches) Observe(o Observer) {
+	w.secrets.addObserver(o)
+	w.configMaps.addObserver(o)
+}
+
 // of returns the watch of kind.
 func (w *Watches) of(kind string) (*relatedObjects, bool) {
 	switch kind {
@@ -221,8 +234,8 @@ func (s Source) WaitForSync(ctx context.Context) error {
 
 // MetadataFromAPI reads the metadata of the Secret or ConfigMap key from
 // the API server, as a list by name (never a read of the object itself,
-// which a reference policy may forbid), drops its annotations but the
-// content hash, and has a relatedReader holder hold it. found is false
+// which a reference policy may forbid), drops its annotations but those
+// KeptAnnotations keeps, and has a relatedReader holder hold it. found is false
 // when it does not exist.
 func MetadataFromAPI(ctx context.Context, reader, holder client.Reader, kind string, key types.NamespacedName) (meta *metav1.PartialObjectMetadata, found bool, err error) {
 	list := &metav1.PartialObjectMetadataList{}
