@@ -18,7 +18,6 @@ import (
 	"github.com/infrastate/backend-operator/controllers/internal/conditions"
 	"github.com/infrastate/backend-operator/controllers/internal/related"
 	"github.com/infrastate/backend-operator/internal/contenthash"
-	"github.com/infrastate/backend-operator/internal/render"
 )
 
 // Writer creates and updates the objects a backend renders, with
@@ -31,6 +30,12 @@ import (
 // another writer changed it: the writer then stops writing it and stalls
 // (ExternallyModified) instead of fighting over it, until the object is
 // deleted (the next reconcile recreates it) or the spec moves elsewhere.
+//
+// Every object it writes also carries contenthash.StoredBytesAnnotation,
+// the size of its data, and each create, or patch that grows an object,
+// first reserves its bytes in Ledger: a write beyond the namespace's API
+// storage share, or the total, is refused as a BudgetExceeded stall and
+// leaves the object as it was.
 type Writer struct {
 	Client client.Client
 	Reader client.Reader
@@ -40,6 +45,9 @@ type Writer struct {
 	// Versions are the Versions of the objects as the operator last
 	// wrote or checked them.
 	Versions *Versions
+	// Ledger counts the bytes of the objects written, against the API
+	// storage budget; nil counts nothing.
+	Ledger *Ledger
 }
 
 // FieldOwner is the field manager of every write of the operator.
@@ -50,8 +58,11 @@ const FieldOwner = client.FieldOwner("backend-operator")
 // controls or another writer changed, and reports whether it wrote.
 func (w Writer) ApplyConfigMap(ctx context.Context, desired *corev1.ConfigMap) (bool, error) {
 	setContentHash(desired, contenthash.ConfigMap(desired.Data, nil))
+	size := ConfigMapBytes(desired)
+	setStoredBytes(desired, size)
 	current := &corev1.ConfigMap{ObjectMeta: metav1.ObjectMeta{Namespace: desired.Namespace, Name: desired.Name}}
 	return w.apply(ctx, "ConfigMap", desired, current, objectContent{
+		size:   size,
 		hash:   func() string { return contenthash.ConfigMap(current.Data, current.BinaryData) },
 		create: func() { *current = *desired.DeepCopy() },
 		copyData: func() {
@@ -64,8 +75,11 @@ func (w Writer) ApplyConfigMap(ctx context.Context, desired *corev1.ConfigMap) (
 // ApplySecret makes the Secret match desired, as applyConfigMap does.
 func (w Writer) ApplySecret(ctx context.Context, desired *corev1.Secret) (bool, error) {
 	setContentHash(desired, contenthash.Secret(desired.Data))
+	size := SecretBytes(desired)
+	setStoredBytes(desired, size)
 	current := &corev1.Secret{ObjectMeta: metav1.ObjectMeta{Namespace: desired.Namespace, Name: desired.Name}}
 	return w.apply(ctx, "Secret", desired, current, objectContent{
+		size:     size,
 		hash:     func() string { return contenthash.Secret(current.Data) },
 		create:   func() { *current = *desired.DeepCopy() },
 		copyData: func() { current.Data = desired.Data },
@@ -75,6 +89,8 @@ func (w Writer) ApplySecret(ctx context.Context, desired *corev1.Secret) (bool, 
 // objectContent is what apply needs to know of the kind it writes, as
 // closures over the desired and the current object.
 type objectContent struct {
+	// size is the desired object's size, as the API server counts it.
+	size int64
 	// hash returns the hash of the current object's data.
 	hash func() string
 	// create makes the current object, not found, a copy of the desired
@@ -98,6 +114,11 @@ type objectContent struct {
 // patch when the mutation changed nothing; the mutation itself refuses a
 // foreign or externally modified object and leaves an object whose data
 // and labels are already right as it is.
+//
+// Every create and patch reserves the desired size in Ledger first (the
+// mutation does, once it knows it writes), and settles the reservation
+// when the write returned: the object holds the new size, or, when
+// nothing was written, the size it held.
 func (w Writer) apply(ctx context.Context, kind string, desired, current client.Object, content objectContent) (bool, error) {
 	key := client.ObjectKeyFromObject(desired)
 	owner := metav1.GetControllerOf(desired)
@@ -105,6 +126,16 @@ func (w Writer) apply(ctx context.Context, kind string, desired, current client.
 	written := writtenKey{kind: kind, name: key.Name}
 	want := desired.GetAnnotations()[contenthash.Annotation]
 	c := ownedClient{Client: client.WithFieldOwner(w.Client, string(FieldOwner)), reader: w.Reader, kind: kind}
+	var held *Reservation
+	defer func() { held.Cancel() }() // unless settled: nothing was written
+	reserve := func() error {
+		r, err := w.Ledger.Reserve(writer, StoredKey{Kind: kind, NamespacedName: key}, content.size)
+		if err != nil {
+			return budgetStall(kind+" "+key.String(), err)
+		}
+		held = r
+		return nil
+	}
 
 	recorded := w.Versions.get(writer, written)
 	meta := &metav1.PartialObjectMetadata{TypeMeta: metav1.TypeMeta{APIVersion: "v1", Kind: kind}}
@@ -115,11 +146,16 @@ func (w Writer) apply(ctx context.Context, kind string, desired, current client.
 	case err == nil && asLeft(meta, owner.UID, recorded, want) && labelsInclude(meta.GetLabels(), desired.GetLabels()):
 		return false, nil // as the operator left it, and as desired
 	case apierrors.IsNotFound(err) && recorded == "":
+		if err := reserve(); err != nil {
+			return false, err
+		}
 		created, err := w.create(ctx, c, desired)
 		if err == nil {
-			w.Versions.set(writer, written, created)
+			held.Done(created.GetUID())
+			w.Versions.set(writer, written, created.GetResourceVersion())
 			return true, nil
 		}
+		held.Cancel()
 		if !apierrors.IsAlreadyExists(err) {
 			return false, err
 		}
@@ -141,6 +177,9 @@ func (w Writer) apply(ctx context.Context, kind string, desired, current client.
 
 	result, err := controllerutil.CreateOrPatch(ctx, c, current, func() error {
 		if current.GetResourceVersion() == "" { // not found: created as desired
+			if err := reserve(); err != nil {
+				return err
+			}
 			content.create()
 			return nil
 		}
@@ -161,6 +200,9 @@ func (w Writer) apply(ctx context.Context, kind string, desired, current client.
 			return conditions.Stall(backendsv1alpha1.ExternallyModifiedReason,
 				"%s %s was changed by another writer since the operator rendered it, so the operator stopped writing it: delete it to have it rendered again, or choose another name", kind, key)
 		}
+		if err := reserve(); err != nil {
+			return err
+		}
 		content.copyData()
 		current.SetLabels(mergeStrings(current.GetLabels(), desired.GetLabels()))
 		current.SetAnnotations(mergeStrings(current.GetAnnotations(), desired.GetAnnotations()))
@@ -173,20 +215,23 @@ func (w Writer) apply(ctx context.Context, kind string, desired, current client.
 	// An object adopted without the annotation keeps lacking it: the
 	// metadata check never trusts it, and it is read each time.
 	w.Versions.set(writer, written, current.GetResourceVersion())
-	return result != controllerutil.OperationResultNone, nil
+	wrote := result != controllerutil.OperationResultNone
+	if wrote {
+		held.Done(current.GetUID())
+	}
+	return wrote, nil
 }
 
-// create creates a copy of desired through c and returns its
-// resourceVersion.
-func (w Writer) create(ctx context.Context, c ownedClient, desired client.Object) (string, error) {
+// create creates a copy of desired through c and returns it as created.
+func (w Writer) create(ctx context.Context, c ownedClient, desired client.Object) (client.Object, error) {
 	obj, ok := desired.DeepCopyObject().(client.Object)
 	if !ok {
-		return "", fmt.Errorf("cannot copy %T", desired)
+		return nil, fmt.Errorf("cannot copy %T", desired)
 	}
 	if err := c.Create(ctx, obj); err != nil {
-		return "", err
+		return nil, err
 	}
-	return obj.GetResourceVersion(), nil
+	return obj, nil
 }
 
 // ownedClient is the client apply hands to controllerutil.CreateOrPatch.
@@ -329,50 +374,6 @@ func mergeStrings(have, want map[string]string) map[string]string {
 	}
 	maps.Copy(out, want)
 	return out
-}
-
-// DeletePrevious deletes the ConfigMap and the Secret the owner wrote
-// under the names previous records (its status.rendered) when it now
-// writes configMapName and secretName instead: objects left behind when
-// the user renames them. Objects the owner does not control are left
-// alone.
-func (w Writer) DeletePrevious(ctx context.Context, owner render.Owner, previous *backendsv1alpha1.RenderedObjects, configMapName, secretName string) error {
-	if previous == nil {
-		return nil
-	}
-	for _, stale := range []struct{ kind, name, now string }{
-		{"ConfigMap", previous.ConfigMapName, configMapName},
-		{"Secret", previous.SecretName, secretName},
-	} {
-		if stale.name == "" || stale.name == stale.now {
-			continue
-		}
-		key := types.NamespacedName{Namespace: owner.Namespace, Name: stale.name}
-		if err := w.deleteIfOwned(ctx, stale.kind, key, owner.UID); err != nil {
-			return fmt.Errorf("deleting the previous %s %s: %w", stale.kind, key, err)
-		}
-		writer := WriterKey{Kind: owner.Kind, NamespacedName: types.NamespacedName{Namespace: owner.Namespace, Name: owner.Name}}
-		w.Versions.set(writer, writtenKey{kind: stale.kind, name: stale.name}, "")
-	}
-	return nil
-}
-
-// deleteIfOwned deletes the ConfigMap or Secret key when owner controls
-// it. It reads only the object's metadata, from the cache; the deletion is
-// conditional on the UID read.
-func (w Writer) deleteIfOwned(ctx context.Context, kind string, key types.NamespacedName, owner types.UID) error {
-	obj := &metav1.PartialObjectMetadata{}
-	obj.SetGroupVersionKind(corev1.SchemeGroupVersion.WithKind(kind))
-	if err := w.Metadata.Get(ctx, key, obj); err != nil {
-		return client.IgnoreNotFound(err)
-	}
-	if ref := metav1.GetControllerOf(obj); ref == nil || ref.UID != owner {
-		return nil
-	}
-	if err := w.Client.Delete(ctx, obj, client.Preconditions{UID: new(obj.GetUID())}); err != nil {
-		return client.IgnoreNotFound(err)
-	}
-	return nil
 }
 
 // labelsInclude reports whether every label of want is set in have.
