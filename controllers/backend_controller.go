@@ -107,8 +107,9 @@ func (r *backendReconciler) reconcileReferences(ctx context.Context, s *backendS
 
 // reconcileRender renders the backend into its ConfigMap and credentials
 // Secret, writing only what changed, and records their names in
-// status.rendered. A render error or a name taken by a foreign object is
-// a stall; the previous render is left as it was.
+// status.rendered. A render error, a name taken by a foreign object or
+// objects the namespace's API storage share cannot hold (BudgetExceeded)
+// is a stall; the previous render is left as it was.
 //
 // A backend whose last render came from the same inputs, and whose objects
 // stand as the operator wrote them, is not rendered again (see
@@ -199,8 +200,9 @@ func (r *backendReconciler) reconcileProbe(ctx context.Context, s *backendScope)
 // takes or releases its lock (see stateLockHoldingChanged), on changes to the Secrets and ConfigMaps that a
 // backend references or renders, through related.ReferencesIndex (a foreign
 // object that took a rendered name among them; not the creation of its
-// own rendered objects: see referrersOf), and when one of its probes
-// ends. Rendered and referenced objects are watched for metadata only
+// own rendered objects: see referrersOf), when one of its probes
+// ends, and when API storage is given back in its namespace after its
+// render was refused (see storageReleases). Rendered and referenced objects are watched for metadata only
 // (see relatedObjects): the manager never holds their contents.
 func (r *backendReconciler) setupWithManager(mgr ctrl.Manager) error {
 	b, err := r.setup(mgr, ctrl.NewControllerManagedBy(mgr).
@@ -216,6 +218,7 @@ func (r *backendReconciler) setupWithManager(mgr ctrl.Manager) error {
 			builder.WithPredicates(stateLockHoldingChanged())).
 		WatchesRawSource(r.opts.related.Source("Secret", referrers(related.SecretReference))).
 		WatchesRawSource(r.opts.related.Source("ConfigMap", referrers(related.ConfigMapReference))).
+		WatchesRawSource(storageReleases{ledger: r.opts.tenantBudgets.stored, kind: r.kind.name()}).
 		WithOptions(controller.Options{MaxConcurrentReconciles: r.opts.maxConcurrentReconciles}).
 		Named(strings.ToLower(r.kind.name())).
 		Complete(r)

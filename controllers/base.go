@@ -110,7 +110,7 @@ func (r *reconciler) setup(mgr ctrl.Manager, b *builder.Builder) (*builder.Build
 
 // owned.Writer writes the objects the reconciler renders or publishes.
 func (r *reconciler) ownedWriter() owned.Writer {
-	return owned.Writer{Client: r.client, Reader: r.apiReader, Metadata: r.metadata, Versions: r.written}
+	return owned.Writer{Client: r.client, Reader: r.apiReader, Metadata: r.metadata, Versions: r.written, Ledger: r.opts.tenantBudgets.stored}
 }
 
 // outcome is how a reconciliation's phases ended: what Ready, Reconciling
@@ -144,7 +144,7 @@ func (r *reconciler) reconcile(ctx context.Context, req ctrl.Request, obj status
 }
 
 // get reads the object of req into obj. An object that is gone is
-// forgotten: its probe, schedule, writes and metrics.
+// forgotten: its probe, schedule, writes, refused writes and metrics.
 func (r *reconciler) get(ctx context.Context, req ctrl.Request, obj client.Object, kind string) (found bool, err error) {
 	if err := r.client.Get(ctx, req.NamespacedName, obj); err != nil {
 		if apierrors.IsNotFound(err) {
@@ -160,6 +160,7 @@ func (r *reconciler) forget(kind string, key types.NamespacedName) {
 	r.schedule.Forget(key)
 	r.written.Forget(owned.WriterKey{Kind: kind, NamespacedName: key})
 	r.renders.Forget(owned.WriterKey{Kind: kind, NamespacedName: key})
+	r.opts.tenantBudgets.stored.Forget(owned.WriterKey{Kind: kind, NamespacedName: key})
 	r.probes.Forget(probes.Key{Kind: kind, NamespacedName: key})
 	if r.forgetMetrics != nil {
 		r.forgetMetrics(key)

@@ -7,6 +7,7 @@ import (
 	"k8s.io/utils/clock"
 
 	"github.com/infrastate/backend-operator/controllers/internal/budget"
+	"github.com/infrastate/backend-operator/controllers/internal/owned"
 )
 
 // Budgets are the shares of what the manager spends that each namespace
@@ -89,17 +90,22 @@ type tenantBudgets struct {
 	readMemory    *budget.Shares
 	apiStorage    *budget.Shares
 	keyDerivation *budget.Shares
+	// stored counts the bytes of the objects the operator writes, per
+	// object, and draws them from apiStorage.
+	stored *owned.Ledger
 }
 
 // newTenantBudgets makes the shares of b, reading time from clk.
 func newTenantBudgets(b Budgets, clk clock.PassiveClock) *tenantBudgets {
+	apiStorage := budget.New(budget.Config{Name: "API storage", Unit: budget.Bytes,
+		PerNamespace: b.APIStoragePerNamespace, PerNamespaceFlag: APIStoragePerNamespaceFlag,
+		Total: b.APIStorageTotal, TotalFlag: APIStorageTotalFlag}, clk)
 	return &tenantBudgets{
 		readMemory: budget.New(budget.Config{Name: "read memory", Unit: budget.Bytes,
 			PerNamespace: b.ReadMemoryPerNamespace, PerNamespaceFlag: ReadMemoryPerNamespaceFlag,
 			Total: b.ReadMemoryTotal, TotalFlag: ReadMemoryTotalFlag}, clk),
-		apiStorage: budget.New(budget.Config{Name: "API storage", Unit: budget.Bytes,
-			PerNamespace: b.APIStoragePerNamespace, PerNamespaceFlag: APIStoragePerNamespaceFlag,
-			Total: b.APIStorageTotal, TotalFlag: APIStorageTotalFlag}, clk),
+		apiStorage: apiStorage,
+		stored:     owned.NewLedger(apiStorage),
 		keyDerivation: budget.New(budget.Config{Name: "key derivation CPU", Unit: budget.Nanoseconds,
 			PerNamespace: int64(b.KeyDerivationPerNamespace), PerNamespaceFlag: KeyDerivationPerNamespaceFlag,
 			Total: int64(b.KeyDerivationTotal), TotalFlag: KeyDerivationTotalFlag, Window: KeyDerivationWindow}, clk),

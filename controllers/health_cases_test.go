@@ -118,6 +118,9 @@ func healthCases() map[string]healthCase {
 		"a rendered object the API server refuses": {
 			reason: backendsv1alpha1.WriteRejectedReason, steps: forKinds(stalled(backendsv1alpha1.WriteRejectedReason), hb, cb, rs), want: readsFailed,
 		},
+		"a render the namespace's API storage share cannot hold": {
+			reason: backendsv1alpha1.BudgetExceededReason, steps: forKinds(stalled(backendsv1alpha1.BudgetExceededReason), hb, cb), want: readsFailed,
+		},
 		"a passphrase OpenTofu refuses": {
 			reason: backendsv1alpha1.InvalidPassphraseReason, steps: forKinds(stalled(backendsv1alpha1.InvalidPassphraseReason), hb, cb), want: readsFailed,
 		},
@@ -234,6 +237,19 @@ func healthCases() map[string]healthCase {
 		"an output's key is no valid key": {
 			reason: backendsv1alpha1.OutputKeyInvalidReason,
 			steps:  forKinds(observed(contentFailure(&outputs.KeyError{Name: "..", Key: ".."})), rs), want: readsRetrying,
+		},
+		// Published again at the next read, if they fit by then.
+		"outputs the namespace's API storage share cannot hold": {
+			reason: backendsv1alpha1.BudgetExceededReason, in: "probe",
+			steps: forKinds(func(t *testing.T, kind string, k healthKind, obj statusObject) (conditions.Outcome, error) {
+				t.Helper()
+				obs, ok := budgetObservation(conditions.Stall(backendsv1alpha1.BudgetExceededReason, "Secret a-outputs and ConfigMap a-outputs were not written"))
+				if !ok {
+					t.Fatal("budgetObservation does not take a BudgetExceeded stall")
+				}
+				return observed(obs)(t, kind, k, obj)
+			}, rs),
+			want: readsRetrying,
 		},
 		"the outputs do not fit": {
 			reason: backendsv1alpha1.OutputsTooLargeReason, steps: forKinds(observed(contentFailure(outputs.ErrTooLarge)), rs), want: readsRetrying,

@@ -2,6 +2,7 @@ package controllers
 
 import (
 	"net"
+	"strings"
 	"syscall"
 	"testing"
 	"time"
@@ -178,6 +179,46 @@ func TestReconcileRemoteState(t *testing.T) {
 						t.Errorf("status.outputs = %v, status.state = %+v; want those of the last read", rs.Status.Outputs, rs.Status.State)
 					}
 				},
+			}},
+		},
+		"outputs the namespace's API storage share cannot hold keep the last published ones, and the read is done with": {
+			objects: []client.Object{newWebBackend(), passwordSecret(), newNetworkState()},
+			script: stateScript{stream: []streamAnswer{
+				{state: state},
+				{state: v4State(6, stackOutputs+`,"blob":{"value":"`+strings.Repeat("x", 1000)+`","type":"string"}`)},
+			}},
+			options: []Option{WithBudgets(Budgets{APIStoragePerNamespace: 600, APIStorageTotal: 600})},
+			target:  networkState,
+			steps: []reconcileStep{{
+				do:        reconcileUntilProbed,
+				wantCalls: []string{"StreamState"},
+				check:     func(_ *testing.T, e *reconcileEnv) { kept = e.configMap(networkOutputs) },
+			}, {
+				before:         nextRead,
+				do:             reconcileUntilProbed,
+				wantRequeue:    requeueWithin(DefaultProbeInterval, DefaultProbeInterval*11/10),
+				wantConditions: notReady("BudgetExceeded"),
+				wantEvents:     []recordedEvent{event(corev1.EventTypeWarning, "BudgetExceeded")},
+				wantCalls:      []string{"StreamState"},
+				check: func(t *testing.T, e *reconcileEnv) {
+					expectPublished(t, e)
+					if cm := e.configMap(networkOutputs); cm.ResourceVersion != kept.ResourceVersion {
+						t.Errorf("the published ConfigMap was written although its new outputs do not fit")
+					}
+					rs := e.object(networkState).(*backendsv1alpha1.RemoteState)
+					if len(rs.Status.Outputs) != 5 || rs.Status.State.Serial != 5 {
+						t.Errorf("status.outputs = %v, status.state = %+v; want those of the last publication", rs.Status.Outputs, rs.Status.State)
+					}
+					msg := findCondition(rs.Status.Conditions, "OutputsReady").Message
+					for _, part := range []string{"namespace " + harnessNamespace + " has used its API storage share", "of 600 bytes (--api-storage-per-namespace)", "spec.outputs"} {
+						if !strings.Contains(msg, part) {
+							t.Errorf("OutputsReady says %q, want it to say %q", msg, part)
+						}
+					}
+				},
+			}, {
+				name:           "nothing is retried before the next read",
+				wantConditions: notReady("BudgetExceeded"),
 			}},
 		},
 		"a new backend generation is read at once": {

@@ -65,8 +65,9 @@ func (r *remoteStateReconciler) reconcileBackend(ctx context.Context, s *remoteS
 // Secret, each written only when a value changed. The read runs off the
 // reconcile path (see prober), streaming, and keeps only the selected
 // outputs: outputs that cannot fit a ConfigMap or a Secret are refused
-// (OutputsTooLarge) before they are built. A failed read, a missing state
-// or a missing or mistyped output sets OutputsReady=False and keeps the
+// (OutputsTooLarge) before they are built. A failed read, a missing state,
+// a missing or mistyped output, or outputs beyond the namespace's API
+// storage share (BudgetExceeded) sets OutputsReady=False and keeps the
 // last published values. It sets status.outputs, status.state,
 // status.rendered, scope.requeueAfter and scope.probePending, and records
 // a publication in infrastate_remotestate_last_success_timestamp_seconds.
@@ -164,7 +165,9 @@ func readOutputs(ctx context.Context, stream stateStreamer, dec stateDecrypter, 
 
 // publish writes a read's outputs and returns the OutputsReady
 // observation. Only errors writing to the API server, and stalls, are
-// returned as errors.
+// returned as errors; outputs the namespace's API storage share cannot
+// hold are an observation (BudgetExceeded), written nowhere, like a read
+// that failed: the read is done with, and the next one publishes again.
 func (r *remoteStateReconciler) publish(ctx context.Context, remote *backendsv1alpha1.RemoteState, read remoteRead, failures []failureClass) (conditions.Observation, error) {
 	switch {
 	case read.err != nil:
@@ -179,11 +182,15 @@ func (r *remoteStateReconciler) publish(ctx context.Context, remote *backendsv1a
 	owner := ownerOf(remote, backendsv1alpha1.RemoteStateKind)
 	cmName, secretName := remoteStateTargets(remote)
 	w := r.ownedWriter()
-	if _, err := w.ApplySecret(ctx, outputs.Secret(owner, secretName, sensitive)); err != nil {
-		return conditions.Observation{}, err
+	secret, cm := outputs.Secret(owner, secretName, sensitive), outputs.ConfigMap(owner, cmName, plain)
+	if err := w.Fit(secret, cm); err != nil {
+		return budgetRefusal(err)
 	}
-	if _, err := w.ApplyConfigMap(ctx, outputs.ConfigMap(owner, cmName, plain)); err != nil {
-		return conditions.Observation{}, err
+	if _, err := w.ApplySecret(ctx, secret); err != nil {
+		return budgetRefusal(err)
+	}
+	if _, err := w.ApplyConfigMap(ctx, cm); err != nil {
+		return budgetRefusal(err)
 	}
 	if err := w.DeletePrevious(ctx, owner, remote.Status.Rendered, cmName, secretName); err != nil {
 		return conditions.Observation{}, err
@@ -198,6 +205,15 @@ func (r *remoteStateReconciler) publish(ctx context.Context, remote *backendsv1a
 		msg += fmt.Sprintf("; status.outputs lists the first %d", maxOutputStatuses)
 	}
 	return conditions.Observation{Status: metav1.ConditionTrue, Reason: backendsv1alpha1.OutputsPublishedReason, Message: msg}, nil
+}
+
+// budgetRefusal is publish's answer to err, an error writing the outputs:
+// the observation of a refusal by the API storage budget, err otherwise.
+func budgetRefusal(err error) (conditions.Observation, error) {
+	if obs, ok := budgetObservation(err); ok {
+		return obs, nil
+	}
+	return conditions.Observation{}, err
 }
 
 // noState is the OutputsReady observation of a workspace that holds no

@@ -92,8 +92,10 @@ type renderedObjects struct {
 
 // writeRenderedObjects writes a backend's ConfigMap and credentials Secret
 // and deletes those of previous names. The Secret is written first: a
-// runner that sees new files also finds the credentials they need. It
-// returns the names and content hashes it wrote.
+// runner that sees new files also finds the credentials they need. Both
+// must fit the namespace's API storage share together, or neither is
+// written (a BudgetExceeded stall). It returns the names and content
+// hashes it wrote.
 func writeRenderedObjects(ctx context.Context, w owned.Writer, in renderedObjects) (owned.Memo, error) {
 	configMapName := in.configMapName
 	if configMapName == "" {
@@ -102,10 +104,13 @@ func writeRenderedObjects(ctx context.Context, w owned.Writer, in renderedObject
 	secretName := render.CredentialsSecretName(in.owner.Name)
 
 	secret := render.CredentialsSecret(in.owner, secretName, in.credentials)
+	cm := render.ConfigMap(in.owner, configMapName, in.files)
+	if err := w.Fit(secret, cm); err != nil {
+		return owned.Memo{}, err
+	}
 	if _, err := w.ApplySecret(ctx, secret); err != nil {
 		return owned.Memo{}, err
 	}
-	cm := render.ConfigMap(in.owner, configMapName, in.files)
 	if _, err := w.ApplyConfigMap(ctx, cm); err != nil {
 		return owned.Memo{}, err
 	}

@@ -51,6 +51,10 @@ func SetupAll(ctx context.Context, mgr ctrl.Manager, opts ...Option) error {
 		return fmt.Errorf("building a metadata client: %w", err)
 	}
 	watches := related.NewWatches(mgr.GetCache(), mc, o.watchNamespaces, lists, renderers, contents)
+	// The watches count the objects the operator wrote, from their first
+	// lists on: the API storage each namespace uses is known before any
+	// write, and every deletion gives its bytes back.
+	watches.Observe(o.tenantBudgets.stored.Observe)
 	if err := mgr.Add(watches); err != nil {
 		return fmt.Errorf("adding the watches of Secrets and ConfigMaps: %w", err)
 	}
