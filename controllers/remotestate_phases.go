@@ -183,7 +183,7 @@ func (r *remoteStateReconciler) publish(ctx context.Context, remote *backendsv1a
 	cmName, secretName := remoteStateTargets(remote)
 	w := r.ownedWriter()
 	secret, cm := outputs.Secret(owner, secretName, sensitive), outputs.ConfigMap(owner, cmName, plain)
-	if err := w.Fit(secret, cm); err != nil {
+	if err := w.Fit(ctx, secret, cm); err != nil {
 		return budgetRefusal(err)
 	}
 	if _, err := w.ApplySecret(ctx, secret); err != nil {

@@ -105,7 +105,7 @@ func writeRenderedObjects(ctx context.Context, w owned.Writer, in renderedObject
 
 	secret := render.CredentialsSecret(in.owner, secretName, in.credentials)
 	cm := render.ConfigMap(in.owner, configMapName, in.files)
-	if err := w.Fit(secret, cm); err != nil {
+	if err := w.Fit(ctx, secret, cm); err != nil {
 		return owned.Memo{}, err
 	}
 	if _, err := w.ApplySecret(ctx, secret); err != nil {

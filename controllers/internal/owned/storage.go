@@ -1,6 +1,7 @@
 package owned
 
 import (
+	"context"
 	"errors"
 	"fmt"
 	"strconv"
@@ -54,7 +55,12 @@ func setStoredBytes(obj client.Object, size int64) {
 // together (see Ledger.Fit): a refusal, a BudgetExceeded stall, leaves
 // every one of them as it was rather than some written and some not. Each
 // apply still reserves its own bytes.
-func (w Writer) Fit(desired ...client.Object) error {
+//
+// An object the watched metadata shows with the desired content hash,
+// which apply will not write again, is left out: one written before the
+// stored size annotation existed counts from its next write, not from a
+// check that writes nothing.
+func (w Writer) Fit(ctx context.Context, desired ...client.Object) error {
 	if w.Ledger == nil || len(desired) == 0 {
 		return nil
 	}
@@ -66,20 +72,36 @@ func (w Writer) Fit(desired ...client.Object) error {
 	items := make([]Item, 0, len(desired))
 	names := make([]string, 0, len(desired))
 	for _, obj := range desired {
-		var it Item
+		var (
+			it   Item
+			hash string
+		)
 		switch o := obj.(type) {
 		case *corev1.ConfigMap:
-			it = Item{Key: StoredKey{Kind: "ConfigMap"}, Size: ConfigMapBytes(o)}
+			it, hash = Item{Key: StoredKey{Kind: "ConfigMap"}, Size: ConfigMapBytes(o)}, contenthash.ConfigMap(o.Data, nil)
 		case *corev1.Secret:
-			it = Item{Key: StoredKey{Kind: "Secret"}, Size: SecretBytes(o)}
+			it, hash = Item{Key: StoredKey{Kind: "Secret"}, Size: SecretBytes(o)}, contenthash.Secret(o.Data)
 		default:
 			return fmt.Errorf("cannot count the bytes of a %T", obj)
 		}
 		it.Key.NamespacedName = client.ObjectKeyFromObject(obj)
+		if w.unchanged(ctx, it.Key, owner, hash) {
+			continue
+		}
 		items = append(items, it)
 		names = append(names, it.Key.Kind+" "+it.Key.String())
 	}
 	return budgetStall(strings.Join(names, " and "), w.Ledger.Fit(writer, items...))
+}
+
+// unchanged reports whether the watched metadata shows key controlled by
+// owner with content hash hash: what apply would write is there already.
+func (w Writer) unchanged(ctx context.Context, key StoredKey, owner *metav1.OwnerReference, hash string) bool {
+	meta := &metav1.PartialObjectMetadata{TypeMeta: metav1.TypeMeta{APIVersion: "v1", Kind: key.Kind}}
+	if err := w.Metadata.Get(ctx, key.NamespacedName, meta); err != nil {
+		return false
+	}
+	return controlledBy(meta, owner) && meta.GetAnnotations()[contenthash.Annotation] == hash
 }
 
 // budgetStall is the BudgetExceeded stall of the writes of objects (their

@@ -162,15 +162,26 @@ func TestFitRefusesTogether(t *testing.T) {
 		Data: map[string][]byte{"token": []byte(strings.Repeat("s", 50))}}
 	cm := &corev1.ConfigMap{ObjectMeta: render.OwnedObjectMeta(ownedTestOwner, "app-outputs", ownedTestLabels),
 		Data: map[string]string{"vpc": strings.Repeat("c", 50)}}
-	err := h.writer.Fit(secret, cm)
+	err := h.writer.Fit(context.Background(), secret, cm)
 	se, ok := conditions.AsStall(err)
 	if !ok || se.Reason != backendsv1alpha1.BudgetExceededReason ||
 		!strings.Contains(se.Message, "Secret ns/app-outputs and ConfigMap ns/app-outputs were not written") {
 		t.Fatalf("Fit of 108 bytes in a share of 100: %v, want a BudgetExceeded stall naming both objects", err)
 	}
 	cm.Data["vpc"] = "c"
-	if err := h.writer.Fit(secret, cm); err != nil {
+	if err := h.writer.Fit(context.Background(), secret, cm); err != nil {
 		t.Errorf("Fit of 63 bytes in a share of 100: %v", err)
+	}
+	// Written before the stored size annotation existed: not counted, and
+	// as desired, so not written again.
+	unknown := cm.DeepCopy()
+	unknown.Data["vpc"] = strings.Repeat("c", 90)
+	unknown.Annotations = map[string]string{contenthash.Annotation: contenthash.ConfigMap(unknown.Data, nil)}
+	if err := h.store.Create(context.Background(), unknown); err != nil {
+		t.Fatal(err)
+	}
+	if err := h.writer.Fit(context.Background(), secret, unknown.DeepCopy()); err != nil {
+		t.Errorf("Fit of an object already as desired, uncounted: %v, want it left out", err)
 	}
 	if len(h.writes) != 0 {
 		t.Errorf("Fit wrote %v", h.writes)
