@@ -187,7 +187,7 @@ func TestReconcileRemoteState(t *testing.T) {
 				{state: state},
 				{state: v4State(6, stackOutputs+`,"blob":{"value":"`+strings.Repeat("x", 1000)+`","type":"string"}`)},
 			}},
-			options: []Option{WithBudgets(Budgets{APIStoragePerNamespace: 600, APIStorageTotal: 600})},
+			options: []Option{WithBudgets(budgetsWith(func(b *Budgets) { b.APIStoragePerNamespace = 600; b.APIStorageTotal = 600 }))},
 			target:  networkState,
 			steps: []reconcileStep{{
 				do:        reconcileUntilProbed,
