@@ -16,6 +16,7 @@ require (
 	github.com/prometheus/prometheus v0.310.0
 	github.com/tencentyun/cos-go-sdk-v5 v0.7.70
 	github.com/zclconf/go-cty v1.19.0
+	golang.org/x/sys v0.46.0
 	k8s.io/api v0.36.3
 	k8s.io/apiextensions-apiserver v0.36.3
 	k8s.io/apimachinery v0.36.3
@@ -110,7 +111,6 @@ require (
 	golang.org/x/net v0.56.0 // indirect
 	golang.org/x/oauth2 v0.36.0 // indirect
 	golang.org/x/sync v0.21.0 // indirect
-	golang.org/x/sys v0.46.0 // indirect
 	golang.org/x/term v0.44.0 // indirect
 	golang.org/x/text v0.38.0 // indirect
 	golang.org/x/time v0.15.0 // indirect

@@ -20,4 +20,9 @@ var (
 	// payload, or parameters out of the accepted bounds (see
 	// MinIterations, MaxIterations, MaxSaltLength).
 	ErrInvalidParameters = errors.New("invalid encryption parameters")
+	// ErrDerivationRefused is returned when the keyring's Meter refused
+	// to derive a key that no cached key spared, and no other key opened
+	// the payload. It says nothing of the passphrases: the state may open
+	// once the Meter admits the derivation. The error wraps the Meter's.
+	ErrDerivationRefused = errors.New("the key derivation was refused")
 )

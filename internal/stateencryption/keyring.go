@@ -8,6 +8,7 @@ import (
 	"maps"
 	"slices"
 	"strings"
+	"time"
 )
 
 // Bounds of what an error quotes from a state's meta, which comes from the
@@ -42,14 +43,24 @@ type Keyring struct {
 	// derive derives a key from a passphrase and parameters: deriveKey,
 	// or a counting one in tests.
 	derive deriveFunc
+	// meter admits and is told the cost of each derivation; nil admits
+	// every one (see WithMeter).
+	meter Meter
+	// measure runs a derivation and returns its cost: measureCost, or a
+	// fixed one in tests.
+	measure func(func()) time.Duration
 }
 
 // NewKeyring returns a Keyring that tries keys in order (the primary, then
 // each fallback, as OpenTofu tries a state's method and then its
 // fallbacks) and derives through cache, which may be nil to derive every
 // time. The caller must not modify the passphrases afterwards.
-func NewKeyring(keys []Key, cache *KeyCache) *Keyring {
-	return &Keyring{keys: slices.Clone(keys), cache: cache, derive: deriveKey}
+func NewKeyring(keys []Key, cache *KeyCache, opts ...KeyringOption) *Keyring {
+	k := &Keyring{keys: slices.Clone(keys), cache: cache, derive: deriveKey, measure: measureCost}
+	for _, opt := range opts {
+		opt(k)
+	}
+	return k
 }
 
 // Decrypt returns the plain state (a v4 state JSON document) of an
@@ -61,7 +72,9 @@ func NewKeyring(keys []Key, cache *KeyCache) *Keyring {
 // provider has parameters in meta, ErrInvalidParameters when a payload or
 // parameter document is malformed or out of bounds and no key opened the
 // payload, and ErrDecryptionFailed when AES-GCM refused the payload under
-// every key.
+// every key. When the keyring's Meter refused a derivation and no other
+// key opened the payload, the error is that refusal, which wraps
+// ErrDerivationRefused: the refused key might have opened it.
 func (k *Keyring) Decrypt(meta map[string][]byte, payload []byte) ([]byte, error) {
 	var matched []Key
 	for _, key := range k.keys {
@@ -75,15 +88,28 @@ func (k *Keyring) Decrypt(meta map[string][]byte, payload []byte) ([]byte, error
 	if len(payload) < nonceSize+tagSize {
 		return nil, fmt.Errorf("%w: the payload has %d bytes, fewer than a nonce and a tag (%d)", ErrInvalidParameters, len(payload), nonceSize+tagSize)
 	}
-	var failures []string
+	var (
+		failures []string
+		refused  error
+	)
 	invalid := false
 	for _, key := range matched {
 		plain, err := k.open(key, meta[MetaKey(key.Provider)], payload)
 		if err == nil {
 			return plain, nil
 		}
+		if errors.Is(err, ErrDerivationRefused) {
+			// A later key may be cached, and open the payload at no cost.
+			if refused == nil {
+				refused = fmt.Errorf("key provider %q: %w", clip(key.Provider), err)
+			}
+			continue
+		}
 		invalid = invalid || errors.Is(err, ErrInvalidParameters)
 		failures = append(failures, fmt.Sprintf("key provider %q: %v", clip(key.Provider), err))
+	}
+	if refused != nil {
+		return nil, refused
 	}
 	sentinel := ErrDecryptionFailed
 	if invalid {
@@ -99,7 +125,7 @@ func (k *Keyring) open(key Key, doc, payload []byte) ([]byte, error) {
 	if err != nil {
 		return nil, err
 	}
-	dk, err := k.cache.key(key.Passphrase, p, k.derive)
+	dk, err := k.cache.key(key.Passphrase, p, k.metered())
 	if err != nil {
 		return nil, err
 	}
