@@ -10,6 +10,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	backendsv1alpha1 "github.com/infrastate/backend-operator/api/v1alpha1"
+	"github.com/infrastate/backend-operator/controllers/internal/budget"
 	"github.com/infrastate/backend-operator/controllers/internal/conditions"
 	"github.com/infrastate/backend-operator/controllers/internal/probes"
 	"github.com/infrastate/backend-operator/internal/render"
@@ -64,6 +65,9 @@ type kindEnv struct {
 	cosDefaultRegion string
 	// decryptions bounds the encrypted states read at once.
 	decryptions *decryptions
+	// derivations is the key derivation CPU budget the object's
+	// namespace draws from.
+	derivations *budget.Shares
 	// metrics are the manager's series, which the kind's probes record.
 	metrics *operatorMetrics
 	// log is the logger of the reconciliation, for the clients.

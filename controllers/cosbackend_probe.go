@@ -127,13 +127,13 @@ func cosConfig(spec backendsv1alpha1.CosBackendSpec, region string, secrets rend
 }
 
 // stateObjectFailure is the BucketReady condition for a bucket that
-// exists but whose state object cannot be used: DecryptionFailed, or
-// StateUnreadable whatever the cause, whose next step the message gives
-// (see failureClasses).
+// exists but whose state object cannot be used: DecryptionFailed,
+// BudgetExceeded (a key derivation refused), or StateUnreadable whatever
+// the cause, whose next step the message gives (see failureClasses).
 func stateObjectFailure(err error) conditions.Observation {
 	class := classifyFailure(cosFailures, err)
 	reason := backendsv1alpha1.StateUnreadableReason
-	if class.reason == backendsv1alpha1.DecryptionFailedReason {
+	if class.reason == backendsv1alpha1.DecryptionFailedReason || class.reason == backendsv1alpha1.BudgetExceededReason {
 		reason = class.reason
 	}
 	return conditions.Observation{Status: metav1.ConditionFalse, Reason: reason,

@@ -25,9 +25,17 @@ func (e *decryptError) Unwrap() error { return e.err }
 
 // explain returns err, when it is a state that could not be decrypted
 // (statefile.ErrDecrypt), as a *decryptError naming the passphrases
-// tried; any other err as it is.
+// tried, or, when a key derivation was refused by the key derivation CPU
+// budget, as a *derivationRefusedError, which no longer reads as a failed
+// decryption; any other err as it is.
 func (s stateDecrypter) explain(err error) error {
-	if err == nil || s.encryption == nil || !errors.Is(err, statefile.ErrDecrypt) {
+	if err == nil || s.encryption == nil {
+		return err
+	}
+	if refused := derivationRefusal(err); refused != nil {
+		return refused
+	}
+	if !errors.Is(err, statefile.ErrDecrypt) {
 		return err
 	}
 	return &decryptError{err: err, tried: s.encryption.tried(s.namespace)}

@@ -9,6 +9,7 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
 	backendsv1alpha1 "github.com/infrastate/backend-operator/api/v1alpha1"
+	"github.com/infrastate/backend-operator/controllers/internal/budget"
 	"github.com/infrastate/backend-operator/controllers/internal/conditions"
 	"github.com/infrastate/backend-operator/controllers/internal/related"
 	"github.com/infrastate/backend-operator/internal/render"
@@ -91,11 +92,15 @@ func (d *decryptions) release(namespace string) {
 }
 
 // stateDecrypter decrypts one object's encrypted states: its backend's
-// encryption, within the manager's decryption bounds. The zero value
-// (no encryption) decrypts nothing.
+// encryption, within the manager's decryption bounds and namespace's key
+// derivation CPU budget. The zero value (no encryption) decrypts nothing.
 type stateDecrypter struct {
 	encryption  *stateEncryption
 	decryptions *decryptions
+	// derivations is the key derivation CPU budget the reads' key
+	// derivations are charged to, for namespace, the namespace of the
+	// object whose read it is; nil charges nothing.
+	derivations *budget.Shares
 	namespace   string
 }
 
@@ -106,8 +111,12 @@ func (s stateDecrypter) forRead(ctx context.Context) *statefile.Decryption {
 	if s.encryption == nil {
 		return nil
 	}
+	var opts []stateencryption.KeyringOption
+	if s.derivations != nil {
+		opts = append(opts, stateencryption.WithMeter(derivationMeter{shares: s.derivations, namespace: s.namespace}))
+	}
 	return &statefile.Decryption{
-		Decrypter: stateencryption.NewKeyring(s.encryption.keys(), s.decryptions.keys),
+		Decrypter: stateencryption.NewKeyring(s.encryption.keys(), s.decryptions.keys, opts...),
 		Acquire:   func() (func(), error) { return s.decryptions.acquire(ctx, s.namespace) },
 	}
 }

@@ -17,6 +17,7 @@ import (
 	kstatus "sigs.k8s.io/cli-utils/pkg/kstatus/status"
 
 	backendsv1alpha1 "github.com/infrastate/backend-operator/api/v1alpha1"
+	"github.com/infrastate/backend-operator/controllers/internal/budget"
 	"github.com/infrastate/backend-operator/controllers/internal/conditions"
 	"github.com/infrastate/backend-operator/internal/conformance"
 	"github.com/infrastate/backend-operator/internal/cos"
@@ -35,6 +36,8 @@ func healthCases() map[string]healthCase {
 	denied := fmt.Errorf("dial: %w", netguard.ErrAddressDenied)
 	undecryptable := fmt.Errorf("read: %w", statefile.ErrDecrypt)
 	malformed := fmt.Errorf("parse: %w", statefile.ErrMalformed)
+	refusedDerivation := &derivationRefusedError{exceeded: &budget.ExceededError{Budget: "key derivation CPU", Namespace: "health",
+		Used: int64(7 * time.Second), Wanted: 1, Limit: int64(6 * time.Second), Flag: "key-derivation-cpu-per-namespace"}}
 	cosErr := func(err error) error { return fmt.Errorf("list: %w", err) }
 	now := time.Now()
 	holder := &backendsv1alpha1.LockInfo{ID: "l1", Who: "runner@ci-1", Created: &metav1.Time{Time: now.Add(-2 * time.Hour)}}
@@ -189,6 +192,14 @@ func healthCases() map[string]healthCase {
 			reason: backendsv1alpha1.DecryptionFailedReason,
 			steps: map[string]healthStep{
 				hb: observed(probeFailure(everyKindsFailures, undecryptable)), cb: cosProbed(cosProbeResult{stateErr: undecryptable}), rs: observed(contentFailure(undecryptable)),
+			},
+			want: readsRetrying,
+		},
+		"a key derivation refused by the key derivation CPU budget": {
+			reason: backendsv1alpha1.BudgetExceededReason,
+			steps: map[string]healthStep{
+				hb: observed(probeFailure(everyKindsFailures, refusedDerivation)), cb: cosProbed(cosProbeResult{stateErr: refusedDerivation}),
+				rs: observed(contentFailure(refusedDerivation)),
 			},
 			want: readsRetrying,
 		},

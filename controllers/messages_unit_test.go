@@ -40,6 +40,8 @@ var failures = []error{
 	tried(fmt.Errorf("read: %w: %w", statefile.ErrDecrypt, stateencryption.ErrDecryptionFailed)),
 	tried(fmt.Errorf("read: %w: %w", statefile.ErrDecrypt, stateencryption.ErrNoMatchingKey)),
 	fmt.Errorf("read: %w: %w", statefile.ErrDecrypt, stateencryption.ErrInvalidParameters),
+	&derivationRefusedError{exceeded: errShareUsed},
+	&derivationRefusedError{exceeded: errTotalUsed},
 	fmt.Errorf("reading the state: %w", cos.ErrChecksumMismatch),
 	fmt.Errorf("list: %w", cos.ErrAccessDenied),
 	fmt.Errorf("list: %w", cos.ErrBucketNotFound),
@@ -59,6 +61,7 @@ var contentFailures = []error{
 	fmt.Errorf("%w %q: not JSON", outputs.ErrInvalidDefault, "x"),
 	fmt.Errorf("x: %w", statefile.ErrEncrypted),
 	tried(fmt.Errorf("x: %w: %w", statefile.ErrDecrypt, stateencryption.ErrDecryptionFailed)),
+	&derivationRefusedError{exceeded: errShareUsed},
 	fmt.Errorf("x: %w", statefile.ErrUnsupportedVersion),
 }
 

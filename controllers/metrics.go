@@ -46,7 +46,7 @@ func newOperatorMetrics(clk clock.PassiveClock) *operatorMetrics {
 		backendReachable: prometheus.NewGaugeVec(prometheus.GaugeOpts{
 			Name: "infrastate_backend_reachable",
 			Help: "1 when the last probe reached the backend's state: it answered the read with a state (even one that " +
-				"cannot be used: StateUnreadable, DecryptionFailed, StateNotEncrypted) or with none yet (HTTP 404 or 204, " +
+				"cannot be used: StateUnreadable, DecryptionFailed, BudgetExceeded, StateNotEncrypted) or with none yet (HTTP 404 or 204, " +
 				"no state object); 0 when it did not (StateReachable or BucketReady False for any other reason). " +
 				"No series while probing is disabled.",
 		}, []string{"kind", "namespace", "name"}),

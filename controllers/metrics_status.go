@@ -18,13 +18,15 @@ import (
 // reachedReasons are the reasons of a probe condition (StateReachable,
 // BucketReady) whose probe reached the state: the backend answered the
 // read, with a state (possibly one that cannot be used) or with none. An
-// HttpBackend's StateUnreadable, DecryptionFailed and StateNotEncrypted
-// come from a read the server answered with a body; a CosBackend's come
-// after its bucket check succeeded.
+// HttpBackend's StateUnreadable, DecryptionFailed, BudgetExceeded (its key
+// derivation refused) and StateNotEncrypted come from a read the server
+// answered with a body; a CosBackend's come after its bucket check
+// succeeded.
 var reachedReasons = map[string]bool{
 	backendsv1alpha1.ReachableReason:         true,
 	backendsv1alpha1.StateUnreadableReason:   true,
 	backendsv1alpha1.DecryptionFailedReason:  true,
+	backendsv1alpha1.BudgetExceededReason:    true,
 	backendsv1alpha1.StateNotEncryptedReason: true,
 }
 

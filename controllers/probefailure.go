@@ -17,6 +17,7 @@ import (
 	backendsv1alpha1 "github.com/infrastate/backend-operator/api/v1alpha1"
 	"github.com/infrastate/backend-operator/controllers/internal/conditions"
 	"github.com/infrastate/backend-operator/internal/netguard"
+	"github.com/infrastate/backend-operator/internal/stateencryption"
 	"github.com/infrastate/backend-operator/internal/statefile"
 )
 
@@ -65,13 +66,17 @@ func (c failureClass) nextStep(err error) string {
 }
 
 // leadingFailures classify, before any kind's own classes, what a probe
-// or read of any kind may meet: the address policy, the state's
-// encryption and format (see classifyFailure).
+// or read of any kind may meet: the address policy, the key derivation
+// CPU budget, the state's encryption and format (see classifyFailure).
 var leadingFailures = []failureClass{
 	{is: errorIs(netguard.ErrAddressDenied), reason: backendsv1alpha1.AddressDeniedReason,
 		summary: "The manager's address policy refused the backend's address, and nothing was sent",
 		next: "Point the backend at the state server (an HttpBackend's spec.address, a CosBackend's spec.endpoint); " +
 			"if it is right, the platform team decides (--allowed-address-cidrs, --denied-address-cidrs)"},
+	// Before DecryptionFailed: a key derivation the key derivation CPU
+	// budget refused found no passphrase wrong.
+	{is: errorIs(stateencryption.ErrDerivationRefused), reason: backendsv1alpha1.BudgetExceededReason,
+		summary: "Deriving the key of the encrypted state was refused", nextFor: derivationNextStep},
 	{is: errorIs(statefile.ErrDecrypt), reason: backendsv1alpha1.DecryptionFailedReason,
 		summary: "No passphrase of the backend's spec.encryption opens the state", nextFor: decryptionNextStep},
 	// The first class of StateUnreadable, whose next step is that of any

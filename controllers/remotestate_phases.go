@@ -15,6 +15,7 @@ import (
 	"github.com/infrastate/backend-operator/controllers/internal/conditions"
 	"github.com/infrastate/backend-operator/controllers/internal/probes"
 	"github.com/infrastate/backend-operator/internal/outputs"
+	"github.com/infrastate/backend-operator/internal/stateencryption"
 	"github.com/infrastate/backend-operator/internal/statefile"
 )
 
@@ -269,6 +270,8 @@ func contentFailure(err error) conditions.Observation {
 		obs.Reason = backendsv1alpha1.StateEncryptedReason
 		obs.Message = "The state is encrypted with OpenTofu's state encryption: set spec.encryption on the backend " +
 			"to the passphrase its runners encrypt with"
+	case errors.Is(err, stateencryption.ErrDerivationRefused):
+		return probeFailure(nil, err) // BudgetExceeded, as a probe reports it
 	case errors.Is(err, statefile.ErrDecrypt):
 		obs.Reason = backendsv1alpha1.DecryptionFailedReason
 		obs.Message = "The state is encrypted and spec.encryption of the backend cannot decrypt it: " + errorText(err) + ". " + decryptionNextStep(err)
