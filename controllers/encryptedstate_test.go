@@ -36,8 +36,10 @@ type tofuEnvelope struct {
 // with a single output, as the pbkdf2 key provider and the aes_gcm method
 // write it: each key of keys has parameters in its meta, of iterations of
 // SHA-512 with a fresh salt of saltBytes, and the payload is encrypted
-// with the key of keys[opener]. Every call gives a new salt, as every
-// write does: no key of an earlier call serves it.
+// with the key of keys[opener]; with an opener of -1 the payload is
+// random bytes, which no key opens, and nothing is derived to write it.
+// Every call gives a new salt, as every write does: no key of an earlier
+// call serves it.
 func encryptedState(keys []stateencryption.Key, opener, iterations, saltBytes, serial int, lineage string) ([]byte, error) {
 	env := tofuEnvelope{Serial: serial, Lineage: lineage, Meta: map[string][]byte{}, EncryptionVersion: "v0"}
 	var aead cipher.AEAD
@@ -63,6 +65,11 @@ func encryptedState(keys []stateencryption.Key, opener, iterations, saltBytes, s
 		if aead, err = cipher.NewGCM(block); err != nil {
 			return nil, err
 		}
+	}
+	if opener < 0 {
+		env.EncryptedData = make([]byte, 256)
+		_, _ = rand.Read(env.EncryptedData)
+		return json.Marshal(env)
 	}
 	if aead == nil {
 		return nil, fmt.Errorf("no key %d among %d", opener, len(keys))
