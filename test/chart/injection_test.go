@@ -70,6 +70,12 @@ func TestSchemaRefusesYAMLInjection(t *testing.T) {
 		"metrics.prometheusRule.runbookURL":    "/metrics/prometheusRule/runbookURL",
 		"metrics.prometheusRule.staleLock.for": "/metrics/prometheusRule/staleLock/for",
 		"metrics.prometheusRule.backendUnreachable.severity": "/metrics/prometheusRule/backendUnreachable/severity",
+		"budgets.readMemoryPerNamespace":                     "/budgets/readMemoryPerNamespace",
+		"budgets.readMemoryTotal":                            "/budgets/readMemoryTotal",
+		"budgets.apiStoragePerNamespace":                     "/budgets/apiStoragePerNamespace",
+		"budgets.apiStorageTotal":                            "/budgets/apiStorageTotal",
+		"budgets.keyDerivationCPUPerNamespace":               "/budgets/keyDerivationCPUPerNamespace",
+		"budgets.keyDerivationCPUTotal":                      "/budgets/keyDerivationCPUTotal",
 	}
 	texts := map[string]string{
 		"keys after a newline": injected,
@@ -263,6 +269,8 @@ func TestTemplatesQuoteStrings(t *testing.T) {
 		"leaderElectionID":     {path: "leaderElectionID", got: argsOf},
 		"watchNamespaces":      {path: "watchNamespaces[]", got: argsOf},
 		"defaultProbeInterval": {path: "defaultProbeInterval", got: argsOf},
+		"readMemoryShare":      {path: "budgets.readMemoryPerNamespace", got: argsOf},
+		"keyDerivationCPU":     {path: "budgets.keyDerivationCPUPerNamespace", got: argsOf},
 		"deniedAddressCIDRs":   {path: "deniedAddressCIDRs[]", got: argsOf},
 		"allowedAddressCIDRs":  {path: "allowedAddressCIDRs[]", got: argsOf},
 	}
