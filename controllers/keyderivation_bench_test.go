@@ -104,6 +104,7 @@ func BenchmarkKeyDerivationUnderAttack(b *testing.B) {
 
 // processCPU is the CPU time the process has used, user and system.
 func processCPU(b *testing.B) time.Duration {
+	b.Helper()
 	var ru syscall.Rusage
 	if err := syscall.Getrusage(syscall.RUSAGE_SELF, &ru); err != nil {
 		b.Fatal(err)
