@@ -44,6 +44,7 @@ type options struct {
 	baseURL    *url.URL
 	serviceURL *url.URL
 	dial       netguard.DialFunc
+	wrap       func(http.RoundTripper) http.RoundTripper
 }
 
 // WithHTTPClient makes the Client send requests through hc's Transport,
@@ -123,6 +124,13 @@ func New(cfg Config, opts ...Option) (*Client, error) {
 			next = http.DefaultTransport // not the SDK's DNS scatter: the service host is not a COS host
 		}
 		auth.Transport = &serviceTransport{service: o.serviceURL, next: next}
+	}
+	if o.wrap != nil {
+		next := auth.Transport
+		if next == nil {
+			next = http.DefaultTransport
+		}
+		auth.Transport = o.wrap(next) // under the signing, over WithServiceURL's rewrite: it sees the bucket URL
 	}
 	// auth.Transport nil: the SDK picks its DNS scatter transport for
 	// cos-internal hosts and http.DefaultTransport otherwise.

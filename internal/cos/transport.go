@@ -37,6 +37,18 @@ func WithDialContext(dial netguard.DialFunc) Option {
 	return func(o *options) { o.dial = dial }
 }
 
+// WithWrapTransport makes the Client send every request through
+// wrap(next), where next is the transport the other options chose
+// (http.DefaultTransport when they chose the SDK's defaults, which
+// replaces the SDK's DNS scatter for cos-internal hosts): for instance the
+// circuits of circuit.Breakers.Transport. The wrapper gets the signed
+// request, addressed to the bucket URL (not to WithServiceURL's server).
+// The SDK retries what the wrapper refuses, which the circuits refuse
+// again at once.
+func WithWrapTransport(wrap func(http.RoundTripper) http.RoundTripper) Option {
+	return func(o *options) { o.wrap = wrap }
+}
+
 // newDialTransport returns a transport with net/http's default settings
 // (a clone of http.DefaultTransport) that connects through dial.
 func newDialTransport(dial netguard.DialFunc) *http.Transport {

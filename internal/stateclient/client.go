@@ -38,6 +38,7 @@ type options struct {
 	log       logr.Logger
 	transport *http.Transport
 	dial      netguard.DialFunc
+	wrap      func(http.RoundTripper) http.RoundTripper
 }
 
 // WithLogger routes the client's request and retry logs to l at V(1) and
@@ -61,6 +62,16 @@ func WithTransport(base *http.Transport) Option {
 // Through a proxy from the environment dial connects to the proxy.
 func WithDialContext(dial netguard.DialFunc) Option {
 	return func(o *options) { o.dial = dial }
+}
+
+// WithWrapTransport makes the client send every attempt through
+// wrap(transport), where transport is the client's own (TLS and dial
+// applied): for instance the circuits of circuit.Breakers.Transport. An
+// error of the wrapper that matches circuit.ErrOpen is not retried: the
+// wrapper refused the request without sending it, and would refuse the
+// retry the same way.
+func WithWrapTransport(wrap func(http.RoundTripper) http.RoundTripper) Option {
+	return func(o *options) { o.wrap = wrap }
 }
 
 // New validates cfg and returns a Client. It checks the addresses (http or
@@ -102,7 +113,11 @@ func New(cfg Config, opts ...Option) (*Client, error) {
 		transport.Dial, transport.DialTLS = nil, nil //nolint:staticcheck // cleared so that they cannot bypass dial
 	}
 
-	c.rc = newRetryClient(cfg, transport)
+	var rt http.RoundTripper = transport
+	if o.wrap != nil {
+		rt = o.wrap(transport)
+	}
+	c.rc = newRetryClient(cfg, rt)
 	if o.log.GetSink() != nil {
 		c.rc.Logger = retryLogger{log: o.log, secrets: c.secrets}
 	}

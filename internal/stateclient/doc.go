@@ -61,6 +61,10 @@
 //     such as a netguard.Dialer enforcing the operator's address policy;
 //     what the dial function denies (netguard.ErrAddressDenied) is not
 //     retried.
+//   - WithWrapTransport sends every attempt through a wrapper, such as the
+//     circuits of package circuit, which pause the requests to a server
+//     that left one unanswered; what they pause (circuit.ErrOpen) is not
+//     retried, so a server that never answers costs one attempt timeout.
 //   - Responses are bounded by Config.MaxStateBytes.
 //
 // # Secrets and what a server sends

@@ -11,6 +11,7 @@ import (
 
 	"github.com/hashicorp/go-retryablehttp"
 
+	"github.com/infrastate/backend-operator/internal/circuit"
 	"github.com/infrastate/backend-operator/internal/netguard"
 )
 
@@ -52,9 +53,10 @@ func cappedBackoff(minWait, maxWait time.Duration, attempt int, resp *http.Respo
 
 // checkRetry is go-retryablehttp's DefaultRetryPolicy, except that what
 // the client refused itself (a redirect out of the origin, an address the
-// address policy denies) is not retried: it would be refused again.
+// address policy denies, a request to a server whose circuit is open) is
+// not retried: it would be refused again.
 func checkRetry(ctx context.Context, resp *http.Response, err error) (bool, error) {
-	if errors.Is(err, ErrRedirectRefused) || errors.Is(err, netguard.ErrAddressDenied) {
+	if errors.Is(err, ErrRedirectRefused) || errors.Is(err, netguard.ErrAddressDenied) || errors.Is(err, circuit.ErrOpen) {
 		return false, nil
 	}
 	return retryablehttp.DefaultRetryPolicy(ctx, resp, err)
