@@ -123,7 +123,7 @@ func (r *reconciler) advanceProbe(ctx context.Context, t probeTask, apply func(*
 		if err != nil {
 			return step, err
 		}
-		r.submitProbe(t, run) //nolint:contextcheck // the probe outlives this reconcile and runs under the manager's context; see prober
+		r.submitProbe(t, run) // the probe outlives this reconcile and runs under the manager's context; see prober
 		step.pending = true
 		if grace := r.probeGrace(t); grace > 0 {
 			key := probes.Key{Kind: t.kind, NamespacedName: client.ObjectKeyFromObject(t.obj)}

@@ -145,7 +145,7 @@ func idleReserve(limit, perNamespace int) int {
 func (p *Pool) Start(ctx context.Context) error {
 	p.mu.Lock()
 	p.base = ctx
-	p.dispatchLocked() //nolint:contextcheck // probes run under base, which is ctx; see prober
+	p.dispatchLocked(ctx)
 	p.mu.Unlock()
 
 	<-ctx.Done()
@@ -204,7 +204,7 @@ func (p *Pool) Submit(key Key, inputs string, reserve int64, run Func, notify fu
 		p.ring = append(p.ring, ns)
 	}
 	p.queues[ns] = append(p.queues[ns], job)
-	p.dispatchLocked()
+	p.dispatchLocked(p.base)
 }
 
 // Await waits up to grace for the probe of key with inputs to end, and
@@ -279,7 +279,7 @@ func (p *Pool) dropResultLocked(key Key) {
 		p.memory.Give(key.Namespace, held)
 	}
 	delete(p.held, key)
-	p.dispatchLocked()
+	p.dispatchLocked(p.base)
 }
 
 // dropLocked cancels and forgets the probe of key, queued or running.
@@ -306,9 +306,10 @@ func (p *Pool) dropLocked(key Key) {
 }
 
 // dispatchLocked starts queued probes while the bounds allow, taking
-// namespaces in turn.
-func (p *Pool) dispatchLocked() {
-	if p.base == nil || p.closed || p.base.Err() != nil {
+// namespaces in turn, under base: the manager's context, which Start
+// stored in p.base (nil before Start), whoever calls it.
+func (p *Pool) dispatchLocked(base context.Context) {
+	if base == nil || p.closed || base.Err() != nil {
 		return
 	}
 	for len(p.running) < p.limit {
@@ -316,7 +317,7 @@ func (p *Pool) dispatchLocked() {
 		if job == nil {
 			return
 		}
-		p.startLocked(job)
+		p.startLocked(base, job)
 	}
 }
 
@@ -379,8 +380,8 @@ func (p *Pool) removeFromRingLocked(ns string) {
 // startLocked runs job in a goroutine of its own, with a context derived
 // from the manager's (base), not from the reconcile that submitted it: a
 // probe outlives that reconcile by design.
-func (p *Pool) startLocked(job *probeJob) {
-	ctx, cancel := context.WithCancel(p.base)
+func (p *Pool) startLocked(base context.Context, job *probeJob) {
+	ctx, cancel := context.WithCancel(base)
 	job.cancel = cancel
 	if p.memory != nil {
 		p.memory.Charge(job.key.Namespace, job.reserve) // nextLocked checked that it fits
@@ -390,7 +391,7 @@ func (p *Pool) startLocked(job *probeJob) {
 	go func() {
 		value := runRecovered(ctx, job.run)
 		cancel()
-		p.finish(job, value) //nolint:contextcheck // the next probes run under the manager's context, not this one's; see prober
+		p.finish(job, value) // the next probes run under the manager's context, not this one's
 	}()
 }
 
@@ -420,7 +421,7 @@ func (p *Pool) finish(job *probeJob, value any) {
 	}
 	base := p.base
 	closed := p.closed || base.Err() != nil
-	p.dispatchLocked()
+	p.dispatchLocked(base)
 	p.idle.Broadcast()
 	p.mu.Unlock()
 	if current && !closed && !awaited {
