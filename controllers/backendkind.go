@@ -57,8 +57,9 @@ type kindEnv struct {
 	refs referenceReader
 	// clock is the manager's clock.
 	clock clock.PassiveClock
-	// stateClients and cosClients build the clients of the backends
-	// (connecting only where the manager's address policy allows).
+	// stateClients and cosClients build the clients of the backends of
+	// the namespace (connecting only where the manager's address policy
+	// allows, through the namespace's circuits).
 	stateClients stateClientFactory
 	cosClients   cosClientFactory
 	// cosDefaultRegion is the region of CosBackends that set none.

@@ -208,7 +208,7 @@ func (r *reconciler) references(namespace string) referenceReader {
 
 // envFor is the environment a kind resolves an object of namespace with.
 func (r *reconciler) envFor(ctx context.Context, namespace string) kindEnv {
-	return kindEnv{refs: r.references(namespace), clock: r.opts.clock, stateClients: r.opts.stateClients, cosClients: r.opts.cosClients,
+	return kindEnv{refs: r.references(namespace), clock: r.opts.clock, stateClients: r.opts.stateClientsIn(namespace), cosClients: r.opts.cosClientsIn(namespace),
 		cosDefaultRegion: r.opts.cosDefaultRegion, decryptions: r.opts.decryptions, derivations: r.opts.tenantBudgets.keyDerivation,
 		metrics: r.metrics, log: ctrl.LoggerFrom(ctx)}
 }

@@ -1,6 +1,7 @@
 package controllers
 
 import (
+	"net/http"
 	"net/url"
 	"time"
 
@@ -10,6 +11,7 @@ import (
 
 	"github.com/infrastate/backend-operator/controllers/internal/probes"
 	"github.com/infrastate/backend-operator/controllers/internal/related"
+	"github.com/infrastate/backend-operator/internal/circuit"
 	"github.com/infrastate/backend-operator/internal/cos"
 	"github.com/infrastate/backend-operator/internal/netguard"
 	"github.com/infrastate/backend-operator/internal/stateclient"
@@ -17,9 +19,10 @@ import (
 
 // options are the settings shared by the reconcilers, set with Option.
 type options struct {
-	clock                           clock.PassiveClock
+	clock clock.PassiveClock
+	// stateClients, when set, builds every state client in place of the
+	// default one (see stateClientsIn).
 	stateClients                    stateClientFactory
-	cosClients                      cosClientFactory
 	maxConcurrentReconciles         int
 	maxConcurrentProbes             int
 	maxConcurrentProbesPerNamespace int
@@ -55,6 +58,13 @@ type options struct {
 	// reconcilers draw from (newOptions makes them when none are shared).
 	budgets       Budgets
 	tenantBudgets *tenantBudgets
+	// circuits pause a namespace's requests to a server that left one
+	// unanswered: SetupAll's, shared by every reconciler, or (newOptions
+	// makes them when none are shared) the reconciler's own.
+	circuits *circuit.Breakers
+	// clientDial connects the default state and COS clients, through the
+	// address policy.
+	clientDial netguard.DialFunc
 	// metrics are the series the reconcilers record: SetupAll's, which it
 	// registers, or (newOptions makes them when none are given) a set of
 	// the reconciler's own.
@@ -137,6 +147,9 @@ func withMetrics(m *operatorMetrics) Option { return func(o *options) { o.metric
 // withDecryptions shares d between reconcilers.
 func withDecryptions(d *decryptions) Option { return func(o *options) { o.decryptions = d } }
 
+// withCircuits shares c between reconcilers.
+func withCircuits(c *circuit.Breakers) Option { return func(o *options) { o.circuits = c } }
+
 // withProber shares p between reconcilers.
 func withProber(p *probes.Pool) Option { return func(o *options) { o.prober = p } }
 
@@ -211,20 +224,49 @@ func newOptions(opts []Option) options {
 	if o.metrics == nil {
 		o.metrics = newOperatorMetrics(o.clock)
 	}
+	if o.circuits == nil {
+		o.circuits = circuit.New(o.clock)
+	}
 	// The clients connect only where the address policy allows, checked on
 	// the resolved address at connection time.
-	dial := (&netguard.Dialer{Policy: o.addressPolicy, Resolver: o.resolver, Dial: o.dial}).DialContext
-	if o.stateClients == nil {
-		o.stateClients = func(cfg stateclient.Config, log logr.Logger) (stateClient, error) {
-			return stateclient.New(cfg, stateclient.WithLogger(log), stateclient.WithDialContext(logRefusals(log, dial)))
-		}
+	o.clientDial = (&netguard.Dialer{Policy: o.addressPolicy, Resolver: o.resolver, Dial: o.dial}).DialContext
+	return o
+}
+
+// stateClientsIn returns how the state clients of the objects of
+// namespace are built: through the address policy and the namespace's
+// circuits, unless withStateClientFactory replaced them.
+func (o options) stateClientsIn(namespace string) stateClientFactory {
+	if o.stateClients != nil {
+		return o.stateClients
 	}
-	o.cosClients = func(cfg cos.Config) (*cos.Client, error) {
-		cosOpts := []cos.Option{cos.WithDialContext(logRefusals(ctrl.Log.WithName("cos").WithValues("bucket", cfg.Bucket), dial))}
+	circuits := o.circuitsOf(namespace)
+	return func(cfg stateclient.Config, log logr.Logger) (stateClient, error) {
+		return stateclient.New(cfg, stateclient.WithLogger(log), stateclient.WithDialContext(logRefusals(log, o.clientDial)),
+			stateclient.WithWrapTransport(circuits))
+	}
+}
+
+// cosClientsIn returns how the COS clients of the objects of namespace
+// are built: through the address policy and the namespace's circuits, to
+// the WithCosServiceURL server when one is set.
+func (o options) cosClientsIn(namespace string) cosClientFactory {
+	circuits := o.circuitsOf(namespace)
+	return func(cfg cos.Config) (*cos.Client, error) {
+		cosOpts := []cos.Option{
+			cos.WithDialContext(logRefusals(ctrl.Log.WithName("cos").WithValues("bucket", cfg.Bucket), o.clientDial)),
+			cos.WithWrapTransport(circuits),
+		}
 		if o.cosServiceURL != nil {
 			cosOpts = append(cosOpts, cos.WithServiceURL(o.cosServiceURL))
 		}
 		return cos.New(cfg, cosOpts...)
 	}
-	return o
+}
+
+// circuitsOf wraps a client's transport with the circuits of namespace:
+// the namespace of the object a request is made for, so that no tenant
+// can pause another's requests.
+func (o options) circuitsOf(namespace string) func(http.RoundTripper) http.RoundTripper {
+	return func(next http.RoundTripper) http.RoundTripper { return o.circuits.Transport(namespace, next) }
 }

@@ -16,6 +16,7 @@ import (
 
 	backendsv1alpha1 "github.com/infrastate/backend-operator/api/v1alpha1"
 	"github.com/infrastate/backend-operator/controllers/internal/conditions"
+	"github.com/infrastate/backend-operator/internal/circuit"
 	"github.com/infrastate/backend-operator/internal/netguard"
 	"github.com/infrastate/backend-operator/internal/stateencryption"
 	"github.com/infrastate/backend-operator/internal/statefile"
@@ -66,13 +67,18 @@ func (c failureClass) nextStep(err error) string {
 }
 
 // leadingFailures classify, before any kind's own classes, what a probe
-// or read of any kind may meet: the address policy, the key derivation
-// CPU budget, the state's encryption and format (see classifyFailure).
+// or read of any kind may meet: the address policy, a server paused for
+// not answering, the key derivation CPU budget, the state's encryption and
+// format (see classifyFailure).
 var leadingFailures = []failureClass{
 	{is: errorIs(netguard.ErrAddressDenied), reason: backendsv1alpha1.AddressDeniedReason,
 		summary: "The manager's address policy refused the backend's address, and nothing was sent",
 		next: "Point the backend at the state server (an HttpBackend's spec.address, a CosBackend's spec.endpoint); " +
 			"if it is right, the platform team decides (--allowed-address-cidrs, --denied-address-cidrs)"},
+	// Reported as the timeout that opened the circuit would be, with the
+	// pause in the message.
+	{is: errorIs(circuit.ErrOpen), reason: backendsv1alpha1.UnreachableReason,
+		summary: "The server left a request unanswered, and this namespace's requests to it are paused", next: circuitNextStep},
 	// Before DecryptionFailed: a key derivation the key derivation CPU
 	// budget refused found no passphrase wrong.
 	{is: errorIs(stateencryption.ErrDerivationRefused), reason: backendsv1alpha1.BudgetExceededReason,
@@ -90,6 +96,11 @@ var leadingFailures = []failureClass{
 		next: "Check that the backend points at the state itself (an HttpBackend's spec.address, a CosBackend's spec.prefix " +
 			"and spec.key); a state beyond this limit is neither probed nor read by a RemoteState"},
 }
+
+// circuitNextStep is what to check when a server's requests are paused.
+const circuitNextStep = "Check from inside the cluster, on the manager's network, that the server answers, not only accepts " +
+	"connections: Service endpoints, pods, load balancer. The pause doubles after each trial request without an answer " +
+	"(at most 5 minutes); an answer ends it, and each object is probed again at its next interval"
 
 // trailingFailures classify, after a kind's own classes, a server that
 // did not answer (see classifyFailure).

@@ -17,6 +17,7 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
 	"github.com/infrastate/backend-operator/controllers/internal/conditions"
+	"github.com/infrastate/backend-operator/internal/circuit"
 	"github.com/infrastate/backend-operator/internal/cos"
 	"github.com/infrastate/backend-operator/internal/netguard"
 	"github.com/infrastate/backend-operator/internal/outputs"
@@ -56,6 +57,19 @@ const (
 	specPassphrases   = "the passphrases of the backend's spec.encryption"
 	addressDeniedNext = "Point the backend at the state server (an HttpBackend's spec.address, a CosBackend's spec.endpoint); " +
 		"if it is right, the platform team decides (--allowed-address-cidrs, --denied-address-cidrs)"
+)
+
+// errPausedServer is the error of a request to a server whose circuit is
+// open.
+var errPausedServer = &circuit.OpenError{Namespace: "team-a", Address: "http://10.0.0.1:80",
+	Since: time.Unix(30, 0), Until: time.Unix(60, 0), LastSent: time.Unix(0, 0), Waited: 30 * time.Second}
+
+// What a paused server's message says.
+const (
+	pausedSummary = "The server left a request unanswered, and this namespace's requests to it are paused"
+	pausedNext    = "Check from inside the cluster, on the manager's network, that the server answers, not only accepts " +
+		"connections: Service endpoints, pods, load balancer. The pause doubles after each trial request without an answer " +
+		"(at most 5 minutes); an answer ends it, and each object is probed again at its next interval"
 )
 
 // tried is a failure to decrypt with the passphrases of a rotation: the
@@ -134,6 +148,11 @@ func TestProbeFailure(t *testing.T) {
 				"(200000 to 2000000 PBKDF2 iterations, a salt of at most 1024 bytes): check which runner wrote it; OpenTofu's own parameters are within them"},
 		"address denied": {err: &stateclient.RetryError{Err: &netguard.DeniedError{Host: "metadata.test", Port: "80"}}, wantReason: "AddressDenied",
 			wantSummary: "The manager's address policy refused the backend's address, and nothing was sent", wantNext: addressDeniedNext},
+		"a server paused": {err: &stateclient.RetryError{Method: "GET", URL: "http://10.0.0.1/state", Attempts: 1,
+			Err: &url.Error{Op: "Get", URL: "http://10.0.0.1/state", Err: errPausedServer}}, wantReason: "Unreachable",
+			wantSummary: pausedSummary, wantNext: pausedNext},
+		"a COS endpoint paused": {cos: true, err: fmt.Errorf("list: %w: %w", cos.ErrUnreachable, errPausedServer), wantReason: "Unreachable",
+			wantSummary: pausedSummary, wantNext: pausedNext},
 		"COS access denied": {cos: true, err: fmt.Errorf("read: %w", cos.ErrAccessDenied), wantReason: "AccessDenied",
 			wantSummary: "COS refused the keys of the backend's spec.credentialsSecretRef", wantNext: accessNext},
 		"COS no bucket": {cos: true, err: fmt.Errorf("read: %w", cos.ErrBucketNotFound), wantReason: "BucketNotFound",
@@ -290,6 +309,7 @@ func TestOneClassifierPerFailure(t *testing.T) {
 	}{
 		"TLS behind an unreachable COS": {err: fmt.Errorf("list: %w: %w", cos.ErrUnreachable, x509.UnknownAuthorityError{}), want: "TLSError"},
 		"COS unreachable":               {err: fmt.Errorf("list: %w", cos.ErrUnreachable), want: "Unreachable"},
+		"COS paused":                    {err: fmt.Errorf("list: %w: %w", cos.ErrUnreachable, errPausedServer), want: "Unreachable"},
 		"access denied":                 {err: fmt.Errorf("list: %w", cos.ErrAccessDenied), want: "AccessDenied"},
 		"address denied":                {err: fmt.Errorf("list: %w", &netguard.DeniedError{Host: "metadata.test", Port: "443"}), want: "AddressDenied"},
 	}

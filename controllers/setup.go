@@ -68,7 +68,10 @@ func SetupAll(ctx context.Context, mgr ctrl.Manager, opts ...Option) error {
 	if err := ctrlmetrics.Registry.Register(budgets); err != nil {
 		return fmt.Errorf("registering the budgets' metrics: %w", err)
 	}
-	opts = append(opts, withTenantBudgets(o.tenantBudgets), withProber(pool), withContents(contents), withRelated(watches), withDecryptions(o.decryptions), withMetrics(o.metrics))
+	// One set of circuits: a server that left one of a namespace's
+	// requests unanswered is paused for every kind's probes, reads and
+	// locks of that namespace.
+	opts = append(opts, withTenantBudgets(o.tenantBudgets), withCircuits(o.circuits), withProber(pool), withContents(contents), withRelated(watches), withDecryptions(o.decryptions), withMetrics(o.metrics))
 
 	recorder := mgr.GetEventRecorder("backend-operator")
 	c, reader := mgr.GetClient(), mgr.GetAPIReader()
