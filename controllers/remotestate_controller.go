@@ -21,7 +21,7 @@ import (
 
 // remoteStateBackend is the backendRefIndex extractor of RemoteStates:
 // the backend a RemoteState reads.
-var remoteStateBackend = backendRefOf(func(rs *backendsv1alpha1.RemoteState) backendsv1alpha1.BackendReference { return rs.Spec.BackendRef })
+var remoteStateBackend = backendRefOf(func(rs *backendsv1alpha1.RemoteState) backendsv1alpha1.BackendReference { return rs.Spec.BackendRef.BackendReference })
 
 // newRemoteStateList returns an empty list of RemoteStates.
 func newRemoteStateList() client.ObjectList { return &backendsv1alpha1.RemoteStateList{} }

@@ -33,7 +33,11 @@ func (r *remoteStateReconciler) reconcileSpec(_ context.Context, s *remoteScope)
 // BackendNotReady; the watches on backends and Secrets bring the object
 // back when they change.
 func (r *remoteStateReconciler) reconcileBackend(ctx context.Context, s *remoteScope) error {
-	ref := s.remote.Spec.BackendRef
+	if ns := s.remote.Spec.BackendRef.Namespace; ns != "" && ns != s.remote.Namespace {
+		return conditions.Stall(backendsv1alpha1.ReferenceNotGrantedReason,
+			"No OutputGrant of namespace %s grants %s %s to namespace %s", ns, s.remote.Spec.BackendRef.Kind, s.remote.Spec.BackendRef.Name, s.remote.Namespace)
+	}
+	ref := s.remote.Spec.BackendRef.BackendReference
 	kind, backend, resolved, err := r.resolveBackendRef(ctx, s.remote.Namespace, ref)
 	if se, ok := conditions.AsStall(err); ok && se.Reason == backendsv1alpha1.BackendNotFoundReason {
 		cm, secret := remoteStateTargets(s.remote)
@@ -176,7 +180,7 @@ func (r *remoteStateReconciler) publish(ctx context.Context, remote *backendsv1a
 	case read.contentErr != nil:
 		return contentFailure(read.contentErr), nil //nolint:nilerr // a state that does not parse is reported in OutputsReady, not retried as an error
 	case !read.found:
-		return noState(remote.Spec.BackendRef, workspaceOrDefault(remote.Spec.Workspace)), nil
+		return noState(remote.Spec.BackendRef.BackendReference, workspaceOrDefault(remote.Spec.Workspace)), nil
 	}
 
 	plain, sensitive := outputs.Split(read.values)

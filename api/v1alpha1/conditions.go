@@ -113,6 +113,18 @@ const (
 	// its backend sets no spec.encryption to decrypt it with.
 	StateEncryptedReason = "StateEncrypted"
 
+	// ReferenceNotGrantedReason means a RemoteState names a backend of
+	// another namespace that no OutputGrant of that namespace grants to
+	// the RemoteState's namespace (for its workspace), or an output the
+	// grants do not cover. The message is the same whether or not the
+	// backend exists.
+	ReferenceNotGrantedReason = "ReferenceNotGranted"
+
+	// NamespaceNotWatchedReason means an OutputGrant names a consumer
+	// namespace, or lives in one, that the manager does not watch
+	// (--watch-namespaces): the grant cannot serve it.
+	NamespaceNotWatchedReason = "NamespaceNotWatched"
+
 	// BudgetExceededReason means a read, a write or a key derivation was
 	// refused because the namespace used its share of one of the
 	// manager's budgets (or all namespaces the total); the message names

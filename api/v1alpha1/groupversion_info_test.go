@@ -23,7 +23,9 @@ func TestAddToSchemeRegistersEveryKind(t *testing.T) {
 		CosBackendKind, CosBackendKind + "List",
 		"CreateOptions", "DeleteOptions", "GetOptions", // meta/v1
 		HttpBackendKind, HttpBackendKind + "List",
-		"ListOptions", "PatchOptions", // meta/v1
+		"ListOptions", // meta/v1
+		OutputGrantKind, OutputGrantKind + "List",
+		"PatchOptions", // meta/v1
 		RemoteStateKind, RemoteStateKind + "List",
 		StateLockKind, StateLockKind + "List",
 		"UpdateOptions", "WatchEvent", // meta/v1

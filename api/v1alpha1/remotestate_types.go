@@ -9,10 +9,11 @@ import (
 //
 // +kubebuilder:validation:XValidation:rule="self.backendRef.kind != 'HttpBackend' || !has(self.workspace) || self.workspace == 'default'",message="workspace must be default for an HttpBackend: the http backend has no workspaces",fieldPath=".workspace"
 type RemoteStateSpec struct {
-	// backendRef names the HttpBackend or CosBackend, in the same
-	// namespace, whose state holds the outputs.
+	// backendRef names the HttpBackend or CosBackend whose state holds
+	// the outputs: in the same namespace, or in another one whose
+	// OutputGrant grants it to this namespace (see namespace).
 	// +required
-	BackendRef BackendReference `json:"backendRef"`
+	BackendRef RemoteBackendReference `json:"backendRef"`
 
 	// workspace to read. The http backend only has "default".
 	// +optional
@@ -77,6 +78,23 @@ type BackendReference struct {
 	// +kubebuilder:validation:MaxLength=253
 	// +kubebuilder:validation:Pattern=`^[a-z0-9]([-a-z0-9]*[a-z0-9])?(\.[a-z0-9]([-a-z0-9]*[a-z0-9])?)*$`
 	Name string `json:"name"`
+}
+
+// RemoteBackendReference names the backend a RemoteState reads, in its
+// namespace or another.
+type RemoteBackendReference struct {
+	BackendReference `json:",inline"`
+
+	// namespace of the backend; empty is the RemoteState's own. A backend
+	// of another namespace is read only where an OutputGrant of that
+	// namespace grants it to this one, and only the outputs it grants are
+	// published; without one the RemoteState stalls with reason
+	// ReferenceNotGranted, whether or not the backend exists.
+	// +optional
+	// +kubebuilder:validation:MinLength=1
+	// +kubebuilder:validation:MaxLength=63
+	// +kubebuilder:validation:Pattern=`^[a-z0-9]([-a-z0-9]*[a-z0-9])?$`
+	Namespace string `json:"namespace,omitempty"`
 }
 
 // OutputSelector selects one output, checks its type and names its key.
@@ -188,6 +206,7 @@ const RemoteStateKind = "RemoteState"
 // +kubebuilder:validation:XValidation:rule="self.metadata.name.size() <= 245 || (has(self.spec.target) && has(self.spec.target.configMapName) && has(self.spec.target.secretName))",message="metadata.name must be at most 245 characters, so that <name>-outputs is a valid name, unless spec.target names both the ConfigMap and the Secret"
 // +kubebuilder:printcolumn:name="Ready",type=string,JSONPath=`.status.conditions[?(@.type=="Ready")].status`
 // +kubebuilder:printcolumn:name="Backend",type=string,JSONPath=`.spec.backendRef.name`
+// +kubebuilder:printcolumn:name="From",type=string,JSONPath=`.spec.backendRef.namespace`,priority=1
 // +kubebuilder:printcolumn:name="Kind",type=string,JSONPath=`.spec.backendRef.kind`,priority=1
 // +kubebuilder:printcolumn:name="Workspace",type=string,JSONPath=`.spec.workspace`,priority=1
 // +kubebuilder:printcolumn:name="Serial",type=integer,JSONPath=`.status.state.serial`

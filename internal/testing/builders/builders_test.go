@@ -109,16 +109,16 @@ func TestBuilders(t *testing.T) {
 		"a RemoteState with only its backend": {
 			got: MakeRemoteState("app", "team-a", backendsv1alpha1.CosBackendKind, "network").Obj(),
 			want: &backendsv1alpha1.RemoteState{ObjectMeta: meta, Spec: backendsv1alpha1.RemoteStateSpec{
-				BackendRef: backendsv1alpha1.BackendReference{Kind: backendsv1alpha1.CosBackendKind, Name: "network"},
+				BackendRef: backendsv1alpha1.RemoteBackendReference{BackendReference: backendsv1alpha1.BackendReference{Kind: backendsv1alpha1.CosBackendKind, Name: "network"}},
 			}},
 		},
 		"a RemoteState with every setter": {
-			got: MakeRemoteState("app", "team-a", backendsv1alpha1.HttpBackendKind, "network").Created(at).Workspace("staging").
+			got: MakeRemoteState("app", "team-a", backendsv1alpha1.HttpBackendKind, "network").Created(at).Workspace("staging").FromNamespace("network-team").
 				Outputs(backendsv1alpha1.OutputSelector{Name: "vpc_id", Key: "VPC"}).
 				Defaults(map[string]apiextensionsv1.JSON{"vpc_id": {Raw: []byte(`"vpc-0"`)}}).
 				Target("", "net-secrets").ProbeInterval(10 * time.Second).Obj(),
 			want: &backendsv1alpha1.RemoteState{ObjectMeta: metav1.ObjectMeta{Name: "app", Namespace: "team-a", CreationTimestamp: metav1.NewTime(at)}, Spec: backendsv1alpha1.RemoteStateSpec{
-				BackendRef: backendsv1alpha1.BackendReference{Kind: backendsv1alpha1.HttpBackendKind, Name: "network"},
+				BackendRef: backendsv1alpha1.RemoteBackendReference{BackendReference: backendsv1alpha1.BackendReference{Kind: backendsv1alpha1.HttpBackendKind, Name: "network"}, Namespace: "network-team"},
 				Workspace:  "staging",
 				Outputs:    []backendsv1alpha1.OutputSelector{{Name: "vpc_id", Key: "VPC"}},
 				Defaults:   map[string]apiextensionsv1.JSON{"vpc_id": {Raw: []byte(`"vpc-0"`)}},

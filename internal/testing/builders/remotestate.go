@@ -19,7 +19,7 @@ func MakeRemoteState(name, namespace, kind, backend string) *RemoteStateWrapper 
 	return &RemoteStateWrapper{obj: backendsv1alpha1.RemoteState{
 		ObjectMeta: metav1.ObjectMeta{Name: name, Namespace: namespace},
 		Spec: backendsv1alpha1.RemoteStateSpec{
-			BackendRef: backendsv1alpha1.BackendReference{Kind: kind, Name: backend},
+			BackendRef: backendsv1alpha1.RemoteBackendReference{BackendReference: backendsv1alpha1.BackendReference{Kind: kind, Name: backend}},
 		},
 	}}
 }
@@ -37,6 +37,13 @@ func (w *RemoteStateWrapper) Created(at time.Time) *RemoteStateWrapper {
 // Workspace sets spec.workspace.
 func (w *RemoteStateWrapper) Workspace(workspace string) *RemoteStateWrapper {
 	w.obj.Spec.Workspace = workspace
+	return w
+}
+
+// FromNamespace sets spec.backendRef.namespace: the backend is read in
+// namespace, through its OutputGrants.
+func (w *RemoteStateWrapper) FromNamespace(namespace string) *RemoteStateWrapper {
+	w.obj.Spec.BackendRef.Namespace = namespace
 	return w
 }
 
