@@ -20,8 +20,15 @@ import (
 )
 
 // remoteStateBackend is the backendRefIndex extractor of RemoteStates:
-// the backend a RemoteState reads.
-var remoteStateBackend = backendRefOf(func(rs *backendsv1alpha1.RemoteState) backendsv1alpha1.BackendReference { return rs.Spec.BackendRef.BackendReference })
+// the backend of its own namespace a RemoteState reads (producerIndex
+// indexes a backend of another namespace).
+func remoteStateBackend(obj client.Object) []string {
+	rs, ok := obj.(*backendsv1alpha1.RemoteState)
+	if !ok || producerOf(rs) != "" {
+		return nil
+	}
+	return []string{backendRefValue(rs.Spec.BackendRef.Kind, rs.Spec.BackendRef.Name)}
+}
 
 // newRemoteStateList returns an empty list of RemoteStates.
 func newRemoteStateList() client.ObjectList { return &backendsv1alpha1.RemoteStateList{} }

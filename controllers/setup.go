@@ -108,6 +108,7 @@ func fieldIndexes() []fieldIndex {
 	return append(indexes,
 		fieldIndex{&backendsv1alpha1.RemoteState{}, backendRefIndex, remoteStateBackend},
 		fieldIndex{&backendsv1alpha1.RemoteState{}, related.ReferencesIndex, remoteStateReferences},
+		fieldIndex{&backendsv1alpha1.RemoteState{}, producerIndex, remoteStateProducer},
 		fieldIndex{&backendsv1alpha1.StateLock{}, backendRefIndex, stateLockBackend},
 	)
 }
