@@ -14,7 +14,6 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/types"
 	"sigs.k8s.io/controller-runtime/pkg/client"
-	ctrlmetrics "sigs.k8s.io/controller-runtime/pkg/metrics"
 
 	backendsv1alpha1 "github.com/infrastate/backend-operator/api/v1alpha1"
 	"github.com/infrastate/backend-operator/controllers/internal/owned"
@@ -62,23 +61,8 @@ func storedBytesIn(ctx context.Context, g Gomega, namespace string) int64 {
 // apiStorageUsed is infrastate_budget_used{budget="api_storage"} of
 // namespace, as the manager's registry serves it; 0 without a series.
 func apiStorageUsed(g Gomega, namespace string) int64 {
-	families, err := ctrlmetrics.Registry.Gather()
-	g.Expect(err).NotTo(HaveOccurred())
-	for _, f := range families {
-		if f.GetName() != "infrastate_budget_used" {
-			continue
-		}
-		for _, m := range f.GetMetric() {
-			labels := map[string]string{}
-			for _, l := range m.GetLabel() {
-				labels[l.GetName()] = l.GetValue()
-			}
-			if labels["budget"] == "api_storage" && labels["namespace"] == namespace {
-				return int64(m.GetGauge().GetValue())
-			}
-		}
-	}
-	return 0
+	used, _ := budgetUsed(g, "api_storage", namespace)
+	return int64(used)
 }
 
 // expectAPIStorageCounted checks that the budget metric of namespace

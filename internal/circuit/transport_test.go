@@ -8,13 +8,14 @@ import (
 	"net/http"
 	"net/http/httptest"
 	"net/url"
-	"sync"
 	"syscall"
 	"testing"
 	"time"
 
 	"github.com/google/go-cmp/cmp"
 	"k8s.io/utils/clock"
+
+	"github.com/infrastate/backend-operator/internal/testing/silent"
 )
 
 func TestAddress(t *testing.T) {
@@ -87,56 +88,12 @@ func TestOutcomeOf(t *testing.T) {
 	}
 }
 
-// silentServer accepts loopback connections and never answers; it counts
-// them.
-type silentServer struct {
-	ln    net.Listener
-	mu    sync.Mutex
-	conns []net.Conn
-}
-
-func newSilentServer(t *testing.T) *silentServer {
-	t.Helper()
-	var lc net.ListenConfig
-	ln, err := lc.Listen(t.Context(), "tcp", "127.0.0.1:0")
-	if err != nil {
-		t.Fatal(err)
-	}
-	s := &silentServer{ln: ln}
-	go func() {
-		for {
-			c, err := ln.Accept()
-			if err != nil {
-				return
-			}
-			s.mu.Lock()
-			s.conns = append(s.conns, c)
-			s.mu.Unlock()
-		}
-	}()
-	t.Cleanup(func() {
-		ln.Close()
-		s.mu.Lock()
-		defer s.mu.Unlock()
-		for _, c := range s.conns {
-			c.Close()
-		}
-	})
-	return s
-}
-
-func (s *silentServer) accepted() int {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	return len(s.conns)
-}
-
 // TestTransport sends real requests over loopback through the circuits:
 // a server that never answers opens its namespace's circuit after one
 // attempt timeout, and then costs nothing; refusals and error answers
 // open nothing.
 func TestTransport(t *testing.T) {
-	silent := newSilentServer(t)
+	server := silent.Listen(t)
 	failing := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, _ *http.Request) {
 		w.WriteHeader(http.StatusInternalServerError)
 	}))
@@ -179,7 +136,7 @@ func TestTransport(t *testing.T) {
 		t.Fatalf("%d circuits open after an error answer and a refusal, want none", got)
 	}
 
-	hung := "http://" + silent.ln.Addr().String()
+	hung := server.URL()
 	if _, err := get(a, hung); err == nil || errors.Is(err, ErrOpen) {
 		t.Fatalf("the first request to a silent server: %v, want a timeout", err)
 	}
@@ -201,10 +158,10 @@ func TestTransport(t *testing.T) {
 		t.Errorf("the namespace's request to another server: %v, want it sent", err)
 	}
 	// The accept loop may lag behind the client: wait for it, boundedly.
-	for deadline := time.Now().Add(5 * time.Second); silent.accepted() < 2 && time.Now().Before(deadline); {
+	for deadline := time.Now().Add(5 * time.Second); server.Accepted() < 2 && time.Now().Before(deadline); {
 		time.Sleep(10 * time.Millisecond)
 	}
-	if got := silent.accepted(); got != 2 {
+	if got := server.Accepted(); got != 2 {
 		t.Errorf("the silent server accepted %d connections, want 2: one per namespace", got)
 	}
 }

@@ -11,6 +11,7 @@ import (
 	"k8s.io/utils/clock"
 
 	"github.com/infrastate/backend-operator/internal/circuit"
+	"github.com/infrastate/backend-operator/internal/testing/silent"
 )
 
 // TestCircuitStopsRetries checks that the retries of a call see the
@@ -19,9 +20,9 @@ import (
 // next calls of the namespace fail at once, without a connection.
 func TestCircuitStopsRetries(t *testing.T) {
 	t.Parallel()
-	silent := newSilentListener(t)
+	hung := silent.Listen(t)
 	breakers := circuit.New(clock.RealClock{})
-	cfg := fastConfig(silent.url())
+	cfg := fastConfig(hung.URL())
 	cfg.Address += "?token=s3cret-query-value"
 	cfg.AttemptTimeout = 200 * time.Millisecond
 	wrap := func(rt http.RoundTripper) http.RoundTripper { return breakers.Transport("team-a", rt) }
@@ -48,7 +49,7 @@ func TestCircuitStopsRetries(t *testing.T) {
 	if strings.Contains(err.Error(), "s3cret") {
 		t.Errorf("the error %q holds the address's query", err)
 	}
-	if got := silent.accepted(); got > 1 {
+	if got := hung.Accepted(); got > 1 {
 		t.Errorf("the server accepted %d connections, want 1", got)
 	}
 	c.CloseIdleConnections() // through the wrapper, without a panic

@@ -5,55 +5,11 @@ import (
 	"errors"
 	"net"
 	"net/http"
-	"sync"
 	"testing"
 	"time"
+
+	"github.com/infrastate/backend-operator/internal/testing/silent"
 )
-
-// silentListener accepts loopback connections and never answers them.
-type silentListener struct {
-	ln    net.Listener
-	mu    sync.Mutex
-	conns []net.Conn
-}
-
-func newSilentListener(t *testing.T) *silentListener {
-	t.Helper()
-	var lc net.ListenConfig
-	ln, err := lc.Listen(t.Context(), "tcp", "127.0.0.1:0")
-	if err != nil {
-		t.Fatal(err)
-	}
-	s := &silentListener{ln: ln}
-	go func() {
-		for {
-			c, err := ln.Accept()
-			if err != nil {
-				return
-			}
-			s.mu.Lock()
-			s.conns = append(s.conns, c)
-			s.mu.Unlock()
-		}
-	}()
-	t.Cleanup(func() {
-		ln.Close()
-		s.mu.Lock()
-		defer s.mu.Unlock()
-		for _, c := range s.conns {
-			c.Close()
-		}
-	})
-	return s
-}
-
-func (s *silentListener) url() string { return "http://" + s.ln.Addr().String() }
-
-func (s *silentListener) accepted() int {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	return len(s.conns)
-}
 
 // stalledBody answers 200 with a Content-Length, sends part of the body
 // and stalls until the client goes away or the test ends.
@@ -104,13 +60,13 @@ func TestAttemptTimeout(t *testing.T) {
 		t.Run(name, func(t *testing.T) {
 			t.Parallel()
 			var (
-				addr   string
-				silent *silentListener
+				addr string
+				hung *silent.Server
 			)
 			switch tc.server {
 			case "silent":
-				silent = newSilentListener(t)
-				addr = silent.url()
+				hung = silent.Listen(t)
+				addr = hung.URL()
 			case "stalled body":
 				stop := make(chan struct{})
 				addr = newServer(t, stalledBody(stop)).URL
@@ -147,12 +103,12 @@ func TestAttemptTimeout(t *testing.T) {
 			if re != nil && re.Attempts != tc.wantAttempts {
 				t.Errorf("%d attempts, want %d", re.Attempts, tc.wantAttempts)
 			}
-			if silent != nil && !tc.dialHangs {
+			if hung != nil && !tc.dialHangs {
 				// The accept loop may lag behind the client: wait for it, boundedly.
-				for deadline := time.Now().Add(5 * time.Second); silent.accepted() < tc.wantAttempts && time.Now().Before(deadline); {
+				for deadline := time.Now().Add(5 * time.Second); hung.Accepted() < tc.wantAttempts && time.Now().Before(deadline); {
 					time.Sleep(10 * time.Millisecond)
 				}
-				if got := silent.accepted(); got != tc.wantAttempts {
+				if got := hung.Accepted(); got != tc.wantAttempts {
 					t.Errorf("the server accepted %d connections, want %d", got, tc.wantAttempts)
 				}
 			}

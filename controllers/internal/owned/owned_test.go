@@ -61,6 +61,28 @@ type ownedHarness struct {
 // newOwnedHarness starts an ownedHarness holding objs. The manager's
 // client (writer.client) fails any read: the content of a ConfigMap or a
 // Secret must come from the API server through writer.reader.
+// expectStoredData checks that the stored ConfigMap app-backend holds
+// want, or that none is stored when want is nil, and returns it (nil when
+// none is).
+func (h *ownedHarness) expectStoredData(t *testing.T, want map[string]string) *corev1.ConfigMap {
+	t.Helper()
+	got := &corev1.ConfigMap{}
+	err := h.store.Get(context.Background(), client.ObjectKey{Namespace: "ns", Name: "app-backend"}, got)
+	if want == nil {
+		if !apierrors.IsNotFound(err) {
+			t.Errorf("the ConfigMap exists (%v), want none", err)
+		}
+		return nil
+	}
+	if err != nil {
+		t.Fatal(err)
+	}
+	if diff := cmp.Diff(want, got.Data); diff != "" {
+		t.Errorf("stored data (-want +got):\n%s", diff)
+	}
+	return got
+}
+
 func newOwnedHarness(t *testing.T, objs ...client.Object) *ownedHarness {
 	t.Helper()
 	h := &ownedHarness{}
@@ -290,19 +312,9 @@ func TestApplyConfigMap(t *testing.T) {
 				t.Errorf("read the metadata %d times and the content %d times, want 1 and %d", h.metaReads, h.reads, tc.wantReads)
 			}
 
-			got := &corev1.ConfigMap{}
-			err = h.store.Get(context.Background(), client.ObjectKey{Namespace: "ns", Name: "app-backend"}, got)
-			if tc.wantData == nil {
-				if !apierrors.IsNotFound(err) {
-					t.Errorf("the ConfigMap exists (%v), want none", err)
-				}
+			got := h.expectStoredData(t, tc.wantData)
+			if got == nil {
 				return
-			}
-			if err != nil {
-				t.Fatal(err)
-			}
-			if diff := cmp.Diff(tc.wantData, got.Data); diff != "" {
-				t.Errorf("stored data (-want +got):\n%s", diff)
 			}
 			if a := got.Annotations[contenthash.Annotation]; a != tc.wantAnnotation {
 				t.Errorf("stored %s = %q, want %q", contenthash.Annotation, a, tc.wantAnnotation)

@@ -22,24 +22,19 @@ import (
 // counts it against its limit: the keys and values of data and
 // binaryData.
 func ConfigMapBytes(cm *corev1.ConfigMap) int64 {
-	var n int64
-	for k, v := range cm.Data {
-		n += int64(len(k) + len(v))
-	}
-	for k, v := range cm.BinaryData {
-		n += int64(len(k) + len(v))
-	}
-	return n
+	return dataBytes(cm.Data) + dataBytes(cm.BinaryData)
 }
 
 // SecretBytes is the size of a Secret's data as the API server counts it:
 // the keys and values of data and stringData.
 func SecretBytes(s *corev1.Secret) int64 {
+	return dataBytes(s.Data) + dataBytes(s.StringData)
+}
+
+// dataBytes is the size of the keys and values of data.
+func dataBytes[V string | []byte](data map[string]V) int64 {
 	var n int64
-	for k, v := range s.Data {
-		n += int64(len(k) + len(v))
-	}
-	for k, v := range s.StringData {
+	for k, v := range data {
 		n += int64(len(k) + len(v))
 	}
 	return n

@@ -8,7 +8,6 @@ import (
 
 	"github.com/google/go-cmp/cmp"
 	corev1 "k8s.io/api/core/v1"
-	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	clocktesting "k8s.io/utils/clock/testing"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
@@ -128,19 +127,9 @@ func TestApplyWithinBudget(t *testing.T) {
 			if got := shares.Used("ns"); got != tc.wantUsed {
 				t.Errorf("the namespace uses %d bytes, want %d", got, tc.wantUsed)
 			}
-			got := &corev1.ConfigMap{}
-			err = h.store.Get(context.Background(), client.ObjectKey{Namespace: "ns", Name: "app-backend"}, got)
-			if tc.wantData == nil {
-				if !apierrors.IsNotFound(err) {
-					t.Errorf("the ConfigMap exists (%v), want none", err)
-				}
+			got := h.expectStoredData(t, tc.wantData)
+			if got == nil {
 				return
-			}
-			if err != nil {
-				t.Fatal(err)
-			}
-			if diff := cmp.Diff(tc.wantData, got.Data); diff != "" {
-				t.Errorf("stored data (-want +got):\n%s", diff)
 			}
 			if len(tc.wantVerbs) > 0 {
 				if size, counted := storedBytes(got); !counted || size != ConfigMapBytes(got) {
