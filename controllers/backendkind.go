@@ -55,11 +55,16 @@ type backendKind interface {
 type kindEnv struct {
 	// refs reads the Secrets and ConfigMaps of the object's namespace.
 	refs referenceReader
+	// tenant is the namespace whose shares the reads of the object's
+	// state draw from (decryption slots, key derivation CPU): the
+	// object's own, or, for a RemoteState reading a backend of another
+	// namespace, the RemoteState's.
+	tenant string
 	// clock is the manager's clock.
 	clock clock.PassiveClock
 	// stateClients and cosClients build the clients of the backends of
 	// the namespace (connecting only where the manager's address policy
-	// allows, through the namespace's circuits).
+	// allows, through the tenant's circuits).
 	stateClients stateClientFactory
 	cosClients   cosClientFactory
 	// cosDefaultRegion is the region of CosBackends that set none.

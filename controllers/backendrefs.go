@@ -18,6 +18,12 @@ import (
 // InvalidSpec stall, a missing backend a BackendNotFound one, a backend
 // whose references are broken a BackendNotReady one.
 func (r *reconciler) resolveBackendRef(ctx context.Context, namespace string, ref backendsv1alpha1.BackendReference) (backendKind, backendObject, resolvedBackend, error) {
+	return r.resolveBackendFor(ctx, namespace, namespace, ref)
+}
+
+// resolveBackendFor is resolveBackendRef for reads of the state that
+// tenant pays for (see envForTenant).
+func (r *reconciler) resolveBackendFor(ctx context.Context, namespace, tenant string, ref backendsv1alpha1.BackendReference) (backendKind, backendObject, resolvedBackend, error) {
 	kind, ok := lookupBackendKind(ref.Kind)
 	if !ok {
 		return nil, nil, nil, conditions.Stall(backendsv1alpha1.InvalidSpecReason, "The kind %q of spec.backendRef is not a backend kind: set it to %s",
@@ -27,7 +33,10 @@ func (r *reconciler) resolveBackendRef(ctx context.Context, namespace string, re
 	if err := getBackend(ctx, r.client, types.NamespacedName{Namespace: namespace, Name: ref.Name}, backend, ref.Kind); err != nil {
 		return nil, nil, nil, err
 	}
-	resolved, err := kind.resolve(ctx, r.envFor(ctx, namespace), backend)
+	resolved, err := kind.resolve(ctx, r.envForTenant(ctx, namespace, tenant), backend)
+	if err != nil && namespace != tenant {
+		return nil, nil, nil, backendNotReadyElsewhere(namespace, ref, err)
+	}
 	if err != nil {
 		return nil, nil, nil, backendNotReady(ref, err)
 	}
@@ -53,6 +62,18 @@ func getBackend(ctx context.Context, c client.Reader, key types.NamespacedName, 
 func backendNotReady(ref backendsv1alpha1.BackendReference, err error) error {
 	if se, ok := conditions.AsStall(err); ok {
 		return conditions.Stall(backendsv1alpha1.BackendNotReadyReason, "%s %s cannot be used (%s): %s", ref.Kind, ref.Name, se.Reason, se.Message)
+	}
+	return err
+}
+
+// backendNotReadyElsewhere is backendNotReady for a backend of namespace,
+// another than the reader's: its reason only. Its message names the
+// Secrets of that namespace, the keys they hold or lack: its owners read
+// it in the backend's status, the reader has no need of it.
+func backendNotReadyElsewhere(namespace string, ref backendsv1alpha1.BackendReference, err error) error {
+	if se, ok := conditions.AsStall(err); ok {
+		return conditions.Stall(backendsv1alpha1.BackendNotReadyReason, "%s %s of namespace %s cannot be used (%s): its owners see why in its status",
+			ref.Kind, ref.Name, namespace, se.Reason)
 	}
 	return err
 }

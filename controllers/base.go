@@ -208,7 +208,15 @@ func (r *reconciler) references(namespace string) referenceReader {
 
 // envFor is the environment a kind resolves an object of namespace with.
 func (r *reconciler) envFor(ctx context.Context, namespace string) kindEnv {
-	return kindEnv{refs: r.references(namespace), clock: r.opts.clock, stateClients: r.opts.stateClientsIn(namespace), cosClients: r.opts.cosClientsIn(namespace),
+	return r.envForTenant(ctx, namespace, namespace)
+}
+
+// envForTenant is the environment a kind resolves an object of namespace
+// with, for reads that tenant's shares and circuits pay for: a RemoteState
+// reading a backend of another namespace reads its references there, as
+// the backend itself does, and pays for the read itself.
+func (r *reconciler) envForTenant(ctx context.Context, namespace, tenant string) kindEnv {
+	return kindEnv{refs: r.references(namespace), tenant: tenant, clock: r.opts.clock, stateClients: r.opts.stateClientsIn(tenant), cosClients: r.opts.cosClientsIn(tenant),
 		cosDefaultRegion: r.opts.cosDefaultRegion, decryptions: r.opts.decryptions, derivations: r.opts.tenantBudgets.keyDerivation,
 		metrics: r.metrics, log: ctrl.LoggerFrom(ctx)}
 }

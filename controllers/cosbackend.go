@@ -99,7 +99,7 @@ func (c *cosResolved) render() (render.Files, map[string][]byte, error) {
 }
 
 func (c *cosResolved) decrypter() stateDecrypter {
-	return stateDecrypter{encryption: c.encryption, decryptions: c.env.decryptions, derivations: c.env.derivations, namespace: c.backend.Namespace}
+	return stateDecrypter{encryption: c.encryption, decryptions: c.env.decryptions, derivations: c.env.derivations, namespace: c.env.tenant}
 }
 
 // openState reads a workspace's state object with the backend's keys. A

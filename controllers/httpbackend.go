@@ -103,7 +103,7 @@ func (h *httpResolved) render() (render.Files, map[string][]byte, error) {
 }
 
 func (h *httpResolved) decrypter() stateDecrypter {
-	return stateDecrypter{encryption: h.encryption, decryptions: h.env.decryptions, derivations: h.env.derivations, namespace: h.backend.Namespace}
+	return stateDecrypter{encryption: h.encryption, decryptions: h.env.decryptions, derivations: h.env.derivations, namespace: h.env.tenant}
 }
 
 // openState reads the state through the backend's own address,
