@@ -97,6 +97,15 @@ func (s *Schedule) Seed(key types.NamespacedName, inputs string, now time.Time, 
 	s.last[key] = probeRecord{at: now, inputs: inputs, next: first}
 }
 
+// Expire makes a probe of key due at once, whatever its inputs: what its
+// last probe learned no longer stands (what it published was withdrawn).
+// Unlike Forget, it leaves no room for Seed to put the probe off.
+func (s *Schedule) Expire(key types.NamespacedName) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	s.last[key] = probeRecord{} // no fingerprint is empty: Due differs
+}
+
 // Forget drops what is known of key, when the object is deleted.
 func (s *Schedule) Forget(key types.NamespacedName) {
 	s.mu.Lock()

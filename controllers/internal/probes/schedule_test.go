@@ -44,3 +44,18 @@ func TestProbeSchedulePullIn(t *testing.T) {
 		})
 	}
 }
+
+func TestExpireMakesAProbeDueAtOnce(t *testing.T) {
+	key := types.NamespacedName{Namespace: "team-a", Name: "web"}
+	now := time.Date(2026, 3, 1, 10, 0, 0, 0, time.UTC)
+	s := NewSchedule()
+	s.Probed(key, "a", now, time.Hour)
+	if due, _ := s.Due(key, "a", now.Add(time.Minute)); due {
+		t.Fatal("a probe of the same inputs is due a minute after the last one")
+	}
+	s.Expire(key)
+	s.Seed(key, "a", now, time.Hour) // as after a status that holds a probe of the generation
+	if due, wait := s.Due(key, "a", now.Add(time.Minute)); !due {
+		t.Errorf("after Expire, a probe of the same inputs waits %s, want it due at once", wait)
+	}
+}
