@@ -136,6 +136,12 @@ func healthCases() map[string]healthCase {
 		"the backend is stalled": {
 			reason: backendsv1alpha1.BackendNotReadyReason, steps: forKinds(stalled(backendsv1alpha1.BackendNotReadyReason), rs, sl), want: readsFailed,
 		},
+		"no OutputGrant grants the backend of another namespace": {
+			reason: backendsv1alpha1.ReferenceNotGrantedReason, steps: forKinds(stalled(backendsv1alpha1.ReferenceNotGrantedReason), rs), want: readsFailed,
+		},
+		"the manager does not watch the backend's namespace": {
+			reason: backendsv1alpha1.NamespaceNotWatchedReason, steps: forKinds(stalled(backendsv1alpha1.NamespaceNotWatchedReason), rs), want: readsFailed,
+		},
 		"the backend has no lock address": {
 			reason: backendsv1alpha1.LockingDisabledReason, steps: forKinds(stalled(backendsv1alpha1.LockingDisabledReason), sl), want: readsFailed,
 		},
@@ -264,6 +270,10 @@ func healthCases() map[string]healthCase {
 		},
 		"the outputs do not fit": {
 			reason: backendsv1alpha1.OutputsTooLargeReason, steps: forKinds(observed(contentFailure(outputs.ErrTooLarge)), rs), want: readsRetrying,
+		},
+		"a selected output is sensitive, and granted as a plain one only": {
+			reason: backendsv1alpha1.ReferenceNotGrantedReason, in: "probe",
+			steps: forKinds(observed(contentFailure(&outputs.NotGrantedError{Names: []string{"db_password"}})), rs), want: readsRetrying,
 		},
 		// Questionable: the same reason as the InvalidSpec stall, but
 		// read as a failed read rather than as failed.

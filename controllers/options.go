@@ -3,6 +3,7 @@ package controllers
 import (
 	"net/http"
 	"net/url"
+	"slices"
 	"time"
 
 	"github.com/go-logr/logr"
@@ -46,6 +47,10 @@ type options struct {
 	// watchNamespaces are the namespaces the manager watches; empty is
 	// all.
 	watchNamespaces []string
+	// namespaceLabels makes a manager that watches only some namespaces
+	// read the labels of namespaces all the same (see
+	// readsNamespaceLabels).
+	namespaceLabels bool
 	// probeGrace is how long a reconcile waits for the first probe of a
 	// generation it submitted (see reconciler.probeGrace); 0 waits not.
 	probeGrace time.Duration
@@ -162,6 +167,27 @@ func withRelated(w *related.Watches) Option { return func(o *options) { o.relate
 // ConfigMaps are watched there only.
 func WithWatchNamespaces(namespaces []string) Option {
 	return func(o *options) { o.watchNamespaces = namespaces }
+}
+
+// withNamespaceLabels makes a manager that watches only some namespaces
+// read the labels of namespaces, for the namespace selectors of
+// OutputGrants, as one that watches all does: the specs of selector
+// grants run a manager scoped to their own namespaces, with the rights of
+// the API server's administrator.
+func withNamespaceLabels() Option { return func(o *options) { o.namespaceLabels = true } }
+
+// watches reports whether the manager watches namespace.
+func (o options) watches(namespace string) bool {
+	return len(o.watchNamespaces) == 0 || slices.Contains(o.watchNamespaces, namespace)
+}
+
+// readsNamespaceLabels reports whether the manager reads the labels of
+// namespaces, which the namespace selectors of OutputGrants match: when it
+// watches every namespace (its ClusterRole may read namespaces). One that
+// watches only some holds Roles in them, and no right on namespaces: its
+// grants then match namespaces by name only.
+func (o options) readsNamespaceLabels() bool {
+	return len(o.watchNamespaces) == 0 || o.namespaceLabels
 }
 
 // defaultProbeGrace is SetupAll's probe grace: a probe over a network is

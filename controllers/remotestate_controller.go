@@ -4,6 +4,7 @@ import (
 	"context"
 	"time"
 
+	corev1 "k8s.io/api/core/v1"
 	"k8s.io/client-go/tools/events"
 	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/builder"
@@ -15,6 +16,7 @@ import (
 
 	backendsv1alpha1 "github.com/infrastate/backend-operator/api/v1alpha1"
 	"github.com/infrastate/backend-operator/controllers/internal/conditions"
+	"github.com/infrastate/backend-operator/controllers/internal/grants"
 	"github.com/infrastate/backend-operator/controllers/internal/probes"
 	"github.com/infrastate/backend-operator/controllers/internal/related"
 )
@@ -51,6 +53,10 @@ func newRemoteStateReconciler(c client.Client, apiReader client.Reader, recorder
 type remoteScope struct {
 	// remote is the object; phases set its status.
 	remote *backendsv1alpha1.RemoteState
+	// grant is what the OutputGrants of the backend's namespace grant a
+	// RemoteState that reads another namespace, filled by reconcileGrant;
+	// nil for one that reads its own.
+	grant *grants.Decision
 	// newStream builds the reader of the workspace's state, with the
 	// backend's own client and settings, filled by reconcileBackend.
 	newStream func() (stateStreamer, error)
@@ -82,7 +88,7 @@ func (r *remoteStateReconciler) Reconcile(ctx context.Context, req ctrl.Request)
 	return r.reconcile(ctx, req, remote, backendsv1alpha1.RemoteStateKind, func(ctx context.Context) (outcome, time.Duration, error) {
 		r.observeRefresh(remote)
 		s := &remoteScope{remote: remote}
-		err := runPhases(ctx, s, r.reconcileSpec, r.reconcileBackend, r.reconcileOutputs)
+		err := runPhases(ctx, s, r.reconcileGrant, r.reconcileSpec, r.reconcileBackend, r.reconcileOutputs)
 		return outcome{Outcome: conditions.Outcome{ReadyMessage: "Outputs are published", Gates: remoteStateGates, ProbePending: s.probePending}, applied: s.applied},
 			s.requeueAfter, err
 	})
@@ -106,7 +112,9 @@ var remoteStateGates = []string{backendsv1alpha1.OutputsReadyCondition}
 // reference, and those the RemoteStates publish to, which a foreign object
 // may hold), and the object is reconciled again when its read ends. The
 // creation of what it publishes does not reconcile it again (see
-// referrersOf).
+// referrersOf). The OutputGrants, and the labels of namespaces where the
+// manager reads them, decide again what the RemoteStates reading another
+// namespace may publish.
 func (r *remoteStateReconciler) setupWithManager(mgr ctrl.Manager) error {
 	c := mgr.GetClient()
 	b, err := r.setup(mgr, ctrl.NewControllerManagedBy(mgr).
@@ -118,6 +126,11 @@ func (r *remoteStateReconciler) setupWithManager(mgr ctrl.Manager) error {
 		b = b.Watches(kind.newObject(), handler.EnqueueRequestsFromMapFunc(readersOfBackend(c, kind.name())),
 			builder.WithPredicates(predicate.GenerationChangedPredicate{}))
 	}
+	b = b.Watches(&backendsv1alpha1.OutputGrant{}, handler.EnqueueRequestsFromMapFunc(readersOfGrants(c)), builder.WithPredicates(grantChanged()))
+	if r.opts.readsNamespaceLabels() {
+		b = b.WatchesMetadata(&corev1.Namespace{}, handler.EnqueueRequestsFromMapFunc(crossNamespaceReadersIn(c)),
+			builder.WithPredicates(predicate.LabelChangedPredicate{}))
+	}
 	return b.
 		WatchesRawSource(r.opts.related.Source("Secret", referrersOf(backendsv1alpha1.RemoteStateKind, readersOfReferenced(c, related.SecretReference)))).
 		WatchesRawSource(r.opts.related.Source("ConfigMap", referrersOf(backendsv1alpha1.RemoteStateKind, readersOfReferenced(c, related.ConfigMapReference)))).
@@ -126,14 +139,20 @@ func (r *remoteStateReconciler) setupWithManager(mgr ctrl.Manager) error {
 		Complete(r)
 }
 
-// readersOfBackend maps a backend to the RemoteStates that read it.
+// readersOfBackend maps a backend to the RemoteStates that read it: those
+// of its namespace, and those of others.
 func readersOfBackend(c client.Reader, kind string) handler.MapFunc {
-	return enqueueBackendReferrers(c, newRemoteStateList, kind)
+	own := enqueueBackendReferrers(c, newRemoteStateList, kind)
+	return func(ctx context.Context, obj client.Object) []reconcile.Request {
+		return append(own(ctx, obj), readersOfProducerBackend(ctx, c, kind, obj.GetNamespace(), obj.GetName())...)
+	}
 }
 
 // readersOfReferenced maps a Secret or a ConfigMap (reference names its
 // kind) to the RemoteStates that publish to it, and to those whose backend
-// references it: its appearance, change or deletion can clear their stall.
+// references it, in its namespace or another: its appearance, change or
+// deletion (rotated credentials, a passphrase) can clear their stall or
+// make a read due.
 func readersOfReferenced(c client.Reader, reference func(string) string) handler.MapFunc {
 	publishers := enqueueReferrers(c, newRemoteStateList, reference)
 	return func(ctx context.Context, obj client.Object) []reconcile.Request {
@@ -141,6 +160,7 @@ func readersOfReferenced(c client.Reader, reference func(string) string) handler
 		for _, kind := range backendKinds {
 			for _, backend := range writersAndReferrers(c, kind, reference)(ctx, obj) {
 				requests = append(requests, indexedRequests(ctx, c, newRemoteStateList, backend.Namespace, backendRefIndex, backendRefValue(kind.name(), backend.Name))...)
+				requests = append(requests, readersOfProducerBackend(ctx, c, kind.name(), backend.Namespace, backend.Name)...)
 			}
 		}
 		return requests

@@ -6,6 +6,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"strings"
 
 	apiextensionsv1 "k8s.io/apiextensions-apiserver/pkg/apis/apiextensions/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
@@ -32,17 +33,28 @@ func (r *remoteStateReconciler) reconcileSpec(_ context.Context, s *remoteScope)
 // reason BackendNotFound, a backend whose references are broken one with
 // BackendNotReady; the watches on backends and Secrets bring the object
 // back when they change.
+//
+// A backend of another namespace, which reconcileGrant found granted, is
+// read there as its own reconciler reads it (its references under the
+// reference policy, its passphrases), and its state through the
+// RemoteState's own shares and circuits: the consumer pays for its reads.
+// Its problems are its owners' to see: the RemoteState says which, not
+// what its Secrets hold or lack.
 func (r *remoteStateReconciler) reconcileBackend(ctx context.Context, s *remoteScope) error {
-	if ns := s.remote.Spec.BackendRef.Namespace; ns != "" && ns != s.remote.Namespace {
-		return conditions.Stall(backendsv1alpha1.ReferenceNotGrantedReason,
-			"No OutputGrant of namespace %s grants %s %s to namespace %s", ns, s.remote.Spec.BackendRef.Kind, s.remote.Spec.BackendRef.Name, s.remote.Namespace)
-	}
 	ref := s.remote.Spec.BackendRef.BackendReference
-	kind, backend, resolved, err := r.resolveBackendRef(ctx, s.remote.Namespace, ref)
+	namespace, producer := s.remote.Namespace, producerOf(s.remote)
+	if producer != "" {
+		namespace = producer
+	}
+	kind, backend, resolved, err := r.resolveBackendFor(ctx, namespace, s.remote.Namespace, ref)
 	if se, ok := conditions.AsStall(err); ok && se.Reason == backendsv1alpha1.BackendNotFoundReason {
 		cm, secret := remoteStateTargets(s.remote)
+		missing := se.Message
+		if producer != "" {
+			missing = fmt.Sprintf("%s %s does not exist in namespace %s, whose OutputGrants grant it to namespace %s", ref.Kind, ref.Name, producer, s.remote.Namespace)
+		}
 		return conditions.Stall(se.Reason, "%s. The outputs published last stay in ConfigMap %s and Secret %s: create the backend again, "+
-			"or point spec.backendRef at one that exists", se.Message, cm, secret)
+			"or point spec.backendRef at one that exists", missing, cm, secret)
 	}
 	if err != nil {
 		return err
@@ -61,7 +73,8 @@ func (r *remoteStateReconciler) reconcileBackend(ctx context.Context, s *remoteS
 	s.decrypter = resolved.decrypter()
 	s.failures = kind.failures()
 	parts := append(identity(s.remote), identity(backend)...)
-	s.inputs = fingerprint(append(parts, resolved.inputs()...)...)
+	parts = append(parts, resolved.inputs()...)
+	s.inputs = fingerprint(append(parts, grantInputs(s.grant)...)...)
 	return nil
 }
 
@@ -93,6 +106,9 @@ func (r *remoteStateReconciler) reconcileOutputs(ctx context.Context, s *remoteS
 			// triggers, instead of waiting for the next read.
 			return err
 		}
+		if s.grant != nil && obs.Status == metav1.ConditionTrue {
+			obs.Message += "; " + grantedMessage(producerOf(remote), *s.grant)
+		}
 		conditions.Set(&remote.Status.Conditions, remote.Generation, backendsv1alpha1.OutputsReadyCondition, obs)
 		if obs.Status == metav1.ConditionTrue {
 			r.metrics.remoteStateRefresh.succeeded(client.ObjectKeyFromObject(remote), res.Finished)
@@ -104,9 +120,9 @@ func (r *remoteStateReconciler) reconcileOutputs(ctx context.Context, s *remoteS
 		if err != nil {
 			return nil, err
 		}
-		selectors := selectorsOf(remote.Spec.Outputs)
+		selectors, grant := selectorsOf(remote.Spec.Outputs), outputsGrant(s.grant)
 		dec := s.decrypter
-		return func(ctx context.Context) any { return readOutputs(ctx, stream, dec, defaults, selectors) }, nil
+		return func(ctx context.Context) any { return readOutputs(ctx, stream, dec, defaults, selectors, grant) }, nil
 	}
 	step, err := r.advanceProbe(ctx, task, apply, start)
 	s.requeueAfter, s.probePending, s.applied = step.requeueAfter, step.pending, step.ack
@@ -146,15 +162,16 @@ func (r remoteRead) HeldBytes() int64 {
 	return n
 }
 
-// readOutputs streams the state through outputs.Read, within probeTimeout,
-// decrypting an encrypted one with dec.
-func readOutputs(ctx context.Context, stream stateStreamer, dec stateDecrypter, defaults map[string]json.RawMessage, selectors []outputs.Selector) remoteRead {
+// readOutputs streams the state through outputs.ReadGranted, within
+// probeTimeout, decrypting an encrypted one with dec, and keeping only
+// what grant allows (everything when nil).
+func readOutputs(ctx context.Context, stream stateStreamer, dec stateDecrypter, defaults map[string]json.RawMessage, selectors []outputs.Selector, grant *outputs.Grant) remoteRead {
 	ctx, cancel := context.WithTimeout(ctx, probeTimeout)
 	defer cancel()
 	var res remoteRead
 	found, size, err := stream(ctx, func(r io.Reader) error {
 		var state *statefile.State
-		state, res.values, res.contentErr = outputs.Read(r, dec.forRead(ctx), defaults, selectors)
+		state, res.values, res.contentErr = outputs.ReadGranted(r, dec.forRead(ctx), defaults, selectors, grant)
 		if state != nil {
 			res.summary = state.Summary()
 		}
@@ -204,6 +221,9 @@ func (r *remoteStateReconciler) publish(ctx context.Context, remote *backendsv1a
 	remote.Status.Rendered = &backendsv1alpha1.RenderedObjects{ConfigMapName: cmName, SecretName: secretName}
 	remote.Status.Outputs = outputStatuses(read.values)
 	remote.Status.State = stateStatus(read.summary, read.size)
+	if producerOf(remote) != "" {
+		remote.Status.State = grantedState(remote.Status.State)
+	}
 	msg := fmt.Sprintf("Published %d outputs (%d sensitive) from state serial %d to ConfigMap %s and Secret %s",
 		len(read.values), len(sensitive), read.summary.Serial, cmName, secretName)
 	if len(read.values) > maxOutputStatuses {
@@ -247,11 +267,16 @@ func remoteStateTargets(remote *backendsv1alpha1.RemoteState) (configMapName, se
 func contentFailure(err error) conditions.Observation {
 	obs := conditions.Observation{Status: metav1.ConditionFalse, Reason: backendsv1alpha1.StateUnreadableReason}
 	var (
-		missing  *outputs.MissingError
-		mismatch *outputs.TypeMismatchError
-		key      *outputs.KeyError
+		missing    *outputs.MissingError
+		mismatch   *outputs.TypeMismatchError
+		key        *outputs.KeyError
+		notGranted *outputs.NotGrantedError
 	)
 	switch {
+	case errors.As(err, &notGranted):
+		obs.Reason = backendsv1alpha1.ReferenceNotGrantedReason
+		obs.Message = fmt.Sprintf("Outputs %s, which spec.outputs selects, are sensitive, and no OutputGrant of the backend's namespace "+
+			"names them in sensitiveOutputs: ask its owners to add them there, or leave them out of spec.outputs", strings.Join(notGranted.Names, ", "))
 	case errors.Is(err, outputs.ErrTooLarge):
 		obs.Reason = backendsv1alpha1.OutputsTooLargeReason
 		obs.Message = "The outputs cannot be published: " + err.Error() + "; select the outputs you need with spec.outputs"
