@@ -248,7 +248,7 @@ var _ = Describe("A RemoteState reading an OutputGrant's backend", func() {
 			expectControlledBy(Default, cm, remote, "RemoteState")
 			Expect(cm.Data).To(Equal(map[string]string{"vpc_id": "vpc-0a1b", "subnets": `["10.0.1.0/24","10.0.2.0/24"]`}))
 			Eventually(func(g Gomega) {
-				g.Expect(remoteStateSeries(g, "infrastate_remotestate_last_success_timestamp_seconds", consumer, "network")).To(BeTrue())
+				g.Expect(remoteStateSeries(g, lastSuccessMetric, consumer, "network")).To(BeTrue())
 			}, timeout, interval).Should(Succeed(), "the metrics carry the RemoteState's own namespace and name")
 
 			By("naming it in sensitiveOutputs publishes it, to the Secret only")
@@ -298,6 +298,17 @@ var _ = Describe("A RemoteState reading an OutputGrant's backend", func() {
 
 			updateSpec(ctx, remote, func() { remote.Spec.Outputs = remote.Spec.Outputs[:1] })
 			expectGranted(ctx, timeout, remote, []string{"vpc_id"}, nil)
+
+			By("a backend gone, while still granted, keeps what was published: only a revocation removes it")
+			Expect(k8sClient.Delete(ctx, builders.MakeHttpBackend("network", producer, "").Obj())).To(Succeed())
+			eventually(ctx, remote, func(g Gomega) {
+				expectConditionSaying(g, remote.Status.Conditions, "Stalled", metav1.ConditionTrue, backendsv1alpha1.BackendNotFoundReason,
+					"HttpBackend network does not exist in namespace "+producer+", whose OutputGrants grant it to namespace "+consumer)
+			})
+			Consistently(func(g Gomega) {
+				plain, _ := publishedData(ctx, g, consumer)
+				g.Expect(plain).To(Equal(map[string]string{"vpc_id": "vpc-0a1b"}))
+			}, 2*time.Second, interval).Should(Succeed())
 		})
 
 		It("publishes an encrypted state of the producer without its passphrase reaching the consumer, which pays for the decryption", func() {
@@ -382,15 +393,8 @@ func remoteStateSeries(g Gomega, name, namespace, remote string) bool {
 	families, err := ctrlmetrics.Registry.Gather()
 	g.Expect(err).NotTo(HaveOccurred())
 	for _, f := range families {
-		if f.GetName() != name {
-			continue
-		}
 		for _, m := range f.GetMetric() {
-			labels := map[string]string{}
-			for _, l := range m.GetLabel() {
-				labels[l.GetName()] = l.GetValue()
-			}
-			if labels["namespace"] == namespace && labels["name"] == remote {
+			if _, ok := seriesKey(f.GetName(), m, namespace, remote); ok && f.GetName() == name {
 				return true
 			}
 		}
