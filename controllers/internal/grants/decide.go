@@ -16,9 +16,12 @@ import (
 // producer's namespace.
 type Request struct {
 	// Consumer is the RemoteState's namespace; ConsumerLabels its labels
-	// as the manager sees them now.
+	// as the manager sees them now. LabelsUnknown says the manager cannot
+	// read them (it may not watch namespaces): no selector matches then,
+	// not even an empty one, and only grants naming the namespace cover it.
 	Consumer       string
 	ConsumerLabels map[string]string
+	LabelsUnknown  bool
 	// Backend is the backend it reads, in the producer's namespace, and
 	// Workspace the workspace.
 	Backend   backendsv1alpha1.BackendReference
@@ -125,7 +128,7 @@ func Decide(grants []backendsv1alpha1.OutputGrant, req Request) Decision {
 func Covers(spec backendsv1alpha1.OutputGrantSpec, req Request) bool {
 	return coversBackend(spec.Backends, req.Backend) &&
 		(len(spec.Workspaces) == 0 || slices.Contains(spec.Workspaces, req.Workspace)) &&
-		coversConsumer(spec.To, req.Consumer, req.ConsumerLabels)
+		coversConsumer(spec.To, req.Consumer, req.ConsumerLabels, req.LabelsUnknown)
 }
 
 // coversBackend reports whether backends (empty: all) names backend.
@@ -134,15 +137,15 @@ func coversBackend(backends []backendsv1alpha1.BackendReference, backend backend
 }
 
 // coversConsumer reports whether an entry of to names namespace, by name
-// or by a selector its labels match.
-func coversConsumer(to []backendsv1alpha1.GrantConsumer, namespace string, nsLabels map[string]string) bool {
+// or by a selector its labels match; with labels unknown, by name only.
+func coversConsumer(to []backendsv1alpha1.GrantConsumer, namespace string, nsLabels map[string]string, labelsUnknown bool) bool {
 	for _, c := range to {
 		switch {
 		case c.Namespace != "":
 			if c.Namespace == namespace {
 				return true
 			}
-		case c.NamespaceSelector != nil:
+		case c.NamespaceSelector != nil && !labelsUnknown:
 			selector, err := metav1.LabelSelectorAsSelector(c.NamespaceSelector)
 			if err == nil && selector.Matches(labels.Set(nsLabels)) {
 				return true

@@ -138,6 +138,25 @@ func TestDecide(t *testing.T) {
 			wantDescribe: "nothing",
 		},
 		{
+			name: "with the labels unknown, not even an empty selector matches, and a grant by name still grants",
+			grants: []backendsv1alpha1.OutputGrant{
+				grant("everyone", backendsv1alpha1.OutputGrantSpec{To: []backendsv1alpha1.GrantConsumer{{NamespaceSelector: &metav1.LabelSelector{}}}}),
+				grant("named", backendsv1alpha1.OutputGrantSpec{To: to("app"), Outputs: []string{"subnets"}}),
+			},
+			req:          Request{Consumer: "app", LabelsUnknown: true, Backend: network, Workspace: "default"},
+			wantGrants:   []string{"named"},
+			wantAllowed:  []string{"subnets"},
+			wantDescribe: "outputs subnets (OutputGrant named)",
+		},
+		{
+			name:         "an empty selector matches every namespace whose labels are known",
+			grants:       []backendsv1alpha1.OutputGrant{grant("everyone", backendsv1alpha1.OutputGrantSpec{To: []backendsv1alpha1.GrantConsumer{{NamespaceSelector: &metav1.LabelSelector{}}}})},
+			req:          Request{Consumer: "app", Backend: network, Workspace: "default"},
+			wantGrants:   []string{"everyone"},
+			wantAllowed:  []string{"vpc_id", "subnets"},
+			wantDescribe: "every non-sensitive output (OutputGrant everyone)",
+		},
+		{
 			name:         "a grant being deleted grants nothing",
 			grants:       []backendsv1alpha1.OutputGrant{deleted},
 			req:          req,
