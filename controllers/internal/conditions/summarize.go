@@ -61,6 +61,13 @@ type Outcome struct {
 	// ProbePending is true while a probe is under way: a gate not yet
 	// observed for this generation is awaited.
 	ProbePending bool
+	// NotReady, when set, is Ready (False or Unknown) after a
+	// reconciliation whose phases all succeeded: the object did all it
+	// can and observed its generation, and something its spec cannot
+	// change keeps it from doing all its spec asks (an OutputGrant naming
+	// a namespace the manager does not watch). A gate that is not True
+	// wins over it.
+	NotReady *Observation
 	// Waiting, when set, is the Reconciling condition (True) of an object
 	// that made all the progress it can and waits on something outside
 	// its control (a StateLock Waiting for another holder's lock): kstatus
@@ -110,7 +117,11 @@ func Summarize(conds *[]metav1.Condition, generation, observed int64, out Outcom
 	}
 	meta.RemoveStatusCondition(conds, backendsv1alpha1.ReconcilingCondition)
 	ready := GateVerdict(*conds, out.Gates, out.ReadyMessage)
-	if ready.Status == metav1.ConditionTrue && out.ReadyReason != "" {
+	switch {
+	case ready.Status != metav1.ConditionTrue:
+	case out.NotReady != nil:
+		ready = *out.NotReady
+	case out.ReadyReason != "":
 		ready.Reason = out.ReadyReason
 	}
 	Set(conds, generation, backendsv1alpha1.ReadyCondition, ready)

@@ -49,6 +49,21 @@ func TestSummarize(t *testing.T) {
 			want:         []metav1.Condition{cond("StateReachable", F, "Unauthorized", "requires auth"), cond("Ready", F, "Unauthorized", "requires auth")},
 			wantObserved: 1,
 		},
+		"NotReady makes Ready False once the work is done, and the generation is observed": {
+			conds:      []metav1.Condition{cond("Reconciling", T, "Progressing", "x")},
+			generation: 2, observed: 1,
+			out:          Outcome{ReadyMessage: "Granted", NotReady: &Observation{Status: F, Reason: "NamespaceNotWatched", Message: "not watched"}},
+			want:         []metav1.Condition{cond("Ready", F, "NamespaceNotWatched", "not watched")},
+			wantObserved: 2,
+		},
+		"a gate that is not True wins over NotReady": {
+			conds:      []metav1.Condition{cond("StateReachable", F, "Unauthorized", "requires auth")},
+			generation: 1, observed: -1,
+			out: Outcome{ReadyMessage: "Rendered", Gates: []string{"StateReachable"},
+				NotReady: &Observation{Status: F, Reason: "NamespaceNotWatched", Message: "not watched"}},
+			want:         []metav1.Condition{cond("StateReachable", F, "Unauthorized", "requires auth"), cond("Ready", F, "Unauthorized", "requires auth")},
+			wantObserved: 1,
+		},
 		"an unknown probe makes Ready Unknown": {
 			conds:      []metav1.Condition{cond("BucketReady", U, "Unreachable", "no answer")},
 			generation: 1, observed: 1,
