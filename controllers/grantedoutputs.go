@@ -98,26 +98,6 @@ func grantedState(state *backendsv1alpha1.StateSummary) *backendsv1alpha1.StateS
 	return &out
 }
 
-// nameEntriesOnly returns grants with the namespace selectors of spec.to
-// left out: a manager that cannot see the labels of namespaces (it
-// watches only some, without the right to read namespaces) grants by name
-// only, rather than match a selector against labels it does not know. The
-// grants, which may be the cache's, are not changed.
-func nameEntriesOnly(in []backendsv1alpha1.OutputGrant) []backendsv1alpha1.OutputGrant {
-	out := make([]backendsv1alpha1.OutputGrant, 0, len(in))
-	for _, g := range in {
-		var to []backendsv1alpha1.GrantConsumer
-		for _, c := range g.Spec.To {
-			if c.NamespaceSelector == nil {
-				to = append(to, c)
-			}
-		}
-		g.Spec.To = to
-		out = append(out, g)
-	}
-	return out
-}
-
 // revocation is what a decision removes from the outputs a RemoteState
 // published (status.outputs), without reading the state: the outputs it
 // no longer allows, by name and sensitivity.

@@ -176,25 +176,6 @@ func TestGrantInputsChangeWithTheDecision(t *testing.T) {
 	}
 }
 
-func TestNameEntriesOnly(t *testing.T) {
-	selector := backendsv1alpha1.GrantConsumer{NamespaceSelector: &metav1.LabelSelector{}}
-	byName := backendsv1alpha1.GrantConsumer{Namespace: "app"}
-	in := []backendsv1alpha1.OutputGrant{
-		{ObjectMeta: metav1.ObjectMeta{Name: "every"}, Spec: backendsv1alpha1.OutputGrantSpec{To: []backendsv1alpha1.GrantConsumer{selector}}},
-		{ObjectMeta: metav1.ObjectMeta{Name: "app"}, Spec: backendsv1alpha1.OutputGrantSpec{To: []backendsv1alpha1.GrantConsumer{selector, byName}}},
-	}
-	out := nameEntriesOnly(in)
-	if d := grants.Decide(out, grants.Request{Consumer: "web", Backend: appRequest.Backend, Workspace: "default"}); d.Granted() {
-		t.Errorf("an empty selector still grants namespace web by %v", d.Grants)
-	}
-	if d := grants.Decide(out, appRequest); !d.Granted() || d.Grants[0] != "app" {
-		t.Errorf("the grant by name is lost: %v", d.Grants)
-	}
-	if len(in[1].Spec.To) != 2 || len(in[0].Spec.To) != 1 {
-		t.Errorf("the grants given were changed: %+v", in)
-	}
-}
-
 func TestGrantedStateTellsNothingOfOtherOutputs(t *testing.T) {
 	state := &backendsv1alpha1.StateSummary{Present: true, Serial: 4, Lineage: "l", TerraformVersion: "1.5.7", SizeBytes: 9000, OutputCount: 12, Encrypted: true}
 	want := backendsv1alpha1.StateSummary{Present: true, Serial: 4, Lineage: "l", TerraformVersion: "1.5.7", Encrypted: true}

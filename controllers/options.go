@@ -10,6 +10,7 @@ import (
 	"k8s.io/utils/clock"
 	ctrl "sigs.k8s.io/controller-runtime"
 
+	"github.com/infrastate/backend-operator/controllers/internal/nslabels"
 	"github.com/infrastate/backend-operator/controllers/internal/probes"
 	"github.com/infrastate/backend-operator/controllers/internal/related"
 	"github.com/infrastate/backend-operator/internal/circuit"
@@ -47,10 +48,10 @@ type options struct {
 	// watchNamespaces are the namespaces the manager watches; empty is
 	// all.
 	watchNamespaces []string
-	// namespaceLabels makes a manager that watches only some namespaces
-	// read the labels of namespaces all the same (see
-	// readsNamespaceLabels).
-	namespaceLabels bool
+	// namespaceLabels are the labels of namespaces, watched where the
+	// manager may (see nslabels), for the OutputGrants' selectors: the
+	// watch SetupAll runs, nil before.
+	namespaceLabels *nslabels.Watch
 	// probeGrace is how long a reconcile waits for the first probe of a
 	// generation it submitted (see reconciler.probeGrace); 0 waits not.
 	probeGrace time.Duration
@@ -158,6 +159,10 @@ func withCircuits(c *circuit.Breakers) Option { return func(o *options) { o.circ
 // withProber shares p between reconcilers.
 func withProber(p *probes.Pool) Option { return func(o *options) { o.prober = p } }
 
+// withNamespaceLabels makes the reconcilers read the labels of namespaces
+// from w, and watch their changes.
+func withNamespaceLabels(w *nslabels.Watch) Option { return func(o *options) { o.namespaceLabels = w } }
+
 // withRelated makes the reconcilers watch and read the related Secrets
 // and ConfigMaps through w.
 func withRelated(w *related.Watches) Option { return func(o *options) { o.related = w } }
@@ -169,25 +174,18 @@ func WithWatchNamespaces(namespaces []string) Option {
 	return func(o *options) { o.watchNamespaces = namespaces }
 }
 
-// withNamespaceLabels makes a manager that watches only some namespaces
-// read the labels of namespaces, for the namespace selectors of
-// OutputGrants, as one that watches all does: the specs of selector
-// grants run a manager scoped to their own namespaces, with the rights of
-// the API server's administrator.
-func withNamespaceLabels() Option { return func(o *options) { o.namespaceLabels = true } }
+// labeler gives the labels of namespaces as the watch of namespaces holds
+// them; without the watch, every namespace's labels are unknown.
+func (o options) labeler() namespaceLabeler {
+	if o.namespaceLabels != nil {
+		return o.namespaceLabels
+	}
+	return noNamespaceLabels{}
+}
 
 // watches reports whether the manager watches namespace.
 func (o options) watches(namespace string) bool {
 	return len(o.watchNamespaces) == 0 || slices.Contains(o.watchNamespaces, namespace)
-}
-
-// readsNamespaceLabels reports whether the manager reads the labels of
-// namespaces, which the namespace selectors of OutputGrants match: when it
-// watches every namespace (its ClusterRole may read namespaces). One that
-// watches only some holds Roles in them, and no right on namespaces: its
-// grants then match namespaces by name only.
-func (o options) readsNamespaceLabels() bool {
-	return len(o.watchNamespaces) == 0 || o.namespaceLabels
 }
 
 // defaultProbeGrace is SetupAll's probe grace: a probe over a network is

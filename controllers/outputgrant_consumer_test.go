@@ -345,7 +345,7 @@ var _ = Describe("A RemoteState reading an OutputGrant's backend", func() {
 	})
 
 	Context("with the labels of namespaces", func() {
-		spec := eachSpecWithTwoNamespaces(withNamespaceLabels())
+		spec := eachSpecWithTwoNamespaces()
 
 		It("follows a selector grant as the consumer's namespace is labelled, unlabelled and labelled again", func() {
 			ctx, producer, consumer := spec.ctx, spec.producer, spec.consumer

@@ -4,7 +4,6 @@ import (
 	"context"
 	"time"
 
-	corev1 "k8s.io/api/core/v1"
 	"k8s.io/client-go/tools/events"
 	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/builder"
@@ -127,9 +126,8 @@ func (r *remoteStateReconciler) setupWithManager(mgr ctrl.Manager) error {
 			builder.WithPredicates(predicate.GenerationChangedPredicate{}))
 	}
 	b = b.Watches(&backendsv1alpha1.OutputGrant{}, handler.EnqueueRequestsFromMapFunc(readersOfGrants(c)), builder.WithPredicates(grantChanged()))
-	if r.opts.readsNamespaceLabels() {
-		b = b.WatchesMetadata(&corev1.Namespace{}, handler.EnqueueRequestsFromMapFunc(crossNamespaceReadersIn(c)),
-			builder.WithPredicates(predicate.LabelChangedPredicate{}))
+	if r.opts.namespaceLabels != nil {
+		b = b.WatchesRawSource(r.opts.namespaceLabels.Source(handler.EnqueueRequestsFromMapFunc(crossNamespaceReadersIn(c))))
 	}
 	return b.
 		WatchesRawSource(r.opts.related.Source("Secret", referrersOf(backendsv1alpha1.RemoteStateKind, readersOfReferenced(c, related.SecretReference)))).

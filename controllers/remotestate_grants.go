@@ -27,8 +27,6 @@ import (
 // namespace's OutputGrants grant them, decided before anything of that
 // namespace is read, and the withdrawal of what they no longer grant.
 
-// +kubebuilder:rbac:groups=backends.infrastate.io,resources=outputgrants,verbs=get;list;watch
-// +kubebuilder:rbac:groups="",resources=namespaces,verbs=get;list;watch
 
 // reconcileGrant decides, for a RemoteState that reads a backend of
 // another namespace, what that namespace's OutputGrants grant it, from
@@ -103,26 +101,16 @@ func forgetRefusal(remote *backendsv1alpha1.RemoteState) {
 }
 
 // decide returns what the OutputGrants of producer grant req, with the
-// labels of the consumer's namespace where the manager reads them (see
-// readsNamespaceLabels), by namespace name only where it does not.
+// labels of the consumer's namespace where the manager may watch
+// namespaces (see nslabels), by namespace name only where it may not.
 func (r *remoteStateReconciler) decide(ctx context.Context, producer string, req grants.Request) (grants.Decision, error) {
 	list := &backendsv1alpha1.OutputGrantList{}
 	// grants.Decide only reads them: the cache's objects need no copy.
 	if err := r.client.List(ctx, list, client.InNamespace(producer), client.UnsafeDisableDeepCopy); err != nil {
 		return grants.Decision{}, fmt.Errorf("listing the OutputGrants of namespace %s: %w", producer, err)
 	}
-	if !r.opts.readsNamespaceLabels() {
-		return grants.Decide(nameEntriesOnly(list.Items), req), nil
-	}
-	ns := &metav1.PartialObjectMetadata{}
-	ns.SetGroupVersionKind(corev1.SchemeGroupVersion.WithKind("Namespace"))
-	switch err := r.client.Get(ctx, types.NamespacedName{Name: req.Consumer}, ns); {
-	case apierrors.IsNotFound(err):
-	case err != nil:
-		return grants.Decision{}, fmt.Errorf("reading the labels of namespace %s: %w", req.Consumer, err)
-	default:
-		req.ConsumerLabels = ns.Labels
-	}
+	labels, err := r.opts.labeler().Labels(req.Consumer)
+	req.ConsumerLabels, req.LabelsUnknown = labels, err != nil
 	return grants.Decide(list.Items, req), nil
 }
 

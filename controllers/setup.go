@@ -13,6 +13,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	backendsv1alpha1 "github.com/infrastate/backend-operator/api/v1alpha1"
+	"github.com/infrastate/backend-operator/controllers/internal/nslabels"
 	"github.com/infrastate/backend-operator/controllers/internal/probes"
 	"github.com/infrastate/backend-operator/controllers/internal/related"
 )
@@ -58,6 +59,12 @@ func SetupAll(ctx context.Context, mgr ctrl.Manager, opts ...Option) error {
 	if err := mgr.Add(watches); err != nil {
 		return fmt.Errorf("adding the watches of Secrets and ConfigMaps: %w", err)
 	}
+	// One watch of the labels of namespaces, where the manager may list
+	// and watch them: what the OutputGrants' selectors match.
+	namespaceLabels := nslabels.New(mc, nslabels.MayWatch(mgr.GetClient()), nslabels.DefaultRecheckInterval)
+	if err := mgr.Add(namespaceLabels); err != nil {
+		return fmt.Errorf("adding the watch of namespaces: %w", err)
+	}
 	opts = append([]Option{withProbeGrace(defaultProbeGrace)}, opts...) // a new array: never into the caller's
 	// One set of series, served by the manager's metrics endpoint.
 	if err := o.metrics.register(ctrlmetrics.Registry); err != nil {
@@ -71,7 +78,8 @@ func SetupAll(ctx context.Context, mgr ctrl.Manager, opts ...Option) error {
 	// One set of circuits: a server that left one of a namespace's
 	// requests unanswered is paused for every kind's probes, reads and
 	// locks of that namespace.
-	opts = append(opts, withTenantBudgets(o.tenantBudgets), withCircuits(o.circuits), withProber(pool), withContents(contents), withRelated(watches), withDecryptions(o.decryptions), withMetrics(o.metrics))
+	opts = append(opts, withTenantBudgets(o.tenantBudgets), withCircuits(o.circuits), withProber(pool), withContents(contents), withRelated(watches), withDecryptions(o.decryptions), withMetrics(o.metrics),
+		withNamespaceLabels(namespaceLabels))
 
 	recorder := mgr.GetEventRecorder("backend-operator")
 	c, reader := mgr.GetClient(), mgr.GetAPIReader()
@@ -86,6 +94,9 @@ func SetupAll(ctx context.Context, mgr ctrl.Manager, opts ...Option) error {
 	}
 	if err := newStateLockReconciler(c, reader, recorder, opts...).setupWithManager(mgr); err != nil {
 		return fmt.Errorf("setting up the StateLock controller: %w", err)
+	}
+	if err := newOutputGrantReconciler(c, reader, recorder, opts...).setupWithManager(mgr); err != nil {
+		return fmt.Errorf("setting up the OutputGrant controller: %w", err)
 	}
 	return nil
 }

@@ -112,6 +112,11 @@ var _ = Describe("config/default", Serial, func() {
 			"statelocks.backends.infrastate.io":        {"get", "list", "patch", "watch"},
 			"statelocks/status.backends.infrastate.io": {"patch"},
 			"pods": {"get"},
+			// OutputGrants are read, and report their consumers; the
+			// labels of namespaces are what their selectors match.
+			"outputgrants.backends.infrastate.io":        {"get", "list", "watch"},
+			"outputgrants/status.backends.infrastate.io": {"patch"},
+			"namespaces": {"list", "watch"},
 		}))
 
 		By("the Deployment: image, leader election, probes, resources, non-root, read-only root filesystem")
@@ -174,6 +179,10 @@ var _ = Describe("config/default", Serial, func() {
 			{"list", "pods", "", false},
 			{"watch", "pods", "", false},
 			{"delete", "httpbackends.backends.infrastate.io", "", false},
+			{"patch", "outputgrants.backends.infrastate.io", "status", true},
+			{"patch", "outputgrants.backends.infrastate.io", "", false},
+			{"watch", "namespaces", "", true},
+			{"get", "namespaces", "", false},
 		} {
 			args := []string{"auth", "can-i", c.verb, c.resource, "--as", managerServiceAccount}
 			if c.subresource != "" {
