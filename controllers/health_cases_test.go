@@ -19,6 +19,7 @@ import (
 	backendsv1alpha1 "github.com/infrastate/backend-operator/api/v1alpha1"
 	"github.com/infrastate/backend-operator/controllers/internal/budget"
 	"github.com/infrastate/backend-operator/controllers/internal/conditions"
+	"github.com/infrastate/backend-operator/controllers/internal/nslabels"
 	"github.com/infrastate/backend-operator/internal/conformance"
 	"github.com/infrastate/backend-operator/internal/cos"
 	"github.com/infrastate/backend-operator/internal/netguard"
@@ -47,10 +48,10 @@ func healthCases() map[string]healthCase {
 	return map[string]healthCase{
 		// The reconciliation itself.
 		"the first probe of a generation is under way": {
-			reason: backendsv1alpha1.ProgressingReason, steps: forKinds(probing(), allKinds...), want: readsProgressing,
+			reason: backendsv1alpha1.ProgressingReason, steps: forKinds(probing(), probedKinds...), want: readsProgressing,
 		},
 		"a new spec is not observed yet": {
-			reason: backendsv1alpha1.SucceededReason, steps: forKinds(probeSucceeded(), hb, cb, rs),
+			reason: backendsv1alpha1.SucceededReason, steps: withKind(forKinds(probeSucceeded(), hb, cb, rs), og, granting(nil, nil)),
 			then: func(obj statusObject) { obj.SetGeneration(obj.GetGeneration() + 1) }, want: readsProgressing,
 		},
 		"a transient error, retried with backoff": {
@@ -62,7 +63,13 @@ func healthCases() map[string]healthCase {
 
 		// Ready.
 		"ready": {
-			reason: backendsv1alpha1.SucceededReason, steps: forKinds(probeSucceeded(), hb, cb, rs), want: readsCurrent,
+			reason: backendsv1alpha1.SucceededReason, steps: withKind(forKinds(probeSucceeded(), hb, cb, rs), og, granting(nil, nil)), want: readsCurrent,
+		},
+		"a grant whose selectors can match the watched namespaces only": {
+			reason: backendsv1alpha1.SucceededReason,
+			steps: forKinds(granting([]string{"health", "team-b"}, nil, backendsv1alpha1.GrantConsumer{
+				NamespaceSelector: &metav1.LabelSelector{MatchLabels: map[string]string{"outputs": "network"}}}), og),
+			want: readsCurrent,
 		},
 		"the backend answers": {
 			reason: backendsv1alpha1.ReachableReason, in: "probe", steps: forKinds(probeSucceeded(), hb, cb), want: readsCurrent,
@@ -129,6 +136,19 @@ func healthCases() map[string]healthCase {
 		},
 		"a reference the policy does not allow": {
 			reason: backendsv1alpha1.ReferenceNotAllowedReason, steps: forKinds(stalled(backendsv1alpha1.ReferenceNotAllowedReason), hb, cb), want: readsFailed,
+		},
+		"a backend of another namespace that no OutputGrant there grants": {
+			reason: backendsv1alpha1.ReferenceNotGrantedReason, steps: forKinds(stalled(backendsv1alpha1.ReferenceNotGrantedReason), rs), want: readsFailed,
+		},
+		"a grant naming a namespace the manager does not watch": {
+			reason: backendsv1alpha1.NamespaceNotWatchedReason,
+			steps:  forKinds(granting([]string{"health", "team-b"}, nil, backendsv1alpha1.GrantConsumer{Namespace: "team-c"}), og), want: readsRetrying,
+		},
+		"a grant with a selector, while the manager may not watch namespaces": {
+			reason: backendsv1alpha1.NamespaceNotWatchedReason,
+			steps: forKinds(granting([]string{"health"}, fmt.Errorf("%w: %w", nslabels.ErrUnknown, nslabels.ErrNotAllowed),
+				backendsv1alpha1.GrantConsumer{NamespaceSelector: &metav1.LabelSelector{}}), og),
+			want: readsRetrying,
 		},
 		"the backend does not exist": {
 			reason: backendsv1alpha1.BackendNotFoundReason, steps: forKinds(stalled(backendsv1alpha1.BackendNotFoundReason), rs, sl), want: readsFailed,
@@ -285,7 +305,7 @@ func healthCases() map[string]healthCase {
 		"the probe panicked": {
 			reason: backendsv1alpha1.ProbeFailedReason,
 			steps: forKinds(observed(conditions.Observation{Status: metav1.ConditionUnknown, Reason: backendsv1alpha1.ProbeFailedReason,
-				Message: "The probe stopped on an internal error of the operator"}), allKinds...),
+				Message: "The probe stopped on an internal error of the operator"}), probedKinds...),
 			want: readsProgressing,
 		},
 

@@ -76,7 +76,30 @@ func healthKinds(t *testing.T) map[string]healthKind {
 			},
 			end: stateLockEnd,
 		},
+		og: {
+			newObject: func() statusObject { return &backendsv1alpha1.OutputGrant{} },
+			end: func(obj statusObject) (conditions.Outcome, error) {
+				return grantOutcome(obj.(*backendsv1alpha1.OutputGrant), nil, nil), nil
+			},
+		},
 	}
+}
+
+// granting is an OutputGrant's reconciliation whose grant names to, by a
+// manager that watches the namespaces watched (all when empty) and reads
+// namespace labels with labelsErr.
+func granting(watched []string, labelsErr error, to ...backendsv1alpha1.GrantConsumer) healthStep {
+	return func(_ *testing.T, _ string, _ healthKind, obj statusObject) (conditions.Outcome, error) {
+		grant := obj.(*backendsv1alpha1.OutputGrant)
+		grant.Spec.To = to
+		return grantOutcome(grant, watched, labelsErr), nil
+	}
+}
+
+// withKind adds step for kind to steps.
+func withKind(steps map[string]healthStep, kind string, step healthStep) map[string]healthStep {
+	steps[kind] = step
+	return steps
 }
 
 // stateLockEnd is how a StateLock's Reconcile ends, with reconcileLock's

@@ -51,10 +51,15 @@ const (
 	cb = backendsv1alpha1.CosBackendKind
 	rs = backendsv1alpha1.RemoteStateKind
 	sl = backendsv1alpha1.StateLockKind
+	og = backendsv1alpha1.OutputGrantKind
 )
 
 // allKinds are the kinds of this API, in the order the cases report them.
-var allKinds = []string{hb, cb, rs, sl}
+var allKinds = []string{hb, cb, rs, sl, og}
+
+// probedKinds are the kinds that probe, read or lock: all but
+// OutputGrant, which only reports what it grants to whom.
+var probedKinds = []string{hb, cb, rs, sl}
 
 // healthCase is one way a reconciliation of an object ends, for the kinds
 // it applies to.

@@ -60,10 +60,8 @@ type ograntScope struct {
 	// labelsErr says why some consumer namespace's labels are unknown,
 	// set by reconcileConsumers.
 	labelsErr error
-	// readyMessage and notReady are what Ready says, set by
-	// reconcileNamespaces.
-	readyMessage string
-	notReady     *conditions.Observation
+	// outcome is what Ready says, set by reconcileNamespaces.
+	outcome conditions.Outcome
 }
 
 // Reconcile lists the grant's consumers, checks its selectors, and says
@@ -74,7 +72,7 @@ func (r *outputGrantReconciler) Reconcile(ctx context.Context, req ctrl.Request)
 	return r.reconcile(ctx, req, grant, backendsv1alpha1.OutputGrantKind, func(ctx context.Context) (outcome, time.Duration, error) {
 		s := &ograntScope{grant: grant}
 		err := runPhases(ctx, s, r.reconcileConsumers, r.reconcileNamespaces, r.reconcileSelectors)
-		return outcome{Outcome: conditions.Outcome{ReadyMessage: s.readyMessage, NotReady: s.notReady}}, 0, err
+		return outcome{Outcome: s.outcome}, 0, err
 	})
 }
 
@@ -91,19 +89,11 @@ func (r *outputGrantReconciler) reconcileConsumers(ctx context.Context, s *ogran
 	return nil
 }
 
-// reconcileNamespaces sets what Ready says: what the grant grants, to how
-// many RemoteStates, and the namespaces of spec.to it cannot serve (see
-// grantNamespacesVerdict).
+// reconcileNamespaces sets what Ready says (see grantOutcome): what the
+// grant grants, to how many RemoteStates, and the namespaces of spec.to
+// it cannot serve.
 func (r *outputGrantReconciler) reconcileNamespaces(_ context.Context, s *ograntScope) error {
-	message := grantReadyMessage(s.grant.Spec, s.grant.Status.ConsumerCount)
-	notReady, note := grantNamespacesVerdict(s.grant.Spec.To, r.opts.watchNamespaces, s.labelsErr)
-	if note != "" {
-		message += "; " + note
-	}
-	if notReady != nil {
-		notReady.Message += ". " + message
-	}
-	s.readyMessage, s.notReady = message, notReady
+	s.outcome = grantOutcome(s.grant, r.opts.watchNamespaces, s.labelsErr)
 	return nil
 }
 

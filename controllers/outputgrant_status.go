@@ -106,6 +106,23 @@ func grantedOutputs(spec backendsv1alpha1.OutputGrantSpec, req grants.Request, p
 	return slices.Compact(names)
 }
 
+// grantOutcome is how the reconciliation of grant ends once its phases
+// succeeded, for a manager that watches the namespaces watched (all when
+// empty) and reads namespace labels with labelsErr: Ready says what it
+// grants and to how many RemoteStates, or, False, which namespaces it
+// names it cannot serve, and why.
+func grantOutcome(grant *backendsv1alpha1.OutputGrant, watched []string, labelsErr error) conditions.Outcome {
+	message := grantReadyMessage(grant.Spec, grant.Status.ConsumerCount)
+	notReady, note := grantNamespacesVerdict(grant.Spec.To, watched, labelsErr)
+	if note != "" {
+		message += "; " + note
+	}
+	if notReady != nil {
+		notReady.Message += ". " + message
+	}
+	return conditions.Outcome{ReadyMessage: message, NotReady: notReady}
+}
+
 // grantReadyMessage says what spec grants, and to how many RemoteStates.
 func grantReadyMessage(spec backendsv1alpha1.OutputGrantSpec, consumers int32) string {
 	var what string
