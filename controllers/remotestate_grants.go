@@ -27,7 +27,6 @@ import (
 // namespace's OutputGrants grant them, decided before anything of that
 // namespace is read, and the withdrawal of what they no longer grant.
 
-
 // reconcileGrant decides, for a RemoteState that reads a backend of
 // another namespace, what that namespace's OutputGrants grant it, from
 // the grants and the labels of its own namespace as the manager's cache
