@@ -1,12 +1,14 @@
 package chart
 
 import (
+	"path/filepath"
 	"slices"
 	"strings"
 	"testing"
 
 	"github.com/google/go-cmp/cmp"
 	rbacv1 "k8s.io/api/rbac/v1"
+	apiextensionsv1 "k8s.io/apiextensions-apiserver/pkg/apis/apiextensions/v1"
 )
 
 // generatedRules are the rules of config/rbac/role.yaml, which
@@ -268,4 +270,49 @@ func TestToggles(t *testing.T) {
 			}
 		})
 	}
+}
+
+// TestUserRolesCoverEveryKind checks that the roles aggregated into the
+// built-in edit and view roles name every kind of the chart's CRDs and
+// its status: a new kind is usable by the namespace's editors and
+// visible to its viewers from its first release.
+func TestUserRolesCoverEveryKind(t *testing.T) {
+	files, err := filepath.Glob(filepath.Join(repoRoot, "charts", "backend-operator", "crds", "*.yaml"))
+	if err != nil || len(files) == 0 {
+		t.Fatalf("the chart's CRDs: %v, %v", files, err)
+	}
+	var plurals []string
+	for _, file := range files {
+		rel, err := filepath.Rel(repoRoot, file)
+		if err != nil {
+			t.Fatal(err)
+		}
+		for _, d := range ofKind(readObjects(t, rel), "CustomResourceDefinition") {
+			plurals = append(plurals, decode[apiextensionsv1.CustomResourceDefinition](t, d).Spec.Names.Plural)
+		}
+	}
+	if len(plurals) != len(files) {
+		t.Fatalf("found the kinds %v in %d CRD files", plurals, len(files))
+	}
+	for _, role := range []struct{ source, name, verb string }{
+		{"config/rbac/backend_editor_role.yaml", "backend-editor-role", "create"},
+		{"config/rbac/backend_viewer_role.yaml", "backend-viewer-role", "watch"},
+	} {
+		rules := decode[rbacv1.ClusterRole](t, find(t, readObjects(t, role.source), "ClusterRole", "", role.name)).Rules
+		for _, plural := range plurals {
+			if !allows(rules, plural, role.verb) || !allows(rules, plural+"/status", "get") {
+				t.Errorf("%s does not allow %s on %s and get on its status", role.source, role.verb, plural)
+			}
+		}
+	}
+}
+
+// allows reports whether rules allow verb on resource of this API.
+func allows(rules []rbacv1.PolicyRule, resource, verb string) bool {
+	for _, r := range rules {
+		if slices.Contains(r.APIGroups, "backends.infrastate.io") && slices.Contains(r.Resources, resource) && slices.Contains(r.Verbs, verb) {
+			return true
+		}
+	}
+	return false
 }
