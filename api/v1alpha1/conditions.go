@@ -122,7 +122,9 @@ const (
 
 	// NamespaceNotWatchedReason means an OutputGrant names a consumer
 	// namespace, or lives in one, that the manager does not watch
-	// (--watch-namespaces): the grant cannot serve it.
+	// (--watch-namespaces): the grant cannot serve it. Also when it has
+	// a namespace selector and the manager may not list and watch
+	// namespaces, so that no selector matches.
 	NamespaceNotWatchedReason = "NamespaceNotWatched"
 
 	// BudgetExceededReason means a read, a write or a key derivation was
