@@ -46,7 +46,7 @@ func TestOutputGrantReconcile(t *testing.T) {
 			Spec:   backendsv1alpha1.OutputGrantSpec{To: to, Outputs: []string{"vpc_id"}},
 			Status: backendsv1alpha1.OutputGrantStatus{ObservedGeneration: -1}}
 	}
-	web := reading("team-b", "web", "team-a", hb, "network", "vpc_id", "zone")
+	web := reading("team-b", "web", "team-a", "network", "vpc_id", "zone")
 	labels := fixedLabels{labels: map[string]map[string]string{"team-b": {"outputs": "network"}}}
 	cases := map[string]struct {
 		grant     *backendsv1alpha1.OutputGrant
@@ -72,7 +72,7 @@ func TestOutputGrantReconcile(t *testing.T) {
 		},
 		"a selector while the labels cannot be read": {
 			grant:  grantOf(backendsv1alpha1.GrantConsumer{NamespaceSelector: &metav1.LabelSelector{}}),
-			labels: fixedLabels{unknown: notAllowed},
+			labels: fixedLabels{unknown: errNotAllowed},
 			want:   []metav1.Condition{wantCond("Ready", metav1.ConditionFalse, backendsv1alpha1.NamespaceNotWatchedReason)},
 		},
 		"a selector that does not parse stalls, and the named namespaces are still listed": {

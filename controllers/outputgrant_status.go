@@ -29,9 +29,9 @@ const maxListedConsumers = 256
 // read a backend of grant's namespace) that grant covers, each with the
 // outputs it grants among those the RemoteState published, sorted by
 // namespace and name: the first maxListedConsumers, and how many there
-// are. A RemoteState being deleted reads nothing any more. The namespaces
-// whose labels labels cannot give are covered by name only; labelsErr
-// says why their labels are unknown (the first such error).
+// are. A RemoteState being deleted reads nothing any more. A namespace
+// whose labels the labeler cannot give is covered by name only; labelsErr
+// says why its labels are unknown (the first such error).
 func grantConsumers(grant *backendsv1alpha1.OutputGrant, candidates []backendsv1alpha1.RemoteState, labels namespaceLabeler) (
 	listed []backendsv1alpha1.GrantConsumerStatus, count int32, labelsErr error) {
 	type nsLabels struct {
@@ -68,8 +68,7 @@ func grantConsumers(grant *backendsv1alpha1.OutputGrant, candidates []backendsv1
 	slices.SortFunc(consumers, func(a, b backendsv1alpha1.GrantConsumerStatus) int {
 		return cmp.Or(strings.Compare(a.Namespace, b.Namespace), strings.Compare(a.Name, b.Name))
 	})
-	count = int32(min(len(consumers), 1<<31-1)) //nolint:gosec // bounded just above
-	return consumers[:min(len(consumers), maxListedConsumers)], count, labelsErr
+	return consumers[:min(len(consumers), maxListedConsumers)], int32(min(len(consumers), 1<<31-1)), labelsErr
 }
 
 // grantedOutputs are the outputs spec grants to req among those a

@@ -29,13 +29,14 @@ func (f fixedLabels) Labels(namespace string) (map[string]string, error) {
 	return f.labels[namespace], nil
 }
 
-// notAllowed is the error of a manager that may not watch namespaces.
-var notAllowed = fmt.Errorf("%w: %w", nslabels.ErrUnknown, nslabels.ErrNotAllowed)
+// errNotAllowed is the error of a manager that may not watch namespaces.
+var errNotAllowed = fmt.Errorf("%w: %w", nslabels.ErrUnknown, nslabels.ErrNotAllowed)
 
-// reading is a RemoteState of namespace reading backend of producer,
-// which published outputs (name, and "!" first for a sensitive one).
-func reading(namespace, name, producer, kind, backend string, published ...string) backendsv1alpha1.RemoteState {
-	rs := builders.MakeRemoteState(name, namespace, kind, backend).FromNamespace(producer).Obj()
+// reading is a RemoteState of namespace reading the HttpBackend backend
+// of producer, which published outputs (name, and "!" first for a
+// sensitive one).
+func reading(namespace, name, producer, backend string, published ...string) backendsv1alpha1.RemoteState {
+	rs := builders.MakeRemoteState(name, namespace, backendsv1alpha1.HttpBackendKind, backend).FromNamespace(producer).Obj()
 	for _, o := range published {
 		sensitive := o[0] == '!'
 		if sensitive {
@@ -53,13 +54,13 @@ func TestGrantConsumers(t *testing.T) {
 		return &backendsv1alpha1.OutputGrant{ObjectMeta: metav1.ObjectMeta{Name: "g", Namespace: "team-a"}, Spec: spec}
 	}
 	labels := fixedLabels{labels: map[string]map[string]string{"team-b": {"outputs": "network"}, "team-c": {"outputs": "none"}}}
-	withDefault := reading("team-b", "defaulted", "team-a", hb, "network", "vpc_id")
+	withDefault := reading("team-b", "defaulted", "team-a", "network", "vpc_id")
 	withDefault.Status.Outputs = append(withDefault.Status.Outputs, backendsv1alpha1.OutputStatus{Name: "region", Key: "region", Type: outputs.DefaultType})
-	leaving := reading("team-b", "leaving", "team-a", hb, "network", "vpc_id")
+	leaving := reading("team-b", "leaving", "team-a", "network", "vpc_id")
 	leaving.DeletionTimestamp = new(metav1.Now())
 	many := make([]backendsv1alpha1.RemoteState, 0, 300)
 	for i := range 300 {
-		many = append(many, reading("team-b", fmt.Sprintf("rs-%03d", 299-i), "team-a", hb, "network"))
+		many = append(many, reading("team-b", fmt.Sprintf("rs-%03d", 299-i), "team-a", "network"))
 	}
 
 	cases := map[string]struct {
@@ -74,9 +75,9 @@ func TestGrantConsumers(t *testing.T) {
 			grant: byName(backendsv1alpha1.OutputGrantSpec{To: []backendsv1alpha1.GrantConsumer{{Namespace: "team-b"}, {Namespace: "team-c"}},
 				Outputs: []string{"vpc_id", "subnet_ids"}, SensitiveOutputs: []string{"db_password"}}),
 			candidates: []backendsv1alpha1.RemoteState{
-				reading("team-c", "app", "team-a", hb, "network", "vpc_id"),
-				reading("team-b", "web", "team-a", hb, "network", "vpc_id", "subnet_ids", "!db_password", "!api_token", "zone"),
-				reading("team-b", "api", "team-a", hb, "network"),
+				reading("team-c", "app", "team-a", "network", "vpc_id"),
+				reading("team-b", "web", "team-a", "network", "vpc_id", "subnet_ids", "!db_password", "!api_token", "zone"),
+				reading("team-b", "api", "team-a", "network"),
 			},
 			labels: labels,
 			want: []backendsv1alpha1.GrantConsumerStatus{
@@ -88,7 +89,7 @@ func TestGrantConsumers(t *testing.T) {
 		},
 		"every non-sensitive output, never a sensitive one it does not name": {
 			grant:      byName(backendsv1alpha1.OutputGrantSpec{To: []backendsv1alpha1.GrantConsumer{{Namespace: "team-b"}}}),
-			candidates: []backendsv1alpha1.RemoteState{reading("team-b", "web", "team-a", hb, "network", "vpc_id", "!db_password")},
+			candidates: []backendsv1alpha1.RemoteState{reading("team-b", "web", "team-a", "network", "vpc_id", "!db_password")},
 			labels:     labels,
 			want:       []backendsv1alpha1.GrantConsumerStatus{{Namespace: "team-b", Name: "web", Backend: network, Outputs: []string{"vpc_id"}}},
 			wantCount:  1,
@@ -97,9 +98,9 @@ func TestGrantConsumers(t *testing.T) {
 			grant: byName(backendsv1alpha1.OutputGrantSpec{To: []backendsv1alpha1.GrantConsumer{{Namespace: "team-b"}},
 				Backends: []backendsv1alpha1.BackendReference{network}, Workspaces: []string{"default"}}),
 			candidates: []backendsv1alpha1.RemoteState{
-				reading("team-c", "other-namespace", "team-a", hb, "network", "vpc_id"),
-				reading("team-b", "other-backend", "team-a", hb, "dns", "vpc_id"),
-				reading("team-b", "other-producer", "team-z", hb, "network", "vpc_id"),
+				reading("team-c", "other-namespace", "team-a", "network", "vpc_id"),
+				reading("team-b", "other-backend", "team-a", "dns", "vpc_id"),
+				reading("team-b", "other-producer", "team-z", "network", "vpc_id"),
 				*builders.MakeRemoteState("other-workspace", "team-b", hb, "network").FromNamespace("team-a").Workspace("prod").Obj(),
 				leaving,
 				withDefault,
@@ -111,7 +112,7 @@ func TestGrantConsumers(t *testing.T) {
 		"a selector covers the namespaces whose labels it matches": {
 			grant: byName(backendsv1alpha1.OutputGrantSpec{To: []backendsv1alpha1.GrantConsumer{
 				{NamespaceSelector: &metav1.LabelSelector{MatchLabels: map[string]string{"outputs": "network"}}}}}),
-			candidates: []backendsv1alpha1.RemoteState{reading("team-b", "web", "team-a", hb, "network"), reading("team-c", "app", "team-a", hb, "network")},
+			candidates: []backendsv1alpha1.RemoteState{reading("team-b", "web", "team-a", "network"), reading("team-c", "app", "team-a", "network")},
 			labels:     labels,
 			want:       []backendsv1alpha1.GrantConsumerStatus{{Namespace: "team-b", Name: "web", Backend: network}},
 			wantCount:  1,
@@ -119,8 +120,8 @@ func TestGrantConsumers(t *testing.T) {
 		"with the labels unknown, only names cover, and the error says why": {
 			grant: byName(backendsv1alpha1.OutputGrantSpec{To: []backendsv1alpha1.GrantConsumer{
 				{NamespaceSelector: &metav1.LabelSelector{}}, {Namespace: "team-c"}}}),
-			candidates: []backendsv1alpha1.RemoteState{reading("team-b", "web", "team-a", hb, "network"), reading("team-c", "app", "team-a", hb, "network")},
-			labels:     fixedLabels{unknown: notAllowed},
+			candidates: []backendsv1alpha1.RemoteState{reading("team-b", "web", "team-a", "network"), reading("team-c", "app", "team-a", "network")},
+			labels:     fixedLabels{unknown: errNotAllowed},
 			want:       []backendsv1alpha1.GrantConsumerStatus{{Namespace: "team-c", Name: "app", Backend: network}},
 			wantCount:  1,
 			wantErr:    nslabels.ErrNotAllowed,
@@ -220,12 +221,12 @@ func TestGrantNamespacesVerdict(t *testing.T) {
 			wantNote: "its namespace selectors can match only the namespaces the manager watches: team-a, team-b",
 		},
 		"a selector while the labels cannot be read": {
-			to: []backendsv1alpha1.GrantConsumer{selector}, watched: []string{"team-a", "team-b"}, labelsErr: notAllowed,
+			to: []backendsv1alpha1.GrantConsumer{selector}, watched: []string{"team-a", "team-b"}, labelsErr: errNotAllowed,
 			want: notWatched("The namespace selectors of spec.to match no namespace: the manager may not list and watch namespaces " +
 				"(a ClusterRole allowing it to list and watch namespaces lets them match: docs/namespaced.md)"),
 		},
 		"unknown labels do not matter without a selector": {
-			to: named("team-b"), watched: []string{"team-a", "team-b"}, labelsErr: notAllowed,
+			to: named("team-b"), watched: []string{"team-a", "team-b"}, labelsErr: errNotAllowed,
 		},
 		"both": {
 			to: append(named("team-c"), selector), watched: []string{"team-a"}, labelsErr: fmt.Errorf("%w: %w", nslabels.ErrUnknown, errors.New("the namespaces are not listed yet")),

@@ -85,10 +85,10 @@ func expectConsumers(ctx context.Context, grant *backendsv1alpha1.OutputGrant, w
 	})
 }
 
-// makeGrant is the OutputGrant name of namespace, granting to the
+// makeGrant is the OutputGrant "network" of namespace, granting to the
 // consumers to.
-func makeGrant(name, namespace string, to ...backendsv1alpha1.GrantConsumer) *backendsv1alpha1.OutputGrant {
-	return &backendsv1alpha1.OutputGrant{ObjectMeta: metav1.ObjectMeta{Name: name, Namespace: namespace},
+func makeGrant(namespace string, to ...backendsv1alpha1.GrantConsumer) *backendsv1alpha1.OutputGrant {
+	return &backendsv1alpha1.OutputGrant{ObjectMeta: metav1.ObjectMeta{Name: "network", Namespace: namespace},
 		Spec: backendsv1alpha1.OutputGrantSpec{To: to}}
 }
 
@@ -99,7 +99,7 @@ var _ = Describe("OutputGrant controller", func() {
 		startManagerFor(ctx, []string{producer, consumerNS, otherNS})
 		producerStack(ctx, producer)
 
-		grant := makeGrant("network", producer, backendsv1alpha1.GrantConsumer{Namespace: consumerNS})
+		grant := makeGrant(producer, backendsv1alpha1.GrantConsumer{Namespace: consumerNS})
 		grant.Spec.Outputs, grant.Spec.SensitiveOutputs = []string{"vpc_id"}, []string{"db_password"}
 		grant.Spec.Backends = []backendsv1alpha1.BackendReference{{Kind: backendsv1alpha1.HttpBackendKind, Name: "network"}}
 		create(ctx, grant)
@@ -141,7 +141,7 @@ var _ = Describe("OutputGrant controller", func() {
 		startManagerFor(ctx, []string{producer, consumerNS})
 		producerStack(ctx, producer)
 
-		grant := makeGrant("network", producer, backendsv1alpha1.GrantConsumer{
+		grant := makeGrant(producer, backendsv1alpha1.GrantConsumer{
 			NamespaceSelector: &metav1.LabelSelector{MatchLabels: map[string]string{"infrastate.io/network-outputs": "granted"}}})
 		create(ctx, grant)
 		readingNetwork(ctx, "web", consumerNS, producer)
@@ -163,7 +163,7 @@ var _ = Describe("OutputGrant controller", func() {
 		consumerNS, unwatched := newNamespace(ctx), newNamespace(ctx)
 		startManagerFor(ctx, []string{producer, consumerNS})
 
-		grant := makeGrant("network", producer, backendsv1alpha1.GrantConsumer{Namespace: consumerNS}, backendsv1alpha1.GrantConsumer{Namespace: unwatched})
+		grant := makeGrant(producer, backendsv1alpha1.GrantConsumer{Namespace: consumerNS}, backendsv1alpha1.GrantConsumer{Namespace: unwatched})
 		expectExplained(ctx, grant, "Ready", metav1.ConditionFalse, backendsv1alpha1.NamespaceNotWatchedReason,
 			"this grant cannot serve the RemoteStates of namespace "+unwatched+", which spec.to names")
 		Expect(findCondition(grant.Status.Conditions, "Stalled")).To(BeNil())
@@ -184,7 +184,7 @@ var _ = Describe("OutputGrant controller", func() {
 		ctx, producer := newSpec()
 		startManager(ctx, producer)
 
-		grant := makeGrant("network", producer, backendsv1alpha1.GrantConsumer{NamespaceSelector: &metav1.LabelSelector{
+		grant := makeGrant(producer, backendsv1alpha1.GrantConsumer{NamespaceSelector: &metav1.LabelSelector{
 			MatchExpressions: []metav1.LabelSelectorRequirement{{Key: "team", Operator: metav1.LabelSelectorOpIn}}}})
 		expectExplained(ctx, grant, "Stalled", metav1.ConditionTrue, backendsv1alpha1.InvalidSpecReason, "spec.to[0].namespaceSelector")
 
