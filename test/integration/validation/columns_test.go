@@ -54,6 +54,8 @@ var _ = Describe("kubectl get", func() {
 				o.Status.Conditions = readyCondition(status.reason, status.message)
 			case *backendsv1alpha1.StateLock:
 				o.Status.Conditions = readyCondition(status.reason, status.message)
+			case *backendsv1alpha1.OutputGrant:
+				o.Status.Conditions, o.Status.ConsumerCount = readyCondition(status.reason, status.message), 2
 			}
 			Expect(k8sClient.Status().Update(ctx, obj)).To(Succeed())
 
@@ -83,6 +85,10 @@ var _ = Describe("kubectl get", func() {
 		Entry("StateLock", "statelock", builders.MakeStateLock("freeze", "", backendsv1alpha1.HttpBackendKind, "app").Reason("Release freeze").Obj(),
 			statusOf{reason: "WaitingForLock", message: "Waiting for the lock of HttpBackend app"},
 			[]string{"NAME", "READY", "BACKEND", "HELD", "STATUS", "AGE"}),
+		Entry("OutputGrant", "outputgrant", &backendsv1alpha1.OutputGrant{ObjectMeta: metav1.ObjectMeta{Name: "network"},
+			Spec: backendsv1alpha1.OutputGrantSpec{To: []backendsv1alpha1.GrantConsumer{{Namespace: "team-z"}}}},
+			statusOf{reason: "NamespaceNotWatched", message: "The manager watches only the namespaces team-a"},
+			[]string{"NAME", "READY", "CONSUMERS", "STATUS", "AGE"}),
 	)
 })
 

@@ -51,6 +51,13 @@ func remoteState(mutations ...mutation) *unstructured.Unstructured {
 	}, mutations...)
 }
 
+// outputGrant returns a valid OutputGrant changed by mutations.
+func outputGrant(mutations ...mutation) *unstructured.Unstructured {
+	return build("OutputGrant", map[string]any{
+		"to": []any{map[string]any{"namespace": "team-b"}},
+	}, mutations...)
+}
+
 // httpBackend returns a valid HttpBackend changed by mutations.
 func httpBackend(mutations ...mutation) *unstructured.Unstructured {
 	return build("HttpBackend", map[string]any{
@@ -386,6 +393,20 @@ var _ = Describe("Admission validation", func() {
 
 		Entry("cos: probe interval at least 10s", cosBackend(set("spec.probe.interval", "1s")),
 			"spec.probe.interval", "probe.interval must be 0s (probing disabled) or between 10s and 24h"),
+
+		Entry("remote: backendRef.namespace is a namespace name", remoteState(set("spec.backendRef.namespace", "Team_A")),
+			"spec.backendRef.namespace", "should match"),
+		Entry("grant: to names at least one consumer", outputGrant(set("spec.to", []any{})),
+			"spec.to", "should have at least 1 items"),
+		Entry("grant: a consumer by namespace and by selector at once", outputGrant(set("spec.to", []any{
+			map[string]any{"namespace": "team-b", "namespaceSelector": map[string]any{}}})),
+			"spec.to[0]", "set exactly one of namespace and namespaceSelector"),
+		Entry("grant: a consumer by neither", outputGrant(set("spec.to", []any{map[string]any{}})),
+			"spec.to[0]", "set exactly one of namespace and namespaceSelector"),
+		Entry("grant: a sensitive output is named as outputs are", outputGrant(set("spec.sensitiveOutputs", []any{"db password"})),
+			"spec.sensitiveOutputs[0]", "should match"),
+		Entry("grant: a backend kind is a backend kind", outputGrant(set("spec.backends", []any{map[string]any{"kind": "Secret", "name": "x"}})),
+			"spec.backends[0].kind", "Unsupported value"),
 	)
 
 	It("refuses every override of a setting the probe reads, naming the typed field", func(ctx context.Context) {
@@ -456,6 +477,11 @@ var _ = Describe("Admission validation", func() {
 					"subnets": map[string]any{"a": map[string]any{"id": "subnet-1", "cidr": "10.0.0.0/24"}, "b": []any{"x", int64(1)}}}),
 				set("spec.outputs", []any{map[string]any{"name": "vpc_id", "type": "string", "key": "VPC_ID"}, map[string]any{"name": "VPC_ID", "key": "vpc_id"}})),
 			remoteState(set("spec.defaults", largeDefaults(2, 65534))), // 131072 bytes with the names
+			remoteState(set("spec.backendRef.namespace", "team-a")),
+			outputGrant(set("spec.backends", []any{map[string]any{"kind": "CosBackend", "name": "network.v2"}}), set("spec.workspaces", []any{"prod", "staging.eu"}),
+				set("spec.to", []any{map[string]any{"namespace": "team-b"}, map[string]any{"namespaceSelector": map[string]any{}},
+					map[string]any{"namespaceSelector": map[string]any{"matchLabels": map[string]any{"infrastate.io/network-outputs": "granted"}}}}),
+				set("spec.outputs", []any{"vpc_id", "subnet-ids"}), set("spec.sensitiveOutputs", []any{"_db_password"})),
 			// probe.interval: 0s reads only on changes; the edges of the
 			// bounds; the deprecated interval alone, or beside a probe
 			// that sets no interval.
