@@ -129,6 +129,18 @@ var _ = Describe("API storage", func() {
 			eventuallyCondition(ctx, remote, "OutputsReady", metav1.ConditionTrue, "OutputsPublished")
 		}
 		expectAPIStorageCounted(ctx, other)
+
+		By("deleting a RemoteState and what it published, as garbage collection would, publishes the refused one at once, not at its next read")
+		Expect(k8sClient.Delete(ctx, a)).To(Succeed())
+		for _, obj := range []client.Object{
+			&corev1.ConfigMap{ObjectMeta: metav1.ObjectMeta{Namespace: tenant, Name: "a-outputs"}},
+			&corev1.Secret{ObjectMeta: metav1.ObjectMeta{Namespace: tenant, Name: "a-outputs"}},
+		} {
+			Expect(client.IgnoreNotFound(k8sClient.Delete(ctx, obj))).To(Succeed())
+		}
+		eventuallyCondition(ctx, c, "OutputsReady", metav1.ConditionTrue, "OutputsPublished")
+		Expect(renderedConfigMap(ctx, Default, tenant, "c-outputs").Data).To(HaveKeyWithValue("big", big))
+		expectAPIStorageCounted(ctx, tenant)
 	})
 
 	It("renders backends until the share is used, renders a refused one once bytes are given back, and holds after a restart", func() {

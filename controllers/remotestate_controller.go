@@ -130,6 +130,7 @@ func (r *remoteStateReconciler) setupWithManager(mgr ctrl.Manager) error {
 		b = b.WatchesRawSource(r.opts.namespaceLabels.Source(handler.EnqueueRequestsFromMapFunc(crossNamespaceReadersIn(c))))
 	}
 	return b.
+		WatchesRawSource(storageReleases{ledger: r.opts.tenantBudgets.stored, kind: backendsv1alpha1.RemoteStateKind, due: r.schedule.Expire}).
 		WatchesRawSource(r.opts.related.Source("Secret", referrersOf(backendsv1alpha1.RemoteStateKind, readersOfReferenced(c, related.SecretReference)))).
 		WatchesRawSource(r.opts.related.Source("ConfigMap", referrersOf(backendsv1alpha1.RemoteStateKind, readersOfReferenced(c, related.ConfigMapReference)))).
 		WithOptions(controller.Options{MaxConcurrentReconciles: r.opts.maxConcurrentReconciles}).
