@@ -6,6 +6,7 @@ import (
 	"strings"
 
 	backendsv1alpha1 "github.com/infrastate/backend-operator/api/v1alpha1"
+	"github.com/infrastate/backend-operator/controllers/internal/conditions"
 	"github.com/infrastate/backend-operator/controllers/internal/grants"
 	"github.com/infrastate/backend-operator/internal/outputs"
 )
@@ -199,4 +200,27 @@ func revokedMessage(producer string, removed []backendsv1alpha1.OutputStatus, co
 		parts = append(parts, fmt.Sprintf("keys %s from Secret %s", strings.Join(sensitive, ", "), secret))
 	}
 	return fmt.Sprintf("Removed %s: the OutputGrants of namespace %s no longer grant them", strings.Join(parts, " and "), producer)
+}
+
+// failureElsewhere is the OutputsReady observation obs of a failed read
+// of a backend of producer, another namespace than the reader's: its
+// reason only, unless it is about the reader's own selection (an output
+// missing, mistyped, too large, a key or a default it chose). A failure
+// of the backend or its server (its address, its credentials, the names
+// of its passphrases' Secrets, what its server answered) is for the
+// producer's owners, who see it in the backend's status; a grant shares
+// outputs, nothing else. With producer empty, obs is returned as it is.
+func failureElsewhere(obs conditions.Observation, producer string, ref backendsv1alpha1.BackendReference) conditions.Observation {
+	if producer == "" {
+		return obs
+	}
+	switch obs.Reason {
+	case backendsv1alpha1.OutputMissingReason, backendsv1alpha1.OutputTypeMismatchReason, backendsv1alpha1.OutputKeyInvalidReason,
+		backendsv1alpha1.OutputsTooLargeReason, backendsv1alpha1.InvalidSpecReason, backendsv1alpha1.ReferenceNotGrantedReason,
+		backendsv1alpha1.BudgetExceededReason:
+		return obs
+	}
+	obs.Message = fmt.Sprintf("Reading the state of %s %s of namespace %s failed (%s): its owners see why in its status, and the outputs published last stay",
+		ref.Kind, ref.Name, producer, obs.Reason)
+	return obs
 }

@@ -8,6 +8,7 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
 	backendsv1alpha1 "github.com/infrastate/backend-operator/api/v1alpha1"
+	"github.com/infrastate/backend-operator/controllers/internal/conditions"
 	"github.com/infrastate/backend-operator/controllers/internal/grants"
 )
 
@@ -184,5 +185,52 @@ func TestGrantedStateTellsNothingOfOtherOutputs(t *testing.T) {
 	}
 	if state.OutputCount != 12 {
 		t.Error("grantedState changed its argument")
+	}
+}
+
+func TestFailureElsewhere(t *testing.T) {
+	ref := backendsv1alpha1.BackendReference{Kind: backendsv1alpha1.HttpBackendKind, Name: "network"}
+	server := "https://state.team-a.internal:8443/states/network"
+	tests := []struct {
+		name     string
+		obs      conditions.Observation
+		producer string
+		want     string
+	}{
+		{
+			name: "the server's answer is the producer's business",
+			obs: conditions.Observation{Status: metav1.ConditionFalse, Reason: backendsv1alpha1.UnauthorizedReason,
+				Message: "GET " + server + " answered 401: check Secret state-credentials key password"},
+			producer: "team-a",
+			want:     "Reading the state of HttpBackend network of namespace team-a failed (Unauthorized): its owners see why in its status, and the outputs published last stay",
+		},
+		{
+			name: "so are the passphrases",
+			obs: conditions.Observation{Status: metav1.ConditionFalse, Reason: backendsv1alpha1.DecryptionFailedReason,
+				Message: `The state is encrypted and spec.encryption of the backend cannot decrypt it: key provider "team_a_pass_key" failed`},
+			producer: "team-a",
+			want:     "Reading the state of HttpBackend network of namespace team-a failed (DecryptionFailed): its owners see why in its status, and the outputs published last stay",
+		},
+		{
+			name: "the reader's own selection is its business",
+			obs: conditions.Observation{Status: metav1.ConditionFalse, Reason: backendsv1alpha1.OutputMissingReason,
+				Message: `Output "vpc_id" is not in the state and spec.defaults has no value for it`},
+			producer: "team-a",
+			want:     `Output "vpc_id" is not in the state and spec.defaults has no value for it`,
+		},
+		{
+			name: "a backend of the reader's own namespace says everything",
+			obs: conditions.Observation{Status: metav1.ConditionFalse, Reason: backendsv1alpha1.UnauthorizedReason,
+				Message: "GET " + server + " answered 401"},
+			want: "GET " + server + " answered 401",
+		},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			got := failureElsewhere(tt.obs, tt.producer, ref)
+			if got.Message != tt.want || got.Reason != tt.obs.Reason || got.Status != tt.obs.Status {
+				t.Errorf("failureElsewhere() = %s %s %q, want %s %s %q", got.Status, got.Reason, got.Message, tt.obs.Status, tt.obs.Reason, tt.want)
+			}
+		})
 	}
 }

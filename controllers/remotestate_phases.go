@@ -191,11 +191,12 @@ func readOutputs(ctx context.Context, stream stateStreamer, dec stateDecrypter, 
 // hold are an observation (BudgetExceeded), written nowhere, like a read
 // that failed: the read is done with, and the next one publishes again.
 func (r *remoteStateReconciler) publish(ctx context.Context, remote *backendsv1alpha1.RemoteState, read remoteRead, failures []failureClass) (conditions.Observation, error) {
+	producer := producerOf(remote)
 	switch {
 	case read.err != nil:
-		return probeFailure(failures, read.err), nil //nolint:nilerr // a failed read is reported in OutputsReady, not retried as an error
+		return failureElsewhere(probeFailure(failures, read.err), producer, remote.Spec.BackendRef.BackendReference), nil //nolint:nilerr // a failed read is reported in OutputsReady, not retried as an error
 	case read.contentErr != nil:
-		return contentFailure(read.contentErr), nil //nolint:nilerr // a state that does not parse is reported in OutputsReady, not retried as an error
+		return failureElsewhere(contentFailure(read.contentErr), producer, remote.Spec.BackendRef.BackendReference), nil //nolint:nilerr // a state that does not parse is reported in OutputsReady, not retried as an error
 	case !read.found:
 		return noState(remote.Spec.BackendRef.BackendReference, workspaceOrDefault(remote.Spec.Workspace)), nil
 	}
