@@ -1,7 +1,6 @@
 package budget
 
 import (
-	"context"
 	"fmt"
 	"maps"
 	"sync"
@@ -71,15 +70,12 @@ type Shares struct {
 	sum int64
 	// drained is when used was last drained (rate budgets only).
 	drained time.Time
-	// released is closed, and replaced, whenever use goes down, to wake
-	// the waiters of Take.
-	released chan struct{}
 }
 
 // New returns the budget cfg describes, reading time from clk (for rate
 // budgets).
 func New(cfg Config, clk clock.PassiveClock) *Shares {
-	return &Shares{cfg: cfg, clock: clk, used: map[string]int64{}, drained: clk.Now(), released: make(chan struct{})}
+	return &Shares{cfg: cfg, clock: clk, used: map[string]int64{}, drained: clk.Now()}
 }
 
 // Config returns the budget's configuration.
@@ -127,49 +123,6 @@ func (s *Shares) Fits(namespace string, n int64) error {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	return s.fitsLocked(namespace, n)
-}
-
-// Take waits until namespace may take n and takes it, or returns the
-// *ExceededError of the last attempt (wrapped with ctx's cause) when ctx
-// ends first. A request larger than the share or the total can never be
-// held: it is refused at once.
-func (s *Shares) Take(ctx context.Context, namespace string, n int64) error {
-	for {
-		s.mu.Lock()
-		err := s.fitsLocked(namespace, n)
-		if err == nil {
-			s.addLocked(namespace, n)
-			s.mu.Unlock()
-			return nil
-		}
-		if n > s.cfg.PerNamespace || (s.cfg.Total > 0 && n > s.cfg.Total) {
-			s.mu.Unlock()
-			return err
-		}
-		released := s.released
-		s.mu.Unlock()
-		if cause := s.wait(ctx, released); cause != nil {
-			return fmt.Errorf("%w (%w)", err, cause)
-		}
-	}
-}
-
-// wait waits for released, for a rate budget's use to drain a little, or
-// for ctx.
-func (s *Shares) wait(ctx context.Context, released <-chan struct{}) error {
-	var tick <-chan time.Time
-	if s.cfg.Window > 0 { // use drains with time, not only on Give
-		t := time.NewTimer(s.cfg.Window / 20)
-		defer t.Stop()
-		tick = t.C
-	}
-	select {
-	case <-released:
-	case <-tick:
-	case <-ctx.Done():
-		return context.Cause(ctx)
-	}
-	return nil
 }
 
 // Charge adds n to namespace's use whether or not it fits: for a rate
@@ -224,7 +177,7 @@ func (s *Shares) fitsLocked(namespace string, n int64) error {
 }
 
 // addLocked adds n (which may be negative) to namespace's use and to
-// the sum, never below 0, and wakes the waiters when use went down.
+// the sum, never below 0.
 func (s *Shares) addLocked(namespace string, n int64) {
 	used := max(s.used[namespace]+n, 0)
 	s.sum = max(s.sum+used-s.used[namespace], 0)
@@ -232,10 +185,6 @@ func (s *Shares) addLocked(namespace string, n int64) {
 		delete(s.used, namespace)
 	} else {
 		s.used[namespace] = used
-	}
-	if n < 0 {
-		close(s.released)
-		s.released = make(chan struct{})
 	}
 }
 

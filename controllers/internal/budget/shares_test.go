@@ -1,7 +1,6 @@
 package budget
 
 import (
-	"context"
 	"errors"
 	"strings"
 	"testing"
@@ -128,50 +127,5 @@ func TestShares(t *testing.T) {
 				t.Errorf("use (-want +got):\n%s", diff)
 			}
 		})
-	}
-}
-
-func TestTakeWaitsForWhatIsGiven(t *testing.T) {
-	s := New(Config{Name: "read memory", PerNamespace: 10, PerNamespaceFlag: "f"}, clocktesting.NewFakePassiveClock(time.Now()))
-	if err := s.TryTake("a", 10); err != nil {
-		t.Fatal(err)
-	}
-	taken := make(chan error, 1)
-	go func() { taken <- s.Take(context.Background(), "a", 5) }()
-	select {
-	case err := <-taken:
-		t.Fatalf("Take returned %v before anything was given back", err)
-	case <-time.After(50 * time.Millisecond):
-	}
-	s.Give("a", 5)
-	if err := <-taken; err != nil {
-		t.Fatalf("Take after Give: %v", err)
-	}
-	if got := s.Used("a"); got != 10 {
-		t.Errorf("used %d, want 10", got)
-	}
-}
-
-func TestTakeRefusesWhatNoShareHolds(t *testing.T) {
-	s := New(Config{Name: "read memory", PerNamespace: 10, PerNamespaceFlag: "f"}, clocktesting.NewFakePassiveClock(time.Now()))
-	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
-	defer cancel()
-	var exceeded *ExceededError
-	if err := s.Take(ctx, "a", 11); !errors.As(err, &exceeded) || ctx.Err() != nil {
-		t.Fatalf("Take of more than the share: %v, want an *ExceededError at once", err)
-	}
-}
-
-func TestTakeEndsWithItsContext(t *testing.T) {
-	s := New(Config{Name: "read memory", PerNamespace: 10, PerNamespaceFlag: "f"}, clocktesting.NewFakePassiveClock(time.Now()))
-	if err := s.TryTake("a", 10); err != nil {
-		t.Fatal(err)
-	}
-	ctx, cancel := context.WithCancel(context.Background())
-	cancel()
-	var exceeded *ExceededError
-	err := s.Take(ctx, "a", 1)
-	if !errors.As(err, &exceeded) || !errors.Is(err, context.Canceled) {
-		t.Fatalf("Take with an ended context: %v, want the *ExceededError and the context's cause", err)
 	}
 }
