@@ -111,16 +111,8 @@ func sendStep(t *testing.T, client *http.Client, method, url string, body []byte
 	if err != nil {
 		t.Fatal(err)
 	}
-	resp, err := client.Do(req)
-	if err != nil {
-		t.Fatalf("%s %s: %v", method, url, err)
-	}
-	defer resp.Body.Close()
-	b, err := io.ReadAll(resp.Body)
-	if err != nil {
-		t.Fatal(err)
-	}
-	return response{Status: resp.StatusCode, Body: string(b)}
+	got, _ := do(t, client, req)
+	return got
 }
 
 // TestTruncatedUploadIsNotStored sends part of a declared body over

@@ -57,14 +57,20 @@ func send(t *testing.T, client *http.Client, method, url string, body []byte, he
 			req.Header.Add(k, v)
 		}
 	}
+	return do(t, client, req)
+}
+
+// do sends req and reads its answer whole.
+func do(t *testing.T, client *http.Client, req *http.Request) (response, http.Header) {
+	t.Helper()
 	resp, err := client.Do(req)
 	if err != nil {
-		t.Fatalf("%s %s: %v", method, url, err)
+		t.Fatalf("%s %s: %v", req.Method, req.URL, err)
 	}
 	defer resp.Body.Close()
 	b, err := io.ReadAll(resp.Body)
 	if err != nil {
-		t.Fatalf("reading the answer of %s %s: %v", method, url, err)
+		t.Fatalf("reading the answer of %s %s: %v", req.Method, req.URL, err)
 	}
 	return response{Status: resp.StatusCode, Body: string(b)}, resp.Header
 }
