@@ -30,6 +30,10 @@ const (
 	// LockedCondition is informational: True while a state lock is held.
 	// It never makes Ready False.
 	LockedCondition = "Locked"
+
+	// SnapshotsReadyCondition reports whether a StateHistory keeps the
+	// newest state it read in its destination.
+	SnapshotsReadyCondition = "SnapshotsReady"
 )
 
 // Condition reasons.
@@ -301,4 +305,41 @@ const (
 	// that hold its lock to release it: deleting them (or their
 	// spec.until passing) lets the deletion finish.
 	InUseReason = "InUse"
+
+	// SnapshotStoredReason means a StateHistory keeps the newest state it
+	// read.
+	SnapshotStoredReason = "SnapshotStored"
+
+	// DestinationUnreachableReason means a StateHistory's destination did
+	// not answer.
+	DestinationUnreachableReason = "DestinationUnreachable"
+
+	// DestinationRefusedReason means a StateHistory's destination refused
+	// its credentials or its requests (a missing bucket, access denied).
+	DestinationRefusedReason = "DestinationRefused"
+
+	// DestinationFullReason means a StateHistory's destination refuses new
+	// objects (its bucket is full or over its quota), or its prefix holds
+	// more objects than a history lists.
+	DestinationFullReason = "DestinationFull"
+
+	// PrefixInUseReason means another StateHistory of the namespace writes
+	// to the same destination and prefix.
+	PrefixInUseReason = "PrefixInUse"
+
+	// RestoredReason means a StateRestore wrote its snapshot.
+	RestoredReason = "Restored"
+
+	// SnapshotNotFoundReason means the snapshot a StateRestore names is
+	// not in its history's destination (never taken, or pruned).
+	SnapshotNotFoundReason = "SnapshotNotFound"
+
+	// LineageMismatchReason means the snapshot a StateRestore names is of
+	// another lineage than the source's state, and spec.allowLineageChange
+	// is not set.
+	LineageMismatchReason = "LineageMismatch"
+
+	// HistoryNotFoundReason means a StateRestore's historyRef names no
+	// StateHistory.
+	HistoryNotFoundReason = "HistoryNotFound"
 )

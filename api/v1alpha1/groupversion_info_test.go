@@ -27,7 +27,9 @@ func TestAddToSchemeRegistersEveryKind(t *testing.T) {
 		OutputGrantKind, OutputGrantKind + "List",
 		"PatchOptions", // meta/v1
 		RemoteStateKind, RemoteStateKind + "List",
+		StateHistoryKind, StateHistoryKind + "List",
 		StateLockKind, StateLockKind + "List",
+		StateRestoreKind, StateRestoreKind + "List",
 		"UpdateOptions", "WatchEvent", // meta/v1
 	}
 	if diff := cmp.Diff(want, got); diff != "" {
