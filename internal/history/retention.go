@@ -10,6 +10,8 @@ type Snapshot struct {
 	Ref
 	// TakenAt is when the state it holds was read.
 	TakenAt time.Time
+	// Size is its size in bytes.
+	Size int64
 }
 
 // Retention bounds the snapshots kept: at most Count (0: no bound), none

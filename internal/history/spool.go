@@ -51,7 +51,7 @@ func Spool(dir string, limit int64, r io.Reader) (*Spooled, error) {
 }
 
 // Reader returns a reader of the spooled state from its first byte.
-func (s *Spooled) Reader() (io.Reader, error) {
+func (s *Spooled) Reader() (io.ReadSeeker, error) {
 	if _, err := s.file.Seek(0, io.SeekStart); err != nil {
 		return nil, fmt.Errorf("rewinding the snapshot's spool file: %w", err)
 	}
