@@ -69,7 +69,7 @@ func assertNoSecrets(t *testing.T, err error) {
 var sentinels = []error{
 	cos.ErrInvalidConfig, cos.ErrBucketNotFound, cos.ErrAccessDenied, cos.ErrUnreachable,
 	cos.ErrChecksumMissing, cos.ErrChecksumMismatch, cos.ErrStateTooLarge, cos.ErrInvalidLock,
-	cos.ErrRedirect, cos.ErrLockNotHeld,
+	cos.ErrRedirect, cos.ErrLockNotHeld, cos.ErrStoreFull,
 }
 
 func matching(err error) []error {

@@ -20,8 +20,22 @@ var (
 	ErrBucketNotFound = errors.New("COS bucket does not exist")
 	// ErrAccessDenied means COS refused the credentials or the request: any
 	// 403, or the codes AccessDenied, InvalidAccessKeyId and
-	// SignatureDoesNotMatch.
+	// SignatureDoesNotMatch. A 403 that says the store is full (Ceph RGW's
+	// QuotaExceeded) is ErrStoreFull instead: no answer matches both.
 	ErrAccessDenied = errors.New("COS access denied")
+	// ErrStoreFull means the store refuses new objects because the bucket
+	// is full or over its quota: a 507 Insufficient Storage, or the codes
+	// stores send for it whatever the status: QuotaExceeded (Ceph RGW, a
+	// 403), XMinioStorageFull (MinIO, a 507),
+	// XMinioAdminBucketQuotaExceeded (MinIO's bucket quota, a 400) and
+	// InsufficientStorage. EntityTooLarge is not: it refuses one object's
+	// size, not the bucket's fill.
+	//
+	// A full store fails at once: the SDK never retries PutObject's
+	// request, whose body is a stream it cannot send twice. A 507 to a
+	// request without a body (a listing, a read, a delete) is retried as
+	// the SDK retries every 5xx: three attempts in all, without a wait.
+	ErrStoreFull = errors.New("the bucket refuses new objects: it is full or over its quota")
 	// ErrUnreachable means no answer came back: a network error, a refused
 	// connection or a timeout (the HTTP client's or the context deadline).
 	ErrUnreachable = errors.New("COS endpoint unreachable")
@@ -45,7 +59,7 @@ var (
 )
 
 // ResponseError is an error answer from COS. It matches ErrBucketNotFound,
-// ErrAccessDenied and ErrRedirect as documented on them. Its fields are
+// ErrAccessDenied, ErrStoreFull and ErrRedirect as documented on them. Its fields are
 // scrubbed of the Client's credentials and of request signatures; a
 // redirect keeps neither Code nor Message, which could repeat its target.
 type ResponseError struct {
@@ -84,15 +98,20 @@ func (e *ResponseError) Error() string {
 	return msg
 }
 
-// Is reports whether the answer means ErrBucketNotFound, ErrAccessDenied
-// or ErrRedirect.
+// Is reports whether the answer means ErrBucketNotFound, ErrAccessDenied,
+// ErrStoreFull or ErrRedirect.
 func (e *ResponseError) Is(target error) bool {
 	switch target {
 	case ErrRedirect:
 		return isRedirect(e.StatusCode)
 	case ErrBucketNotFound:
 		return e.Code == "NoSuchBucket" || (e.Key == "" && e.StatusCode == http.StatusNotFound)
+	case ErrStoreFull:
+		return e.storeFull()
 	case ErrAccessDenied:
+		if e.storeFull() {
+			return false // Ceph RGW's QuotaExceeded is a 403
+		}
 		switch e.Code {
 		case "AccessDenied", "InvalidAccessKeyId", "SignatureDoesNotMatch":
 			return true
@@ -100,6 +119,20 @@ func (e *ResponseError) Is(target error) bool {
 		return e.StatusCode == http.StatusForbidden
 	}
 	return false
+}
+
+// storeFullCodes are the error codes with which object stores refuse a
+// write because the bucket is full or over its quota (see ErrStoreFull).
+var storeFullCodes = map[string]bool{
+	"QuotaExceeded":                  true, // Ceph RGW, 403
+	"XMinioStorageFull":              true, // MinIO, 507
+	"XMinioAdminBucketQuotaExceeded": true, // MinIO's bucket quota, 400
+	"InsufficientStorage":            true, // costest.Server.SetQuota, 507
+}
+
+// storeFull reports whether the answer means ErrStoreFull.
+func (e *ResponseError) storeFull() bool {
+	return e.StatusCode == http.StatusInsufficientStorage || storeFullCodes[e.Code]
 }
 
 // classify turns what the SDK returned for op into one of this package's
