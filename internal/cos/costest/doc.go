@@ -25,6 +25,13 @@
 //     Errors are COS's XML <Error> documents with Code, Message, Resource
 //     and RequestId.
 //
+// A test can make the server refuse: DenyAccess answers every request to
+// a bucket 403 AccessDenied, DenyWrites only its PUT and DELETE requests,
+// SetQuota answers a PUT Object that would take the bucket above a number
+// of bytes 507 InsufficientStorage (what a full store answers), FailNext
+// answers the next requests with an error status, and Close makes the
+// server unreachable.
+//
 // # Addressing buckets
 //
 // The SDK resolves every request path against its BucketURL and drops any

@@ -19,7 +19,9 @@ import (
 const (
 	// metaPrefix starts the name of a user metadata header.
 	metaPrefix = "x-cos-meta-"
-	// maxObjectBytes bounds an uploaded object.
+	// maxObjectBytes bounds an uploaded object, which the handler holds
+	// in memory. It must stay above 64 MiB: the state history tests copy
+	// 50 MiB states into the server.
 	maxObjectBytes = 256 << 20
 	// defaultMaxKeys and the cap of max-keys in a listing.
 	defaultMaxKeys = 1000
@@ -117,7 +119,7 @@ func (s *Server) serveLocked(r *http.Request, bucket string, body []byte, readEr
 		return errResp(e)
 	}
 	entry.SecretID = ak
-	if s.denied[bucket] {
+	if s.denied[bucket] || (s.readOnly[bucket] && r.Method != http.MethodGet && r.Method != http.MethodHead) {
 		return errResp(errAccessDenied)
 	}
 	key := strings.TrimPrefix(r.URL.Path, "/")
@@ -187,8 +189,18 @@ func (s *Server) putObject(r *http.Request, bucket, key string, body []byte) res
 			return errResp(errBadDigest)
 		}
 	}
-	if _, exists := s.buckets[bucket][key]; exists && strings.EqualFold(r.Header.Get(forbidOverwriteHeader), "true") {
+	old, exists := s.buckets[bucket][key]
+	if exists && strings.EqualFold(r.Header.Get(forbidOverwriteHeader), "true") {
 		return errResp(errObjectExists)
+	}
+	if quota, ok := s.quotas[bucket]; ok {
+		total := int64(len(body)) + s.bucketBytesLocked(bucket)
+		if exists {
+			total -= int64(len(old.data))
+		}
+		if total > quota {
+			return errResp(errInsufficientStorage)
+		}
 	}
 	o := &object{data: body, meta: map[string]string{}, contentType: r.Header.Get("Content-Type")}
 	if o.contentType == "" {
@@ -204,6 +216,15 @@ func (s *Server) putObject(r *http.Request, bucket, key string, body []byte) res
 	h.Set("ETag", o.etag)
 	h.Set("x-cos-hash-crc64ecma", strconv.FormatUint(crc64.Checksum(body, crcTable), 10))
 	return response{status: http.StatusOK, header: h}
+}
+
+// bucketBytesLocked returns the bytes the objects of bucket hold together.
+func (s *Server) bucketBytesLocked(bucket string) int64 {
+	var n int64
+	for _, o := range s.buckets[bucket] {
+		n += int64(len(o.data))
+	}
+	return n
 }
 
 // bucketOp serves requests to the bucket itself: HEAD Bucket and GET

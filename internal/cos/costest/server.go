@@ -26,7 +26,9 @@ type Server struct {
 	creds     map[string]credential       // by secret ID
 	buckets   map[string]map[string]*object
 	denied    map[string]bool
-	failLeft  int // requests still to fail with failWith
+	readOnly  map[string]bool  // DenyWrites
+	quotas    map[string]int64 // SetQuota: the most object bytes a bucket may hold
+	failLeft  int              // requests still to fail with failWith
 	failWith  int
 	requests  int
 	log       []Request
@@ -75,6 +77,8 @@ func NewServer(tb testing.TB) *Server { //nolint:thelper // tb is optional (nil 
 		creds:     map[string]credential{},
 		buckets:   map[string]map[string]*object{},
 		denied:    map[string]bool{},
+		readOnly:  map[string]bool{},
+		quotas:    map[string]int64{},
 		now:       time.Now,
 	}
 	s.main = httptest.NewServer(s.handler(""))
@@ -181,7 +185,9 @@ func (s *Server) bucketLocked(name string) map[string]*object {
 
 // PutObject stores an object, creating the bucket if needed. meta holds
 // x-cos-meta-* metadata; a name without that prefix gets it ("md5" is
-// x-cos-meta-md5). Unlike PutState it adds no checksum.
+// x-cos-meta-md5). Unlike PutState it adds no checksum. It is the test's
+// own write: neither SetQuota nor DenyWrites refuses it, so a test can
+// fill a bucket up to or beyond its quota.
 func (s *Server) PutObject(bucket, key string, data []byte, meta map[string]string) {
 	m := map[string]string{}
 	for k, v := range meta {
@@ -247,8 +253,11 @@ func (s *Server) RequestLog() []Request {
 }
 
 // FailNext answers the next n requests with status (503 gives COS's
-// ServiceUnavailable, 500 InternalError) before looking at them. Note that
-// the SDK retries 5xx answers: one call can use up to three requests.
+// ServiceUnavailable, 500 InternalError, 507 InsufficientStorage) before
+// looking at them. Note that the SDK retries 5xx answers to requests
+// without a body or with a seekable one: one call can use up to three
+// requests. internal/cos's PutObject streams its body and is never
+// retried.
 func (s *Server) FailNext(n, status int) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
@@ -261,6 +270,35 @@ func (s *Server) DenyAccess(bucket string, deny bool) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	s.denied[bucket] = deny
+}
+
+// DenyWrites makes correctly signed requests to bucket that would change
+// it (PUT and DELETE) fail with 403 AccessDenied while deny is true, as
+// when the key may only read; GET and HEAD of objects and listings still
+// work. DenyAccess refuses reads too.
+func (s *Server) DenyWrites(bucket string, deny bool) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	s.readOnly[bucket] = deny
+}
+
+// SetQuota limits the bytes the objects of bucket may hold together to
+// maxBytes; 0 (or less) removes the limit. A PUT Object that would take
+// the bucket's total above maxBytes (an object it replaces no longer
+// counts) is refused with 507 Insufficient Storage and the code
+// InsufficientStorage, and stores nothing: COS documents no quota error
+// of its own, so the double answers as a full store does (MinIO's
+// XMinioStorageFull is also a 507). Objects already stored are kept,
+// also when a lower quota leaves the bucket above it; deleting some makes
+// room again.
+func (s *Server) SetQuota(bucket string, maxBytes int64) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if maxBytes <= 0 {
+		delete(s.quotas, bucket)
+		return
+	}
+	s.quotas[bucket] = maxBytes
 }
 
 // SetClock replaces the clock the server checks signature times against

@@ -31,6 +31,9 @@ var (
 	// errObjectExists answers a PUT Object with x-cos-forbid-overwrite:
 	// true to a key that exists.
 	errObjectExists = &apiError{http.StatusConflict, "FileAlreadyExists", "The object you specified already exists and can not be overwritten."}
+	// errInsufficientStorage answers a PUT Object beyond the bucket's
+	// quota (Server.SetQuota), and a fault of FailNext with 507.
+	errInsufficientStorage = &apiError{http.StatusInsufficientStorage, "InsufficientStorage", "The bucket has reached its quota: delete objects to make room."}
 )
 
 // faultError is the answer injected by Server.FailNext for status.
@@ -44,6 +47,8 @@ func faultError(status int) *apiError {
 		return errAccessDenied
 	case http.StatusNotFound:
 		return errNoSuchBucket
+	case http.StatusInsufficientStorage:
+		return errInsufficientStorage
 	}
 	return &apiError{status, "InjectedFault", http.StatusText(status)}
 }
