@@ -20,9 +20,11 @@ const (
 	// metaPrefix starts the name of a user metadata header.
 	metaPrefix = "x-cos-meta-"
 	// maxObjectBytes bounds an uploaded object, which the handler holds
-	// in memory. It must stay above 64 MiB: the state history tests copy
-	// 50 MiB states into the server.
+	// in memory. It must stay at 64 MiB or above (minObjectBytes): the
+	// state history tests copy 50 MiB states into the server.
 	maxObjectBytes = 256 << 20
+	// minObjectBytes is the least maxObjectBytes may be.
+	minObjectBytes = 64 << 20
 	// defaultMaxKeys and the cap of max-keys in a listing.
 	defaultMaxKeys = 1000
 	// ownerID is the owner reported in listings.
@@ -31,6 +33,10 @@ const (
 	// to replace an object that exists.
 	forbidOverwriteHeader = "x-cos-forbid-overwrite"
 )
+
+// The build fails (a negative constant converted to uint64) when
+// maxObjectBytes is lowered below minObjectBytes.
+const _ = uint64(maxObjectBytes - minObjectBytes)
 
 // hostPattern matches COS virtual-host names: <bucket>.cos.<region>.myqcloud.com
 // (accelerate is a region here) and <bucket>.cos-internal.<region>.tencentcos.cn.
