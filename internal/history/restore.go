@@ -148,7 +148,7 @@ func forward(snapshot *Spooled, serial uint64, plan RestorePlan) (*Spooled, erro
 		_ = pw.CloseWithError(Forward(pw, r, serial))
 	}()
 	out, err := Spool(plan.SpoolDir, plan.MaxStateBytes+32, pr) // room for a longer serial
-	_ = pr.CloseWithError(io.ErrClosedPipe)                      // ends Forward if Spool stopped early
+	_ = pr.CloseWithError(io.ErrClosedPipe)                     // ends Forward if Spool stopped early
 	<-done
 	if err != nil {
 		return nil, &StageError{Stage: StageContent, Err: fmt.Errorf("writing the snapshot forward: %w", err)}
