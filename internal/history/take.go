@@ -36,9 +36,11 @@ type Plan struct {
 type Taken struct {
 	// Found is false when the source holds no state: nothing else is set.
 	Found bool
-	// Current is the snapshot of the state read, Lineage its lineage
-	// (Current.Lineage is its key segment), Encrypted true for an
-	// OpenTofu-encrypted state (copied as it is stored).
+	// Current is the snapshot of the state read (taken at the plan's now,
+	// or just after the newest snapshot listed when the store dated that
+	// one later), Lineage its lineage (Current.Lineage is its key
+	// segment), Encrypted true for an OpenTofu-encrypted state (copied as
+	// it is stored).
 	Current   Snapshot
 	Lineage   string
 	Encrypted bool
@@ -132,6 +134,7 @@ func Take(ctx context.Context, src Source, store Store, plan Plan) (Taken, error
 			return taken, &StageError{Stage: StageDestination, Err: err}
 		}
 		taken.Stored = true
+		taken.Current.TakenAt = newestAt(taken.Current.TakenAt, kept)
 		kept = append(kept, taken.Current)
 	}
 
@@ -145,6 +148,19 @@ func Take(ctx context.Context, src Source, store Store, plan Plan) (Taken, error
 		taken.Pruned++
 	}
 	return taken, nil
+}
+
+// newestAt is at, or just after the newest of snapshots when that one is
+// not older: the store's clock dates the snapshots listed and may be ahead
+// of the plan's, and the state just read must still be the newest, never
+// pruned as an older one.
+func newestAt(at time.Time, snapshots []Snapshot) time.Time {
+	for _, s := range snapshots {
+		if !s.TakenAt.Before(at) {
+			at = s.TakenAt.Add(time.Nanosecond)
+		}
+	}
+	return at
 }
 
 // summarize reads the spooled state's serial and lineage.

@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"io"
+	"slices"
 	"testing"
 	"time"
 
@@ -67,7 +68,7 @@ func TestTakeSerialsOneToFive(t *testing.T) {
 func TestTakeRetention(t *testing.T) {
 	type existing struct {
 		serial uint64
-		age    time.Duration // by the store's clock
+		age    time.Duration // by the store's clock; below 0 ahead of the plan's
 	}
 	cases := map[string]struct {
 		existing  []existing
@@ -124,6 +125,14 @@ func TestTakeRetention(t *testing.T) {
 			ahead:     72 * time.Hour,
 			wantKept:  []uint64{1},
 		},
+		"a store whose clock is ahead keeps the state just read": {
+			existing:   []existing{{1, -30 * time.Second}},
+			take:       2,
+			retention:  Retention{Count: 1},
+			wantStored: true,
+			wantKept:   []uint64{2},
+			wantPruned: 1,
+		},
 		"a count and a maximum age together": {
 			existing:   []existing{{1, 50 * time.Hour}, {2, 3 * time.Hour}, {3, 2 * time.Hour}, {4, time.Hour}},
 			take:       5,
@@ -149,8 +158,14 @@ func TestTakeRetention(t *testing.T) {
 			if err != nil {
 				t.Fatalf("Take() = %v", err)
 			}
-			if got.Stored != tc.wantStored || got.Pruned != tc.wantPruned || !got.Current.TakenAt.Equal(at) {
-				t.Errorf("Take() = stored %t, pruned %d, taken at %v; want %t, %d, %v", got.Stored, got.Pruned, got.Current.TakenAt, tc.wantStored, tc.wantPruned, at)
+			if got.Stored != tc.wantStored || got.Pruned != tc.wantPruned {
+				t.Errorf("Take() = stored %t, pruned %d; want %t, %d", got.Stored, got.Pruned, tc.wantStored, tc.wantPruned)
+			}
+			// The state is taken at the plan's now, or just after the
+			// snapshots a store whose clock is ahead dated later.
+			ahead := slices.ContainsFunc(tc.existing, func(e existing) bool { return e.age < 0 })
+			if got.Current.TakenAt.Before(at) || (!ahead && !got.Current.TakenAt.Equal(at)) {
+				t.Errorf("the state was taken at %v, want %v", got.Current.TakenAt, at)
 			}
 			if diff := cmp.Diff(tc.wantKept, serials(got.Kept)); diff != "" {
 				t.Errorf("kept serials (-want +got):\n%s", diff)
