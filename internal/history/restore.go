@@ -20,6 +20,9 @@ type RestorePlan struct {
 	// to write back.
 	Prefix   string
 	Snapshot Ref
+	// Select, when set, chooses Snapshot from the source's state as Restore
+	// reads it (found false when it holds none), before anything else.
+	Select func(current statefile.Summary, found bool) (Ref, error)
 	// AllowLineageChange lets a snapshot of another lineage than the
 	// source's (or a source that holds no state) be written.
 	AllowLineageChange bool
@@ -35,6 +38,9 @@ type Restored struct {
 	Previous statefile.Summary
 	Found    bool
 	Written  uint64
+	// Snapshot is the snapshot written (or chosen, when Restore failed
+	// after choosing).
+	Snapshot Ref
 }
 
 // Restore refusals: Restore writes nothing after them.
@@ -73,6 +79,12 @@ func Restore(ctx context.Context, src Source, store Store, write Writer, plan Re
 		return res, &StageError{Stage: StageSource, Err: fmt.Errorf("reading the source's state: %w", err)}
 	}
 	res.Found = found
+	if plan.Select != nil {
+		if plan.Snapshot, err = plan.Select(res.Previous, found); err != nil {
+			return res, err
+		}
+	}
+	res.Snapshot = plan.Snapshot
 	if !plan.AllowLineageChange && (!found || LineageSegment(res.Previous.Lineage) != plan.Snapshot.Lineage) {
 		return res, ErrLineageMismatch
 	}

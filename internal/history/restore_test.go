@@ -252,6 +252,10 @@ func TestRestore(t *testing.T) {
 			if stage := StageOf(err); stage != tc.wantStage {
 				t.Errorf("StageOf(%v) = %q, want %q", err, stage, tc.wantStage)
 			}
+			if got.Snapshot != (Ref{}) && got.Snapshot != ref {
+				t.Errorf("Restore() reports snapshot %+v, want the plan's %+v", got.Snapshot, ref)
+			}
+			got.Snapshot = Ref{} // checked above: the cases' want leaves it out
 			if diff := cmp.Diff(tc.want, got); diff != "" {
 				t.Errorf("Restore() (-want +got):\n%s", diff)
 			}
