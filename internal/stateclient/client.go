@@ -151,8 +151,34 @@ func optionalAddress(field, raw string) (*endpoint, error) {
 	return &e, nil
 }
 
+// payload is the body of a request: what go-retryablehttp opens anew for
+// every attempt, its length and its MD5.
+type payload struct {
+	// raw is what retryablehttp.NewRequestWithContext takes: a []byte,
+	// which it reads through a fresh bytes.Reader per attempt, or a
+	// retryablehttp.ReaderFunc, which it calls once per attempt (and once
+	// more when the request is built) and never buffers.
+	raw    any
+	size   int64
+	md5sum [16]byte
+}
+
+// bytesPayload returns data as a payload, its MD5 computed once whatever
+// the number of attempts and data sent without being copied.
+func bytesPayload(data []byte) *payload {
+	return &payload{raw: data, size: int64(len(data)), md5sum: md5.Sum(data)} //nolint:gosec // protocol checksum
+}
+
 // do sends one request with retries. u overrides ep's URL (for the ID
 // query); body nil means no body. The caller owns the returned body.
+func (c *Client) do(ctx context.Context, method string, ep *endpoint, u *url.URL, body []byte) (*http.Response, error) {
+	if body == nil {
+		return c.send(ctx, method, ep, u, nil)
+	}
+	return c.send(ctx, method, ep, u, bytesPayload(body))
+}
+
+// send is do with any payload; nil means no body.
 //
 // Like Terraform, it sets basic auth only for a non-empty Username, and
 // sends Content-Type and Content-MD5 with every body. When retries run out
@@ -160,7 +186,7 @@ func optionalAddress(field, raw string) (*endpoint, error) {
 // attempt(s)") wrapping the last transport error or a *StatusError. URLs
 // in errors are ep's printable form; transport errors are cleaned of
 // answer bytes and secrets.
-func (c *Client) do(ctx context.Context, method string, ep *endpoint, u *url.URL, body []byte) (*http.Response, error) {
+func (c *Client) send(ctx context.Context, method string, ep *endpoint, u *url.URL, body *payload) (*http.Response, error) {
 	if u == nil {
 		u = ep.url
 	}
@@ -170,7 +196,7 @@ func (c *Client) do(ctx context.Context, method string, ep *endpoint, u *url.URL
 
 	var raw any // an untyped nil: no body at all
 	if body != nil {
-		raw = body // retryablehttp reads a []byte through a fresh bytes.Reader per attempt: no copy
+		raw = body.raw
 	}
 	req, err := retryablehttp.NewRequestWithContext(ctx, method, u.String(), raw)
 	if err != nil {
@@ -185,9 +211,11 @@ func (c *Client) do(ctx context.Context, method string, ep *endpoint, u *url.URL
 		req.SetBasicAuth(ep.user.Username(), pass)
 	}
 	if body != nil {
-		sum := md5.Sum(body) //nolint:gosec // protocol checksum
+		// retryablehttp knows the length of a []byte but not of a
+		// ReaderFunc's reader; without it net/http would send chunked.
+		req.ContentLength = body.size
 		req.Header.Set("Content-Type", "application/json")
-		req.Header.Set("Content-MD5", base64.StdEncoding.EncodeToString(sum[:]))
+		req.Header.Set("Content-MD5", base64.StdEncoding.EncodeToString(body.md5sum[:]))
 	}
 
 	resp, err := c.rc.Do(req)
