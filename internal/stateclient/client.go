@@ -169,16 +169,17 @@ func bytesPayload(data []byte) *payload {
 	return &payload{raw: data, size: int64(len(data)), md5sum: md5.Sum(data)} //nolint:gosec // protocol checksum
 }
 
-// do sends one request with retries. u overrides ep's URL (for the ID
-// query); body nil means no body. The caller owns the returned body.
-func (c *Client) do(ctx context.Context, method string, ep *endpoint, u *url.URL, body []byte) (*http.Response, error) {
+// do sends one request to ep with retries; body nil means no body. The
+// caller owns the returned body.
+func (c *Client) do(ctx context.Context, method string, ep *endpoint, body []byte) (*http.Response, error) {
 	if body == nil {
-		return c.send(ctx, method, ep, u, nil)
+		return c.send(ctx, method, ep, nil, nil)
 	}
-	return c.send(ctx, method, ep, u, bytesPayload(body))
+	return c.send(ctx, method, ep, nil, bytesPayload(body))
 }
 
-// send is do with any payload; nil means no body.
+// send is do with any payload (nil: no body). u overrides ep's URL (for
+// the ID query).
 //
 // Like Terraform, it sets basic auth only for a non-empty Username, and
 // sends Content-Type and Content-MD5 with every body. When retries run out

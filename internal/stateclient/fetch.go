@@ -90,7 +90,7 @@ func (c *Client) streamState(ctx context.Context, read func(io.Reader) error) (b
 // response of a 200 within the size limit (the caller closes it), nil for
 // no state, or an error.
 func (c *Client) get(ctx context.Context) (*http.Response, error) {
-	resp, err := c.do(ctx, http.MethodGet, &c.state, nil, nil)
+	resp, err := c.do(ctx, http.MethodGet, &c.state, nil)
 	if err != nil {
 		return nil, err
 	}

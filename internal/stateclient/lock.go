@@ -110,7 +110,7 @@ func (c *Client) acquire(ctx context.Context, info LockInfo) (string, error) {
 	if err != nil {
 		return "", fmt.Errorf("lock: %w", err)
 	}
-	resp, err := c.do(ctx, c.cfg.LockMethod, c.lock, nil, body)
+	resp, err := c.do(ctx, c.cfg.LockMethod, c.lock, body)
 	if err != nil {
 		return "", err
 	}
@@ -216,7 +216,7 @@ func (c *Client) ForceUnlockEmptyBody(ctx context.Context) error {
 }
 
 func (c *Client) sendUnlock(ctx context.Context, id string, body []byte) error {
-	resp, err := c.do(ctx, c.cfg.UnlockMethod, c.unlock, nil, body)
+	resp, err := c.do(ctx, c.cfg.UnlockMethod, c.unlock, body)
 	if err != nil {
 		return err
 	}

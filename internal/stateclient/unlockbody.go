@@ -39,7 +39,7 @@ func (c *Client) UnlockWithBody(ctx context.Context, body []byte) error {
 // *StatusError matching ErrUnauthorized or ErrForbidden; other statuses
 // are returned without error, unless retries ran out on them.
 func (c *Client) FetchStatus(ctx context.Context) (int, error) {
-	resp, err := c.do(ctx, http.MethodGet, &c.state, nil, nil)
+	resp, err := c.do(ctx, http.MethodGet, &c.state, nil)
 	if err != nil {
 		return 0, c.secrets.scrubError(err)
 	}

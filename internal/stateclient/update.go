@@ -23,13 +23,24 @@ func (c *Client) update(ctx context.Context, data []byte) error {
 	if data == nil {
 		data = []byte{} // always a body, as Terraform sends
 	}
+	return c.write(ctx, "", bytesPayload(data))
+}
+
+// write sends body with Config.UpdateMethod to the state address, with
+// the query parameter ID=lockID, or ID=<the lock this client holds> when
+// lockID is "" (no ID when it holds none), and reads the answer as Update
+// documents.
+func (c *Client) write(ctx context.Context, lockID string, body *payload) error {
 	u := *c.state.url
-	if id := c.heldLockID(); id != "" {
+	if lockID == "" {
+		lockID = c.heldLockID()
+	}
+	if lockID != "" {
 		q := u.Query()
-		q.Set("ID", id)
+		q.Set("ID", lockID)
 		u.RawQuery = q.Encode()
 	}
-	resp, err := c.do(ctx, c.cfg.UpdateMethod, &c.state, &u, data)
+	resp, err := c.send(ctx, c.cfg.UpdateMethod, &c.state, &u, body)
 	if err != nil {
 		return err
 	}
@@ -46,7 +57,7 @@ func (c *Client) update(ctx context.Context, data []byte) error {
 // Purge deletes the state with DELETE. Only 200 succeeds, as in Terraform
 // (a 204 is an error).
 func (c *Client) Purge(ctx context.Context) error {
-	resp, err := c.do(ctx, http.MethodDelete, &c.state, nil, nil)
+	resp, err := c.do(ctx, http.MethodDelete, &c.state, nil)
 	if err != nil {
 		return c.secrets.scrubError(err)
 	}
