@@ -44,6 +44,16 @@
 // and the outputs a RemoteState keeps within its budgets, not memory in
 // proportion to the state.
 //
+// # Writing a state without holding it
+//
+// UpdateFrom writes a state kept in a file (or any io.ReadSeeker) the way
+// Update writes one from memory, under a lock given by ID or held by the
+// client: the body is read as it is sent and rewound for every attempt,
+// each attempt reading through its own reader so that a transport still
+// sending an abandoned attempt cannot take bytes from the next one, and
+// the body is checked against the size and MD5 the caller gave before its
+// last bytes leave.
+//
 // # Where the client deliberately differs from Terraform
 //
 // The operator runs probes with cluster-wide rights against addresses a

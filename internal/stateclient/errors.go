@@ -24,6 +24,10 @@ var (
 	// to another scheme, host or port than the address's. It is not
 	// retried, and its text does not quote the Location.
 	ErrRedirectRefused = errors.New("redirect refused")
+	// ErrBodyMismatch matches an UpdateFrom whose body does not hold the
+	// size or the MD5 it was given: the caller's file is not the state it
+	// meant to write. It is not retried.
+	ErrBodyMismatch = errors.New("the state body does not match its size or MD5")
 )
 
 // StatusError is an answer with a status code the operation does not

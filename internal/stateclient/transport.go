@@ -53,10 +53,11 @@ func cappedBackoff(minWait, maxWait time.Duration, attempt int, resp *http.Respo
 
 // checkRetry is go-retryablehttp's DefaultRetryPolicy, except that what
 // the client refused itself (a redirect out of the origin, an address the
-// address policy denies, a request to a server whose circuit is open) is
-// not retried: it would be refused again.
+// address policy denies, a request to a server whose circuit is open, a
+// body that is not what the caller announced) is not retried: it would be
+// refused again.
 func checkRetry(ctx context.Context, resp *http.Response, err error) (bool, error) {
-	if errors.Is(err, ErrRedirectRefused) || errors.Is(err, netguard.ErrAddressDenied) || errors.Is(err, circuit.ErrOpen) {
+	if errors.Is(err, ErrRedirectRefused) || errors.Is(err, netguard.ErrAddressDenied) || errors.Is(err, circuit.ErrOpen) || errors.Is(err, ErrBodyMismatch) {
 		return false, nil
 	}
 	return retryablehttp.DefaultRetryPolicy(ctx, resp, err)
