@@ -260,6 +260,59 @@ func BenchmarkUpdate(b *testing.B) {
 	}
 }
 
+// BenchmarkUpdateFrom measures a write streamed from a file against the
+// same write from memory (Update) and a bare POST of the file.
+func BenchmarkUpdateFrom(b *testing.B) {
+	ctx := context.Background()
+	for _, s := range benchSizes {
+		c, url := benchClient(b, "updatefrom-"+s.name)
+		data := benchState(s.size)
+		f, sum := stateFile(b, data)
+		warmUp(b, func() error { return c.UpdateFrom(ctx, "", f, int64(s.size), sum) })
+		b.Run(s.name+"/client", func(b *testing.B) {
+			b.SetBytes(int64(s.size))
+			b.ReportAllocs()
+			for b.Loop() {
+				if err := c.UpdateFrom(ctx, "", f, int64(s.size), sum); err != nil {
+					b.Fatal(err)
+				}
+			}
+		})
+		b.Run(s.name+"/client-update", func(b *testing.B) {
+			b.SetBytes(int64(s.size))
+			b.ReportAllocs()
+			for b.Loop() {
+				if err := c.Update(ctx, data); err != nil {
+					b.Fatal(err)
+				}
+			}
+		})
+		b.Run(s.name+"/baseline-file-md5", func(b *testing.B) {
+			hc := baselineClient()
+			b.SetBytes(int64(s.size))
+			b.ReportAllocs()
+			for b.Loop() {
+				if _, err := f.Seek(0, io.SeekStart); err != nil {
+					b.Fatal(err)
+				}
+				req := benchRequest(b, http.MethodPost, url, io.NopCloser(f))
+				req.ContentLength = int64(s.size)
+				req.Header.Set("Content-Type", "application/json")
+				req.Header.Set("Content-MD5", base64.StdEncoding.EncodeToString(sum[:]))
+				resp, err := hc.Do(req)
+				if err != nil {
+					b.Fatal(err)
+				}
+				_, _ = io.Copy(io.Discard, resp.Body)
+				resp.Body.Close()
+				if resp.StatusCode != http.StatusOK {
+					b.Fatalf("POST: %s", resp.Status)
+				}
+			}
+		})
+	}
+}
+
 // BenchmarkFetchSummary compares the streaming summary with the naive way:
 // read the whole body, then decode it.
 func BenchmarkFetchSummary(b *testing.B) {
