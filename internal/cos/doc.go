@@ -60,10 +60,13 @@
 // (q-signature, q-ak, x-cos-security-token) and of anything shaped like a
 // signature, and leave out the request URLs net/http quotes.
 //
-// The package writes to COS only to take a lock (AcquireLock creates the
-// .tflock object for a StateLock) and to release one (ReleaseLock deletes
-// the .tflock object a forceUnlock or a StateLock names); it never writes
-// a state. A lock already held is a *LockHeldError naming the holder.
+// The package writes to COS to take a lock (AcquireLock creates the
+// .tflock object for a StateLock), to release one (ReleaseLock deletes
+// the .tflock object a forceUnlock or a StateLock names), to keep copies
+// of states under keys of the caller's (PutObject, DeleteObject), and to
+// write a workspace's state back (WriteState, as Terraform writes it,
+// streamed: for a restore, which holds the lock meanwhile). A lock
+// already held is a *LockHeldError naming the holder.
 // Tests point a Client at the protocol server in the costest subpackage
 // with WithBaseURL, or route its connections there with
 // WithDialContext(srv.DialContext); tests and demos that run the manager
