@@ -1,6 +1,8 @@
 package stateclient
 
 import (
+	"bytes"
+	"crypto/md5" // protocol checksum
 	"errors"
 	"net/http"
 	"net/http/httptest"
@@ -262,6 +264,67 @@ func TestReferenceFaults(t *testing.T) {
 			resent := tc.fault.Drop && got == tc.requests+1
 			if got != tc.requests && !resent {
 				t.Errorf("server saw %d GETs, want %d", got, tc.requests)
+			}
+		})
+	}
+}
+
+// TestUpdateFromReference writes under a lock another client took, as a
+// restore does, against the reference server.
+func TestUpdateFromReference(t *testing.T) {
+	t.Parallel()
+	cases := map[string]struct{ dir bool }{"memory": {}, "dir": {dir: true}}
+	for name, tc := range cases {
+		t.Run(name, func(t *testing.T) {
+			t.Parallel()
+			var store stateserver.Store = stateserver.NewMemoryStore()
+			if tc.dir {
+				d, err := stateserver.NewDirStore(t.TempDir())
+				if err != nil {
+					t.Fatal(err)
+				}
+				store = d
+			}
+			_, base := referenceServer(t, store)
+			cfg := referenceConfig(base, "prod", false)
+			locker, writer := mustNew(t, cfg), mustNew(t, cfg)
+			ctx := ctxT(t)
+			id, err := locker.Lock(ctx, NewLockInfo("OperationTypeApply", "operator@test"))
+			if err != nil {
+				t.Fatal(err)
+			}
+			data := benchState(2 << 20)
+			f, sum := stateFile(t, data)
+
+			// Without the ID the server refuses the write and names the holder.
+			err = writer.UpdateFrom(ctx, "", f, int64(len(data)), sum)
+			checkHolder(t, err, id)
+			var le *LockError
+			if errors.As(err, &le) && le.StatusCode != http.StatusLocked {
+				t.Errorf("StatusCode = %d, want 423", le.StatusCode)
+			}
+
+			if err := writer.UpdateFrom(ctx, id, f, int64(len(data)), sum); err != nil {
+				t.Fatalf("UpdateFrom() with the holder's ID: %v", err)
+			}
+			got, err := fetchAll(ctx, writer)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if !bytes.Equal(got, data) {
+				t.Errorf("the server holds %d bytes with MD5 %x, want %d bytes with MD5 %x", len(got), md5.Sum(got), len(data), sum)
+			}
+
+			// The lock holder itself needs no ID: it sends its own.
+			small, smallSum := stateFile(t, []byte(smallState))
+			if err := locker.UpdateFrom(ctx, "", small, int64(len(smallState)), smallSum); err != nil {
+				t.Fatalf("UpdateFrom() by the holder: %v", err)
+			}
+			if got, err := fetchAll(ctx, writer); err != nil || string(got) != smallState {
+				t.Errorf("the server holds %q (%v), want the holder's write", got, err)
+			}
+			if err := locker.Unlock(ctx, id); err != nil {
+				t.Fatal(err)
 			}
 		})
 	}
