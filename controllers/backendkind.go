@@ -100,6 +100,10 @@ type resolvedBackend interface {
 	// openState returns the reader of a workspace's state, with the
 	// backend's own client and settings. It connects only when called.
 	openState(workspace string) (stateStreamer, error)
+	// writer returns the writer of a workspace's state, with the
+	// backend's own client and settings, for a restore holding its lock.
+	// It connects only when called.
+	writer(workspace string) (stateWriter, error)
 	// decrypter decrypts the backend's encrypted states with its
 	// spec.encryption; the zero value without encryption.
 	decrypter() stateDecrypter
@@ -116,6 +120,11 @@ type resolvedBackend interface {
 // stateStreamer reads a workspace's state and hands its body to read as it
 // arrives; found is false when there is no state, size is its size.
 type stateStreamer func(ctx context.Context, read func(io.Reader) error) (found bool, size int64, err error)
+
+// stateWriter writes a whole state to a workspace under the lock lockID
+// names: size bytes of body, which it may rewind to send again, checked
+// against md5sum. It connects only when called.
+type stateWriter func(ctx context.Context, lockID string, body io.ReadSeeker, size int64, md5sum [16]byte) error
 
 // probePlan is how a backend kind probes one object.
 type probePlan struct {

@@ -24,6 +24,9 @@ type stateClient interface {
 	// FetchStatus answers the status of a GET of the state (404 and a
 	// GitLab's 204 for a state locked but never written differ).
 	FetchStatus(ctx context.Context) (int, error)
+	// UpdateFrom writes a whole state, streamed from body (rewound for
+	// each attempt), under the lock lockID names.
+	UpdateFrom(ctx context.Context, lockID string, body io.ReadSeeker, size int64, md5sum [16]byte) error
 	// LocksConfigured reports whether lock and unlock addresses are set.
 	LocksConfigured() bool
 	// CloseIdleConnections closes the connections kept for a next

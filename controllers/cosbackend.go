@@ -119,6 +119,22 @@ func (c *cosResolved) openState(workspace string) (stateStreamer, error) {
 	}, nil
 }
 
+// writer writes a workspace's state object with the backend's keys, as
+// Terraform's COS backend does while it holds the .tflock object (the
+// lock ID is not sent: COS locks are objects of their own).
+func (c *cosResolved) writer(workspace string) (stateWriter, error) {
+	if assumeRoleOnly(c.backend) {
+		return nil, conditions.Stall(backendsv1alpha1.AssumeRoleNotSupportedReason, "CosBackend %s cannot be written: %v", c.backend.Name, errAssumeRoleNotSupported)
+	}
+	cc, err := c.client()
+	if err != nil {
+		return nil, err
+	}
+	return func(ctx context.Context, _ string, body io.ReadSeeker, size int64, md5sum [16]byte) error {
+		return cc.WriteState(ctx, workspace, body, size, md5sum)
+	}, nil
+}
+
 // lockWaiting is nothing: COS locks are lock objects the operator reads
 // and deletes itself.
 func (c *cosResolved) lockWaiting() string { return "" }

@@ -120,6 +120,19 @@ func (h *httpResolved) openState(string) (stateStreamer, error) {
 	}, nil
 }
 
+// writer writes the state as Terraform does, with ?ID=<lock ID> while the
+// lock is held.
+func (h *httpResolved) writer(string) (stateWriter, error) {
+	sc, err := h.stateClient()
+	if err != nil {
+		return nil, err
+	}
+	return func(ctx context.Context, lockID string, body io.ReadSeeker, size int64, md5sum [16]byte) error {
+		defer sc.CloseIdleConnections()
+		return sc.UpdateFrom(ctx, lockID, body, size, md5sum)
+	}, nil
+}
+
 // locker locks the state through lockAddress and unlockAddress; without
 // both the state cannot be locked (LockingDisabled), nor on a server that
 // does not lock or whose release the operator cannot make (status.server,

@@ -37,6 +37,10 @@ func (f *fakeStateClient) StreamState(context.Context, func(io.Reader) error) (b
 	return false, 0, nil
 }
 
+func (f *fakeStateClient) UpdateFrom(context.Context, string, io.ReadSeeker, int64, [16]byte) error {
+	return errors.New("a probe writes no state")
+}
+
 func (f *fakeStateClient) Lock(ctx context.Context, info stateclient.LockInfo) (string, error) {
 	return f.lock(ctx, info)
 }

@@ -23,6 +23,8 @@ type operatorMetrics struct {
 	lockStaleAfter   *prometheus.GaugeVec
 	// remoteStateRefresh serves the RemoteStates' refresh series.
 	remoteStateRefresh *refreshCollector
+	// history serves the StateHistories' series.
+	history historyMetrics
 }
 
 // newOperatorMetrics returns series of no object, counting lock ages to
@@ -56,6 +58,7 @@ func newOperatorMetrics(clk clock.PassiveClock) *operatorMetrics {
 				"Compare with infrastate_state_lock_age_seconds on kind, namespace and name.",
 		}, []string{"kind", "namespace", "name"}),
 		remoteStateRefresh: newRefreshCollector(),
+		history:            newHistoryMetrics(),
 	}
 }
 
@@ -74,7 +77,8 @@ func (m *operatorMetrics) register(reg prometheus.Registerer) error {
 
 // collectors are the collectors of the series.
 func (m *operatorMetrics) collectors() []prometheus.Collector {
-	return []prometheus.Collector{m.probeDuration, m.lockHeld, m.stateSize, m.lockAges, m.backendReachable, m.lockStaleAfter, m.remoteStateRefresh}
+	return append([]prometheus.Collector{m.probeDuration, m.lockHeld, m.stateSize, m.lockAges, m.backendReachable, m.lockStaleAfter, m.remoteStateRefresh},
+		m.history.collectors()...)
 }
 
 // forgetBackend removes the series of a deleted backend of kind.

@@ -582,6 +582,13 @@ func (s *scriptedStateClient) ForceUnlockEmptyBody(context.Context) error {
 	return nth(s.script.forceUnlockEmptyBody, s.record("ForceUnlockEmptyBody", ""))
 }
 
+// UpdateFrom records the lock ID: no reconcile harness script writes a
+// state.
+func (s *scriptedStateClient) UpdateFrom(_ context.Context, lockID string, _ io.ReadSeeker, _ int64, _ [16]byte) error {
+	s.record("UpdateFrom", lockID)
+	return nil
+}
+
 // recordedEvent is one event a reconciler emitted.
 type recordedEvent struct {
 	Object                     string

@@ -98,6 +98,12 @@ func SetupAll(ctx context.Context, mgr ctrl.Manager, opts ...Option) error {
 	if err := newOutputGrantReconciler(c, reader, recorder, opts...).setupWithManager(mgr); err != nil {
 		return fmt.Errorf("setting up the OutputGrant controller: %w", err)
 	}
+	if err := newStateHistoryReconciler(c, reader, recorder, opts...).setupWithManager(mgr); err != nil {
+		return fmt.Errorf("setting up the StateHistory controller: %w", err)
+	}
+	if err := newStateRestoreReconciler(c, reader, recorder, opts...).setupWithManager(mgr); err != nil {
+		return fmt.Errorf("setting up the StateRestore controller: %w", err)
+	}
 	return nil
 }
 
@@ -121,6 +127,9 @@ func fieldIndexes() []fieldIndex {
 		fieldIndex{&backendsv1alpha1.RemoteState{}, related.ReferencesIndex, remoteStateReferences},
 		fieldIndex{&backendsv1alpha1.RemoteState{}, producerIndex, remoteStateProducer},
 		fieldIndex{&backendsv1alpha1.StateLock{}, backendRefIndex, stateLockBackend},
+		fieldIndex{&backendsv1alpha1.StateHistory{}, backendRefIndex, stateHistoryBackends},
+		fieldIndex{&backendsv1alpha1.StateHistory{}, historyPrefixIndex, stateHistoryPrefix},
+		fieldIndex{&backendsv1alpha1.StateRestore{}, backendRefIndex, stateRestoreHistory},
 	)
 }
 

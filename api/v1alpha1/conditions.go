@@ -34,6 +34,10 @@ const (
 	// SnapshotsReadyCondition reports whether a StateHistory keeps the
 	// newest state it read in its destination.
 	SnapshotsReadyCondition = "SnapshotsReady"
+
+	// RestoredCondition reports whether a StateRestore wrote its snapshot,
+	// and otherwise what it waits for or why it was refused.
+	RestoredCondition = "Restored"
 )
 
 // Condition reasons.
