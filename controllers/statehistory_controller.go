@@ -98,6 +98,16 @@ func (r *stateHistoryReconciler) setupWithManager(mgr ctrl.Manager) error {
 		b = b.Watches(kind.newObject(), handler.EnqueueRequestsFromMapFunc(enqueueBackendReferrers(c, newStateHistoryList, kind.name())),
 			builder.WithPredicates(predicate.Or[client.Object](predicate.GenerationChangedPredicate{}, stateSeenChanged())))
 	}
+	// A history that leaves a prefix (deleted, or moved to another) frees
+	// it for the histories it stalled with PrefixInUse.
+	b = b.Watches(&backendsv1alpha1.StateHistory{}, handler.EnqueueRequestsFromMapFunc(historiesSharingPrefix(c)),
+		builder.WithPredicates(predicate.Funcs{
+			CreateFunc:  func(ctrlevent.CreateEvent) bool { return false },
+			GenericFunc: func(ctrlevent.GenericEvent) bool { return false },
+			UpdateFunc: func(e ctrlevent.UpdateEvent) bool {
+				return e.ObjectOld.GetGeneration() != e.ObjectNew.GetGeneration() || !e.ObjectNew.GetDeletionTimestamp().IsZero()
+			},
+		}))
 	return b.
 		WatchesRawSource(r.opts.related.Source("Secret", referrersOf(backendsv1alpha1.StateHistoryKind, historiesOfReferenced(c, related.SecretReference)))).
 		WatchesRawSource(r.opts.related.Source("ConfigMap", referrersOf(backendsv1alpha1.StateHistoryKind, historiesOfReferenced(c, related.ConfigMapReference)))).
@@ -129,6 +139,28 @@ func stateSeen(b backendObject) string {
 		return ""
 	}
 	return strconv.FormatInt(st.Serial, 10) + "/" + st.Lineage
+}
+
+// historiesSharingPrefix maps a history to the others of any namespace
+// that write to the prefix it wrote to.
+func historiesSharingPrefix(c client.Reader) handler.MapFunc {
+	return func(ctx context.Context, obj client.Object) []reconcile.Request {
+		h, ok := obj.(*backendsv1alpha1.StateHistory)
+		if !ok {
+			return nil
+		}
+		list := &backendsv1alpha1.StateHistoryList{}
+		if err := c.List(ctx, list, client.MatchingFields{historyPrefixIndex: historyPrefix(h)}, client.UnsafeDisableDeepCopy); err != nil {
+			return nil
+		}
+		var requests []reconcile.Request
+		for i := range list.Items {
+			if list.Items[i].UID != h.UID {
+				requests = append(requests, reconcile.Request{NamespacedName: client.ObjectKeyFromObject(&list.Items[i])})
+			}
+		}
+		return requests
+	}
 }
 
 // historiesOfReferenced maps a Secret or a ConfigMap to the histories
