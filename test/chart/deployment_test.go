@@ -8,6 +8,7 @@ import (
 	"github.com/google/go-cmp/cmp"
 	appsv1 "k8s.io/api/apps/v1"
 	corev1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/api/resource"
 )
 
 // configManager is config/manager's Deployment, the reference the chart's
@@ -35,7 +36,8 @@ func managerContainer(t *testing.T, d appsv1.Deployment) corev1.Container {
 // TestDeploymentMatchesConfigManager checks that with the default values the
 // chart runs the manager as config/manager does: the same hardening (Pod and
 // container security contexts), command, arguments, environment, ports,
-// probes, resources, node selector and grace period.
+// probes, resources, volumes and their mounts (the spool), node selector
+// and grace period.
 func TestDeploymentMatchesConfigManager(t *testing.T) {
 	want, got := configManager(t), renderedManager(t)
 	wantPod, gotPod := want.Spec.Template.Spec, got.Spec.Template.Spec
@@ -50,6 +52,8 @@ func TestDeploymentMatchesConfigManager(t *testing.T) {
 		"livenessProbe":                 {wantC.LivenessProbe, gotC.LivenessProbe},
 		"readinessProbe":                {wantC.ReadinessProbe, gotC.ReadinessProbe},
 		"resources":                     {wantC.Resources, gotC.Resources},
+		"volumes":                       {wantPod.Volumes, gotPod.Volumes},
+		"volumeMounts":                  {wantC.VolumeMounts, gotC.VolumeMounts},
 		"nodeSelector":                  {wantPod.NodeSelector, gotPod.NodeSelector},
 		"terminationGracePeriodSeconds": {wantPod.TerminationGracePeriodSeconds, gotPod.TerminationGracePeriodSeconds},
 		"replicas":                      {want.Spec.Replicas, got.Spec.Replicas},
@@ -64,6 +68,64 @@ func TestDeploymentMatchesConfigManager(t *testing.T) {
 	}
 	if gotPod.ServiceAccountName != prefix {
 		t.Errorf("serviceAccountName = %q, want %q", gotPod.ServiceAccountName, prefix)
+	}
+}
+
+// TestDeploymentSpool checks that the manager, whose root filesystem is
+// read-only, writes its spool files (os.TempDir) to /tmp, an emptyDir of
+// its own bounded by spoolSizeLimit, in the chart and in config/manager;
+// and that the chart's default is config/manager's.
+func TestDeploymentSpool(t *testing.T) {
+	cases := map[string]struct {
+		// config reads config/manager instead of rendering the chart
+		// with set.
+		config bool
+		set    []string
+		want   string
+	}{
+		"config/manager":  {config: true, want: "2Gi"},
+		"the chart":       {want: "2Gi"},
+		"a binary limit":  {set: []string{"spoolSizeLimit=8Gi"}, want: "8Gi"},
+		"a decimal limit": {set: []string{"spoolSizeLimit=500M"}, want: "500M"},
+	}
+	for name, tc := range cases {
+		t.Run(name, func(t *testing.T) {
+			var d appsv1.Deployment
+			if tc.config {
+				d = configManager(t)
+			} else {
+				d = renderedManager(t, tc.set...)
+			}
+			c := managerContainer(t, d)
+			if c.SecurityContext == nil || c.SecurityContext.ReadOnlyRootFilesystem == nil || !*c.SecurityContext.ReadOnlyRootFilesystem {
+				t.Errorf("the manager's root filesystem is not read-only: %+v", c.SecurityContext)
+			}
+			var mounted []string
+			for _, m := range c.VolumeMounts {
+				if m.MountPath == "/tmp" {
+					mounted = append(mounted, m.Name)
+					if m.ReadOnly || m.SubPath != "" || m.SubPathExpr != "" {
+						t.Errorf("/tmp is mounted %+v, want the whole volume, writable", m)
+					}
+				}
+			}
+			if !slices.Equal(mounted, []string{"spool"}) {
+				t.Fatalf("/tmp is mounted from %v, want the volume spool", mounted)
+			}
+			var spool []corev1.Volume
+			for _, v := range d.Spec.Template.Spec.Volumes {
+				if v.Name == "spool" {
+					spool = append(spool, v)
+				}
+			}
+			want := []corev1.Volume{{
+				Name:         "spool",
+				VolumeSource: corev1.VolumeSource{EmptyDir: &corev1.EmptyDirVolumeSource{SizeLimit: new(resource.MustParse(tc.want))}},
+			}}
+			if diff := cmp.Diff(want, spool); diff != "" {
+				t.Errorf("the spool volume (-want +got):\n%s", diff)
+			}
+		})
 	}
 }
 

@@ -52,6 +52,10 @@ func TestSchemaRejects(t *testing.T) {
 		"a budget in decimal units":                {set: []string{"budgets.readMemoryTotal=96M"}, want: "at '/budgets/readMemoryTotal'"},
 		"a CPU budget that is no duration":         {set: []string{"budgets.keyDerivationCPUTotal=15"}, want: "at '/budgets/keyDerivationCPUTotal'"},
 		"an unknown budget":                        {set: []string{"budgets.probeTime=1m"}, want: "additional properties 'probeTime' not allowed"},
+		"a spool size that is no quantity":         {set: []string{"spoolSizeLimit=lots"}, want: "at '/spoolSizeLimit'"},
+		"a spool size with a unit of its own":      {set: []string{"spoolSizeLimit=2GB"}, want: "at '/spoolSizeLimit'"},
+		"a spool size of 0, no bound":              {set: []string{"spoolSizeLimit=0"}, want: "at '/spoolSizeLimit'"},
+		"no spool size":                            {set: []string{"spoolSizeLimit=null"}, want: "missing property 'spoolSizeLimit'"},
 		"a port out of range":                      {set: []string{"metrics.service.port=70000"}, want: "at '/metrics/service/port'"},
 		"an unknown alert":                         {set: []string{"metrics.prometheusRule.lockHeld.for=5m"}, want: "additional properties 'lockHeld' not allowed"},
 		"a for that is no Prometheus duration":     {set: []string{"metrics.prometheusRule.backendUnreachable.for=15 minutes"}, want: "at '/metrics/prometheusRule/backendUnreachable/for'"},
@@ -89,11 +93,12 @@ func TestSchemaRejects(t *testing.T) {
 // extraArgs_test.go checks which extraArgs render.
 func TestSchemaAccepts(t *testing.T) {
 	cases := map[string][]string{
-		"a digest":                     {"image.digest=sha256:" + strings.Repeat("ab", 32)},
-		"no resources":                 {"resources=null"},
-		"a toleration":                 {"tolerations[0].key=dedicated", "tolerations[0].operator=Exists", "tolerations[0].effect=NoSchedule"},
-		"an allow list of addresses":   {"allowedAddressCIDRs={10.0.0.0/8,2001:db8::/32}"},
-		"the labeled reference policy": {"secretReferencePolicy=labeled"},
+		"a digest":                      {"image.digest=sha256:" + strings.Repeat("ab", 32)},
+		"no resources":                  {"resources=null"},
+		"a toleration":                  {"tolerations[0].key=dedicated", "tolerations[0].operator=Exists", "tolerations[0].effect=NoSchedule"},
+		"an allow list of addresses":    {"allowedAddressCIDRs={10.0.0.0/8,2001:db8::/32}"},
+		"the labeled reference policy":  {"secretReferencePolicy=labeled"},
+		"a spool size in decimal units": {"spoolSizeLimit=500M"},
 	}
 	for name, set := range cases {
 		t.Run(name, func(t *testing.T) {

@@ -119,7 +119,7 @@ var _ = Describe("config/default", Serial, func() {
 			"namespaces": {"list", "watch"},
 		}))
 
-		By("the Deployment: image, leader election, probes, resources, non-root, read-only root filesystem")
+		By("the Deployment: image, leader election, probes, resources, non-root, read-only root filesystem, /tmp a bounded emptyDir")
 		Expect(byKind["Deployment"]).To(HaveLen(1))
 		deploy := convert[appsv1.Deployment](byKind["Deployment"][0])
 		pod := deploy.Spec.Template.Spec
@@ -139,6 +139,14 @@ var _ = Describe("config/default", Serial, func() {
 		Expect(c.SecurityContext.ReadOnlyRootFilesystem).To(HaveValue(BeTrue()))
 		Expect(c.SecurityContext.AllowPrivilegeEscalation).To(HaveValue(BeFalse()))
 		Expect(c.SecurityContext.Capabilities.Drop).To(ContainElement(corev1.Capability("ALL")))
+		// The spool of the states copied between two stores (os.TempDir):
+		// the one writable directory, bounded.
+		Expect(c.VolumeMounts).To(ConsistOf(corev1.VolumeMount{Name: "spool", MountPath: "/tmp"}))
+		Expect(pod.Volumes).To(HaveLen(1))
+		Expect(pod.Volumes[0].Name).To(Equal("spool"))
+		Expect(pod.Volumes[0].EmptyDir).NotTo(BeNil(), "the spool is an emptyDir")
+		Expect(pod.Volumes[0].EmptyDir.SizeLimit).NotTo(BeNil(), "the spool is bounded")
+		Expect(pod.Volumes[0].EmptyDir.SizeLimit.String()).To(Equal("2Gi"), "the spool's sizeLimit")
 		leaderRole := convert[rbacv1.Role](find(byKind["Role"], "backend-operator-leader-election-role"))
 		Expect(allows(leaderRole.Rules, "coordination.k8s.io", "leases", "update")).To(BeTrue())
 
