@@ -81,19 +81,41 @@ func numbersOf(expr parser.Expr) []float64 {
 	return out
 }
 
+// windowsOf returns the number literals, the offsets and the ranges of a
+// PromQL expression, in the order parser.Inspect walks it: "offset 2h",
+// "range 2h", or the number.
+func windowsOf(expr parser.Expr) []string {
+	var out []string
+	parser.Inspect(expr, func(node parser.Node, _ []parser.Node) error {
+		switch n := node.(type) {
+		case *parser.NumberLiteral:
+			out = append(out, strconv.FormatFloat(n.Val, 'f', -1, 64))
+		case *parser.MatrixSelector:
+			out = append(out, "range "+model.Duration(n.Range).String())
+		case *parser.VectorSelector:
+			if n.OriginalOffset != 0 {
+				out = append(out, "offset "+model.Duration(n.OriginalOffset).String())
+			}
+		}
+		return nil
+	})
+	return out
+}
+
 // The alerts of the chart, by name.
 const (
 	backendUnreachable      = "InfrastateBackendUnreachable"
 	stateLockStale          = "InfrastateStateLockStale"
 	remoteStateNotRefreshed = "InfrastateRemoteStateNotRefreshed"
 	reconcileErrors         = "InfrastateReconcileErrors"
+	stateHistoryBehind      = "InfrastateStateHistoryBehind"
 )
 
 // TestPrometheusRule checks the rule the chart renders when asked: every
 // alert present once with the for and severity of the values, the alert
 // labels on each, an expression Prometheus' own parser accepts (with the
-// factor and the floor of the values in it), and annotations that are
-// valid Prometheus templates naming the object.
+// factor and the floor, and the maximum age, of the values in it), and
+// annotations that are valid Prometheus templates naming the object.
 func TestPrometheusRule(t *testing.T) {
 	type want struct {
 		// forDuration and severity of each alert.
@@ -101,6 +123,9 @@ func TestPrometheusRule(t *testing.T) {
 		alertLabels           map[string]string
 		// numbers are the number literals of the RemoteState alert.
 		numbers []float64
+		// historyWindows are the number literals, offsets and ranges of
+		// the state history alert.
+		historyWindows []string
 	}
 	cases := map[string]struct {
 		set  []string
@@ -109,9 +134,10 @@ func TestPrometheusRule(t *testing.T) {
 		"defaults": {
 			set: []string{"metrics.prometheusRule.enabled=true"},
 			want: want{
-				forDuration: map[string]string{backendUnreachable: "15m", stateLockStale: "1m", remoteStateNotRefreshed: "5m", reconcileErrors: "15m"},
-				severity:    map[string]string{backendUnreachable: "warning", stateLockStale: "warning", remoteStateNotRefreshed: "warning", reconcileErrors: "warning"},
-				numbers:     []float64{3, 900},
+				forDuration:    map[string]string{backendUnreachable: "15m", stateLockStale: "1m", remoteStateNotRefreshed: "5m", reconcileErrors: "15m", stateHistoryBehind: "10m"},
+				severity:       map[string]string{backendUnreachable: "warning", stateLockStale: "warning", remoteStateNotRefreshed: "warning", reconcileErrors: "warning", stateHistoryBehind: "warning"},
+				numbers:        []float64{3, 900},
+				historyWindows: []string{"7200", "0", "offset 2h", "7200", "range 2h"},
 			},
 		},
 		"every value set": {
@@ -129,12 +155,16 @@ func TestPrometheusRule(t *testing.T) {
 				"metrics.prometheusRule.remoteStateNotRefreshed.minimumAgeSeconds=3600",
 				"metrics.prometheusRule.reconcileErrors.for=1h30m",
 				"metrics.prometheusRule.reconcileErrors.severity=page",
+				"metrics.prometheusRule.stateHistoryBehind.maxAgeSeconds=86400",
+				"metrics.prometheusRule.stateHistoryBehind.for=30m",
+				"metrics.prometheusRule.stateHistoryBehind.severity=critical",
 			},
 			want: want{
-				forDuration: map[string]string{backendUnreachable: "1h", stateLockStale: "0s", remoteStateNotRefreshed: "10m", reconcileErrors: "1h30m"},
-				severity:    map[string]string{backendUnreachable: "critical", stateLockStale: "info", remoteStateNotRefreshed: "critical", reconcileErrors: "page"},
-				alertLabels: map[string]string{"team": "platform"},
-				numbers:     []float64{2, 3600},
+				forDuration:    map[string]string{backendUnreachable: "1h", stateLockStale: "0s", remoteStateNotRefreshed: "10m", reconcileErrors: "1h30m", stateHistoryBehind: "30m"},
+				severity:       map[string]string{backendUnreachable: "critical", stateLockStale: "info", remoteStateNotRefreshed: "critical", reconcileErrors: "page", stateHistoryBehind: "critical"},
+				alertLabels:    map[string]string{"team": "platform"},
+				numbers:        []float64{2, 3600},
+				historyWindows: []string{"86400", "0", "offset 1d", "86400", "range 1d"},
 			},
 		},
 	}
@@ -150,7 +180,7 @@ func TestPrometheusRule(t *testing.T) {
 				names = append(names, n)
 			}
 			slices.Sort(names)
-			if diff := cmp.Diff([]string{backendUnreachable, reconcileErrors, remoteStateNotRefreshed, stateLockStale}, names); diff != "" {
+			if diff := cmp.Diff([]string{backendUnreachable, reconcileErrors, remoteStateNotRefreshed, stateHistoryBehind, stateLockStale}, names); diff != "" {
 				t.Fatalf("alerts (-want +got):\n%s", diff)
 			}
 			for name, a := range alerts {
@@ -173,6 +203,11 @@ func TestPrometheusRule(t *testing.T) {
 				if name == remoteStateNotRefreshed {
 					if diff := cmp.Diff(tc.want.numbers, numbersOf(expr)); diff != "" {
 						t.Errorf("%s: the factor and the floor in %q (-want +got):\n%s", name, a.Expr, diff)
+					}
+				}
+				if name == stateHistoryBehind {
+					if diff := cmp.Diff(tc.want.historyWindows, windowsOf(expr)); diff != "" {
+						t.Errorf("%s: the maximum age in %q (-want +got):\n%s", name, a.Expr, diff)
 					}
 				}
 			}
@@ -198,6 +233,10 @@ func TestPrometheusRuleAnnotations(t *testing.T) {
 		stateLockStale:          {wants: append([]string{"HttpBackend team-a/web", "kubectl describe httpbackend web", "2h0m0s", "forceUnlock"}, objectWants...)},
 		remoteStateNotRefreshed: {wants: append([]string{"RemoteState team-a/web", "kubectl describe remotestate web -n team-a", "3 times", "at least 900s"}, objectWants...)},
 		reconcileErrors:         {wants: []string{"httpbackend controller", "kubectl get httpbackend -A", "docs/troubleshooting.md", "for 15m"}},
+		stateHistoryBehind: {wants: []string{
+			"StateHistory team-a/web", "for 2h0m0s", "2h0m0s ago, more than 7200s", "kubectl describe statehistory web -n team-a",
+			"SnapshotsReady", "DestinationUnreachable", "kubectl get shist -A", "docs/monitoring.md",
+		}},
 	}
 	for name, tc := range cases {
 		t.Run(name, func(t *testing.T) {

@@ -70,6 +70,12 @@ func TestPrometheusRuleKeepsStrings(t *testing.T) {
 			wantFor:    "15m",
 			wantLabels: map[string]any{"severity": "null"},
 		},
+		"a for of 0 and a severity of on, of the state history alert": {
+			flags:      []string{"--set-string", "metrics.prometheusRule.stateHistoryBehind.for=0", "--set", "metrics.prometheusRule.stateHistoryBehind.severity=on"},
+			alert:      stateHistoryBehind,
+			wantFor:    "0",
+			wantLabels: map[string]any{"severity": "on"},
+		},
 		"alert labels of 1 and on": {
 			flags:      []string{"--set-string", "metrics.prometheusRule.alertLabels.tier=1", "--set", "metrics.prometheusRule.alertLabels.oncall=on"},
 			alert:      backendUnreachable,

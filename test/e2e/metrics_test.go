@@ -129,7 +129,7 @@ subjects:
 
 		By("finding, for each alert of the chart, its metrics in the scrape with every label its expression names")
 		rules := chartAlerts(ctx)
-		Expect(rules).To(HaveLen(4))
+		Expect(rules).To(HaveLen(5))
 		for alert, expr := range rules {
 			uses := promQLUses(expr)
 			Expect(uses).NotTo(BeEmpty(), "%s reads no metric: %s", alert, expr)
