@@ -266,7 +266,7 @@ func TestMetricsAreDocumented(t *testing.T) {
 			}
 		}
 	}
-	if count != 8 {
-		t.Errorf("described %d metrics, want 8", count)
+	if count != 11 {
+		t.Errorf("described %d metrics, want 11", count)
 	}
 }

@@ -1,7 +1,10 @@
 package controllers
 
 import (
+	"sync"
+
 	"github.com/prometheus/client_golang/prometheus"
+	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/types"
 
@@ -18,6 +21,15 @@ type historyMetrics struct {
 	keptAt *prometheus.GaugeVec
 	// failures counts the reads that kept nothing, by reason.
 	failures *prometheus.CounterVec
+	// seen are the histories whose series were seeded from status.
+	seen *seenHistories
+}
+
+// seenHistories is a set of histories, shared by the copies of
+// historyMetrics.
+type seenHistories struct {
+	mu   sync.Mutex
+	keys map[types.NamespacedName]bool
 }
 
 func newHistoryMetrics() historyMetrics {
@@ -35,6 +47,7 @@ func newHistoryMetrics() historyMetrics {
 			Name: "infrastate_statehistory_failures_total",
 			Help: "Reads of a StateHistory that kept nothing, by reason (the SnapshotsReady reason).",
 		}, []string{"namespace", "name", "reason"}),
+		seen: &seenHistories{keys: map[types.NamespacedName]bool{}},
 	}
 }
 
@@ -53,10 +66,39 @@ func (m *operatorMetrics) observeHistory(key types.NamespacedName, status backen
 	}
 }
 
+// seedHistory serves, for a history the manager has served nothing of
+// since it started, what its status says: the snapshots listed, and when
+// its newest state was last seen kept if its last read kept it. The series
+// of a history are then continuous across a restart, until its first read.
+func (m *operatorMetrics) seedHistory(key types.NamespacedName, status backendsv1alpha1.StateHistoryStatus) {
+	if !m.history.firstSight(key) {
+		return
+	}
+	m.history.snapshots.WithLabelValues(key.Namespace, key.Name).Set(float64(status.SnapshotCount))
+	if c := meta.FindStatusCondition(status.Conditions, backendsv1alpha1.SnapshotsReadyCondition); c != nil && c.Status == metav1.ConditionTrue && status.LastReadTime != nil {
+		m.history.keptAt.WithLabelValues(key.Namespace, key.Name).Set(float64(status.LastReadTime.Unix()))
+	}
+}
+
+// firstSight reports whether key is a history the series were not seeded
+// for yet, and records it.
+func (m historyMetrics) firstSight(key types.NamespacedName) bool {
+	m.seen.mu.Lock()
+	defer m.seen.mu.Unlock()
+	if m.seen.keys[key] {
+		return false
+	}
+	m.seen.keys[key] = true
+	return true
+}
+
 // forgetHistory removes the series of a deleted history.
 func (m *operatorMetrics) forgetHistory(key types.NamespacedName) {
 	labels := prometheus.Labels{"namespace": key.Namespace, "name": key.Name}
 	m.history.snapshots.DeletePartialMatch(labels)
 	m.history.keptAt.DeletePartialMatch(labels)
 	m.history.failures.DeletePartialMatch(labels)
+	m.history.seen.mu.Lock()
+	delete(m.history.seen.keys, key)
+	m.history.seen.mu.Unlock()
 }

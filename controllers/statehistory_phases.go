@@ -154,6 +154,7 @@ func stateHistoryPrefix(obj client.Object) []string {
 // file, never held in memory. It writes the result to status.
 func (r *stateHistoryReconciler) reconcileSnapshots(ctx context.Context, s *historyScope) error {
 	h := s.h
+	r.metrics.seedHistory(client.ObjectKeyFromObject(h), h.Status)
 	task := probeTask{kind: backendsv1alpha1.StateHistoryKind, obj: h, inputs: fingerprint(s.inputs...),
 		interval: historyInterval(h, r.opts.defaultProbeInterval), condition: backendsv1alpha1.SnapshotsReadyCondition}
 	apply := func(res *probes.Result) error {
