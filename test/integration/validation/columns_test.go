@@ -56,6 +56,11 @@ var _ = Describe("kubectl get", func() {
 				o.Status.Conditions = readyCondition(status.reason, status.message)
 			case *backendsv1alpha1.OutputGrant:
 				o.Status.Conditions, o.Status.ConsumerCount = readyCondition(status.reason, status.message), 2
+			case *backendsv1alpha1.StateHistory:
+				o.Status.Conditions, o.Status.SnapshotCount = readyCondition(status.reason, status.message), 2
+				o.Status.Snapshots = []backendsv1alpha1.StateSnapshot{{Serial: 7, Lineage: "l", SizeBytes: 1, SHA256: "s", Key: "k", TakenAt: metav1.Now()}}
+			case *backendsv1alpha1.StateRestore:
+				o.Status.Conditions = readyCondition(status.reason, status.message)
 			}
 			Expect(k8sClient.Status().Update(ctx, obj)).To(Succeed())
 
@@ -89,6 +94,15 @@ var _ = Describe("kubectl get", func() {
 			Spec: backendsv1alpha1.OutputGrantSpec{To: []backendsv1alpha1.GrantConsumer{{Namespace: "team-z"}}}},
 			statusOf{reason: "NamespaceNotWatched", message: "The manager watches only the namespaces team-a"},
 			[]string{"NAME", "READY", "CONSUMERS", "STATUS", "AGE"}),
+		Entry("StateHistory", "statehistory", &backendsv1alpha1.StateHistory{ObjectMeta: metav1.ObjectMeta{Name: "network"},
+			Spec: backendsv1alpha1.StateHistorySpec{BackendRef: backendsv1alpha1.BackendReference{Kind: backendsv1alpha1.HttpBackendKind, Name: "app"},
+				Destination: backendsv1alpha1.HistoryDestination{CosBackendRef: backendsv1alpha1.LocalObjectReference{Name: "backups"}}}},
+			statusOf{reason: "DestinationFull", message: "The destination refuses new objects"},
+			[]string{"NAME", "BACKEND", "SNAPSHOTS", "NEWEST", "READY", "STATUS", "AGE"}),
+		Entry("StateRestore", "staterestore", &backendsv1alpha1.StateRestore{ObjectMeta: metav1.ObjectMeta{Name: "to-3"},
+			Spec: backendsv1alpha1.StateRestoreSpec{HistoryRef: backendsv1alpha1.LocalObjectReference{Name: "network"}, Serial: 3}},
+			statusOf{reason: "WaitingForLock", message: "The source's lock is held by ci@runner"},
+			[]string{"NAME", "HISTORY", "SERIAL", "WRITTEN", "READY", "STATUS", "AGE"}),
 	)
 })
 

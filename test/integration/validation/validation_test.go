@@ -58,6 +58,22 @@ func outputGrant(mutations ...mutation) *unstructured.Unstructured {
 	}, mutations...)
 }
 
+// stateHistory returns a valid StateHistory changed by mutations.
+func stateHistory(mutations ...mutation) *unstructured.Unstructured {
+	return build("StateHistory", map[string]any{
+		"backendRef":  map[string]any{"kind": "HttpBackend", "name": "network"},
+		"destination": map[string]any{"cosBackendRef": map[string]any{"name": "backups"}},
+	}, mutations...)
+}
+
+// stateRestore returns a valid StateRestore changed by mutations.
+func stateRestore(mutations ...mutation) *unstructured.Unstructured {
+	return build("StateRestore", map[string]any{
+		"historyRef": map[string]any{"name": "network"},
+		"serial":     int64(3),
+	}, mutations...)
+}
+
 // httpBackend returns a valid HttpBackend changed by mutations.
 func httpBackend(mutations ...mutation) *unstructured.Unstructured {
 	return build("HttpBackend", map[string]any{
@@ -407,7 +423,42 @@ var _ = Describe("Admission validation", func() {
 			"spec.sensitiveOutputs[0]", "should match"),
 		Entry("grant: a backend kind is a backend kind", outputGrant(set("spec.backends", []any{map[string]any{"kind": "Secret", "name": "x"}})),
 			"spec.backends[0].kind", "Unsupported value"),
+
+		Entry("history: a destination is required", stateHistory(del("spec.destination")),
+			"spec.destination", "Required value"),
+		Entry("history: the interval is at least 10s", stateHistory(set("spec.interval", "5s")),
+			"spec.interval", "interval must be between 10s and 24h"),
+		Entry("history: the interval is at most 24h", stateHistory(set("spec.interval", "25h")),
+			"spec.interval", "interval must be between 10s and 24h"),
+		Entry("history: a prefix cannot climb out with ..", stateHistory(set("spec.destination.prefix", "backups/../other")),
+			"spec.destination.prefix", "should match"),
+		Entry("history: a prefix does not start with /", stateHistory(set("spec.destination.prefix", "/backups")),
+			"spec.destination.prefix", "should match"),
+		Entry("history: retain.count is at least 1", stateHistory(set("spec.retain.count", int64(0))),
+			"spec.retain.count", "should be greater than or equal to 1"),
+		Entry("history: retain.count is at most 1000", stateHistory(set("spec.retain.count", int64(1001))),
+			"spec.retain.count", "should be less than or equal to 1000"),
+		Entry("history: retain.maxAge is at least 1m", stateHistory(set("spec.retain.maxAge", "30s")),
+			"spec.retain.maxAge", "maxAge must be at least 1m"),
+		Entry("history: an HttpBackend has only the default workspace", stateHistory(set("spec.workspace", "prod")),
+			"spec.workspace", "workspace must be default for an HttpBackend"),
+		Entry("history: the source is a backend kind", stateHistory(set("spec.backendRef.kind", "Secret")),
+			"spec.backendRef.kind", "Unsupported value"),
+		Entry("restore: a serial is not negative", stateRestore(set("spec.serial", int64(-1))),
+			"spec.serial", "should be greater than or equal to 0"),
+		Entry("restore: a history is required", stateRestore(del("spec.historyRef")),
+			"spec.historyRef", "Required value"),
 	)
+
+	It("keeps a StateRestore's spec as it was created", func(ctx context.Context) {
+		ns := newNamespace(ctx)
+		obj := stateRestore()
+		obj.SetName("once")
+		obj.SetNamespace(ns)
+		Expect(k8sClient.Create(ctx, obj)).To(Succeed())
+		Expect(unstructured.SetNestedField(obj.Object, int64(4), "spec", "serial")).To(Succeed())
+		Expect(k8sClient.Update(ctx, obj)).To(beInvalid("spec", "a StateRestore cannot change: create another"))
+	}, SpecTimeout(time.Minute))
 
 	It("refuses every override of a setting the probe reads, naming the typed field", func(ctx context.Context) {
 		ns := newNamespace(ctx)
@@ -478,6 +529,10 @@ var _ = Describe("Admission validation", func() {
 				set("spec.outputs", []any{map[string]any{"name": "vpc_id", "type": "string", "key": "VPC_ID"}, map[string]any{"name": "VPC_ID", "key": "vpc_id"}})),
 			remoteState(set("spec.defaults", largeDefaults(2, 65534))), // 131072 bytes with the names
 			remoteState(set("spec.backendRef.namespace", "team-a")),
+			stateHistory(set("spec.backendRef.kind", "CosBackend"), set("spec.workspace", "staging.eu"), set("spec.interval", "10s"),
+				set("spec.destination.prefix", "state-history/team-a/network.v2"), set("spec.retain", map[string]any{"count": int64(1000), "maxAge": "1m"})),
+			stateHistory(set("spec.interval", "24h"), set("spec.retain", map[string]any{"count": int64(1)})),
+			stateRestore(set("spec.serial", int64(0)), set("spec.lineage", "0b6e4c2a-5f7d-4c3e-9a1b-2d8f6e4c2a10"), set("spec.allowLineageChange", true)),
 			outputGrant(set("spec.backends", []any{map[string]any{"kind": "CosBackend", "name": "network.v2"}}), set("spec.workspaces", []any{"prod", "staging.eu"}),
 				set("spec.to", []any{map[string]any{"namespace": "team-b"}, map[string]any{"namespaceSelector": map[string]any{}},
 					map[string]any{"namespaceSelector": map[string]any{"matchLabels": map[string]any{"infrastate.io/network-outputs": "granted"}}}}),
