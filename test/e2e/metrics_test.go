@@ -4,11 +4,13 @@ import (
 	"context"
 	"crypto/tls"
 	"fmt"
+	"maps"
 	"net"
 	"net/http"
 	"path/filepath"
 	"regexp"
 	"slices"
+	"strings"
 	"time"
 
 	"github.com/google/uuid"
@@ -23,6 +25,7 @@ import (
 	"k8s.io/client-go/tools/clientcmd"
 
 	backendsv1alpha1 "github.com/infrastate/backend-operator/api/v1alpha1"
+	"github.com/infrastate/backend-operator/internal/cos/costest"
 	"github.com/infrastate/backend-operator/internal/stateclient"
 	"github.com/infrastate/backend-operator/internal/testing/builders"
 )
@@ -78,10 +81,18 @@ subjects:
 		})
 		Expect(err).NotTo(HaveOccurred())
 
+		By("a COS bucket for state histories, and one that refuses writes")
+		cosDouble := costest.NewServer(nil)
+		DeferCleanup(cosDouble.Close)
+		cosDouble.AddCredentials("AKIDMETRICS", "metrics-secret-key")
+		cosDouble.CreateBucket("history-1250000000")
+		cosDouble.CreateBucket("readonly-1250000000")
+		cosDouble.DenyWrites("readonly-1250000000", true)
+
 		By("running the manager with its metrics endpoint as shipped: HTTPS, authentication and authorization")
 		metricsAddress := freeLoopbackAddress(ctx)
 		started := time.Now()
-		mgr := startManager(ns, "--metrics-bind-address", metricsAddress)
+		mgr := startManager(ns, "--metrics-bind-address", metricsAddress, "--cos-service-url="+cosDouble.ServiceURL().String())
 		DeferCleanup(mgr.stop)
 
 		By("a backend holding a stale lock, one that cannot be reached, and a RemoteState that publishes")
@@ -92,6 +103,14 @@ subjects:
 		kc.apply(ctx, ns, manifestOf(locked, gone, remote))
 		kc.must(ctx, ns, "wait", "--for=condition=Locked", "httpbackend/locked", "--timeout=60s")
 		kc.must(ctx, ns, "wait", "--for=condition=Ready", "remotestate/outputs", "--timeout=60s")
+
+		By("a StateHistory that keeps the state, and one whose bucket refuses it")
+		kc.apply(ctx, ns, historiesOf("locked", map[string]string{"kept": "history-1250000000", "refused": "readonly-1250000000"}))
+		kc.must(ctx, ns, "wait", "--for=condition=Ready", "statehistory/kept", "--timeout=60s")
+		Eventually(func(g Gomega) {
+			_, reason, _ := kc.condition(ctx, ns, "statehistory/refused", backendsv1alpha1.SnapshotsReadyCondition)
+			g.Expect(reason).To(Equal(backendsv1alpha1.DestinationRefusedReason))
+		}).WithTimeout(probeTimeout).Should(Succeed())
 
 		By("refusing a scrape without a token, and one whose ServiceAccount may not GET /metrics")
 		Expect(scrapeStatus(ctx, metricsAddress, "")).To(Equal(http.StatusUnauthorized))
@@ -123,7 +142,14 @@ subjects:
 				To(HaveValue(BeNumerically(">=", float64(started.Unix()))))
 			g.Expect(seriesValue(families, "controller_runtime_reconcile_errors_total", map[string]string{"controller": "remotestate"})).
 				NotTo(BeNil())
+			g.Expect(seriesValue(families, "infrastate_statehistory_snapshots", object("kept"))).To(HaveValue(BeEquivalentTo(1)))
+			g.Expect(seriesValue(families, "infrastate_statehistory_newest_kept_timestamp_seconds", object("kept"))).
+				To(HaveValue(BeNumerically(">=", float64(started.Unix()))))
+			g.Expect(seriesValue(families, "infrastate_statehistory_failures_total",
+				map[string]string{"namespace": ns, "name": "refused", "reason": backendsv1alpha1.DestinationRefusedReason})).To(HaveValue(BeNumerically(">=", 1)))
 		}).WithTimeout(probeTimeout).Should(Succeed())
+		Expect(seriesValue(families, "infrastate_statehistory_newest_kept_timestamp_seconds", object("refused"))).To(BeNil(),
+			"a history that never kept its state serves no kept time")
 		Expect(seriesValue(families, "infrastate_backend_lock_stale_after_seconds", object("gone"))).To(BeNil(),
 			"a backend whose lock is not checked has no stale threshold")
 
@@ -379,4 +405,47 @@ func metricsUnder(expr parser.Node) []string {
 		out = append(out, vs.Name)
 	}
 	return out
+}
+
+// historiesOf is the manifest of a StateHistory of backend, the
+// HttpBackend of that name, for each name of buckets, each writing to its
+// bucket through a CosBackend of its own, with the COS double's
+// credentials.
+func historiesOf(backend string, buckets map[string]string) string {
+	var b strings.Builder
+	b.WriteString(`apiVersion: v1
+kind: Secret
+metadata:
+  name: history-cos
+stringData:
+  secretId: AKIDMETRICS
+  secretKey: metrics-secret-key
+`)
+	for _, name := range slices.Sorted(maps.Keys(buckets)) {
+		fmt.Fprintf(&b, `---
+apiVersion: backends.infrastate.io/v1alpha1
+kind: CosBackend
+metadata:
+  name: %[1]s-bucket
+spec:
+  bucket: %[2]s
+  region: ap-guangzhou
+  credentialsSecretRef:
+    name: history-cos
+---
+apiVersion: backends.infrastate.io/v1alpha1
+kind: StateHistory
+metadata:
+  name: %[1]s
+spec:
+  backendRef:
+    kind: HttpBackend
+    name: %[3]s
+  destination:
+    cosBackendRef:
+      name: %[1]s-bucket
+  interval: 10s
+`, name, buckets[name], backend)
+	}
+	return b.String()
 }
