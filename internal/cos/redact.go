@@ -19,11 +19,25 @@ const redacted = "<redacted>"
 // Authorization header would otherwise carry a signature or a token.
 var signatureParam = regexp.MustCompile(`(?i)(q-signature|q-ak|x-cos-security-token)(=|%3D)[^&\s"'<>;,)]*`)
 
-// signatureDigits matches a q-signature value on its own: COS signs with
-// HMAC-SHA1 only (q-sign-algorithm=sha1), so a signature is 40 hex digits.
-// An answer may echo it without its name; nothing this package reports
-// (MD5 checksums are 32 digits) has such a run.
-var signatureDigits = regexp.MustCompile(`(?i)[0-9a-f]{40}`)
+// signatureDigits matches a run of hex digits that may hold a q-signature
+// value on its own: COS signs with HMAC-SHA1 only (q-sign-algorithm=sha1),
+// so a signature is 40 hex digits. An answer may echo it without its
+// name. Of what this package reports, MD5 checksums (32 digits) are
+// shorter, and SHA-256 digests (64 digits, in the keys of a state
+// history's snapshots) are kept whole: see scrubDigits.
+var signatureDigits = regexp.MustCompile(`(?i)[0-9a-f]{40,}`)
+
+// sha256Digits is the length of a hex SHA-256, which scrubDigits keeps.
+const sha256Digits = 64
+
+// scrubDigits redacts a run of hex digits that may hold a signature: any
+// run of 40 or more but a SHA-256's 64.
+func scrubDigits(run string) string {
+	if len(run) == sha256Digits {
+		return run
+	}
+	return redacted
+}
 
 // redactor removes a Client's credentials from error messages. Every error
 // a Client returns goes through it, whatever produced the text: the SDK,
@@ -58,7 +72,7 @@ func (r redactor) scrub(s string) string {
 		s = strings.ReplaceAll(s, secret, redacted)
 	}
 	s = signatureParam.ReplaceAllLiteralString(s, redacted)
-	return signatureDigits.ReplaceAllLiteralString(s, redacted)
+	return signatureDigits.ReplaceAllStringFunc(s, scrubDigits)
 }
 
 // error returns err unchanged when its message needs no scrubbing, and

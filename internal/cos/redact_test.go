@@ -30,6 +30,12 @@ func TestRedactorScrub(t *testing.T) {
 		"bare signature":            {in: "signature " + sig + " echoed", want: "signature <redacted> echoed"},
 		"upper-case signature":      {in: "<x" + "0123456789ABCDEF0123456789ABCDEF01234567>", want: "<x<redacted>>"},
 		"an MD5 is kept":            {in: "body MD5 d41d8cd98f00b204e9800998ecf8427e", want: "body MD5 d41d8cd98f00b204e9800998ecf8427e"},
+		"a snapshot key's SHA-256 is kept": {
+			in:   `put object "h/l/00000000000000000003-` + sig + "abcdef0123456789abcdef01" + `.tfstate"`,
+			want: `put object "h/l/00000000000000000003-` + sig + "abcdef0123456789abcdef01" + `.tfstate"`,
+		},
+		"a signature glued to more digits": {in: "x" + sig + "ab y", want: "x<redacted> y"},
+		"two signatures glued":             {in: sig + sig, want: "<redacted>"},
 	}
 	for name, tc := range cases {
 		t.Run(name, func(t *testing.T) {
