@@ -203,9 +203,10 @@ log "control plane up"
 
 k() { "${kubectl}" --kubeconfig "${kubeconfig}" --namespace default "$@"; }
 
-# 2. The samples and the objects they reference. RemoteState samples wait
-#    until the demo stack has written a state (step 5), so that they read it
-#    at once instead of at their next refresh. StateLock samples are the
+# 2. The samples and the objects they reference. RemoteState and
+#    StateHistory samples wait until the demo stack has written a state
+#    (step 5), so that they read it at once instead of at their next
+#    refresh. StateLock samples are the
 #    tour's change freeze: applied by hand, they would lock the demo stack.
 k create secret tls demo-state-client-tls \
   --cert="${run_dir}/pki/client.crt" --key="${run_dir}/pki/client.key" >/dev/null
@@ -215,7 +216,7 @@ for sample in config/samples/*.yaml; do
   [[ "$(basename "${sample}")" == kustomization.yaml ]] && continue
   if grep -q '^kind: StateLock' "${sample}"; then
     continue
-  elif grep -q '^kind: RemoteState' "${sample}"; then
+  elif grep -qE '^kind: (RemoteState|StateHistory)$' "${sample}"; then
     later+=("${sample}")
   else
     k apply -f "${sample}"
@@ -315,13 +316,14 @@ run_demo_stack() {
 }
 terraform_log="${run_dir}/logs/terraform.log"
 # ready: the kinds whose objects are all Ready once the demo is up; the
-# RemoteState only when the demo stack wrote the state it reads.
+# RemoteState and the StateHistory only when the demo stack wrote the state
+# they read.
 ready=httpbackend,cosbackend
 if [[ "${RUN_DEMO_STACK:-true}" == true ]]; then
   log "applying docs/examples/network with terraform, through the demo HttpBackend"
   if run_demo_stack >"${terraform_log}" 2>&1; then
     log "terraform apply done (log ${terraform_log})"
-    ready+=,remotestate
+    ready+=,remotestate,statehistory
   else
     log "the demo stack was not applied, so the RemoteState sample will report StateNotFound; the end of ${terraform_log}:"
     tail -n 25 "${terraform_log}" | sed 's/^/    /' >&2 || true

@@ -95,7 +95,7 @@ var _ = Describe("make run's local demo (hack/run-local.sh)", Ordered, func() {
 	}, NodeTimeout(demoUp+time.Minute))
 
 	It("is up in exactly the README tour's state", func(ctx SpecContext) {
-		By("kubectl get infrastate: both backends Ready and unlocked, the RemoteState Ready with serial 1, no StateLock")
+		By("kubectl get infrastate: both backends Ready and unlocked, the RemoteState Ready with serial 1, serial 1 kept, no StateLock")
 		rows := kubectlTables(dk.must(ctx, "default", "get", "infrastate"))
 		Expect(rows).To(HaveKey("httpbackend.backends.infrastate.io/demo"))
 		Expect(rows["httpbackend.backends.infrastate.io/demo"]).To(haveEntries(map[string]string{
@@ -109,7 +109,11 @@ var _ = Describe("make run's local demo (hack/run-local.sh)", Ordered, func() {
 		Expect(rows["remotestate.backends.infrastate.io/network"]).To(haveEntries(map[string]string{
 			"READY": "True", "BACKEND": "demo", "SERIAL": "1",
 		}))
-		Expect(rows).To(HaveLen(3), "the demo holds the samples but the StateLock")
+		Expect(rows).To(HaveKey("statehistory.backends.infrastate.io/demo-history"))
+		Expect(rows["statehistory.backends.infrastate.io/demo-history"]).To(haveEntries(map[string]string{
+			"READY": "True", "BACKEND": "demo", "SNAPSHOTS": "1", "NEWEST": "1",
+		}))
+		Expect(rows).To(HaveLen(4), "the demo holds the samples but the StateLock")
 
 		By("what a runner pod mounts and gets as environment")
 		Expect(dk.jsonpath(ctx, "default", "configmap/demo-backend", `{.data.backend\.tf}`)).
@@ -189,6 +193,32 @@ var _ = Describe("make run's local demo (hack/run-local.sh)", Ordered, func() {
 		Expect(res.err).NotTo(HaveOccurred(), res.out)
 		Expect(res.out).To(ContainSubstring("Apply complete!"))
 		Expect(res.out).To(ContainSubstring("nat_gateway_count = 3"))
+	})
+
+	It("keeps both serials of the demo state, and restores serial 1 as a new serial, as the tour does", func(ctx SpecContext) {
+		By("kubectl get shist: serials 1 and 2 kept in the COS double's bucket")
+		Eventually(func(g Gomega) {
+			g.Expect(dk.jsonpath(ctx, "default", "statehistory/demo-history", "{.status.snapshots[*].serial}")).To(Equal("2 1"))
+		}).WithTimeout(2 * time.Minute).Should(Succeed())
+
+		By("a StateRestore of serial 1")
+		dk.apply(ctx, "default", `apiVersion: backends.infrastate.io/v1alpha1
+kind: StateRestore
+metadata:
+  name: demo-to-1
+spec:
+  historyRef:
+    name: demo-history
+  serial: 1
+`)
+		dk.must(ctx, "default", "wait", "--for=condition=Ready", "staterestore/demo-to-1", "--timeout=60s")
+		Expect(dk.jsonpath(ctx, "default", "staterestore/demo-to-1", "{.status.writtenSerial}")).To(Equal("3"))
+
+		By("the RemoteState publishing serial 1's outputs again, from serial 3")
+		Eventually(func(g Gomega) {
+			g.Expect(dk.configMapData(ctx, "default", "network-outputs")).To(HaveKeyWithValue("NAT_GATEWAY_COUNT", "2"))
+			g.Expect(dk.jsonpath(ctx, "default", "remotestate/network", "{.status.state.serial}")).To(Equal("3"))
+		}).WithTimeout(2 * time.Minute).Should(Succeed())
 	})
 
 	It("serves the manager's metrics to the ServiceAccount bound to metrics-reader, with the command its banner prints", func(ctx SpecContext) {
