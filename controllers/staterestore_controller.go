@@ -50,8 +50,10 @@ type restoreScope struct {
 	sr *backendsv1alpha1.StateRestore
 	// h is its history, filled by reconcileRestoreHistory.
 	h *backendsv1alpha1.StateHistory
-	// run builds the restore, filled by reconcileRestoreTargets.
-	run func() (probes.Func, error)
+	// run builds the restore, and failures are the failure classes of
+	// the source's kind: filled by reconcileRestoreTargets.
+	run      func() (probes.Func, error)
+	failures []failureClass
 	// waiting is the Reconciling condition while the restore waits for
 	// the lock.
 	waiting *conditions.Observation
@@ -164,10 +166,11 @@ func (r *stateRestoreReconciler) reconcileRestoreTargets(ctx context.Context, s 
 		return err
 	}
 	ref := s.h.Spec.BackendRef
-	_, _, resolved, err := r.resolveBackendRef(ctx, s.h.Namespace, ref)
+	kind, _, resolved, err := r.resolveBackendRef(ctx, s.h.Namespace, ref)
 	if err != nil {
 		return err
 	}
+	s.failures = kind.failures()
 	if why := resolved.lockWaiting(); why != "" {
 		obs := conditions.Observation{Status: metav1.ConditionTrue, Reason: backendsv1alpha1.WaitingForLockReason, Message: "Waiting: " + why}
 		s.waiting = &obs
@@ -211,7 +214,7 @@ func (r *stateRestoreReconciler) reconcileRestore(ctx context.Context, s *restor
 		condition: backendsv1alpha1.RestoredCondition}
 	apply := func(res *probes.Result) error {
 		run := res.Value.(restoreRun)
-		obs := applyRestoreRun(&sr.Status, run, s.h.Name, historyPrefix(s.h), sr.Spec, r.opts.clock.Now())
+		obs := applyRestoreRun(&sr.Status, run, s.h.Name, historyPrefix(s.h), sr.Spec, s.failures, r.opts.clock.Now())
 		conditions.Set(&sr.Status.Conditions, sr.Generation, backendsv1alpha1.RestoredCondition, obs)
 		return nil
 	}

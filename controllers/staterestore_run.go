@@ -150,14 +150,17 @@ func chooseSnapshot(kept []history.Snapshot, serial uint64, lineage string, curr
 }
 
 // applyRestoreRun writes what a run did into status and returns the
-// Restored observation.
-func applyRestoreRun(status *backendsv1alpha1.StateRestoreStatus, run restoreRun, historyName, prefix string, spec backendsv1alpha1.StateRestoreSpec, now time.Time) conditions.Observation {
+// Restored observation. failures are the failure classes of the source's
+// kind: a failed read or write of the source reads as its backend's probe
+// reports it.
+func applyRestoreRun(status *backendsv1alpha1.StateRestoreStatus, run restoreRun, historyName, prefix string, spec backendsv1alpha1.StateRestoreSpec,
+	failures []failureClass, now time.Time) conditions.Observation {
 	status.Holder = nil
 	if run.waiting {
 		status.Holder = run.holder
 		return conditions.Observation{Status: metav1.ConditionFalse, Reason: backendsv1alpha1.WaitingForLockReason, Message: restoreWaitingMessage(run.holder)}
 	}
-	obs := restoreObservation(run, historyName, prefix, spec)
+	obs := restoreObservation(run, historyName, prefix, spec, failures)
 	if obs.Status == metav1.ConditionTrue {
 		ref := run.restored.Snapshot
 		status.WrittenSerial = int64(run.restored.Written)                                                                                                           //nolint:gosec // a serial Terraform wrote, plus one
@@ -173,7 +176,7 @@ func applyRestoreRun(status *backendsv1alpha1.StateRestoreStatus, run restoreRun
 
 // restoreObservation is the Restored observation of a run that held the
 // lock.
-func restoreObservation(run restoreRun, historyName, prefix string, spec backendsv1alpha1.StateRestoreSpec) conditions.Observation {
+func restoreObservation(run restoreRun, historyName, prefix string, spec backendsv1alpha1.StateRestoreSpec, failures []failureClass) conditions.Observation {
 	refused := func(reason, format string, args ...any) conditions.Observation {
 		return conditions.Observation{Status: metav1.ConditionFalse, Reason: reason, Message: fmt.Sprintf(format, args...)}
 	}
@@ -205,7 +208,7 @@ func restoreObservation(run restoreRun, historyName, prefix string, spec backend
 	case history.StageContent:
 		return refused(backendsv1alpha1.StateUnreadableReason, "The snapshot cannot be written forward: %s", errorText(run.err))
 	}
-	obs := probeFailure(nil, run.err)
+	obs := probeFailure(failures, run.err)
 	obs.Message = "The restore did not write the snapshot, and tries again: " + obs.Message
 	return obs
 }

@@ -2,6 +2,7 @@ package controllers
 
 import (
 	"errors"
+	"fmt"
 	"strings"
 	"testing"
 
@@ -10,6 +11,7 @@ import (
 
 	backendsv1alpha1 "github.com/infrastate/backend-operator/api/v1alpha1"
 	"github.com/infrastate/backend-operator/internal/history"
+	"github.com/infrastate/backend-operator/internal/stateclient"
 	"github.com/infrastate/backend-operator/internal/statefile"
 )
 
@@ -78,12 +80,15 @@ func TestApplyRestoreRun(t *testing.T) {
 		{"encrypted", restoreRun{err: history.ErrEncryptedSnapshot}, metav1.ConditionFalse, backendsv1alpha1.StateEncryptedReason, true, 0, nil, "tofu state push"},
 		{"destination unreachable is retried", restoreRun{err: &history.StageError{Stage: history.StageDestination, Err: errors.New("timeout")}},
 			metav1.ConditionFalse, backendsv1alpha1.DestinationRefusedReason, false, 0, nil, "timeout"},
+		{"a source that refuses the credentials reads as its backend's probe does",
+			restoreRun{err: &history.StageError{Stage: history.StageSource, Err: fmt.Errorf("taking the lock: %w", &stateclient.StatusError{StatusCode: 401})}},
+			metav1.ConditionFalse, backendsv1alpha1.UnauthorizedReason, false, 0, nil, "tries again"},
 		{"a lock left is said", restoreRun{restored: written, lockID: "l-1", unreleased: "the server answered 500"}, metav1.ConditionTrue, backendsv1alpha1.RestoredReason, true, 6, nil, "force-unlock l-1"},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
 			var status backendsv1alpha1.StateRestoreStatus
-			obs := applyRestoreRun(&status, tt.run, "network", "p", spec, t0)
+			obs := applyRestoreRun(&status, tt.run, "network", "p", spec, httpFailures, t0)
 			if obs.Status != tt.wantStatus || obs.Reason != tt.wantReason || !strings.Contains(obs.Message, tt.wantInMsg) {
 				t.Errorf("observation = %s %s %q, want %s %s containing %q", obs.Status, obs.Reason, obs.Message, tt.wantStatus, tt.wantReason, tt.wantInMsg)
 			}
