@@ -8,6 +8,7 @@ import (
 	"crypto/x509"
 	"errors"
 	"fmt"
+	"maps"
 	"net"
 	"syscall"
 	"testing"
@@ -22,6 +23,7 @@ import (
 	"github.com/infrastate/backend-operator/controllers/internal/nslabels"
 	"github.com/infrastate/backend-operator/internal/conformance"
 	"github.com/infrastate/backend-operator/internal/cos"
+	"github.com/infrastate/backend-operator/internal/history"
 	"github.com/infrastate/backend-operator/internal/netguard"
 	"github.com/infrastate/backend-operator/internal/outputs"
 	"github.com/infrastate/backend-operator/internal/stateclient"
@@ -45,13 +47,13 @@ func healthCases() map[string]healthCase {
 	terms := lockTerms{now: now}
 	past := &metav1.Time{Time: now.Add(-time.Minute)}
 	encrypted := &backendsv1alpha1.StateEncryption{}
-	return map[string]healthCase{
+	cases := map[string]healthCase{
 		// The reconciliation itself.
 		"the first probe of a generation is under way": {
 			reason: backendsv1alpha1.ProgressingReason, steps: forKinds(probing(), probedKinds...), want: readsProgressing,
 		},
 		"a new spec is not observed yet": {
-			reason: backendsv1alpha1.SucceededReason, steps: withKind(forKinds(probeSucceeded(), hb, cb, rs), og, granting(nil, nil)),
+			reason: backendsv1alpha1.SucceededReason, steps: withKind(forKinds(probeSucceeded(), hb, cb, rs, sh), og, granting(nil, nil)),
 			then: func(obj statusObject) { obj.SetGeneration(obj.GetGeneration() + 1) }, want: readsProgressing,
 		},
 		"a transient error, retried with backoff": {
@@ -63,7 +65,7 @@ func healthCases() map[string]healthCase {
 
 		// Ready.
 		"ready": {
-			reason: backendsv1alpha1.SucceededReason, steps: withKind(forKinds(probeSucceeded(), hb, cb, rs), og, granting(nil, nil)), want: readsCurrent,
+			reason: backendsv1alpha1.SucceededReason, steps: withKind(forKinds(probeSucceeded(), hb, cb, rs, sh), og, granting(nil, nil)), want: readsCurrent,
 		},
 		"a grant whose selectors can match the watched namespaces only": {
 			reason: backendsv1alpha1.SucceededReason,
@@ -91,7 +93,7 @@ func healthCases() map[string]healthCase {
 		// gives the operator keys: a stall (see cosResolved.openState).
 		"the state cannot be read: the only credentials are a role to assume": {
 			reason: backendsv1alpha1.AssumeRoleNotSupportedReason,
-			steps:  forKinds(stalled(backendsv1alpha1.AssumeRoleNotSupportedReason), rs), want: readsFailed,
+			steps:  forKinds(stalled(backendsv1alpha1.AssumeRoleNotSupportedReason), rs, sh, sr), want: readsFailed,
 		},
 
 		// Stalls: the user must fix the spec or a referenced object.
@@ -151,10 +153,10 @@ func healthCases() map[string]healthCase {
 			want: readsRetrying,
 		},
 		"the backend does not exist": {
-			reason: backendsv1alpha1.BackendNotFoundReason, steps: forKinds(stalled(backendsv1alpha1.BackendNotFoundReason), rs, sl), want: readsFailed,
+			reason: backendsv1alpha1.BackendNotFoundReason, steps: forKinds(stalled(backendsv1alpha1.BackendNotFoundReason), rs, sl, sh, sr), want: readsFailed,
 		},
 		"the backend is stalled": {
-			reason: backendsv1alpha1.BackendNotReadyReason, steps: forKinds(stalled(backendsv1alpha1.BackendNotReadyReason), rs, sl), want: readsFailed,
+			reason: backendsv1alpha1.BackendNotReadyReason, steps: forKinds(stalled(backendsv1alpha1.BackendNotReadyReason), rs, sl, sh, sr), want: readsFailed,
 		},
 		"no OutputGrant grants the backend of another namespace": {
 			reason: backendsv1alpha1.ReferenceNotGrantedReason, steps: forKinds(stalled(backendsv1alpha1.ReferenceNotGrantedReason), rs), want: readsFailed,
@@ -163,26 +165,30 @@ func healthCases() map[string]healthCase {
 			reason: backendsv1alpha1.NamespaceNotWatchedReason, steps: forKinds(stalled(backendsv1alpha1.NamespaceNotWatchedReason), rs), want: readsFailed,
 		},
 		"the backend has no lock address": {
-			reason: backendsv1alpha1.LockingDisabledReason, steps: forKinds(stalled(backendsv1alpha1.LockingDisabledReason), sl), want: readsFailed,
+			reason: backendsv1alpha1.LockingDisabledReason, steps: forKinds(stalled(backendsv1alpha1.LockingDisabledReason), sl, sr), want: readsFailed,
 		},
 		"the backend cannot be locked: the only credentials are a role to assume": {
-			reason: backendsv1alpha1.AssumeRoleNotSupportedReason, steps: forKinds(stalled(backendsv1alpha1.AssumeRoleNotSupportedReason), sl), want: readsFailed,
+			reason: backendsv1alpha1.AssumeRoleNotSupportedReason, steps: forKinds(stalled(backendsv1alpha1.AssumeRoleNotSupportedReason), sl, sr), want: readsFailed,
 		},
 
 		// A probe or a read failed: retried at the next interval.
 		"the credentials are required": {
-			reason: backendsv1alpha1.UnauthorizedReason, in: "probe", steps: forKinds(observed(probeFailure(everyKindsFailures, status(401))), hb, rs), want: readsRetrying,
+			reason: backendsv1alpha1.UnauthorizedReason, in: "probe",
+			steps: withKinds(forKinds(observed(probeFailure(everyKindsFailures, status(401))), hb, rs), sourceFailed(status(401)), sh, sr), want: readsRetrying,
 		},
 		"the credentials are refused": {
-			reason: backendsv1alpha1.ForbiddenReason, in: "probe", steps: forKinds(observed(probeFailure(everyKindsFailures, status(403))), hb, rs), want: readsRetrying,
+			reason: backendsv1alpha1.ForbiddenReason, in: "probe",
+			steps: withKinds(forKinds(observed(probeFailure(everyKindsFailures, status(403))), hb, rs), sourceFailed(status(403)), sh, sr), want: readsRetrying,
 		},
 		"the TLS handshake fails": {
-			reason: backendsv1alpha1.TLSErrorReason, in: "probe", steps: forKinds(observed(probeFailure(everyKindsFailures, untrusted)), hb, rs), want: readsRetrying,
+			reason: backendsv1alpha1.TLSErrorReason, in: "probe",
+			steps: withKinds(forKinds(observed(probeFailure(everyKindsFailures, untrusted)), hb, rs), sourceFailed(untrusted), sh, sr), want: readsRetrying,
 		},
 		"the address policy refuses the backend's address": {
 			reason: backendsv1alpha1.AddressDeniedReason,
 			steps: map[string]healthStep{
 				hb: observed(probeFailure(everyKindsFailures, denied)), cb: observed(bucketObservation("b", cosErr(denied))), rs: observed(probeFailure(everyKindsFailures, denied)),
+				sh: sourceFailed(denied), sr: sourceFailed(denied),
 			},
 			want: readsRetrying,
 		},
@@ -190,6 +196,7 @@ func healthCases() map[string]healthCase {
 			reason: backendsv1alpha1.UnreachableReason,
 			steps: map[string]healthStep{
 				hb: observed(probeFailure(everyKindsFailures, refused)), cb: observed(bucketObservation("b", cosErr(cos.ErrUnreachable))), rs: observed(probeFailure(everyKindsFailures, refused)),
+				sh: sourceFailed(refused), sr: sourceFailed(refused),
 			},
 			want: readsRetrying,
 		},
@@ -197,6 +204,7 @@ func healthCases() map[string]healthCase {
 			reason: backendsv1alpha1.ServerErrorReason,
 			steps: map[string]healthStep{
 				hb: observed(probeFailure(everyKindsFailures, status(500))), cb: observed(bucketObservation("b", cosErr(errors.New("HTTP 500")))), rs: observed(probeFailure(everyKindsFailures, status(500))),
+				sh: sourceFailed(status(500)), sr: sourceFailed(status(500)),
 			},
 			want: readsRetrying,
 		},
@@ -204,6 +212,7 @@ func healthCases() map[string]healthCase {
 			reason: backendsv1alpha1.BucketNotFoundReason,
 			steps: map[string]healthStep{
 				cb: observed(bucketObservation("b", cosErr(cos.ErrBucketNotFound))), rs: observed(probeFailure(everyKindsFailures, cosErr(cos.ErrBucketNotFound))),
+				sh: sourceFailed(cosErr(cos.ErrBucketNotFound)), sr: sourceFailed(cosErr(cos.ErrBucketNotFound)),
 			},
 			want: readsRetrying,
 		},
@@ -211,6 +220,7 @@ func healthCases() map[string]healthCase {
 			reason: backendsv1alpha1.AccessDeniedReason,
 			steps: map[string]healthStep{
 				cb: observed(bucketObservation("b", cosErr(cos.ErrAccessDenied))), rs: observed(probeFailure(everyKindsFailures, cosErr(cos.ErrAccessDenied))),
+				sh: sourceFailed(cosErr(cos.ErrAccessDenied)), sr: sourceFailed(cosErr(cos.ErrAccessDenied)),
 			},
 			want: readsRetrying,
 		},
@@ -233,6 +243,11 @@ func healthCases() map[string]healthCase {
 			reason: backendsv1alpha1.StateUnreadableReason,
 			steps: map[string]healthStep{
 				hb: observed(probeFailure(everyKindsFailures, malformed)), cb: cosProbed(cosProbeResult{stateErr: malformed}), rs: observed(probeFailure(everyKindsFailures, cos.ErrChecksumMismatch)),
+				// A state with no serial or lineage to key a snapshot by.
+				// Questionable for a restore: a snapshot that cannot be
+				// written forward never can, yet it is tried again.
+				sh: historyDid(historyRead{taken: history.Taken{Found: true}, err: &history.StageError{Stage: history.StageContent, Err: malformed}}),
+				sr: restoreDid(restoreRun{err: &history.StageError{Stage: history.StageContent, Err: malformed}, lockID: "l1"}),
 			},
 			want: readsRetrying,
 		},
@@ -429,4 +444,6 @@ func healthCases() map[string]healthCase {
 			steps:  forKinds(stateLockDid("", nil, slockResult{action: slockHold, err: refused}), sl), want: readsProgressing,
 		},
 	}
+	maps.Copy(cases, historyHealthCases(holder, cosErr))
+	return cases
 }

@@ -82,6 +82,8 @@ func healthKinds(t *testing.T) map[string]healthKind {
 				return grantOutcome(obj.(*backendsv1alpha1.OutputGrant), nil, nil), nil
 			},
 		},
+		sh: stateHistoryHealth(),
+		sr: stateRestoreHealth(),
 	}
 }
 
@@ -99,6 +101,14 @@ func granting(watched []string, labelsErr error, to ...backendsv1alpha1.GrantCon
 // withKind adds step for kind to steps.
 func withKind(steps map[string]healthStep, kind string, step healthStep) map[string]healthStep {
 	steps[kind] = step
+	return steps
+}
+
+// withKinds adds step for each of kinds to steps.
+func withKinds(steps map[string]healthStep, step healthStep, kinds ...string) map[string]healthStep {
+	for _, kind := range kinds {
+		steps[kind] = step
+	}
 	return steps
 }
 

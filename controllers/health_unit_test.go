@@ -52,21 +52,24 @@ const (
 	rs = backendsv1alpha1.RemoteStateKind
 	sl = backendsv1alpha1.StateLockKind
 	og = backendsv1alpha1.OutputGrantKind
+	sh = backendsv1alpha1.StateHistoryKind
+	sr = backendsv1alpha1.StateRestoreKind
 )
 
 // allKinds are the kinds of this API, in the order the cases report them.
-var allKinds = []string{hb, cb, rs, sl, og}
+var allKinds = []string{hb, cb, rs, sl, og, sh, sr}
 
-// probedKinds are the kinds that probe, read or lock: all but
-// OutputGrant, which only reports what it grants to whom.
-var probedKinds = []string{hb, cb, rs, sl}
+// probedKinds are the kinds that probe, read or lock, through the prober:
+// all but OutputGrant, which only reports what it grants to whom.
+var probedKinds = []string{hb, cb, rs, sl, sh, sr}
 
 // healthCase is one way a reconciliation of an object ends, for the kinds
 // it applies to.
 type healthCase struct {
 	// reason is the reason the case shows, and classifies, in the
 	// condition in: Ready when empty, the kind's probe condition
-	// (StateReachable, BucketReady, OutputsReady, Locked) when "probe".
+	// (StateReachable, BucketReady, OutputsReady, Locked, SnapshotsReady,
+	// Restored) when "probe".
 	reason, in string
 	// steps set the object's status, per kind.
 	steps map[string]healthStep
