@@ -381,8 +381,8 @@ func healthCases() map[string]healthCase {
 			steps: forKinds(lockRead(lockStatus(checkHTTPLock(context.Background(), nil, httpProbeRun{}, conformance.Decide(conformance.Behaviour{})), terms)), hb),
 			want:  readsCurrent,
 		},
-		"a StateLock's backend does not lock": {
-			reason: backendsv1alpha1.LockingUnsupportedReason, steps: forKinds(stalled(backendsv1alpha1.LockingUnsupportedReason), sl), want: readsFailed,
+		"a StateLock's or a StateRestore's backend does not lock": {
+			reason: backendsv1alpha1.LockingUnsupportedReason, steps: forKinds(stalled(backendsv1alpha1.LockingUnsupportedReason), sl, sr), want: readsFailed,
 		},
 		"the lock is not checked": {
 			reason: backendsv1alpha1.LockNotCheckedReason, in: backendsv1alpha1.LockedCondition,
