@@ -244,10 +244,7 @@ func healthCases() map[string]healthCase {
 			steps: map[string]healthStep{
 				hb: observed(probeFailure(everyKindsFailures, malformed)), cb: cosProbed(cosProbeResult{stateErr: malformed}), rs: observed(probeFailure(everyKindsFailures, cos.ErrChecksumMismatch)),
 				// A state with no serial or lineage to key a snapshot by.
-				// Questionable for a restore: a snapshot that cannot be
-				// written forward never can, yet it is tried again.
 				sh: historyDid(historyRead{taken: history.Taken{Found: true}, err: &history.StageError{Stage: history.StageContent, Err: malformed}}),
-				sr: restoreDid(restoreRun{err: &history.StageError{Stage: history.StageContent, Err: malformed}, lockID: "l1"}),
 			},
 			want: readsRetrying,
 		},

@@ -120,6 +120,15 @@ func (h *httpResolved) openState(string) (stateStreamer, error) {
 	}, nil
 }
 
+// lockOwnerKind is the kind of the object a locker takes the lock for, as
+// its lock check's Who names it.
+func lockOwnerKind(owner client.Object) string {
+	if _, ok := owner.(*backendsv1alpha1.StateRestore); ok {
+		return backendsv1alpha1.StateRestoreKind
+	}
+	return backendsv1alpha1.StateLockKind
+}
+
 // writer writes the state as Terraform does, with ?ID=<lock ID> while the
 // lock is held.
 func (h *httpResolved) writer(string) (stateWriter, error) {
@@ -157,7 +166,7 @@ func (h *httpResolved) locker(_ string, owner client.Object) (stateLocker, error
 		checkLock: true,
 		lockID:    lockCheckID(owner.GetUID()),
 		created:   owner.GetCreationTimestamp().Time,
-		who:       fmt.Sprintf("backend-operator lock check of StateLock %s/%s", owner.GetNamespace(), owner.GetName()),
+		who:       fmt.Sprintf("backend-operator lock check of %s %s/%s", lockOwnerKind(owner), owner.GetNamespace(), owner.GetName()),
 		info: "Taken by backend-operator to check that a StateLock still holds the lock, and released at once; " +
 			"if it stays, the operator releases it at its next check.",
 	}}, nil

@@ -15,6 +15,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/controller"
 	"sigs.k8s.io/controller-runtime/pkg/handler"
 	"sigs.k8s.io/controller-runtime/pkg/predicate"
+	"sigs.k8s.io/controller-runtime/pkg/reconcile"
 
 	backendsv1alpha1 "github.com/infrastate/backend-operator/api/v1alpha1"
 	"github.com/infrastate/backend-operator/controllers/internal/conditions"
@@ -112,12 +113,30 @@ func (r *stateRestoreReconciler) setupWithManager(mgr ctrl.Manager) error {
 	if err != nil {
 		return err
 	}
+	b = b.Watches(&backendsv1alpha1.StateHistory{}, handler.EnqueueRequestsFromMapFunc(enqueueBackendReferrers(c, newStateRestoreList, backendsv1alpha1.StateHistoryKind)),
+		builder.WithPredicates(predicate.GenerationChangedPredicate{}))
+	for _, kind := range backendKinds {
+		b = b.Watches(kind.newObject(), handler.EnqueueRequestsFromMapFunc(restoresOfBackend(c, kind.name())),
+			builder.WithPredicates(predicate.GenerationChangedPredicate{}))
+	}
 	return b.
-		Watches(&backendsv1alpha1.StateHistory{}, handler.EnqueueRequestsFromMapFunc(enqueueBackendReferrers(c, newStateRestoreList, backendsv1alpha1.StateHistoryKind)),
-			builder.WithPredicates(predicate.GenerationChangedPredicate{})).
 		WithOptions(controller.Options{MaxConcurrentReconciles: r.opts.maxConcurrentReconciles}).
 		Named("staterestore").
 		Complete(r)
+}
+
+// restoresOfBackend maps a backend to the restores of the histories whose
+// source or destination it is: its creation or its fix can let a stalled
+// restore go on.
+func restoresOfBackend(c client.Reader, kind string) handler.MapFunc {
+	histories := enqueueBackendReferrers(c, newStateHistoryList, kind)
+	return func(ctx context.Context, obj client.Object) []reconcile.Request {
+		var requests []reconcile.Request
+		for _, h := range histories(ctx, obj) {
+			requests = append(requests, indexedRequests(ctx, c, newStateRestoreList, h.Namespace, backendRefIndex, backendRefValue(backendsv1alpha1.StateHistoryKind, h.Name))...)
+		}
+		return requests
+	}
 }
 
 // newStateRestoreList returns an empty list of StateRestores.
@@ -239,7 +258,7 @@ func restoreFinished(c *metav1.Condition) bool {
 		return true
 	}
 	switch c.Reason {
-	case backendsv1alpha1.SnapshotNotFoundReason, backendsv1alpha1.LineageMismatchReason, backendsv1alpha1.StateEncryptedReason, backendsv1alpha1.InvalidSpecReason:
+	case backendsv1alpha1.SnapshotNotFoundReason, backendsv1alpha1.SnapshotUnusableReason, backendsv1alpha1.LineageMismatchReason, backendsv1alpha1.StateEncryptedReason, backendsv1alpha1.InvalidSpecReason:
 		return true
 	}
 	return false

@@ -206,7 +206,8 @@ func restoreObservation(run restoreRun, historyName, prefix string, spec backend
 	case history.StageDestination:
 		return destinationFailure(run.err)
 	case history.StageContent:
-		return refused(backendsv1alpha1.StateUnreadableReason, "The snapshot cannot be written forward: %s", errorText(run.err))
+		return refused(backendsv1alpha1.SnapshotUnusableReason, "The snapshot of serial %d cannot be written forward: %s. "+
+			"It will not change: create another StateRestore naming another serial", spec.Serial, errorText(run.err))
 	}
 	obs := probeFailure(failures, run.err)
 	obs.Message = "The restore did not write the snapshot, and tries again: " + obs.Message

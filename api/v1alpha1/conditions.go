@@ -338,6 +338,11 @@ const (
 	// not in its history's destination (never taken, or pruned).
 	SnapshotNotFoundReason = "SnapshotNotFound"
 
+	// SnapshotUnusableReason means the snapshot a StateRestore names was
+	// read back but cannot be written forward (it holds no top-level
+	// serial, or does not parse): the restore is refused.
+	SnapshotUnusableReason = "SnapshotUnusable"
+
 	// LineageMismatchReason means the snapshot a StateRestore names is of
 	// another lineage than the source's state, and spec.allowLineageChange
 	// is not set.

@@ -49,10 +49,10 @@ type RestoredSnapshot struct {
 
 // StateRestoreStatus is the observed state of a StateRestore.
 type StateRestoreStatus struct {
-	// conditions: Ready (True once the snapshot is written), Reconciling
-	// and Stalled. Ready's reason says what the restore waits for or why
-	// it is refused: WaitingForLock, SnapshotNotFound, LineageMismatch,
-	// StateEncrypted.
+	// conditions: Restored, Ready (True once the snapshot is written),
+	// Reconciling and Stalled. Their reason says what the restore waits
+	// for or why it is refused: WaitingForLock, SnapshotNotFound,
+	// SnapshotUnusable, LineageMismatch, StateEncrypted.
 	// +optional
 	// +listType=map
 	// +listMapKey=type
