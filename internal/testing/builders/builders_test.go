@@ -152,6 +152,41 @@ func TestBuilders(t *testing.T) {
 				},
 			},
 		},
+		"a StateHistory with only its source and destination": {
+			got: MakeStateHistory("app", "team-a", backendsv1alpha1.HttpBackendKind, "web", "vault").Obj(),
+			want: &backendsv1alpha1.StateHistory{ObjectMeta: meta, Spec: backendsv1alpha1.StateHistorySpec{
+				BackendRef:  backendsv1alpha1.BackendReference{Kind: backendsv1alpha1.HttpBackendKind, Name: "web"},
+				Destination: backendsv1alpha1.HistoryDestination{CosBackendRef: backendsv1alpha1.LocalObjectReference{Name: "vault"}},
+			}},
+		},
+		"a StateHistory with every setter": {
+			got: MakeStateHistory("app", "team-a", backendsv1alpha1.CosBackendKind, "web", "vault").Created(at).Workspace("staging").
+				Prefix("history/web").Interval(10 * time.Second).RetainCount(3).RetainMaxAge(time.Hour).Obj(),
+			want: &backendsv1alpha1.StateHistory{
+				ObjectMeta: metav1.ObjectMeta{Name: "app", Namespace: "team-a", CreationTimestamp: metav1.NewTime(at)},
+				Spec: backendsv1alpha1.StateHistorySpec{
+					BackendRef: backendsv1alpha1.BackendReference{Kind: backendsv1alpha1.CosBackendKind, Name: "web"},
+					Workspace:  "staging",
+					Destination: backendsv1alpha1.HistoryDestination{
+						CosBackendRef: backendsv1alpha1.LocalObjectReference{Name: "vault"}, Prefix: "history/web",
+					},
+					Interval: &metav1.Duration{Duration: 10 * time.Second},
+					Retain:   &backendsv1alpha1.HistoryRetention{Count: new(int32(3)), MaxAge: &metav1.Duration{Duration: time.Hour}},
+				},
+			},
+		},
+		"a StateRestore with only its history and serial": {
+			got: MakeStateRestore("app", "team-a", "web-history", 7).Obj(),
+			want: &backendsv1alpha1.StateRestore{ObjectMeta: meta, Spec: backendsv1alpha1.StateRestoreSpec{
+				HistoryRef: backendsv1alpha1.LocalObjectReference{Name: "web-history"}, Serial: 7,
+			}},
+		},
+		"a StateRestore with every setter": {
+			got: MakeStateRestore("app", "team-a", "web-history", 7).Lineage("lineage-1").AllowLineageChange().Obj(),
+			want: &backendsv1alpha1.StateRestore{ObjectMeta: meta, Spec: backendsv1alpha1.StateRestoreSpec{
+				HistoryRef: backendsv1alpha1.LocalObjectReference{Name: "web-history"}, Serial: 7, Lineage: "lineage-1", AllowLineageChange: true,
+			}},
+		},
 		"a Secret with data given as strings, added to": {
 			got:  MakeSecret("app", "team-a").Data(map[string]string{"password": "p"}).Data(map[string]string{"user": "u"}).Obj(),
 			want: &corev1.Secret{ObjectMeta: meta, Data: map[string][]byte{"password": []byte("p"), "user": []byte("u")}},
