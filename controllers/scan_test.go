@@ -49,8 +49,9 @@ func namespaceEvents(ctx context.Context, g Gomega, namespace string) []eventsv1
 	return list.Items
 }
 
-// expectNoSecretsIn scans every ConfigMap, event and backend status of a
-// namespace for the given secret values.
+// expectNoSecretsIn scans every ConfigMap, event, and the status of every
+// backend, StateHistory and StateRestore of a namespace for the given
+// secret values.
 func expectNoSecretsIn(ctx context.Context, namespace string, secrets []string) {
 	var documents []string
 	add := func(v any) {
@@ -77,6 +78,16 @@ func expectNoSecretsIn(ctx context.Context, namespace string, secrets []string) 
 	Expect(k8sClient.List(ctx, cosBackends, client.InNamespace(namespace))).To(Succeed())
 	for _, b := range cosBackends.Items {
 		add(b.Status)
+	}
+	histories := &backendsv1alpha1.StateHistoryList{}
+	Expect(k8sClient.List(ctx, histories, client.InNamespace(namespace))).To(Succeed())
+	for _, h := range histories.Items {
+		add(h.Status)
+	}
+	restores := &backendsv1alpha1.StateRestoreList{}
+	Expect(k8sClient.List(ctx, restores, client.InNamespace(namespace))).To(Succeed())
+	for _, r := range restores.Items {
+		add(r.Status)
 	}
 
 	Expect(configMaps.Items).NotTo(BeEmpty(), "the scan must see the rendered ConfigMaps")
