@@ -55,6 +55,9 @@ type backendScope struct {
 	// stateLocks are the StateLocks that name the backend, read before
 	// the phases.
 	stateLocks []backendsv1alpha1.StateLock
+	// restoring is true while a StateRestore writes to the backend, read
+	// before the phases.
+	restoring bool
 }
 
 // Reconcile renders the backend's ConfigMap and credentials Secret, then
@@ -77,8 +80,12 @@ func (r *backendReconciler) Reconcile(ctx context.Context, req ctrl.Request) (ct
 	if err := r.patchProtection(ctx, obj, len(locks) > 0); err != nil {
 		return ctrl.Result{}, err
 	}
+	restoring, err := r.restoresPending(ctx, r.kind.name(), obj)
+	if err != nil {
+		return ctrl.Result{}, err
+	}
 	return r.reconcileObject(ctx, req, obj, r.kind.name(), func(ctx context.Context) (outcome, time.Duration, error) {
-		s := &backendScope{obj: obj, stateLocks: locks}
+		s := &backendScope{obj: obj, stateLocks: locks, restoring: restoring}
 		err := runPhases(ctx, s, r.reconcileSpec, r.reconcileReferences, r.reconcileRender, r.reconcileProbe)
 		r.metrics.forgetReachableWhenStalled(r.kind.name(), obj, err)
 		obj.SharedStatus().Locked = lockedWord(obj.SharedStatus().Conditions)
@@ -144,7 +151,7 @@ func (r *backendReconciler) reconcileRender(ctx context.Context, s *backendScope
 func (r *backendReconciler) reconcileProbe(ctx context.Context, s *backendScope) error {
 	obj, status := s.obj, s.obj.SharedStatus()
 	interval := probeInterval(r.kind.probeSpec(obj), r.opts.defaultProbeInterval)
-	lockUsers := len(s.stateLocks) > 0
+	lockUsers := len(s.stateLocks) > 0 || s.restoring
 	plan := s.resolved.probe(interval, lockUsers)
 	if plan.off != nil {
 		conditions.Set(&status.Conditions, obj.GetGeneration(), plan.condition, *plan.off)
@@ -197,7 +204,9 @@ func (r *backendReconciler) reconcileProbe(ctx context.Context, s *backendScope)
 // setupWithManager registers the reconciler with mgr; the field indexes
 // and the related watches come from SetupAll. It reconciles on spec
 // changes of the backend, when a StateLock that names it comes, goes,
-// takes or releases its lock (see stateLockHoldingChanged), on changes to the Secrets and ConfigMaps that a
+// takes or releases its lock (see stateLockHoldingChanged), when a
+// StateRestore writing to it comes, goes or finishes (see
+// restoreFinishedChanged), on changes to the Secrets and ConfigMaps that a
 // backend references or renders, through related.ReferencesIndex (a foreign
 // object that took a rendered name among them; not the creation of its
 // own rendered objects: see referrersOf), when one of its probes
@@ -216,6 +225,8 @@ func (r *backendReconciler) setupWithManager(mgr ctrl.Manager) error {
 	return b.
 		Watches(&backendsv1alpha1.StateLock{}, handler.EnqueueRequestsFromMapFunc(lockedBackend(r.kind.name())),
 			builder.WithPredicates(stateLockHoldingChanged())).
+		Watches(&backendsv1alpha1.StateRestore{}, handler.EnqueueRequestsFromMapFunc(restoredBackend(mgr.GetClient(), r.kind.name())),
+			builder.WithPredicates(restoreFinishedChanged())).
 		WatchesRawSource(r.opts.related.Source("Secret", referrers(related.SecretReference))).
 		WatchesRawSource(r.opts.related.Source("ConfigMap", referrers(related.ConfigMapReference))).
 		WatchesRawSource(storageReleases{ledger: r.opts.tenantBudgets.stored, kind: r.kind.name()}).

@@ -95,7 +95,8 @@ type resolvedBackend interface {
 	render() (render.Files, map[string][]byte, error)
 	// probe says how the object is probed at interval (0 when periodic
 	// probing is disabled); lockUsers is true while StateLocks name the
-	// object, whose lock features may need what the probe learns.
+	// object, or StateRestores under way write to it, whose lock features
+	// may need what the probe learns.
 	probe(interval time.Duration, lockUsers bool) probePlan
 	// openState returns the reader of a workspace's state, with the
 	// backend's own client and settings. It connects only when called.
