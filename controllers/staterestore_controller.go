@@ -191,7 +191,7 @@ func (r *stateRestoreReconciler) reconcileRestoreTargets(ctx context.Context, s 
 	}
 	s.failures = kind.failures()
 	if why := resolved.lockWaiting(); why != "" {
-		obs := conditions.Observation{Status: metav1.ConditionTrue, Reason: backendsv1alpha1.WaitingForLockReason, Message: "Waiting: " + why}
+		obs := conditions.Observation{Status: metav1.ConditionTrue, Reason: backendsv1alpha1.WaitingForLockReason, Message: why}
 		s.waiting = &obs
 		s.requeueAfter = learnRetry
 		return nil
