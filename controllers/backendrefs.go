@@ -78,6 +78,22 @@ func backendNotReadyElsewhere(namespace string, ref backendsv1alpha1.BackendRefe
 	return err
 }
 
+// stateOpener returns what builds the reader of a workspace's state of
+// resolved, the backend ref names: a client that cannot be built is a
+// BackendNotReady stall.
+func stateOpener(resolved resolvedBackend, workspace string, ref backendsv1alpha1.BackendReference) func() (stateStreamer, error) {
+	return func() (stateStreamer, error) {
+		stream, err := resolved.openState(workspace)
+		if _, ok := conditions.AsStall(err); ok {
+			return nil, err
+		}
+		if err != nil {
+			return nil, conditions.Stall(backendsv1alpha1.BackendNotReadyReason, "%s %s cannot be used: %v", ref.Kind, ref.Name, err)
+		}
+		return stream, nil
+	}
+}
+
 // workspaceOrDefault is the workspace to read.
 func workspaceOrDefault(w string) string {
 	if w == "" {

@@ -59,17 +59,7 @@ func (r *remoteStateReconciler) reconcileBackend(ctx context.Context, s *remoteS
 	if err != nil {
 		return err
 	}
-	workspace := workspaceOrDefault(s.remote.Spec.Workspace)
-	s.newStream = func() (stateStreamer, error) {
-		stream, err := resolved.openState(workspace)
-		if _, ok := conditions.AsStall(err); ok {
-			return nil, err
-		}
-		if err != nil {
-			return nil, conditions.Stall(backendsv1alpha1.BackendNotReadyReason, "%s %s cannot be used: %v", ref.Kind, ref.Name, err)
-		}
-		return stream, nil
-	}
+	s.newStream = stateOpener(resolved, workspaceOrDefault(s.remote.Spec.Workspace), ref)
 	s.decrypter = resolved.decrypter()
 	s.failures = kind.failures()
 	parts := append(identity(s.remote), identity(backend)...)

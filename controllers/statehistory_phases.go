@@ -44,17 +44,7 @@ func (r *stateHistoryReconciler) reconcileHistorySource(ctx context.Context, s *
 	if err != nil {
 		return err
 	}
-	workspace := workspaceOrDefault(s.h.Spec.Workspace)
-	s.source = func() (stateStreamer, error) {
-		stream, err := resolved.openState(workspace)
-		if _, ok := conditions.AsStall(err); ok {
-			return nil, err
-		}
-		if err != nil {
-			return nil, conditions.Stall(backendsv1alpha1.BackendNotReadyReason, "%s %s cannot be used: %v", ref.Kind, ref.Name, err)
-		}
-		return stream, nil
-	}
+	s.source = stateOpener(resolved, workspaceOrDefault(s.h.Spec.Workspace), ref)
 	s.failures = kind.failures()
 	s.holder = backend.SharedStatus().Lock
 	s.inputs = append(append(identity(s.h), identity(backend)...), resolved.inputs()...)
