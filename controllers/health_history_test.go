@@ -94,8 +94,8 @@ func historyHealthCases(holder *backendsv1alpha1.LockInfo, cosErr func(error) er
 		},
 		"the snapshot a restore names cannot be written forward": {
 			reason: backendsv1alpha1.SnapshotUnusableReason,
-			steps: forKinds(restoreDid(restoreRun{err: &history.StageError{Stage: history.StageContent, Err: history.ErrNoSerial}, lockID: "l1"}), sr),
-			want:  readsFailed,
+			steps:  forKinds(restoreDid(restoreRun{err: &history.StageError{Stage: history.StageContent, Err: history.ErrNoSerial}, lockID: "l1"}), sr),
+			want:   readsFailed,
 		},
 		"the snapshot a restore names changed in the destination": {
 			reason: backendsv1alpha1.SnapshotNotFoundReason, steps: forKinds(restoreDid(restoreRun{err: history.ErrSnapshotChanged, lockID: "l1"}), sr), want: readsFailed,
