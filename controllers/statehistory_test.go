@@ -26,12 +26,14 @@ const readInterval = 10 * time.Second
 const nextRead = readInterval*11/10 + timeout
 
 // createVault creates the spec's bucket on the suite's COS server and the
-// CosBackend "vault" of it, with its credentials: the destination of the
-// histories of these specs.
+// CosBackend "vault" of it, with its credentials, and waits until it is
+// Ready: the destination of the histories of these specs.
 func createVault(ctx context.Context, ns string) {
 	GinkgoHelper()
 	cosServer.CreateBucket(cosBucket(ns))
-	create(ctx, cosCredentials(ns), makeCosStateBackend("vault", ns, cosBucket(ns)).Obj())
+	vault := makeCosStateBackend("vault", ns, cosBucket(ns)).Obj()
+	create(ctx, cosCredentials(ns), vault)
+	eventuallyReady(ctx, vault)
 }
 
 // createSource writes state to the state of the HttpBackend w builds, on
@@ -66,10 +68,10 @@ func sha256Hex(data []byte) string {
 	return hex.EncodeToString(sum[:])
 }
 
-// snapshotKey is the key a snapshot of state, of lineage and serial, has
-// under prefix: <prefix>/<lineage>/<serial, 20 digits>-<sha256>.tfstate.
-func snapshotKey(prefix, lineage string, serial int, state []byte) string {
-	return fmt.Sprintf("%s/%s/%020d-%s.tfstate", prefix, lineage, serial, sha256Hex(state))
+// snapshotKey is the key a snapshot of state, of lineage-1 and serial,
+// has under prefix: <prefix>/<lineage>/<serial, 20 digits>-<sha256>.tfstate.
+func snapshotKey(prefix string, serial int, state []byte) string {
+	return fmt.Sprintf("%s/lineage-1/%020d-%s.tfstate", prefix, serial, sha256Hex(state))
 }
 
 // lineageState is v4State of another lineage.
@@ -96,7 +98,7 @@ func eventuallyKept(ctx context.Context, h *backendsv1alpha1.StateHistory, seria
 // state, and that the destination holds it byte for byte.
 func expectSnapshot(ns string, got backendsv1alpha1.StateSnapshot, prefix string, serial int, state []byte) {
 	GinkgoHelper()
-	key := snapshotKey(prefix, "lineage-1", serial, state)
+	key := snapshotKey(prefix, serial, state)
 	Expect(got).To(And(
 		HaveField("Serial", int64(serial)), HaveField("Lineage", "lineage-1"), HaveField("SizeBytes", int64(len(state))),
 		HaveField("SHA256", sha256Hex(state)), HaveField("Key", key),
@@ -113,6 +115,9 @@ var _ = Describe("StateHistory", func() {
 		createPassword(spec.ctx, spec.ns)
 		createVault(spec.ctx, spec.ns)
 	})
+	// Whatever a spec made the controllers report, no credential is in
+	// it.
+	AfterEach(func() { expectNoSecretsIn(spec.ctx, spec.ns, []string{statePassword, cosSecretKey}) })
 
 	first := v4State(1, `"vpc_id":{"value":"vpc-1","type":"string"}`)
 	second := v4State(2, `"vpc_id":{"value":"vpc-2","type":"string"}`)
@@ -139,7 +144,6 @@ var _ = Describe("StateHistory", func() {
 		expectSnapshot(ns, kept, appHistoryPrefix(ns), 2, second)
 		expectSnapshot(ns, h.Status.Snapshots[1], appHistoryPrefix(ns), 1, first)
 		Expect(h.Status.SkippedSerials).To(BeEmpty())
-		expectNoSecretsIn(ctx, ns, []string{statePassword, cosSecretKey})
 	})
 
 	It("reports a destination that does not answer, keeping the snapshots it listed before", func() {
@@ -162,7 +166,6 @@ var _ = Describe("StateHistory", func() {
 		Expect(h.Status.SnapshotCount).To(Equal(int32(1)))
 		Expect(h.Status.Snapshots).To(HaveLen(1))
 		expectSnapshot(ns, h.Status.Snapshots[0], appHistoryPrefix(ns), 1, first)
-		expectNoSecretsIn(ctx, ns, []string{statePassword, cosSecretKey})
 	})
 
 	DescribeTable("reports a destination that does not take the snapshot, and keeps it at the next read once it does, without a spec change",
@@ -179,7 +182,7 @@ var _ = Describe("StateHistory", func() {
 				}
 			})
 			Expect(h.Status.Snapshots).To(BeEmpty())
-			_, _, ok := cosServer.Object(bucket, snapshotKey(appHistoryPrefix(ns), "lineage-1", 1, first))
+			_, _, ok := cosServer.Object(bucket, snapshotKey(appHistoryPrefix(ns), 1, first))
 			Expect(ok).To(BeFalse())
 			generation := h.Generation
 
@@ -188,7 +191,6 @@ var _ = Describe("StateHistory", func() {
 			kept := eventuallyKept(ctx, h, 1, first)
 			Expect(h.Generation).To(Equal(generation))
 			expectSnapshot(ns, kept, appHistoryPrefix(ns), 1, first)
-			expectNoSecretsIn(ctx, ns, []string{statePassword, cosSecretKey})
 		},
 		Entry("DestinationRefused: the credentials may only read",
 			func(bucket, _ string) { cosServer.DenyWrites(bucket, true) },
