@@ -117,6 +117,12 @@ var _ = Describe("config/default", Serial, func() {
 			"outputgrants.backends.infrastate.io":        {"get", "list", "watch"},
 			"outputgrants/status.backends.infrastate.io": {"patch"},
 			"namespaces": {"list", "watch"},
+			// StateHistories and StateRestores are read, and report
+			// through their status only.
+			"statehistories.backends.infrastate.io":        {"get", "list", "watch"},
+			"statehistories/status.backends.infrastate.io": {"patch"},
+			"staterestores.backends.infrastate.io":         {"get", "list", "watch"},
+			"staterestores/status.backends.infrastate.io":  {"patch"},
 		}))
 
 		By("the Deployment: image, leader election, probes, resources, non-root, read-only root filesystem, /tmp a bounded emptyDir")
