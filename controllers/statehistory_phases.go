@@ -56,7 +56,7 @@ func (r *stateHistoryReconciler) reconcileHistorySource(ctx context.Context, s *
 // bucket and credentials, under the same reference policy as its own. A
 // prefix another history of the same bucket writes to is a stall: their
 // retentions would prune each other's snapshots.
-func (r *stateHistoryReconciler) reconcileHistoryDestination(ctx context.Context, s *historyScope) error {
+func (r *reconciler) reconcileHistoryDestination(ctx context.Context, s *historyScope) error {
 	name := s.h.Spec.Destination.CosBackendRef.Name
 	dest := &backendsv1alpha1.CosBackend{}
 	if err := getBackend(ctx, r.client, types.NamespacedName{Namespace: s.h.Namespace, Name: name}, dest, backendsv1alpha1.CosBackendKind); err != nil {
@@ -94,7 +94,7 @@ func (r *stateHistoryReconciler) reconcileHistoryDestination(ctx context.Context
 
 // checkPrefixFree stalls h when an older history writes to the same
 // bucket and prefix.
-func (r *stateHistoryReconciler) checkPrefixFree(ctx context.Context, h *backendsv1alpha1.StateHistory, dest *backendsv1alpha1.CosBackend) error {
+func (r *reconciler) checkPrefixFree(ctx context.Context, h *backendsv1alpha1.StateHistory, dest *backendsv1alpha1.CosBackend) error {
 	list := &backendsv1alpha1.StateHistoryList{}
 	if err := r.client.List(ctx, list, client.MatchingFields{historyPrefixIndex: historyPrefix(h)}); err != nil {
 		return err

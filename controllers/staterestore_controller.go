@@ -180,8 +180,7 @@ func (r *stateRestoreReconciler) reconcileRestoreHistory(ctx context.Context, s 
 // with the history's own reconciler rules, and the source's locker.
 func (r *stateRestoreReconciler) reconcileRestoreTargets(ctx context.Context, s *restoreScope) error {
 	hs := &historyScope{h: s.h}
-	hr := stateHistoryReconciler{r.reconciler}
-	if err := hr.reconcileHistoryDestination(ctx, hs); err != nil {
+	if err := r.reconcileHistoryDestination(ctx, hs); err != nil {
 		return err
 	}
 	ref := s.h.Spec.BackendRef
