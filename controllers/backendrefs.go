@@ -30,7 +30,7 @@ func (r *reconciler) resolveBackendFor(ctx context.Context, namespace, tenant st
 			ref.Kind, strings.Join(backendKindNames(), " or "))
 	}
 	backend := kind.newObject()
-	if err := getBackend(ctx, r.client, types.NamespacedName{Namespace: namespace, Name: ref.Name}, backend, ref.Kind); err != nil {
+	if err := r.getBackend(ctx, types.NamespacedName{Namespace: namespace, Name: ref.Name}, backend, ref.Kind); err != nil {
 		return nil, nil, nil, err
 	}
 	resolved, err := kind.resolve(ctx, r.envForTenant(ctx, namespace, tenant), backend)
@@ -43,17 +43,36 @@ func (r *reconciler) resolveBackendFor(ctx context.Context, namespace, tenant st
 	return kind, backend, resolved, nil
 }
 
-// getBackend reads the backend; a missing one is a BackendNotFound stall.
-func getBackend(ctx context.Context, c client.Reader, key types.NamespacedName, obj client.Object, kind string) error {
-	err := c.Get(ctx, key, obj)
+// getBackend reads the backend from the cache; a missing one is a
+// BackendNotFound stall, one another shard holds a ReferenceOnOtherShard
+// stall.
+func (r *reconciler) getBackend(ctx context.Context, key types.NamespacedName, obj client.Object, kind string) error {
+	err := r.client.Get(ctx, key, obj)
 	switch {
 	case apierrors.IsNotFound(err):
+		if err := r.checkOtherShard(ctx, obj, key, kind); err != nil {
+			return err
+		}
 		return conditions.Stall(backendsv1alpha1.BackendNotFoundReason, "%s %s does not exist in namespace %s (spec.backendRef names a backend of the object's own namespace)",
 			kind, key.Name, key.Namespace)
 	case err != nil:
 		return fmt.Errorf("reading %s %s: %w", kind, key, err)
 	}
 	return nil
+}
+
+// checkOtherShard returns a ReferenceOnOtherShard stall when the object
+// of obj's kind at key, which the cache does not hold, is another shard's
+// (see otherShard), and nil when it does not exist.
+func (r *reconciler) checkOtherShard(ctx context.Context, obj client.Object, key types.NamespacedName, kind string) error {
+	shard, other, err := r.otherShard(ctx, obj, key)
+	if err != nil || !other {
+		return err
+	}
+	return conditions.Stall(backendsv1alpha1.ReferenceOnOtherShardReason,
+		"%s %s of namespace %s is on %s, which this manager does not hold (--watch-label-selector=%q): give it and the objects that name it the same %s label "+
+			"(see docs/scaling.md, moving objects between shards)",
+		kind, key.Name, key.Namespace, describeShard(shard), r.opts.shard.String(), ShardLabel)
 }
 
 // backendNotReady wraps a backend's stall as the RemoteState's own: its

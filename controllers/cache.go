@@ -6,6 +6,7 @@ import (
 
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/labels"
 	toolscache "k8s.io/client-go/tools/cache"
 	"sigs.k8s.io/controller-runtime/pkg/cache"
 	"sigs.k8s.io/controller-runtime/pkg/client"
@@ -14,8 +15,9 @@ import (
 )
 
 // CacheOptions are the manager's cache settings: the namespaces to watch
-// (all when empty) and trimmed objects.
-func CacheOptions(namespaces []string) cache.Options {
+// (all when empty), the objects of this API group of the manager's shard
+// (all when shard is nil or empty; see WithShard) and trimmed objects.
+func CacheOptions(namespaces []string, shard labels.Selector) cache.Options {
 	var defaultNamespaces map[string]cache.Config
 	if len(namespaces) > 0 {
 		defaultNamespaces = make(map[string]cache.Config, len(namespaces))
@@ -23,7 +25,7 @@ func CacheOptions(namespaces []string) cache.Options {
 			defaultNamespaces[ns] = cache.Config{}
 		}
 	}
-	return cache.Options{DefaultNamespaces: defaultNamespaces, DefaultTransform: cacheTransform()}
+	return cache.Options{DefaultNamespaces: defaultNamespaces, ByObject: shardObjects(shard), DefaultTransform: cacheTransform()}
 }
 
 // ClientOptions are the manager's client settings: Secrets and ConfigMaps

@@ -7,6 +7,7 @@ import (
 	"time"
 
 	"github.com/go-logr/logr"
+	"k8s.io/apimachinery/pkg/labels"
 	"k8s.io/utils/clock"
 	ctrl "sigs.k8s.io/controller-runtime"
 
@@ -48,6 +49,9 @@ type options struct {
 	// watchNamespaces are the namespaces the manager watches; empty is
 	// all.
 	watchNamespaces []string
+	// shard selects the objects of this API group the manager holds
+	// (WithShard); nil holds all.
+	shard labels.Selector
 	// namespaceLabels are the labels of namespaces, watched where the
 	// manager may (see nslabels), for the OutputGrants' selectors: the
 	// watch SetupAll runs, nil before.

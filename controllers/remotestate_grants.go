@@ -62,7 +62,7 @@ func (r *remoteStateReconciler) reconcileGrant(ctx context.Context, s *remoteSco
 		return err
 	}
 	if !decision.Granted() {
-		return r.refuse(remote, backendsv1alpha1.ReferenceNotGrantedReason, notGrantedMessage(producer, req))
+		return r.refuse(remote, backendsv1alpha1.ReferenceNotGrantedReason, notGrantedMessage(producer, req)+r.shardHint())
 	}
 	if names := ungrantedSelections(remote.Spec.Outputs, decision); len(names) > 0 {
 		return r.refuse(remote, backendsv1alpha1.ReferenceNotGrantedReason, ungrantedSelectionsMessage(producer, req, names, decision))

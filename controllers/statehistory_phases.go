@@ -59,8 +59,8 @@ func (r *stateHistoryReconciler) reconcileHistorySource(ctx context.Context, s *
 func (r *reconciler) reconcileHistoryDestination(ctx context.Context, s *historyScope) error {
 	name := s.h.Spec.Destination.CosBackendRef.Name
 	dest := &backendsv1alpha1.CosBackend{}
-	if err := getBackend(ctx, r.client, types.NamespacedName{Namespace: s.h.Namespace, Name: name}, dest, backendsv1alpha1.CosBackendKind); err != nil {
-		if se, ok := conditions.AsStall(err); ok {
+	if err := r.getBackend(ctx, types.NamespacedName{Namespace: s.h.Namespace, Name: name}, dest, backendsv1alpha1.CosBackendKind); err != nil {
+		if se, ok := conditions.AsStall(err); ok && se.Reason == backendsv1alpha1.BackendNotFoundReason {
 			return conditions.Stall(se.Reason, "CosBackend %s, which spec.destination.cosBackendRef names, does not exist in namespace %s: create it, or name one that exists",
 				name, s.h.Namespace)
 		}

@@ -167,6 +167,9 @@ func (r *stateRestoreReconciler) reconcileRestoreHistory(ctx context.Context, s 
 	key := types.NamespacedName{Namespace: s.sr.Namespace, Name: s.sr.Spec.HistoryRef.Name}
 	if err := r.client.Get(ctx, key, h); err != nil {
 		if client.IgnoreNotFound(err) == nil {
+			if err := r.checkOtherShard(ctx, h, key, backendsv1alpha1.StateHistoryKind); err != nil {
+				return err
+			}
 			return conditions.Stall(backendsv1alpha1.HistoryNotFoundReason, "StateHistory %s, which spec.historyRef names, does not exist in namespace %s: create it, "+
 				"or create another StateRestore naming one that exists", key.Name, key.Namespace)
 		}

@@ -351,4 +351,11 @@ const (
 	// HistoryNotFoundReason means a StateRestore's historyRef names no
 	// StateHistory.
 	HistoryNotFoundReason = "HistoryNotFound"
+
+	// ReferenceOnOtherShardReason means the object names a backend (or a
+	// StateHistory) that exists but is held by another shard than the
+	// object's own: its manager's label selector (--watch-label-selector)
+	// leaves it out, so it cannot read it. Both must carry the same
+	// sharding.fluxcd.io/key label.
+	ReferenceOnOtherShardReason = "ReferenceOnOtherShard"
 )

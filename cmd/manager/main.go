@@ -10,6 +10,7 @@ import (
 
 	"github.com/go-logr/logr"
 
+	"k8s.io/apimachinery/pkg/labels"
 	"k8s.io/apimachinery/pkg/runtime"
 	utilruntime "k8s.io/apimachinery/pkg/util/runtime"
 	clientgoscheme "k8s.io/client-go/kubernetes/scheme"
@@ -81,7 +82,8 @@ func run(opts options, log logr.Logger) error {
 		return err
 	}
 
-	log.Info("Starting manager", "watchNamespaces", opts.watchNamespaces, "leaderElection", opts.leaderElect,
+	log.Info("Starting manager", "watchNamespaces", opts.watchNamespaces, "watchLabelSelector", selectorText(opts.watchLabelSelector),
+		"leaderElection", opts.leaderElect, "leaderElectionID", opts.leaderElectionID,
 		"defaultProbeInterval", shortDuration(opts.defaultProbeInterval),
 		"secretReferencePolicy", opts.referencePolicy, "deniedAddresses", netguard.FormatPrefixes(opts.addressPolicy.Denied),
 		"allowedAddresses", netguard.FormatPrefixes(opts.addressPolicy.Allowed))
@@ -95,10 +97,19 @@ func run(opts options, log logr.Logger) error {
 	return nil
 }
 
+// selectorText prints a shard's selector in the log: empty for none.
+func selectorText(selector labels.Selector) string {
+	if selector == nil {
+		return ""
+	}
+	return selector.String()
+}
+
 // setupControllers registers every reconciler with the manager.
 func setupControllers(ctx context.Context, mgr ctrl.Manager, opts options) error {
 	return controllers.SetupAll(ctx, mgr,
 		controllers.WithWatchNamespaces(opts.watchNamespaces),
+		controllers.WithShard(opts.watchLabelSelector),
 		controllers.WithMaxConcurrentReconciles(opts.maxConcurrentReconciles),
 		controllers.WithMaxConcurrentProbes(opts.maxConcurrentProbes, opts.maxConcurrentProbesPerNamespace),
 		controllers.WithMaxConcurrentDecryptions(opts.maxConcurrentDecryptions),

@@ -9,6 +9,7 @@ import (
 	"time"
 
 	"k8s.io/apimachinery/pkg/api/resource"
+	"k8s.io/apimachinery/pkg/labels"
 	"k8s.io/apimachinery/pkg/util/validation"
 	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/healthz"
@@ -28,14 +29,17 @@ const defaultLeaderElectionID = "backend-operator.backends.infrastate.io"
 
 // options are the manager's command-line settings.
 type options struct {
-	metricsAddr                     string
-	secureMetrics                   bool
-	probeAddr                       string
-	pprofAddr                       string
-	leaderElect                     bool
-	leaderElectionID                string
-	leaderElectionNamespace         string
-	watchNamespaces                 []string
+	metricsAddr             string
+	secureMetrics           bool
+	probeAddr               string
+	pprofAddr               string
+	leaderElect             bool
+	leaderElectionID        string
+	leaderElectionNamespace string
+	watchNamespaces         []string
+	// watchLabelSelector selects the objects of the operator's kinds the
+	// manager holds (its shard); nil holds all.
+	watchLabelSelector              labels.Selector
 	maxConcurrentReconciles         int
 	maxConcurrentProbes             int
 	maxConcurrentProbesPerNamespace int
@@ -78,6 +82,7 @@ func parseOptions(fs *flag.FlagSet, args []string, getenv func(string) string) (
 // options once every flag is parsed.
 type textFlags struct {
 	namespaces string
+	selector   string
 	policy     string
 	cosService string
 	allowed    netguard.PrefixList
@@ -194,6 +199,10 @@ func addBackendDefaultFlags(fs *flag.FlagSet, o *options, text *textFlags, geten
 func addAccessFlags(fs *flag.FlagSet, text *textFlags) {
 	fs.StringVar(&text.namespaces, "watch-namespaces", "",
 		"Comma-separated namespaces to watch. Empty watches all namespaces.")
+	fs.StringVar(&text.selector, "watch-label-selector", "",
+		"Label selector of the objects of the operator's kinds this manager holds, its shard, as Flux's flag of the same name: "+
+			"for example 'sharding.fluxcd.io/key in (shard1)' for a shard and '!sharding.fluxcd.io/key' for the main manager. "+
+			"Empty holds every object. Run one manager per shard, each with its own --leader-election-id (docs/scaling.md).")
 	fs.StringVar(&text.policy, "secret-reference-policy", string(controllers.ReferencePolicyNamespace),
 		"Which Secrets and ConfigMaps a backend may reference: namespace (any of its namespace, as a Pod can) or labeled "+
 			"(only those labelled "+backendsv1alpha1.AllowReferenceLabel+"=true).")
@@ -206,7 +215,8 @@ func addAccessFlags(fs *flag.FlagSet, text *textFlags) {
 }
 
 // resolve sets the options read as text from text: the address policy,
-// the reference policy, the COS service URL and the watched namespaces,
+// the reference policy, the COS service URL, the shard's label selector
+// and the watched namespaces,
 // failing on the first that is not valid, in that order.
 func (o *options) resolve(text textFlags) error {
 	o.addressPolicy = netguard.Policy{Allowed: text.allowed, Denied: text.denied}
@@ -221,6 +231,9 @@ func (o *options) resolve(text textFlags) error {
 		if o.cosServiceURL, err = cos.ParseServiceURL(text.cosService); err != nil {
 			return fmt.Errorf("--cos-service-url: %w", err)
 		}
+	}
+	if o.watchLabelSelector, err = parseShardSelector(text.selector); err != nil {
+		return err
 	}
 	o.watchNamespaces, err = parseNamespaces(text.namespaces)
 	return err
@@ -303,6 +316,18 @@ func parseNamespaces(value string) ([]string, error) {
 	return namespaces, errors.Join(errs...)
 }
 
+// parseShardSelector parses --watch-label-selector: nil when empty.
+func parseShardSelector(value string) (labels.Selector, error) {
+	if strings.TrimSpace(value) == "" {
+		return nil, nil
+	}
+	selector, err := labels.Parse(value)
+	if err != nil {
+		return nil, fmt.Errorf("--watch-label-selector: %w", err)
+	}
+	return selector, nil
+}
+
 // managerOptions turns the settings into controller-runtime options. Secrets
 // and ConfigMaps are never cached (see controllers.ClientOptions).
 func managerOptions(o options) ctrl.Options {
@@ -323,7 +348,7 @@ func managerOptions(o options) ctrl.Options {
 		// The manager exits right after it stops reconciling, so releasing
 		// the Lease early is safe and lets a new leader start at once.
 		LeaderElectionReleaseOnCancel: true,
-		Cache:                         controllers.CacheOptions(o.watchNamespaces),
+		Cache:                         controllers.CacheOptions(o.watchNamespaces, o.watchLabelSelector),
 		Client:                        controllers.ClientOptions(),
 	}
 }

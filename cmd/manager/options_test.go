@@ -14,7 +14,11 @@ import (
 	"github.com/google/go-cmp/cmp"
 	"github.com/google/go-cmp/cmp/cmpopts"
 	corev1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/labels"
 	"sigs.k8s.io/controller-runtime/pkg/cache"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+
+	backendsv1alpha1 "github.com/infrastate/backend-operator/api/v1alpha1"
 
 	"github.com/infrastate/backend-operator/controllers"
 	"github.com/infrastate/backend-operator/internal/netguard"
@@ -123,6 +127,25 @@ func TestParseOptions(t *testing.T) {
 			args:    []string{"--max-concurrent-probes-per-namespace=0"},
 			wantErr: "--max-concurrent-probes and --max-concurrent-probes-per-namespace must be at least 1",
 		},
+		"a shard": {
+			args: []string{"--watch-label-selector=sharding.fluxcd.io/key in (shard1)", "--leader-election-id=backend-operator-shard1"},
+			want: defaults(func(o *options) {
+				o.watchLabelSelector = mustParseSelector(t, controllers.ShardLabel+" in (shard1)")
+				o.leaderElectionID = "backend-operator-shard1"
+			}),
+		},
+		"the main shard": {
+			args: []string{"--watch-label-selector=!sharding.fluxcd.io/key"},
+			want: defaults(func(o *options) { o.watchLabelSelector = mustParseSelector(t, "!"+controllers.ShardLabel) }),
+		},
+		"a blank label selector holds every object": {
+			args: []string{"--watch-label-selector= "},
+			want: defaults(nil),
+		},
+		"invalid label selector": {
+			args:    []string{"--watch-label-selector=sharding.fluxcd.io/key in shard1"},
+			wantErr: "--watch-label-selector: ",
+		},
 		"invalid namespace": {
 			args:    []string{"--watch-namespaces=team-a,Team_B"},
 			wantErr: `--watch-namespaces: "Team_B" is not a valid namespace`,
@@ -187,11 +210,30 @@ func TestParseOptions(t *testing.T) {
 			if err != nil {
 				t.Fatalf("parseOptions() error = %v", err)
 			}
-			if diff := cmp.Diff(tc.want, got, cmp.AllowUnexported(options{}), cmpopts.EquateEmpty(), cmp.Comparer(func(a, b netip.Prefix) bool { return a == b })); diff != "" {
+			if diff := cmp.Diff(tc.want, got, cmp.AllowUnexported(options{}), cmpopts.EquateEmpty(), cmp.Comparer(func(a, b netip.Prefix) bool { return a == b }),
+				cmp.Comparer(sameSelector)); diff != "" {
 				t.Errorf("parseOptions() mismatch (-want +got):\n%s", diff)
 			}
 		})
 	}
+}
+
+// sameSelector compares label selectors by what they select, as written.
+func sameSelector(a, b labels.Selector) bool {
+	if a == nil || b == nil {
+		return a == nil && b == nil
+	}
+	return a.String() == b.String()
+}
+
+// mustParseSelector parses a label selector of a test case.
+func mustParseSelector(t *testing.T, value string) labels.Selector {
+	t.Helper()
+	selector, err := labels.Parse(value)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return selector
 }
 
 func TestManagerOptions(t *testing.T) {
@@ -199,6 +241,9 @@ func TestManagerOptions(t *testing.T) {
 		in             options
 		wantNamespaces map[string]cache.Config
 		wantFilter     bool
+		// wantShard is the label selector of every kind of the
+		// operator's API group; empty when none.
+		wantShard string
 	}{
 		"all namespaces, secure metrics": {
 			in: options{
@@ -210,6 +255,10 @@ func TestManagerOptions(t *testing.T) {
 		"some namespaces, plain metrics": {
 			in:             options{metricsAddr: ":8080", probeAddr: ":8081", watchNamespaces: []string{"a", "b"}},
 			wantNamespaces: map[string]cache.Config{"a": {}, "b": {}},
+		},
+		"a shard": {
+			in:        options{metricsAddr: "0", watchLabelSelector: mustParseSelector(t, "sharding.fluxcd.io/key in (shard1)")},
+			wantShard: "sharding.fluxcd.io/key in (shard1)",
 		},
 	}
 	for name, tc := range cases {
@@ -231,6 +280,7 @@ func TestManagerOptions(t *testing.T) {
 			if diff := cmp.Diff(tc.wantNamespaces, got.Cache.DefaultNamespaces); diff != "" {
 				t.Errorf("cache namespaces mismatch (-want +got):\n%s", diff)
 			}
+			checkShard(t, got.Cache.ByObject, tc.wantShard)
 			// Secrets and ConfigMaps must never be cached cluster-wide.
 			var uncached []string
 			for _, obj := range got.Client.Cache.DisableFor {
@@ -245,6 +295,32 @@ func TestManagerOptions(t *testing.T) {
 				t.Errorf("uncached kinds mismatch (-want +got):\n%s", diff)
 			}
 		})
+	}
+}
+
+// checkShard checks that byObject restricts exactly the seven kinds of
+// the operator's API group to the selector want, or nothing when want is
+// empty.
+func checkShard(t *testing.T, byObject map[client.Object]cache.ByObject, want string) {
+	t.Helper()
+	if want == "" {
+		if len(byObject) != 0 {
+			t.Errorf("cache by object = %v, want none without a shard", byObject)
+		}
+		return
+	}
+	kinds := map[string]string{}
+	for obj, by := range byObject {
+		if gvk, _, err := scheme.ObjectKinds(obj); err == nil && gvk[0].Group == backendsv1alpha1.GroupVersion.Group && by.Label != nil {
+			kinds[gvk[0].Kind] = by.Label.String()
+		}
+	}
+	wantKinds := map[string]string{}
+	for _, kind := range []string{"HttpBackend", "CosBackend", "RemoteState", "StateLock", "OutputGrant", "StateHistory", "StateRestore"} {
+		wantKinds[kind] = want
+	}
+	if diff := cmp.Diff(wantKinds, kinds); diff != "" || len(byObject) != len(wantKinds) {
+		t.Errorf("the shard's kinds mismatch (-want +got), %d kinds restricted:\n%s", len(byObject), diff)
 	}
 }
 
