@@ -49,6 +49,10 @@ func errorSeries(name, target, values string) string {
 	return fmt.Sprintf("%s{controller=%q,namespace=\"ops\",%s} %s\n", errorsMetric, name, target, values)
 }
 
+// shardPod is the pod of shard a's manager, next to oldPod, the main
+// manager's.
+var shardPod = targetLabels("r-backend-operator-shard-a-7c9f5b-k2m4p", "10.0.3.12")
+
 // every returns the times from first to until, period apart.
 func every(first, period, until time.Duration) []time.Duration {
 	var out []time.Duration
@@ -102,6 +106,14 @@ func TestReconcileErrorsAlert(t *testing.T) {
 			// the new one serves from 49m30s and counts from 0.
 			series: errorSeries("remotestate", oldPod, errorCounts(0, 50*time.Minute, stuck)+"_ stale") +
 				errorSeries("remotestate", newPod, errorCounts(99*time.Minute/2, end, stuck)),
+			want: mergeStates(statesEveryMinute(end, 37*time.Minute, end, "firing"), statesEveryMinute(36*time.Minute, 22*time.Minute, 36*time.Minute, "pending")),
+		},
+		"a stuck object in each of two shards' managers": {
+			// Each manager serves the errors of its own shard's objects:
+			// one alert for the controller, as with one manager.
+			set: []string{"shards={a}"},
+			series: errorSeries("remotestate", oldPod, errorCounts(0, end, stuck)) +
+				errorSeries("remotestate", shardPod, errorCounts(0, end, every(600*time.Second, 1000*time.Second, end))),
 			want: mergeStates(statesEveryMinute(end, 37*time.Minute, end, "firing"), statesEveryMinute(36*time.Minute, 22*time.Minute, 36*time.Minute, "pending")),
 		},
 		"one error": {

@@ -16,6 +16,7 @@ import (
 // to use instead, or why none does.
 var ownedFlags = map[string]string{
 	"--watch-namespaces":                    "use the value watchNamespaces instead",
+	"--watch-label-selector":                "use the value shards instead",
 	"--leader-elect":                        "use the value leaderElection instead",
 	"--leader-election-id":                  "use the value leaderElectionID instead",
 	"--leader-election-namespace":           "the Lease is in the release namespace",
@@ -94,14 +95,19 @@ func TestExtraArgsRefused(t *testing.T) {
 }
 
 // TestExtraArgsOwnedFlagsCoverTheChart checks that every flag the chart
-// sets, with every value that adds one, is among the flags it refuses in
-// extraArgs.
+// sets, with every value that adds one, on the main manager and on a
+// shard's, is among the flags it refuses in extraArgs.
 func TestExtraArgsOwnedFlagsCoverTheChart(t *testing.T) {
-	d := renderedManager(t, "leaderElectionID=team-a-operator", "watchNamespaces={team-a}", "allowedAddressCIDRs={10.0.0.0/8}")
+	managers := renderedManagers(t, "leaderElectionID=team-a-operator", "watchNamespaces={team-a}", "allowedAddressCIDRs={10.0.0.0/8}", "shards={a}")
+	if len(managers) != 2 {
+		t.Fatalf("rendered %d Deployments, want the main one and shard a's", len(managers))
+	}
 	var unowned []string
-	for _, arg := range managerContainer(t, d).Args {
-		if flag, _, _ := strings.Cut(arg, "="); ownedFlags[flag] == "" {
-			unowned = append(unowned, flag)
+	for _, d := range managers {
+		for _, arg := range managerContainer(t, d).Args {
+			if flag, _, _ := strings.Cut(arg, "="); ownedFlags[flag] == "" && !slices.Contains(unowned, flag) {
+				unowned = append(unowned, flag)
+			}
 		}
 	}
 	if len(unowned) > 0 {

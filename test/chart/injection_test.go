@@ -62,6 +62,7 @@ func TestSchemaRefusesYAMLInjection(t *testing.T) {
 		"serviceAccount.name":                  "/serviceAccount/name",
 		"leaderElectionID":                     "/leaderElectionID",
 		"watchNamespaces[]":                    "/watchNamespaces/0",
+		"shards[]":                             "/shards/0",
 		"deniedAddressCIDRs[]":                 "/deniedAddressCIDRs/0",
 		"allowedAddressCIDRs[]":                "/allowedAddressCIDRs/0",
 		"defaultProbeInterval":                 "/defaultProbeInterval",

@@ -14,6 +14,7 @@ func TestLint(t *testing.T) {
 		"defaults":           nil,
 		"watched namespaces": {"watchNamespaces={team-a,team-b}"},
 		"ServiceMonitor":     {"metrics.serviceMonitor.enabled=true"},
+		"shards":             {"shards={a,b}", "metrics.serviceMonitor.enabled=true", "metrics.prometheusRule.enabled=true"},
 		"PrometheusRule":     {"metrics.prometheusRule.enabled=true"},
 		"PrometheusRule over a ServiceMonitor without honorLabels": {
 			"metrics.prometheusRule.enabled=true", "metrics.serviceMonitor.enabled=true", "metrics.serviceMonitor.honorLabels=false",
@@ -45,6 +46,9 @@ func TestSchemaRejects(t *testing.T) {
 		"a digest that is not sha256":              {set: []string{"image.digest=latest"}, want: "at '/image/digest'"},
 		"an invalid namespace":                     {set: []string{"watchNamespaces={Team_A}"}, want: "at '/watchNamespaces/0'"},
 		"a Lease name that is no name":             {set: []string{"leaderElectionID=Team_A"}, want: "at '/leaderElectionID'"},
+		"a shard name that is no DNS label":        {set: []string{"shards={Shard_A}"}, want: "at '/shards/0'"},
+		"a shard name longer than a label value":   {set: []string{"shards={" + strings.Repeat("a", 64) + "}"}, want: "at '/shards/0': maxLength"},
+		"a shard named twice":                      {set: []string{"shards={a,b,a}"}, want: "at '/shards': items at 0 and 2 are equal"},
 		"an unknown reference policy":              {set: []string{"secretReferencePolicy=any"}, want: "at '/secretReferencePolicy'"},
 		"a probe interval that is no duration":     {set: []string{"defaultProbeInterval=often"}, want: "at '/defaultProbeInterval'"},
 		"an extra argument that is no flag":        {set: []string{"extraArgs={verbose}"}, want: "at '/extraArgs/0'"},
@@ -103,6 +107,7 @@ func TestSchemaAccepts(t *testing.T) {
 		"an allow list of addresses":    {"allowedAddressCIDRs={10.0.0.0/8,2001:db8::/32}"},
 		"the labeled reference policy":  {"secretReferencePolicy=labeled"},
 		"a spool size in decimal units": {"spoolSizeLimit=500M"},
+		"shards":                        {"shards={a,shard-2,63" + strings.Repeat("x", 61) + "}"},
 	}
 	for name, set := range cases {
 		t.Run(name, func(t *testing.T) {

@@ -1,6 +1,11 @@
 {{/*
-The manager's Deployment, called with a dict of "root", the chart's
-context.
+One manager's Deployment, the main one or a shard's, called with a dict of
+"root", the chart's context, and "shard", the shard's name (empty for the
+main manager). Every value applies to each manager alike; a shard's
+Deployment differs from the main one only in its name, its labels and
+selector (backend-operator.managerLabels), its --watch-label-selector and
+its Lease (backend-operator.leaderElectionID); test/chart/shards_test.go
+checks it.
 
 The manager, hardened as config/manager: non-root, read-only root
 filesystem, no capabilities, the RuntimeDefault seccomp profile. It meets
@@ -13,16 +18,16 @@ namespace to enforce.
 apiVersion: apps/v1
 kind: Deployment
 metadata:
-  name: {{ include "backend-operator.fullname" $root }}
+  name: {{ include "backend-operator.managerName" . }}
   namespace: {{ $root.Release.Namespace }}
   labels:
     {{- include "backend-operator.labels" $root | nindent 4 }}
-    app.kubernetes.io/component: manager
+    {{- include "backend-operator.managerLabels" . | nindent 4 }}
 spec:
   replicas: {{ $values.replicaCount }}
   selector:
     matchLabels:
-      {{- include "backend-operator.selectorLabels" $root | nindent 6 }}
+      {{- include "backend-operator.managerSelectorLabels" . | nindent 6 }}
   template:
     metadata:
       annotations:
@@ -31,7 +36,7 @@ spec:
         {{- toYaml . | nindent 8 }}
         {{- end }}
       labels:
-        {{- include "backend-operator.selectorLabels" $root | nindent 8 }}
+        {{- include "backend-operator.managerSelectorLabels" . | nindent 8 }}
         {{- with $values.podLabels }}
         {{- toYaml . | nindent 8 }}
         {{- end }}
@@ -74,7 +79,7 @@ spec:
           args:
             {{- if $values.leaderElection }}
             - --leader-elect
-            {{- with $values.leaderElectionID }}
+            {{- with include "backend-operator.leaderElectionID" . }}
             - {{ printf "--leader-election-id=%s" . | quote }}
             {{- end }}
             {{- end }}
@@ -82,6 +87,9 @@ spec:
             - --metrics-bind-address=:8443
             {{- with $values.watchNamespaces }}
             - {{ printf "--watch-namespaces=%s" (join "," .) | quote }}
+            {{- end }}
+            {{- with include "backend-operator.watchLabelSelector" . }}
+            - {{ printf "--watch-label-selector=%s" . | quote }}
             {{- end }}
             - {{ printf "--secret-reference-policy=%s" $values.secretReferencePolicy | quote }}
             - {{ printf "--denied-address-cidrs=%s" (include "backend-operator.deniedAddressCIDRs" $root) | quote }}

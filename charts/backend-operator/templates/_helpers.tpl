@@ -43,6 +43,118 @@ app.kubernetes.io/component: manager
 {{- end }}
 
 {{/*
+The label that assigns an object of the operator's kinds to a shard:
+Flux's, controllers.ShardLabel.
+*/}}
+{{- define "backend-operator.shardLabel" -}}
+sharding.fluxcd.io/key
+{{- end }}
+
+{{/*
+The name of a manager's Deployment: the name prefix for the main manager,
+<prefix>-shard-<shard> for a shard's. Called with a dict of "root" and
+"shard" (empty for the main manager), as the helpers below. A shard's
+name is a DNS label of at most 63 characters (values.schema.json), the
+prefix at most 63 too: the name, at most 133, is a valid Deployment name
+(at most 253).
+*/}}
+{{- define "backend-operator.managerName" -}}
+{{- if .shard }}
+{{- printf "%s-shard-%s" (include "backend-operator.fullname" .root) .shard }}
+{{- else }}
+{{- include "backend-operator.fullname" .root }}
+{{- end }}
+{{- end }}
+
+{{/*
+The labels that tell a manager's Deployment and Pods from the others':
+the main manager's component is manager; a shard's is manager-shard,
+with the label backends.infrastate.io/shard naming the shard.
+
+A Deployment's selector cannot change once created, and the main one
+selects its Pods by the labels of backend-operator.selectorLabels
+(app.kubernetes.io/name, app.kubernetes.io/instance and
+app.kubernetes.io/component=manager) since before there were shards. So
+that it keeps that selector, and an upgrade that adds shards changes no
+selector, a shard's Pods carry another component: no Pod matches two
+Deployments' selectors, and each Deployment owns only its own Pods. The
+shard label sets the shards' Pods apart from one another.
+*/}}
+{{- define "backend-operator.managerLabels" -}}
+{{- if .shard -}}
+app.kubernetes.io/component: manager-shard
+backends.infrastate.io/shard: {{ .shard | quote }}
+{{- else -}}
+app.kubernetes.io/component: manager
+{{- end }}
+{{- end }}
+
+{{/*
+The selector of a manager's Deployment, and the labels of its Pods:
+backend-operator.selectorLabels for the main manager, and for a shard's
+the same name and instance with its own backend-operator.managerLabels.
+*/}}
+{{- define "backend-operator.managerSelectorLabels" -}}
+{{- if .shard -}}
+app.kubernetes.io/name: {{ include "backend-operator.name" .root }}
+app.kubernetes.io/instance: {{ .root.Release.Name }}
+{{ include "backend-operator.managerLabels" . }}
+{{- else }}
+{{- include "backend-operator.selectorLabels" .root }}
+{{- end }}
+{{- end }}
+
+{{/*
+The selector of the metrics Service: every manager's Pods. Without shards
+it is backend-operator.selectorLabels, as it always was; with shards it
+leaves out the component, which tells the main manager's Pods from the
+shards' (backend-operator.managerLabels): the release has no other Pods.
+A Service's selector may change on upgrade.
+*/}}
+{{- define "backend-operator.metricsSelectorLabels" -}}
+{{- if .Values.shards -}}
+app.kubernetes.io/name: {{ include "backend-operator.name" . }}
+app.kubernetes.io/instance: {{ .Release.Name }}
+{{- else }}
+{{- include "backend-operator.selectorLabels" . }}
+{{- end }}
+{{- end }}
+
+{{/*
+A manager's --leader-election-id, empty to leave the manager's default:
+leaderElectionID for the main manager; for a shard's,
+<leaderElectionID>-<shard>, or <the manager's default>-<shard> when
+leaderElectionID is empty (the default is cmd/manager's
+defaultLeaderElectionID, test/chart checks it), so that each manager
+holds a Lease of its own, named after the main one's. Fails when the name
+is longer than a Lease name may be.
+*/}}
+{{- define "backend-operator.leaderElectionID" -}}
+{{- if .shard }}
+{{- $id := printf "%s-%s" (.root.Values.leaderElectionID | default "backend-operator.backends.infrastate.io") .shard }}
+{{- if gt (len $id) 253 }}
+{{- fail (printf "shard %s: its Lease name, %s, is longer than 253 characters: shorten leaderElectionID or the shard's name" .shard $id) }}
+{{- end }}
+{{- $id }}
+{{- else }}
+{{- .root.Values.leaderElectionID }}
+{{- end }}
+{{- end }}
+
+{{/*
+A manager's --watch-label-selector, Flux's: for a shard's, the objects
+labelled with its name; for the main manager, when there are shards, the
+objects without the label; without shards, empty (every object).
+*/}}
+{{- define "backend-operator.watchLabelSelector" -}}
+{{- if .shard }}
+{{- printf "%s in (%s)" (include "backend-operator.shardLabel" .root) .shard }}
+{{- else if .root.Values.shards }}
+{{- printf "!%s" (include "backend-operator.shardLabel" .root) }}
+{{- end }}
+{{- end }}
+
+{{/*
 The manager's ServiceAccount.
 */}}
 {{- define "backend-operator.serviceAccountName" -}}
@@ -129,6 +241,7 @@ docs/helm.md lists them.
 {{- define "backend-operator.ownedFlags" -}}
 {{- dict
   "watch-namespaces" "use the value watchNamespaces instead"
+  "watch-label-selector" "use the value shards instead"
   "leader-elect" "use the value leaderElection instead"
   "leader-election-id" "use the value leaderElectionID instead"
   "leader-election-namespace" "the Lease is in the release namespace, where the chart grants the Role for it: install the release in the namespace it belongs in instead"
