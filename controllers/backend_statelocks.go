@@ -28,11 +28,27 @@ import (
 
 // stateLocksOf lists, from the cache, the StateLocks of backend's
 // namespace that name it, a backend of kind, sorted by name.
+//
+// A sharded manager's cache holds only its shard's StateLocks: when it
+// holds none that name a protected backend, they are listed from the API
+// server, so that a StateLock of another shard (one moving between shards
+// with its backend, or one on the wrong shard) keeps the backend
+// protected, and its deletion waiting, as on one manager. That costs a
+// List only when the last StateLock goes, or while one is on another
+// shard.
 func (r *reconciler) stateLocksOf(ctx context.Context, kind string, backend client.Object) ([]backendsv1alpha1.StateLock, error) {
 	list := &backendsv1alpha1.StateLockList{}
 	if err := r.client.List(ctx, list, client.InNamespace(backend.GetNamespace()),
 		client.MatchingFields{backendRefIndex: backendRefValue(kind, backend.GetName())}); err != nil {
 		return nil, fmt.Errorf("listing the StateLocks of %s %s: %w", kind, client.ObjectKeyFromObject(backend), err)
+	}
+	if len(list.Items) == 0 && r.opts.sharded() && controllerutil.ContainsFinalizer(backend, backendsv1alpha1.BackendProtectionFinalizer) {
+		if err := r.apiReader.List(ctx, list, client.InNamespace(backend.GetNamespace())); err != nil {
+			return nil, fmt.Errorf("listing the StateLocks of namespace %s: %w", backend.GetNamespace(), err)
+		}
+		list.Items = slices.DeleteFunc(list.Items, func(sl backendsv1alpha1.StateLock) bool {
+			return !slices.Contains(stateLockBackend(&sl), backendRefValue(kind, backend.GetName()))
+		})
 	}
 	slices.SortFunc(list.Items, func(a, b backendsv1alpha1.StateLock) int { return strings.Compare(a.Name, b.Name) })
 	return list.Items, nil

@@ -49,6 +49,8 @@ func (r *reconciler) resolveBackendFor(ctx context.Context, namespace, tenant st
 func (r *reconciler) getBackend(ctx context.Context, key types.NamespacedName, obj client.Object, kind string) error {
 	err := r.client.Get(ctx, key, obj)
 	switch {
+	case err == nil && r.opts.sharded():
+		r.shardMoves.forget(shardMoveKey{kind: kind, NamespacedName: key})
 	case apierrors.IsNotFound(err):
 		if err := r.checkOtherShard(ctx, obj, key, kind); err != nil {
 			return err
@@ -63,11 +65,19 @@ func (r *reconciler) getBackend(ctx context.Context, key types.NamespacedName, o
 
 // checkOtherShard returns a ReferenceOnOtherShard stall when the object
 // of obj's kind at key, which the cache does not hold, is another shard's
-// (see otherShard), and nil when it does not exist.
+// (see otherShard), and nil when it does not exist. For the shard move
+// grace (DefaultShardMoveGrace)
+// after it was first seen on another shard, it returns a shardWaitError
+// instead: the object, or the one that names it, may be moving.
 func (r *reconciler) checkOtherShard(ctx context.Context, obj client.Object, key types.NamespacedName, kind string) error {
 	shard, other, err := r.otherShard(ctx, obj, key)
+	moveKey := shardMoveKey{kind: kind, NamespacedName: key}
 	if err != nil || !other {
+		r.shardMoves.forget(moveKey)
 		return err
+	}
+	if wait := r.shardMoves.seen(moveKey, r.opts.clock.Now(), r.opts.shardMoveGrace); wait > 0 {
+		return &shardWaitError{what: kind + " " + key.String(), after: wait}
 	}
 	return conditions.Stall(backendsv1alpha1.ReferenceOnOtherShardReason,
 		"%s %s of namespace %s is on %s, which this manager does not hold (--watch-label-selector=%q): give it and the objects that name it the same %s label "+

@@ -55,6 +55,9 @@ type reconciler struct {
 	// forgetMetrics removes the series of an object of the kind that is
 	// gone; nil when the kind serves none.
 	forgetMetrics func(key types.NamespacedName)
+	// shardMoves are the objects the reconciler's objects name that
+	// another shard holds, and since when (see checkOtherShard).
+	shardMoves *shardMoves
 }
 
 // conflictRetryAfter is the wait before reconciling again an object whose
@@ -89,6 +92,7 @@ func newReconciler(c client.Client, apiReader client.Reader, recorder events.Eve
 
 		metrics:     o.metrics,
 		transitions: transitionEvents,
+		shardMoves:  newShardMoves(),
 	}
 }
 
@@ -173,6 +177,12 @@ func (r *reconciler) reconcileObject(ctx context.Context, req ctrl.Request, obj 
 	before := obj.DeepCopyObject().(statusObject)
 	conditions.MarkReconciling(obj.StatusConditions(), obj.GetGeneration(), *obj.StatusObservedGeneration())
 	out, requeueAfter, err := run(ctx)
+	if wait, ok := errors.AsType[*shardWaitError](err); ok {
+		// Nothing to write while an object moves between shards: its
+		// arrival, or the grace's end, says more.
+		ctrl.LoggerFrom(ctx).V(1).Info("Waiting for a referenced object moving between shards", "reason", wait.Error())
+		return ctrl.Result{RequeueAfter: wait.after}, nil
+	}
 	if err := finishReconcile(ctx, r.client, r.events, r.transitions, obj, before, out.Outcome, err); err != nil {
 		if apierrors.IsConflict(err) {
 			// The object changed since it was read (often the cache had

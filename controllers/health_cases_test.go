@@ -155,6 +155,9 @@ func healthCases() map[string]healthCase {
 		"the backend does not exist": {
 			reason: backendsv1alpha1.BackendNotFoundReason, steps: forKinds(stalled(backendsv1alpha1.BackendNotFoundReason), rs, sl, sh, sr), want: readsFailed,
 		},
+		"the backend is on another shard": {
+			reason: backendsv1alpha1.ReferenceOnOtherShardReason, steps: forKinds(stalled(backendsv1alpha1.ReferenceOnOtherShardReason), rs, sl, sh, sr), want: readsFailed,
+		},
 		"the backend is stalled": {
 			reason: backendsv1alpha1.BackendNotReadyReason, steps: forKinds(stalled(backendsv1alpha1.BackendNotReadyReason), rs, sl, sh, sr), want: readsFailed,
 		},

@@ -52,6 +52,9 @@ type options struct {
 	// shard selects the objects of this API group the manager holds
 	// (WithShard); nil holds all.
 	shard labels.Selector
+	// shardMoveGrace is how long a reference to another shard's object
+	// waits before it is reported (DefaultShardMoveGrace).
+	shardMoveGrace time.Duration
 	// namespaceLabels are the labels of namespaces, watched where the
 	// manager may (see nslabels), for the OutputGrants' selectors: the
 	// watch SetupAll runs, nil before.
@@ -239,6 +242,7 @@ func newOptions(opts []Option) options {
 		addressPolicy:                   netguard.DefaultPolicy(),
 		maxConcurrentDecryptions:        DefaultMaxConcurrentDecryptions,
 		budgets:                         DefaultBudgets(),
+		shardMoveGrace:                  DefaultShardMoveGrace,
 	}
 	for _, opt := range opts {
 		opt(&o)
