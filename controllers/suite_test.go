@@ -200,7 +200,7 @@ func startManagerLogging(ctx context.Context, namespaces []string, log logr.Logg
 		Scheme:     testenv.Scheme(),
 		Metrics:    metricsserver.Options{BindAddress: "0"},
 		Controller: config.Controller{SkipNameValidation: &skip},
-		Cache:      CacheOptions(namespaces, nil),
+		Cache:      CacheOptions(namespaces, newOptions(opts).shard),
 		Client:     ClientOptions(),
 		Logger:     log,
 	})
