@@ -68,6 +68,7 @@ func verbOrder(verb string) int {
 // objects), which the counter cannot tell apart from anyone else's.
 var operatorResources = map[string]bool{
 	"httpbackends": true, "cosbackends": true, "remotestates": true,
+	"statelocks": true, "outputgrants": true, "statehistories": true, "staterestores": true,
 	"secrets": true, "configmaps": true, "events": true,
 }
 

@@ -153,7 +153,8 @@ const legend = `Legend:
   from the start of the floor or the manager; for apply-latency, per backend from its create returning to Ready.
 - objects/s: backends / time. vs floor: time / the floor's time for the same work (burst: floor-burst, cold-start: floor-cold).
 - operator API requests: the API server's apiserver_request_total over the scenario minus the harness's own requests, on
-  httpbackends, cosbackends, remotestates, secrets, configmaps and events, WATCH left out; in parentheses the codes outside 2xx.
+  the kinds of the API group (httpbackends, cosbackends, remotestates, statelocks, outputgrants, statehistories, staterestores),
+  secrets, configmaps and events, WATCH left out; in parentheses the codes outside 2xx.
   They include the requests for every backend present (the periodic probes of the others), not only the row's.
   In floor-* rows these are the floor's requests.
 - probes: requests the state server served during the scenario for the backends the row times, per backend in parentheses;
