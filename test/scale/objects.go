@@ -79,12 +79,16 @@ func newBackend(key types.NamespacedName, stateURL string) *backendsv1alpha1.Htt
 	return &backendsv1alpha1.HttpBackend{
 		ObjectMeta: metav1.ObjectMeta{Namespace: key.Namespace, Name: key.Name},
 		Spec: backendsv1alpha1.HttpBackendSpec{
-			Address:           stateURL + "/state/" + key.Namespace + "-" + key.Name,
+			Address:           stateURL + statePath(key),
 			Username:          stateUser,
 			PasswordSecretRef: &backendsv1alpha1.SecretKeyRef{Name: passwordSecretName(key.Name), Key: passwordKey},
 		},
 	}
 }
+
+// statePath is the path of backend key's state on the state server:
+// "/state/<namespace>-<name>" (see batchOfStatePath).
+func statePath(key types.NamespacedName) string { return "/state/" + key.Namespace + "-" + key.Name }
 
 // createNamespaces creates the namespaces named; existing ones are kept.
 func createNamespaces(ctx context.Context, c client.Client, workers int, names []string) error {

@@ -13,9 +13,9 @@ import (
 
 func TestParseRequestLine(t *testing.T) {
 	type want struct {
-		Path   string
-		Status int
-		OK     bool
+		Method, Path string
+		Status       int
+		OK           bool
 	}
 	cases := map[string]struct {
 		line string
@@ -23,9 +23,13 @@ func TestParseRequestLine(t *testing.T) {
 	}{
 		"a request": {
 			line: `time=2026-01-01T00:00:00Z level=INFO msg=request method=GET path=/state/kill-0001-hb-00042 status=404 duration=1.2ms`,
-			want: want{"/state/kill-0001-hb-00042", 404, true},
+			want: want{"GET", "/state/kill-0001-hb-00042", 404, true},
 		},
-		"a request without path and status": {line: `level=INFO msg=request method=GET`, want: want{"", 0, true}},
+		"a lock refused": {
+			line: `time=2026-01-01T00:00:00Z level=INFO msg=request method=LOCK path=/state/shards-0000-hb-00001 status=423 duration=310µs`,
+			want: want{"LOCK", "/state/shards-0000-hb-00001", 423, true},
+		},
+		"a request without path and status": {line: `level=INFO msg=request method=GET`, want: want{"GET", "", 0, true}},
 		"the listening line": {
 			line: `time=2026-01-01T00:00:00Z level=INFO msg="listening on http://127.0.0.1:4000" store=memory`,
 		},
@@ -34,7 +38,7 @@ func TestParseRequestLine(t *testing.T) {
 	for name, tc := range cases {
 		t.Run(name, func(t *testing.T) {
 			var got want
-			got.Path, got.Status, got.OK = parseRequestLine(tc.line)
+			got.Method, got.Path, got.Status, got.OK = parseRequestLine(tc.line)
 			if diff := cmp.Diff(tc.want, got); diff != "" {
 				t.Errorf("parseRequestLine mismatch (-want +got):\n%s", diff)
 			}

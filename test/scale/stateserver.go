@@ -17,8 +17,10 @@ import (
 )
 
 // stateServer is the cmd/stateserver process every backend points at.
-// It logs one line per request it serves ("msg=request ... status=404"),
-// which the harness counts: the probes the operator sent.
+// It logs one line per request it serves ("msg=request method=GET
+// path=/state/x status=404"), which the harness counts: the probes the
+// operator sent, by batch, and what each state path got (see
+// lockTraffic).
 type stateServer struct {
 	*process
 	// url is http://127.0.0.1:PORT, from its "listening on" line.
@@ -31,6 +33,9 @@ type stateServer struct {
 	// served counts the requests served by the batch of the backend
 	// whose state they were for (see batchOfStatePath).
 	served probeCounts
+	// traffic counts the requests on each state path by what they did to
+	// its lock.
+	traffic map[string]lockTraffic
 }
 
 // probeCounts counts state server requests by batch prefix ("burst",
@@ -64,6 +69,20 @@ func (s *stateServer) probes() probeCounts {
 	return maps.Clone(s.served)
 }
 
+// lockTraffic returns a copy of the counts so far of the paths named; a
+// path without requests is left out.
+func (s *stateServer) lockTraffic(paths []string) map[string]lockTraffic {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	out := make(map[string]lockTraffic, len(paths))
+	for _, p := range paths {
+		if t, ok := s.traffic[p]; ok {
+			out[p] = t
+		}
+	}
+	return out
+}
+
 // listeningOn matches the state server's line naming its address.
 var listeningOn = regexp.MustCompile(`listening on (http://[^\s"]+)`)
 
@@ -84,7 +103,7 @@ func startStateServer(bin, dataDir, logPath string) (*stateServer, error) {
 		_ = logFile.Close()
 		return nil, err
 	}
-	s := &stateServer{process: p, served: probeCounts{}}
+	s := &stateServer{process: p, served: probeCounts{}, traffic: map[string]lockTraffic{}}
 	found := make(chan string, 1)
 	go func() {
 		defer func() { _ = logFile.Close() }()
@@ -92,9 +111,10 @@ func startStateServer(bin, dataDir, logPath string) (*stateServer, error) {
 		sc.Buffer(make([]byte, 64<<10), 1<<20)
 		for sc.Scan() {
 			line := sc.Text()
-			if path, status, ok := parseRequestLine(line); ok {
+			if method, path, status, ok := parseRequestLine(line); ok {
 				s.mu.Lock()
 				s.served[batchOfStatePath(path)]++
+				s.traffic[path] = s.traffic[path].add(method, status)
 				s.mu.Unlock()
 				if status == 401 || status == 403 || status >= 500 {
 					s.failures.Add(1)
@@ -126,12 +146,13 @@ func startStateServer(bin, dataDir, logPath string) (*stateServer, error) {
 	}
 }
 
-// parseRequestLine reads the path and status of a state server request
-// line (`level=INFO msg=request method=GET path=/state/x status=404 ...`);
-// ok is false for other lines. A missing field reads as empty or 0.
-func parseRequestLine(line string) (path string, status int, ok bool) {
+// parseRequestLine reads the method, path and status of a state server
+// request line (`level=INFO msg=request method=GET path=/state/x
+// status=404 ...`); ok is false for other lines. A missing field reads as
+// empty or 0.
+func parseRequestLine(line string) (method, path string, status int, ok bool) {
 	if !strings.Contains(line, " msg=request ") {
-		return "", 0, false
+		return "", "", 0, false
 	}
 	field := func(name string) string {
 		_, rest, found := strings.Cut(line, " "+name+"=")
@@ -142,7 +163,7 @@ func parseRequestLine(line string) (path string, status int, ok bool) {
 		return v
 	}
 	status, _ = strconv.Atoi(field("status"))
-	return field("path"), status, true
+	return field("method"), field("path"), status, true
 }
 
 // batchOfStatePath returns the batch prefix of the backend a state path
