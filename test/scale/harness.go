@@ -46,7 +46,12 @@ type harness struct {
 	// stopTracker stops the tracker's informer, before the control plane.
 	stopTracker context.CancelFunc
 
-	kubeconfig           string
+	kubeconfig string
+	// shardKubeconfigs are the kubeconfigs of the shards' managers, each
+	// of its own user (see shardUser), by shard.
+	shardKubeconfigs map[string]string
+	// audit is the API server's audit log of the shards' writes.
+	audit                auditLog
 	managerBin, stateBin string
 	ports                managerPorts
 	state                *stateServer
@@ -54,6 +59,8 @@ type harness struct {
 	manager *managerProcess
 	// starts counts the manager's starts, to name its logs.
 	starts int
+	// shards are the shards scenario's managers while they run.
+	shards []*shardManager
 
 	// primary are the backends the manager keeps Ready across scenarios
 	// (burst's, or made by ensureBackends).
@@ -95,6 +102,9 @@ func newHarness(ctx context.Context, o options) (*harness, error) {
 
 	log.Printf("starting kube-apiserver and etcd")
 	if h.env, err = testenv.New(); err != nil {
+		return h, err
+	}
+	if err := h.configureAudit(); err != nil {
 		return h, err
 	}
 	cfg, err := h.env.Start()
@@ -144,26 +154,58 @@ func (h *harness) build(ctx context.Context) error {
 }
 
 // writeKubeconfig writes a kubeconfig of a system:masters user for the
-// manager.
+// manager, and one for the manager of each shard.
 func (h *harness) writeKubeconfig() error {
-	user, err := h.env.AddUser(envtest.User{Name: "scale-manager", Groups: []string{"system:masters"}}, nil)
+	var err error
+	if h.kubeconfig, err = h.writeUserKubeconfig("scale-manager", "kubeconfig"); err != nil {
+		return err
+	}
+	h.shardKubeconfigs = map[string]string{}
+	for _, s := range shardNames {
+		if h.shardKubeconfigs[s], err = h.writeUserKubeconfig(shardUser(s), "kubeconfig-shard-"+s); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// writeUserKubeconfig adds a system:masters user named user and writes its
+// kubeconfig to file in the work directory, whose path it returns.
+func (h *harness) writeUserKubeconfig(user, file string) (string, error) {
+	u, err := h.env.AddUser(envtest.User{Name: user, Groups: []string{"system:masters"}}, nil)
 	if err != nil {
-		return fmt.Errorf("adding the manager's user: %w", err)
+		return "", fmt.Errorf("adding the user %s: %w", user, err)
 	}
-	kc, err := user.KubeConfig()
+	kc, err := u.KubeConfig()
 	if err != nil {
-		return fmt.Errorf("writing the manager's kubeconfig: %w", err)
+		return "", fmt.Errorf("writing the kubeconfig of %s: %w", user, err)
 	}
-	h.kubeconfig = filepath.Join(h.dir, "kubeconfig")
-	if err := os.WriteFile(h.kubeconfig, kc, 0o600); err != nil {
-		return fmt.Errorf("writing the manager's kubeconfig: %w", err)
+	path := filepath.Join(h.dir, file)
+	if err := os.WriteFile(path, kc, 0o600); err != nil {
+		return "", fmt.Errorf("writing the kubeconfig of %s: %w", user, err)
 	}
+	return path, nil
+}
+
+// configureAudit has the API server log the writes of the shards'
+// managers (see auditPolicy) to apiserver-audit.log in the log directory.
+func (h *harness) configureAudit() error {
+	policy := filepath.Join(h.dir, "audit-policy.yaml")
+	if err := os.WriteFile(policy, []byte(auditPolicy()), 0o600); err != nil {
+		return fmt.Errorf("writing the audit policy: %w", err)
+	}
+	h.audit = auditLog{path: filepath.Join(h.logDir, "apiserver-audit.log")}
+	h.env.ControlPlane.GetAPIServer().Configure().
+		Set("audit-policy-file", policy).
+		Set("audit-log-path", h.audit.path).
+		Set("audit-log-mode", "blocking")
 	return nil
 }
 
 // close stops everything newHarness started and removes the work
 // directory (the logs stay when -log-dir is set).
 func (h *harness) close() {
+	h.stopShards()
 	if h.manager != nil && h.manager.running() {
 		if _, err := h.manager.stop(syscall.SIGTERM); err != nil {
 			log.Printf("stopping the manager: %v", err)
@@ -309,7 +351,7 @@ func (h *harness) endMeasuring(ctx context.Context, m *managerProcess, start mea
 // until all are Ready: it returns when the first create started, how long
 // the creates took, and when the last backend was seen Ready.
 func (h *harness) burstOf(ctx context.Context, scenario string, b batch) (first time.Time, createdIn time.Duration, last time.Time, err error) {
-	first, err = createBackends(ctx, h.client, h.opts.workers, b.backends, h.state.url)
+	first, err = createBackends(ctx, h.client, h.opts.workers, b.backends, h.state.url, nil)
 	if err != nil {
 		return first, 0, last, err
 	}

@@ -3,10 +3,11 @@
 // own kube-apiserver and etcd (envtest), builds and runs cmd/manager and
 // cmd/stateserver as processes on loopback, and runs scenarios (bursts
 // of creates, rest, restarts, cold starts, memory with unrelated objects,
-// a crash in the middle of a burst, single-create latency), each measured
-// against an in-process "floor" controller that does only the writes the
-// operator must do. It prints one Markdown table with a legend; see
-// docs/performance.md.
+// a crash in the middle of a burst, single-create latency, and two
+// sharded managers with a relabel of locked backends between them), each
+// measured against an in-process "floor" controller that does only the
+// writes the operator must do. It prints one Markdown table with a legend;
+// see docs/performance.md.
 //
 // It is not a test: `make test` runs only the unit tests of its pure
 // parts.
@@ -101,9 +102,9 @@ func report(out io.Writer, o options, m machineInfo, apiServer string, took time
 	p("- control plane: envtest kube-apiserver %s and etcd, on the same machine", apiServer)
 	p("- command: go run ./test/scale %s", strings.Join(os.Args[1:], " "))
 	p("- settings: n=%d per-namespace=%d workers=%d max-concurrent-reconciles=%d probe-interval=%s "+
-		"unrelated-secrets=%d unrelated-configmaps=%d kill-n=%d latency-samples=%d settle=%s",
+		"unrelated-secrets=%d unrelated-configmaps=%d kill-n=%d latency-samples=%d shard-relabel=%d settle=%s",
 		o.n, o.perNamespace, o.workers, o.concurrency, o.probeInterval,
-		o.unrelatedSecrets, o.unrelatedConfigMaps, o.killN, o.latencySamples, o.settle)
+		o.unrelatedSecrets, o.unrelatedConfigMaps, o.killN, o.latencySamples, o.shardRelabel, o.settle)
 	p("- run took %s", took.Round(time.Second))
 	p("")
 	_, _ = io.WriteString(out, resultsTable(results))

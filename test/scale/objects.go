@@ -103,21 +103,29 @@ func createNamespaces(ctx context.Context, c client.Client, workers int, names [
 
 // createBackends creates each backend's password Secret and then the
 // backend, from workers goroutines, and returns the time just before the
-// first create was sent.
-func createBackends(ctx context.Context, c client.Client, workers int, keys []types.NamespacedName, stateURL string) (time.Time, error) {
+// first create was sent. labels, when not nil, gives each backend its
+// labels.
+func createBackends(ctx context.Context, c client.Client, workers int, keys []types.NamespacedName, stateURL string,
+	labels func(types.NamespacedName) map[string]string,
+) (time.Time, error) {
 	start := time.Now()
 	err := parallel(ctx, workers, len(keys), func(ctx context.Context, i int) error {
-		return createBackend(ctx, c, keys[i], stateURL)
+		b := newBackend(keys[i], stateURL)
+		if labels != nil {
+			b.Labels = labels(keys[i])
+		}
+		return createBackend(ctx, c, b)
 	})
 	return start, err
 }
 
-// createBackend creates one backend's password Secret, then the backend.
-func createBackend(ctx context.Context, c client.Client, key types.NamespacedName, stateURL string) error {
+// createBackend creates backend b's password Secret, then b.
+func createBackend(ctx context.Context, c client.Client, b *backendsv1alpha1.HttpBackend) error {
+	key := client.ObjectKeyFromObject(b)
 	if err := c.Create(ctx, newPasswordSecret(key)); err != nil {
 		return fmt.Errorf("creating the password Secret of %s: %w", key, err)
 	}
-	if err := c.Create(ctx, newBackend(key, stateURL)); err != nil {
+	if err := c.Create(ctx, b); err != nil {
 		return fmt.Errorf("creating HttpBackend %s: %w", key, err)
 	}
 	return nil

@@ -25,15 +25,18 @@ const (
 	scenarioMemory         = "memory"
 	scenarioKillBurst      = "kill-burst"
 	scenarioApplyLatency   = "apply-latency"
+	// scenarioShards runs two sharded managers instead of the one; its
+	// rows are named after its phases (see shardsScenario).
+	scenarioShards = "shards"
 )
 
 // allScenarios lists every scenario in the order they run: the ones that
 // time something first, then memory, whose unrelated objects stay, then
 // the crash check and the latency of single creates with everything
-// present.
+// present, and last the two shards, which replace the one manager.
 var allScenarios = []string{
 	scenarioFloorBurst, scenarioBurst, scenarioAtRest, scenarioRestartSigterm, scenarioRestartSigkill,
-	scenarioFloorCold, scenarioColdStart, scenarioMemory, scenarioKillBurst, scenarioApplyLatency,
+	scenarioFloorCold, scenarioColdStart, scenarioMemory, scenarioKillBurst, scenarioApplyLatency, scenarioShards,
 }
 
 // options are the harness's command-line settings.
@@ -58,6 +61,9 @@ type options struct {
 	killN int
 	// latencySamples is the number of single creates of apply-latency.
 	latencySamples int
+	// shardRelabel is the number of backends (and StateLocks) the shards
+	// scenario moves from shard a to shard b; at most shard a's backends.
+	shardRelabel int
 	// settle is how long restart-* and memory wait after the resync
 	// before reading RSS.
 	settle time.Duration
@@ -93,6 +99,8 @@ func parseOptions(args []string, stderr io.Writer) (options, error) {
 	fs.IntVar(&o.unrelatedConfigMaps, "unrelated-configmaps", 10000, "ConfigMaps (1 KiB of data each) the memory scenario creates in namespaces of their own")
 	fs.IntVar(&o.killN, "kill-n", 1000, "backends of kill-burst")
 	fs.IntVar(&o.latencySamples, "latency-samples", 50, "backends apply-latency creates one at a time")
+	fs.IntVar(&o.shardRelabel, "shard-relabel", 1000,
+		"backends the shards scenario locks with a StateLock on shard a and then moves, with their StateLocks, to shard b; at most shard a's (about n/2)")
 	fs.DurationVar(&o.settle, "settle", 10*time.Second, "how long restart-* and memory wait after the resync before reading the manager's RSS")
 	fs.StringVar(&o.pprofDir, "pprof", "", "directory for the manager's CPU profile during the burst and its heap and allocs profiles after it")
 	fs.IntVar(&o.pprofSeconds, "pprof-seconds", 30, "length in seconds of the burst's CPU profile, which starts with the burst")
@@ -116,7 +124,7 @@ func (o options) validate() error {
 	var errs []error
 	positive := map[string]int{
 		"-n": o.n, "-per-namespace": o.perNamespace, "-workers": o.workers, "-max-concurrent-reconciles": o.concurrency,
-		"-kill-n": o.killN, "-latency-samples": o.latencySamples, "-pprof-seconds": o.pprofSeconds,
+		"-kill-n": o.killN, "-latency-samples": o.latencySamples, "-pprof-seconds": o.pprofSeconds, "-shard-relabel": o.shardRelabel,
 	}
 	for _, name := range slices.Sorted(maps.Keys(positive)) {
 		if positive[name] < 1 {
@@ -160,6 +168,15 @@ func parseScenarios(list string) ([]string, error) {
 		}
 	}
 	return out, nil
+}
+
+// restIntervals is the number of probe intervals of a window at rest.
+const restIntervals = 3
+
+// restWindow is a window at rest: restIntervals probe intervals and their
+// 10% jitter.
+func (o options) restWindow() time.Duration {
+	return restIntervals * o.probeInterval * 11 / 10
 }
 
 // waitTimeout is the bound of a wait for backends backends.

@@ -12,7 +12,7 @@ func TestParseOptions(t *testing.T) {
 	defaults := options{
 		n: 1000, perNamespace: 100, workers: 8, concurrency: 4, probeInterval: 30 * time.Second,
 		scenarios: allScenarios, unrelatedSecrets: 50000, unrelatedConfigMaps: 10000, killN: 1000,
-		latencySamples: 50, settle: 10 * time.Second, pprofSeconds: 30,
+		latencySamples: 50, shardRelabel: 1000, settle: 10 * time.Second, pprofSeconds: 30,
 	}
 	cases := map[string]struct {
 		args    []string
@@ -22,10 +22,11 @@ func TestParseOptions(t *testing.T) {
 		"defaults": {want: defaults},
 		"small run": {
 			args: []string{"-n", "200", "-unrelated-secrets", "2000", "-unrelated-configmaps", "500", "-kill-n", "200",
-				"-latency-samples", "10", "-probe-interval", "10s"},
+				"-latency-samples", "10", "-probe-interval", "10s", "-shard-relabel", "50"},
 			want: func() options {
 				o := defaults
 				o.n, o.unrelatedSecrets, o.unrelatedConfigMaps, o.killN, o.latencySamples = 200, 2000, 500, 200, 10
+				o.shardRelabel = 50
 				o.probeInterval = 10 * time.Second
 				return o
 			}(),
@@ -42,6 +43,7 @@ func TestParseOptions(t *testing.T) {
 		"no scenario":              {args: []string{"-scenarios", " , "}, wantErr: true},
 		"probe interval too short": {args: []string{"-probe-interval", "5s"}, wantErr: true},
 		"no backends":              {args: []string{"-n", "0"}, wantErr: true},
+		"no relabel":               {args: []string{"-shard-relabel", "0"}, wantErr: true},
 		"negative unrelated":       {args: []string{"-unrelated-secrets", "-1"}, wantErr: true},
 		"stray argument":           {args: []string{"extra"}, wantErr: true},
 	}

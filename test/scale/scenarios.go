@@ -24,6 +24,7 @@ func (h *harness) runScenarios(ctx context.Context) error {
 		scenarioMemory:         h.memoryScenario,
 		scenarioKillBurst:      h.killBurstScenario,
 		scenarioApplyLatency:   h.applyLatencyScenario,
+		scenarioShards:         h.shardsScenario,
 	}
 	for _, name := range h.opts.scenarios {
 		log.Printf("scenario %s", name)
@@ -60,7 +61,7 @@ func (h *harness) ensureBackends(ctx context.Context) error {
 	if err := createNamespaces(ctx, h.client, h.opts.workers, b.namespaces); err != nil {
 		return err
 	}
-	if _, err := createBackends(ctx, h.client, h.opts.workers, b.backends, h.state.url); err != nil {
+	if _, err := createBackends(ctx, h.client, h.opts.workers, b.backends, h.state.url, nil); err != nil {
 		return err
 	}
 	if _, err := h.tracker.waitReady(ctx, "setup", b.backends, h.opts.waitTimeout(len(b.backends))); err != nil {
@@ -165,7 +166,7 @@ func (h *harness) atRestScenario(ctx context.Context) error {
 		return err
 	}
 	m := h.manager
-	window := 3 * h.opts.probeInterval * 11 / 10
+	window := h.opts.restWindow()
 	start, err := h.startMeasuring(ctx, m)
 	if err != nil {
 		return err
@@ -192,7 +193,7 @@ func (h *harness) atRestScenario(ctx context.Context) error {
 		requests: requests, probes: probes, usage: usage,
 		notes: append([]string{
 			fmt.Sprintf("writes %d (target 0), reads %d, reads/probe %s, probes/backend/interval %.2f",
-				writes, reads, perProbe, float64(probes)/float64(backends)/3),
+				writes, reads, perProbe, float64(probes)/float64(backends)/restIntervals),
 		}, h.probeFailures()...),
 	})
 	return nil

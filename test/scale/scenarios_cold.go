@@ -19,7 +19,7 @@ func (h *harness) coldBatch(ctx context.Context, prefix string) (batch, int, err
 	if err := createNamespaces(ctx, h.client, h.opts.workers, b.namespaces); err != nil {
 		return batch{}, 0, err
 	}
-	if _, err := createBackends(ctx, h.client, h.opts.workers, b.backends, h.state.url); err != nil {
+	if _, err := createBackends(ctx, h.client, h.opts.workers, b.backends, h.state.url, nil); err != nil {
 		return batch{}, 0, err
 	}
 	return b, already, nil

@@ -29,7 +29,7 @@ func (h *harness) killBurstScenario(ctx context.Context) error {
 	first := time.Now()
 	created := make(chan error, 1)
 	go func() {
-		_, err := createBackends(ctx, h.client, h.opts.workers, b.backends, h.state.url)
+		_, err := createBackends(ctx, h.client, h.opts.workers, b.backends, h.state.url, nil)
 		created <- err
 	}()
 	half := (len(b.backends) + 1) / 2

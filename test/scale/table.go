@@ -163,6 +163,11 @@ const legend = `Legend:
   their notes add the live heap: go_memstats_alloc_bytes right after a
   garbage collection the harness asks for once RSS is read). CPU s: the manager's user+system CPU time
   during the scenario.
+- shards-*: two managers, one per shard (--watch-label-selector), instead of the one. peak RSS, RSS and CPU s sum both
+  processes; the notes give each shard's, and the one manager's RSS in the burst or at-rest row of the run when it ran.
+  Writes by manager come from the API server's audit log (each manager has an API user of its own). shards-relabel: time
+  from the first relabel patch to shard b holding every moved backend and StateLock; its requests run from that patch to
+  the end of the window after it; probes are the state server's requests on the moved states (all: on every state).
 - floor: an in-process controller with the manager's concurrency doing only the writes the operator must do per backend (create
   the ConfigMap and the credentials Secret it renders, one merge patch of status) after reading the password Secret; it
   never probes.

@@ -29,6 +29,9 @@ type readyTracker struct {
 	readyAt map[types.NamespacedName]time.Time
 	// uids holds the UID of each live backend.
 	uids map[types.NamespacedName]types.UID
+	// cache is the tracker's informer cache, which watchViews adds
+	// informers and handlers to.
+	cache cache.Cache
 }
 
 // startReadyTracker starts an informer on HttpBackends with cfg and waits
@@ -43,6 +46,7 @@ func startReadyTracker(ctx context.Context, cfg *rest.Config) (*readyTracker, er
 	if err != nil {
 		return nil, fmt.Errorf("creating the Ready tracker's informer: %w", err)
 	}
+	t.cache = c
 	if _, err := inf.AddEventHandler(toolscache.ResourceEventHandlerFuncs{
 		AddFunc:    func(obj any) { t.observe(obj) },
 		UpdateFunc: func(_, obj any) { t.observe(obj) },
