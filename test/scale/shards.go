@@ -89,7 +89,11 @@ func (p shardPlan) splitNote() string {
 	}
 	parts := make([]string, 0, len(shardNames))
 	for _, s := range shardNames {
-		parts = append(parts, fmt.Sprintf("%s %d in %d namespaces", s, initial[s], namespaces[s]))
+		noun := "namespaces"
+		if namespaces[s] == 1 {
+			noun = "namespace"
+		}
+		parts = append(parts, fmt.Sprintf("%s %d in %d %s", s, initial[s], namespaces[s], noun))
 	}
 	return "split by namespace: " + strings.Join(parts, ", ")
 }

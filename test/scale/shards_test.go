@@ -79,7 +79,7 @@ func TestPlanShards(t *testing.T) {
 
 func TestSplitNote(t *testing.T) {
 	got := planShards(prefixShards, 250, 100, 10).splitNote()
-	if want := "split by namespace: a 150 in 2 namespaces, b 100 in 1 namespaces"; got != want {
+	if want := "split by namespace: a 150 in 2 namespaces, b 100 in 1 namespace"; got != want {
 		t.Errorf("splitNote = %q, want %q", got, want)
 	}
 }
