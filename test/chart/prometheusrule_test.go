@@ -355,3 +355,60 @@ func TestServiceMonitorHonorsLabels(t *testing.T) {
 		})
 	}
 }
+
+// TestServiceMonitorSelectsTheMetricsService checks that the
+// ServiceMonitor selects the metrics Service by its labels, and scrapes a
+// port the Service has, with one manager and with shards.
+func TestServiceMonitorSelectsTheMetricsService(t *testing.T) {
+	type labelled struct {
+		Metadata struct {
+			Labels map[string]string `json:"labels"`
+		} `json:"metadata"`
+		Spec struct {
+			Selector struct {
+				MatchLabels map[string]string `json:"matchLabels"`
+			} `json:"selector"`
+			Endpoints []struct {
+				Port string `json:"port"`
+			} `json:"endpoints"`
+			Ports []struct {
+				Name string `json:"name"`
+			} `json:"ports"`
+		} `json:"spec"`
+	}
+	decode := func(t *testing.T, raw []byte) labelled {
+		t.Helper()
+		var l labelled
+		if err := yaml.Unmarshal(raw, &l); err != nil {
+			t.Fatalf("decoding: %v", err)
+		}
+		return l
+	}
+	for name, set := range map[string][]string{
+		"one manager": {"metrics.serviceMonitor.enabled=true"},
+		"shards":      {"metrics.serviceMonitor.enabled=true", "shards={a,b}"},
+	} {
+		t.Run(name, func(t *testing.T) {
+			docs := template(t, set...)
+			sm := decode(t, find(t, docs, "ServiceMonitor", releaseNamespace, prefix).raw)
+			svc := decode(t, find(t, docs, "Service", releaseNamespace, prefix+"-metrics").raw)
+			if len(sm.Spec.Selector.MatchLabels) == 0 {
+				t.Fatal("the ServiceMonitor selects every Service of its namespace")
+			}
+			for k, v := range sm.Spec.Selector.MatchLabels {
+				if svc.Metadata.Labels[k] != v {
+					t.Errorf("the ServiceMonitor selects %s=%s, the metrics Service has %s=%q", k, v, k, svc.Metadata.Labels[k])
+				}
+			}
+			for _, e := range sm.Spec.Endpoints {
+				found := false
+				for _, p := range svc.Spec.Ports {
+					found = found || p.Name == e.Port
+				}
+				if !found {
+					t.Errorf("the ServiceMonitor scrapes port %q, which the metrics Service lacks", e.Port)
+				}
+			}
+		})
+	}
+}
