@@ -52,6 +52,13 @@ func SetupAll(ctx context.Context, mgr ctrl.Manager, opts ...Option) error {
 		return fmt.Errorf("building a metadata client: %w", err)
 	}
 	watches := related.NewWatches(mgr.GetCache(), mc, o.watchNamespaces, lists, renderers, contents)
+	// A shard keeps the rendered and published objects of its own
+	// backends and RemoteStates only.
+	owners := map[string]func() client.Object{backendsv1alpha1.RemoteStateKind: func() client.Object { return &backendsv1alpha1.RemoteState{} }}
+	for _, kind := range backendKinds {
+		owners[kind.name()] = func() client.Object { return kind.newObject() }
+	}
+	watches.HoldOwnedBy(owners)
 	// The watches count the objects the operator wrote, from their first
 	// lists on: the API storage each namespace uses is known before any
 	// write, and every deletion gives its bytes back.

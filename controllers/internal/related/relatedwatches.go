@@ -35,6 +35,10 @@ type Watches struct {
 	// contents are the contents of referenced objects, swept with the
 	// watches.
 	contents *Contents
+	// owners make an object of each kind of this API that writes
+	// Secrets and ConfigMaps, by kind (see HoldOwnedBy); nil holds every
+	// object one of them controls.
+	owners map[string]func() client.Object
 }
 
 // relatedSweepInterval is how often the watches drop the objects, and the
@@ -57,8 +61,8 @@ func NewWatches(c cache.Cache, mc metadata.Interface, namespaces []string, lists
 // controls it or names it.
 func (w *Watches) related(reference func(string) string) func(context.Context, *metav1.PartialObjectMetadata) bool {
 	return func(ctx context.Context, obj *metav1.PartialObjectMetadata) bool {
-		if ControllerOfThisAPI(obj) != nil {
-			return true
+		if owner := ControllerOfThisAPI(obj); owner != nil {
+			return w.ownerHeld(ctx, obj.Namespace, owner)
 		}
 		return namedByAny(ctx, w.cache, w.lists, obj.Namespace, reference(obj.Name)) ||
 			renderedByAny(ctx, w.cache, w.renderers, obj.Namespace, WriterOf(reference, obj.Name))
