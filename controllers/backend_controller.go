@@ -5,7 +5,6 @@ import (
 	"strconv"
 
 	"context"
-	"strings"
 	"time"
 
 	"github.com/infrastate/backend-operator/controllers/internal/conditions"
@@ -212,10 +211,15 @@ func (r *backendReconciler) reconcileProbe(ctx context.Context, s *backendScope)
 // own rendered objects: see referrersOf), when one of its probes
 // ends, and when API storage is given back in its namespace after its
 // render was refused (see storageReleases). Rendered and referenced objects are watched for metadata only
-// (see relatedObjects): the manager never holds their contents.
+// (see relatedObjects): the manager never holds their contents. When the
+// manager starts, the backends Ready at their generation are reconciled
+// after the new and changed ones (see firstListPriority).
 func (r *backendReconciler) setupWithManager(mgr ctrl.Manager) error {
-	b, err := r.setup(mgr, ctrl.NewControllerManagedBy(mgr).
-		For(r.kind.newObject(), builder.WithPredicates(predicate.GenerationChangedPredicate{})))
+	own, err := controllerFor(mgr, r.kind.newObject(), predicate.GenerationChangedPredicate{})
+	if err != nil {
+		return err
+	}
+	b, err := r.setup(mgr, own)
 	if err != nil {
 		return err
 	}
@@ -231,7 +235,6 @@ func (r *backendReconciler) setupWithManager(mgr ctrl.Manager) error {
 		WatchesRawSource(r.opts.related.Source("ConfigMap", referrers(related.ConfigMapReference))).
 		WatchesRawSource(storageReleases{ledger: r.opts.tenantBudgets.stored, kind: r.kind.name()}).
 		WithOptions(controller.Options{MaxConcurrentReconciles: r.opts.maxConcurrentReconciles}).
-		Named(strings.ToLower(r.kind.name())).
 		Complete(r)
 }
 

@@ -115,16 +115,17 @@ func (r *outputGrantReconciler) reconcileSelectors(_ context.Context, s *ograntS
 // when a namespace's labels change.
 func (r *outputGrantReconciler) setupWithManager(mgr ctrl.Manager) error {
 	c := mgr.GetClient()
-	b := ctrl.NewControllerManagedBy(mgr).
-		For(&backendsv1alpha1.OutputGrant{}, builder.WithPredicates(predicate.GenerationChangedPredicate{})).
-		Watches(&backendsv1alpha1.RemoteState{}, handler.EnqueueRequestsFromMapFunc(grantsOfProducer(c, r.opts.watchNamespaces)),
-			builder.WithPredicates(consumerChanged()))
+	b, err := controllerFor(mgr, &backendsv1alpha1.OutputGrant{}, predicate.GenerationChangedPredicate{})
+	if err != nil {
+		return err
+	}
+	b = b.Watches(&backendsv1alpha1.RemoteState{}, handler.EnqueueRequestsFromMapFunc(grantsOfProducer(c, r.opts.watchNamespaces)),
+		builder.WithPredicates(consumerChanged()))
 	if r.opts.namespaceLabels != nil {
 		b = b.WatchesRawSource(r.opts.namespaceLabels.Source(handler.EnqueueRequestsFromMapFunc(grantsWithSelectors(c))))
 	}
 	return b.
 		WithOptions(controller.Options{MaxConcurrentReconciles: r.opts.maxConcurrentReconciles}).
-		Named("outputgrant").
 		Complete(r)
 }
 

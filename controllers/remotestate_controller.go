@@ -116,8 +116,11 @@ var remoteStateGates = []string{backendsv1alpha1.OutputsReadyCondition}
 // namespace may publish.
 func (r *remoteStateReconciler) setupWithManager(mgr ctrl.Manager) error {
 	c := mgr.GetClient()
-	b, err := r.setup(mgr, ctrl.NewControllerManagedBy(mgr).
-		For(&backendsv1alpha1.RemoteState{}, builder.WithPredicates(predicate.GenerationChangedPredicate{})))
+	own, err := controllerFor(mgr, &backendsv1alpha1.RemoteState{}, predicate.GenerationChangedPredicate{})
+	if err != nil {
+		return err
+	}
+	b, err := r.setup(mgr, own)
 	if err != nil {
 		return err
 	}
@@ -134,7 +137,6 @@ func (r *remoteStateReconciler) setupWithManager(mgr ctrl.Manager) error {
 		WatchesRawSource(r.opts.related.Source("Secret", referrersOf(backendsv1alpha1.RemoteStateKind, readersOfReferenced(c, related.SecretReference)))).
 		WatchesRawSource(r.opts.related.Source("ConfigMap", referrersOf(backendsv1alpha1.RemoteStateKind, readersOfReferenced(c, related.ConfigMapReference)))).
 		WithOptions(controller.Options{MaxConcurrentReconciles: r.opts.maxConcurrentReconciles}).
-		Named("remotestate").
 		Complete(r)
 }
 

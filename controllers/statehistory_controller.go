@@ -89,8 +89,11 @@ func (r *stateHistoryReconciler) Reconcile(ctx context.Context, req ctrl.Request
 // to the histories whose source or destination references them.
 func (r *stateHistoryReconciler) setupWithManager(mgr ctrl.Manager) error {
 	c := mgr.GetClient()
-	b, err := r.setup(mgr, ctrl.NewControllerManagedBy(mgr).
-		For(&backendsv1alpha1.StateHistory{}, builder.WithPredicates(predicate.GenerationChangedPredicate{})))
+	own, err := controllerFor(mgr, &backendsv1alpha1.StateHistory{}, predicate.GenerationChangedPredicate{})
+	if err != nil {
+		return err
+	}
+	b, err := r.setup(mgr, own)
 	if err != nil {
 		return err
 	}
@@ -112,7 +115,6 @@ func (r *stateHistoryReconciler) setupWithManager(mgr ctrl.Manager) error {
 		WatchesRawSource(r.opts.related.Source("Secret", referrersOf(backendsv1alpha1.StateHistoryKind, historiesOfReferenced(c, related.SecretReference)))).
 		WatchesRawSource(r.opts.related.Source("ConfigMap", referrersOf(backendsv1alpha1.StateHistoryKind, historiesOfReferenced(c, related.ConfigMapReference)))).
 		WithOptions(controller.Options{MaxConcurrentReconciles: r.opts.maxConcurrentReconciles}).
-		Named("statehistory").
 		Complete(r)
 }
 

@@ -425,9 +425,12 @@ var stateLockBackend = backendRefOf(func(sl *backendsv1alpha1.StateLock) backend
 // spec, Ready or lock holder changes, and when its lock operation ends.
 func (r *stateLockReconciler) setupWithManager(mgr ctrl.Manager) error {
 	c := mgr.GetClient()
-	b, err := r.setup(mgr, ctrl.NewControllerManagedBy(mgr).
-		For(&backendsv1alpha1.StateLock{}, builder.WithPredicates(predicate.Or[client.Object](
-			predicate.GenerationChangedPredicate{}, reacquireRequested(), deletionStarted()))))
+	own, err := controllerFor(mgr, &backendsv1alpha1.StateLock{},
+		predicate.Or[client.Object](predicate.GenerationChangedPredicate{}, reacquireRequested(), deletionStarted()))
+	if err != nil {
+		return err
+	}
+	b, err := r.setup(mgr, own)
 	if err != nil {
 		return err
 	}
@@ -438,7 +441,6 @@ func (r *stateLockReconciler) setupWithManager(mgr ctrl.Manager) error {
 	}
 	return b.
 		WithOptions(controller.Options{MaxConcurrentReconciles: r.opts.maxConcurrentReconciles}).
-		Named("statelock").
 		Complete(r)
 }
 

@@ -108,8 +108,11 @@ func stateRestoreEnd(sr *backendsv1alpha1.StateRestore, waiting *conditions.Obse
 // backends are watched for changes that let a waiting restore go on.
 func (r *stateRestoreReconciler) setupWithManager(mgr ctrl.Manager) error {
 	c := mgr.GetClient()
-	b, err := r.setup(mgr, ctrl.NewControllerManagedBy(mgr).
-		For(&backendsv1alpha1.StateRestore{}, builder.WithPredicates(predicate.GenerationChangedPredicate{})))
+	own, err := controllerFor(mgr, &backendsv1alpha1.StateRestore{}, predicate.GenerationChangedPredicate{})
+	if err != nil {
+		return err
+	}
+	b, err := r.setup(mgr, own)
 	if err != nil {
 		return err
 	}
@@ -121,7 +124,6 @@ func (r *stateRestoreReconciler) setupWithManager(mgr ctrl.Manager) error {
 	}
 	return b.
 		WithOptions(controller.Options{MaxConcurrentReconciles: r.opts.maxConcurrentReconciles}).
-		Named("staterestore").
 		Complete(r)
 }
 

@@ -184,3 +184,9 @@ func (w *HttpBackendWrapper) ObservedGeneration(g int64) *HttpBackendWrapper {
 	w.obj.Status.ObservedGeneration = g
 	return w
 }
+
+// Condition adds c to status.conditions.
+func (w *HttpBackendWrapper) Condition(c metav1.Condition) *HttpBackendWrapper {
+	w.obj.Status.Conditions = append(w.obj.Status.Conditions, c)
+	return w
+}
