@@ -302,3 +302,16 @@ func (o options) cosClientsIn(namespace string) cosClientFactory {
 func (o options) circuitsOf(namespace string) func(http.RoundTripper) http.RoundTripper {
 	return func(next http.RoundTripper) http.RoundTripper { return o.circuits.Transport(namespace, next) }
 }
+
+// WithShard says which objects of this API group the manager holds (all
+// when nil or empty), as its cache does (see CacheOptions): an object
+// that names one the selector leaves out is told so (see otherShard)
+// rather than that it does not exist.
+func WithShard(shard labels.Selector) Option { return func(o *options) { o.shard = shard } }
+
+// sharded reports whether the manager holds only some of the objects of
+// this API group.
+func (o options) sharded() bool { return o.shard != nil && !o.shard.Empty() }
+
+// withShardMoveGrace replaces DefaultShardMoveGrace; tests shorten it.
+func withShardMoveGrace(d time.Duration) Option { return func(o *options) { o.shardMoveGrace = d } }

@@ -3,8 +3,6 @@ package controllers
 import (
 	"context"
 	"fmt"
-	"sync"
-	"time"
 
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
@@ -46,16 +44,6 @@ func shardObjects(shard labels.Selector) map[client.Object]cache.ByObject {
 	return byObject
 }
 
-// WithShard says which objects of this API group the manager holds (all
-// when nil or empty), as its cache does (see CacheOptions): an object
-// that names one the selector leaves out is told so (see otherShard)
-// rather than that it does not exist.
-func WithShard(shard labels.Selector) Option { return func(o *options) { o.shard = shard } }
-
-// sharded reports whether the manager holds only some of the objects of
-// this API group.
-func (o options) sharded() bool { return o.shard != nil && !o.shard.Empty() }
-
 // otherShard checks, once the cache said that the object of obj's kind at
 // key does not exist, whether it exists on the API server with labels the
 // manager's shard does not select. It returns those labels' shard (the
@@ -84,68 +72,6 @@ func (r *reconciler) otherShard(ctx context.Context, obj client.Object, key type
 		return "", false, &shardWaitError{what: gvk.Kind + " " + key.String(), after: shardArrivalRetry}
 	}
 	return meta.Labels[ShardLabel], true, nil
-}
-
-// DefaultShardMoveGrace is how long a reference to an object another
-// shard holds waits, its status untouched, before it is reported as
-// ReferenceOnOtherShard: the time to relabel an object and the objects
-// that name it, which `kubectl label` does one after the other, so that
-// moving them between shards writes nothing on the way.
-const DefaultShardMoveGrace = 30 * time.Second
-
-// withShardMoveGrace replaces DefaultShardMoveGrace; tests shorten it.
-func withShardMoveGrace(d time.Duration) Option { return func(o *options) { o.shardMoveGrace = d } }
-
-// shardArrivalRetry is how soon a reference to an object the shard
-// selects, but its cache does not hold yet, is read again.
-const shardArrivalRetry = time.Second
-
-// shardWaitError is the error of a reference to an object that is moving
-// between shards: the reconcile ends without a status write and comes
-// back after a while (see reconcileObject).
-type shardWaitError struct {
-	what  string
-	after time.Duration
-}
-
-func (e *shardWaitError) Error() string {
-	return e.what + " is moving between shards; waiting " + e.after.String() + " before reporting it"
-}
-
-// shardMoves remembers since when each object a reconciler's objects name
-// has been seen on another shard.
-type shardMoves struct {
-	mu    sync.Mutex
-	since map[shardMoveKey]time.Time
-}
-
-// shardMoveKey is an object of a kind.
-type shardMoveKey struct {
-	kind string
-	types.NamespacedName
-}
-
-// newShardMoves returns an empty memory.
-func newShardMoves() *shardMoves { return &shardMoves{since: map[shardMoveKey]time.Time{}} }
-
-// seen records that key is on another shard at now and returns how long
-// to wait before reporting it; 0 once grace has passed since it was
-// first seen there.
-func (m *shardMoves) seen(key shardMoveKey, now time.Time, grace time.Duration) time.Duration {
-	m.mu.Lock()
-	defer m.mu.Unlock()
-	first, ok := m.since[key]
-	if !ok {
-		m.since[key], first = now, now
-	}
-	return max(0, first.Add(grace).Sub(now))
-}
-
-// forget drops key: it is in the shard, or gone.
-func (m *shardMoves) forget(key shardMoveKey) {
-	m.mu.Lock()
-	defer m.mu.Unlock()
-	delete(m.since, key)
 }
 
 // describeShard names a shard in messages.
