@@ -176,12 +176,12 @@ func (r *reconciler) forget(kind string, key types.NamespacedName) {
 func (r *reconciler) reconcileObject(ctx context.Context, req ctrl.Request, obj statusObject, kind string, run phasesFunc) (ctrl.Result, error) {
 	before := obj.DeepCopyObject().(statusObject)
 	conditions.MarkReconciling(obj.StatusConditions(), obj.GetGeneration(), *obj.StatusObservedGeneration())
-	out, requeueAfter, err := run(ctx)
+	out, after, err := run(ctx)
 	if wait, ok := errors.AsType[*shardWaitError](err); ok {
 		// Nothing to write while an object moves between shards: its
 		// arrival, or the grace's end, says more.
 		ctrl.LoggerFrom(ctx).V(1).Info("Waiting for a referenced object moving between shards", "reason", wait.Error())
-		return ctrl.Result{RequeueAfter: wait.after}, nil
+		return requeueAfter(wait.after), nil
 	}
 	if err := finishReconcile(ctx, r.client, r.events, r.transitions, obj, before, out.Outcome, err); err != nil {
 		if apierrors.IsConflict(err) {
@@ -197,7 +197,7 @@ func (r *reconciler) reconcileObject(ctx context.Context, req ctrl.Request, obj 
 	if out.applied != nil {
 		r.probes.Ack(probes.Key{Kind: kind, NamespacedName: req.NamespacedName}, out.applied)
 	}
-	return ctrl.Result{RequeueAfter: requeueAfter}, nil
+	return requeueAfter(after), nil
 }
 
 // runPhases runs phases in order on scope and stops at the first error.

@@ -4,6 +4,7 @@ import (
 	"context"
 	"fmt"
 	"strings"
+	"time"
 
 	"github.com/go-logr/logr"
 	"k8s.io/apimachinery/pkg/api/meta"
@@ -23,13 +24,21 @@ import (
 	backendsv1alpha1 "github.com/infrastate/backend-operator/api/v1alpha1"
 )
 
-// The order of the manager's first reconciles. When the manager starts,
-// every object present is reconciled once: most of them were Ready before
-// the restart and have not changed, and their reconcile only reads what
-// it checks. Objects created or changed while the manager was away are
-// work waiting for it; they are queued ahead of the settled ones, so that
-// a cold start with many objects present brings the new ones to Ready
-// first instead of in the order the list returned them.
+// The priorities of the controllers' work queues. The events of new and
+// changed objects come first (the default priority); what only keeps
+// settled objects fresh waits behind them (handler.LowPriority): the
+// first reconcile of the objects found Ready when the manager starts, and
+// the requeues for a time (the next periodic probe, a retry at a time).
+//
+// When the manager starts, every object present is reconciled once: most
+// of them were Ready before the restart and have not changed, and their
+// reconcile only reads what it checks. Objects created or changed while
+// the manager was away are work waiting for it; they are queued ahead of
+// the settled ones, so that a cold start with many objects present brings
+// the new ones to Ready first instead of in the order the list returned
+// them. Their periodic probes, due meanwhile, wait behind them too, and
+// behind the end of a probe (an event), whose result an object may still
+// need to become Ready.
 
 // settled reports whether obj's status says it is current and Ready: not
 // being deleted, status.observedGeneration at its generation, and Ready
@@ -98,4 +107,15 @@ func controllerFor(mgr ctrl.Manager, obj statusObject, predicates ...predicate.P
 			}
 			return log.WithValues(gvk.Kind, klog.KRef(req.Namespace, req.Name), "namespace", req.Namespace, "name", req.Name)
 		}), nil
+}
+
+// requeueAfter is the result of a reconcile that runs again after d, for
+// a time: at low priority (see above), as every requeue for a time, while
+// a retry after an error or a conflict keeps the priority it was queued
+// at. 0 does not requeue.
+func requeueAfter(d time.Duration) ctrl.Result {
+	if d <= 0 {
+		return ctrl.Result{}
+	}
+	return ctrl.Result{RequeueAfter: d, Priority: new(handler.LowPriority)}
 }

@@ -9,6 +9,7 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/client-go/util/workqueue"
+	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/controller/priorityqueue"
 	ctrlevent "sigs.k8s.io/controller-runtime/pkg/event"
 	"sigs.k8s.io/controller-runtime/pkg/handler"
@@ -165,5 +166,22 @@ func TestOwnEventsWithoutPriorities(t *testing.T) {
 	req, _ := q.Get()
 	if want := (reconcile.Request{NamespacedName: types.NamespacedName{Namespace: "team-a", Name: "old"}}); req != want {
 		t.Errorf("queued %v, want %v", req, want)
+	}
+}
+
+func TestRequeueAfter(t *testing.T) {
+	cases := map[string]struct {
+		after time.Duration
+		want  ctrl.Result
+	}{
+		"no requeue":                {after: 0, want: ctrl.Result{}},
+		"a time: behind the events": {after: time.Minute, want: ctrl.Result{RequeueAfter: time.Minute, Priority: new(handler.LowPriority)}},
+	}
+	for name, tc := range cases {
+		t.Run(name, func(t *testing.T) {
+			if diff := cmp.Diff(tc.want, requeueAfter(tc.after)); diff != "" {
+				t.Errorf("requeueAfter(%s) (-want +got):\n%s", tc.after, diff)
+			}
+		})
 	}
 }
