@@ -9,6 +9,7 @@ import (
 	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/client-go/util/workqueue"
 	"sigs.k8s.io/controller-runtime/pkg/client"
+	"sigs.k8s.io/controller-runtime/pkg/controller/priorityqueue"
 	ctrlevent "sigs.k8s.io/controller-runtime/pkg/event"
 	"sigs.k8s.io/controller-runtime/pkg/handler"
 	"sigs.k8s.io/controller-runtime/pkg/reconcile"
@@ -177,14 +178,19 @@ func TestReconcileWatchesSkipOwnCreation(t *testing.T) {
 	}
 	for name, tc := range cases {
 		t.Run(name, func(t *testing.T) {
-			q := workqueue.NewTypedRateLimitingQueue(workqueue.DefaultTypedControllerRateLimiter[reconcile.Request]())
+			q := priorityqueue.New[reconcile.Request]("test")
 			defer q.ShutDown()
 			tc.event(tc.handler, q)
 			var got []string
 			for q.Len() > 0 {
-				req, _ := q.Get()
+				req, priority, _ := q.GetWithPriority()
 				got = append(got, req.Name)
 				q.Done(req)
+				// A change, queued ahead of the resyncs and the periodic
+				// probes.
+				if priority != 0 {
+					t.Errorf("%s queued at priority %d, want 0", req.Name, priority)
+				}
 			}
 			if diff := cmp.Diff(tc.want, got, cmpopts.SortSlices(func(a, b string) bool { return a < b }), cmpopts.EquateEmpty()); diff != "" {
 				t.Errorf("reconciled (-want +got):\n%s", diff)
