@@ -13,8 +13,6 @@ import (
 	"k8s.io/apimachinery/pkg/watch"
 	"k8s.io/client-go/metadata"
 	toolscache "k8s.io/client-go/tools/cache"
-
-	"github.com/infrastate/backend-operator/internal/contenthash"
 )
 
 // relatedObjects watches the metadata of every Secret, or of every
@@ -388,56 +386,4 @@ func (w *relatedObjects) heldIn(namespace string) []*metav1.PartialObjectMetadat
 		}
 	}
 	return out
-}
-
-// heldObject is what relatedObjects keeps of a Secret or ConfigMap, its
-// name and namespace being the key it is held under: what trimMetadata
-// keeps, in fewer allocations (the content hash and the stored size as
-// strings rather than an annotation map, the controller reference alone).
-type heldObject struct {
-	uid             types.UID
-	resourceVersion string
-	labels          map[string]string
-	controller      *metav1.OwnerReference
-	contentHash     string
-	hashed          bool
-	storedBytes     string
-	sized           bool
-}
-
-// holdObject is what relatedObjects keeps of obj.
-func holdObject(obj metav1.Object) *heldObject {
-	h := &heldObject{uid: obj.GetUID(), resourceVersion: obj.GetResourceVersion(), labels: obj.GetLabels()}
-	if ref := metav1.GetControllerOfNoCopy(obj); ref != nil {
-		c := *ref
-		h.controller = &c
-	}
-	h.contentHash, h.hashed = obj.GetAnnotations()[contenthash.Annotation]
-	h.storedBytes, h.sized = obj.GetAnnotations()[contenthash.StoredBytesAnnotation]
-	return h
-}
-
-// metadata is the object's metadata as trimMetadata leaves it, but for
-// owners other than the controller.
-func (h *heldObject) metadata(kind string, key types.NamespacedName) *metav1.PartialObjectMetadata {
-	m := &metav1.PartialObjectMetadata{
-		TypeMeta: metav1.TypeMeta{APIVersion: "v1", Kind: kind},
-		ObjectMeta: metav1.ObjectMeta{
-			Namespace: key.Namespace, Name: key.Name, UID: h.uid, ResourceVersion: h.resourceVersion,
-			Labels: maps.Clone(h.labels),
-		},
-	}
-	if h.controller != nil {
-		m.OwnerReferences = []metav1.OwnerReference{*h.controller}
-	}
-	if h.hashed || h.sized {
-		m.Annotations = make(map[string]string, 2)
-	}
-	if h.hashed {
-		m.Annotations[contenthash.Annotation] = h.contentHash
-	}
-	if h.sized {
-		m.Annotations[contenthash.StoredBytesAnnotation] = h.storedBytes
-	}
-	return m
 }
