@@ -15,12 +15,13 @@ import (
 // a set of its own that no registry serves (tests read it directly).
 type operatorMetrics struct {
 	probeDuration *prometheus.HistogramVec
-	lockHeld      *prometheus.GaugeVec
-	stateSize     *prometheus.GaugeVec
-	lockAges      *lockAgeCollector
+	// The series of each backend (see backendGauge).
+	lockHeld  *backendGauge
+	stateSize *backendGauge
+	lockAges  *lockAgeCollector
 	// backendReachable is decided by reachableValue (metrics_status.go).
-	backendReachable *prometheus.GaugeVec
-	lockStaleAfter   *prometheus.GaugeVec
+	backendReachable *backendGauge
+	lockStaleAfter   *backendGauge
 	// remoteStateRefresh serves the RemoteStates' refresh series.
 	remoteStateRefresh *refreshCollector
 	// history serves the StateHistories' series.
@@ -36,27 +37,19 @@ func newOperatorMetrics(clk clock.PassiveClock) *operatorMetrics {
 			Help:    "Duration of backend probes, by kind and result (the condition reason).",
 			Buckets: prometheus.ExponentialBuckets(0.005, 2, 14),
 		}, []string{"kind", "result"}),
-		lockHeld: prometheus.NewGaugeVec(prometheus.GaugeOpts{
-			Name: "infrastate_backend_lock_held",
-			Help: "1 while the last probe saw the state locked, 0 otherwise.",
-		}, []string{"kind", "namespace", "name"}),
-		stateSize: prometheus.NewGaugeVec(prometheus.GaugeOpts{
-			Name: "infrastate_backend_state_size_bytes",
-			Help: "Size of the state the last probe read, in bytes.",
-		}, []string{"kind", "namespace", "name"}),
+		lockHeld: newBackendGauge("infrastate_backend_lock_held",
+			"1 while the last probe saw the state locked, 0 otherwise."),
+		stateSize: newBackendGauge("infrastate_backend_state_size_bytes",
+			"Size of the state the last probe read, in bytes."),
 		lockAges: newLockAgeCollector(clk.Now),
-		backendReachable: prometheus.NewGaugeVec(prometheus.GaugeOpts{
-			Name: "infrastate_backend_reachable",
-			Help: "1 when the last probe reached the backend's state: it answered the read with a state (even one that " +
-				"cannot be used: StateUnreadable, DecryptionFailed, BudgetExceeded, StateNotEncrypted) or with none yet (HTTP 404 or 204, " +
-				"no state object); 0 when it did not (StateReachable or BucketReady False for any other reason). " +
-				"No series while probing is disabled.",
-		}, []string{"kind", "namespace", "name"}),
-		lockStaleAfter: prometheus.NewGaugeVec(prometheus.GaugeOpts{
-			Name: "infrastate_backend_lock_stale_after_seconds",
-			Help: "spec.lockPolicy.staleAfter of a backend whose lock the probe checks; no series when it is unset. " +
-				"Compare with infrastate_state_lock_age_seconds on kind, namespace and name.",
-		}, []string{"kind", "namespace", "name"}),
+		backendReachable: newBackendGauge("infrastate_backend_reachable",
+			"1 when the last probe reached the backend's state: it answered the read with a state (even one that "+
+				"cannot be used: StateUnreadable, DecryptionFailed, BudgetExceeded, StateNotEncrypted) or with none yet (HTTP 404 or 204, "+
+				"no state object); 0 when it did not (StateReachable or BucketReady False for any other reason). "+
+				"No series while probing is disabled."),
+		lockStaleAfter: newBackendGauge("infrastate_backend_lock_stale_after_seconds",
+			"spec.lockPolicy.staleAfter of a backend whose lock the probe checks; no series when it is unset. "+
+				"Compare with infrastate_state_lock_age_seconds on kind, namespace and name."),
 		remoteStateRefresh: newRefreshCollector(),
 		history:            newHistoryMetrics(),
 	}
