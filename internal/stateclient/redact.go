@@ -9,6 +9,7 @@ import (
 	"slices"
 	"strconv"
 	"strings"
+	"sync"
 
 	"github.com/infrastate/backend-operator/internal/redact"
 )
@@ -122,12 +123,24 @@ const shortSecretLen = 8
 // quoting and JSON. The client removes them from every text it returns, so
 // that a server echoing what it received cannot make the client hand
 // credentials to whoever reads its errors or LockInfo.
+//
+// They are collected when a text is first scrubbed: a client whose
+// requests all succeed (most of a periodic probe's) never collects them,
+// and a client is built for every probe.
 type secrets struct {
-	values []string // longest first
+	values func() []string // longest first
 }
 
-// newSecrets collects the secrets of cfg.
+// newSecrets returns the secrets of cfg, collected on first use.
 func newSecrets(cfg Config) secrets {
+	username, password := cfg.Username, cfg.Password
+	addresses := []string{cfg.Address, cfg.LockAddress, cfg.UnlockAddress}
+	return secrets{values: sync.OnceValue(func() []string { return secretValues(username, password, addresses) })}
+}
+
+// secretValues collects the secrets of a client with username, password
+// and addresses.
+func secretValues(username, password string, addresses []string) []string {
 	var base []string
 	addPair := func(user, pass string) {
 		if pass == "" {
@@ -136,12 +149,12 @@ func newSecrets(cfg Config) secrets {
 		pair := user + ":" + pass
 		base = append(base, pass, pair, base64.StdEncoding.EncodeToString([]byte(pair)))
 	}
-	if cfg.Username != "" {
-		addPair(cfg.Username, cfg.Password)
-	} else if cfg.Password != "" {
-		base = append(base, cfg.Password) // unused for auth, a secret all the same
+	if username != "" {
+		addPair(username, password)
+	} else if password != "" {
+		base = append(base, password) // unused for auth, a secret all the same
 	}
-	for _, raw := range []string{cfg.Address, cfg.LockAddress, cfg.UnlockAddress} {
+	for _, raw := range addresses {
 		u, err := url.Parse(raw)
 		if err != nil {
 			continue
@@ -157,16 +170,15 @@ func newSecrets(cfg Config) secrets {
 			}
 		}
 	}
-	var s secrets
+	var values []string
 	for _, v := range base {
-		s.values = append(s.values, variants(v)...)
+		values = append(values, variants(v)...)
 	}
-	s.values = slices.DeleteFunc(s.values, func(v string) bool { return v == "" })
+	values = slices.DeleteFunc(values, func(v string) bool { return v == "" })
 	// Longest first, so that a secret containing another is replaced
 	// whole; equal values side by side, so that Compact drops repeats.
-	slices.SortFunc(s.values, func(a, b string) int { return cmp.Or(len(b)-len(a), strings.Compare(a, b)) })
-	s.values = slices.Compact(s.values)
-	return s
+	slices.SortFunc(values, func(a, b string) int { return cmp.Or(len(b)-len(a), strings.Compare(a, b)) })
+	return slices.Compact(values)
 }
 
 // variants returns v and the forms it takes escaped in URLs, Go quoted
@@ -180,7 +192,7 @@ func variants(v string) []string {
 // scrub replaces every secret in text with [redacted]; a secret shorter
 // than shortSecretLen only where no letter or digit touches it.
 func (s secrets) scrub(text string) string {
-	for _, v := range s.values {
+	for _, v := range s.values() {
 		if len(v) >= shortSecretLen {
 			text = strings.ReplaceAll(text, v, redacted)
 			continue

@@ -223,7 +223,7 @@ func TestSecretsHoldEachValueOnce(t *testing.T) {
 		Username:      "u",
 		Password:      "pw-one",
 	}
-	values := newSecrets(cfg).values
+	values := newSecrets(cfg).values()
 	seen := map[string]bool{}
 	for _, v := range values {
 		if seen[v] {

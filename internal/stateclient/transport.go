@@ -25,23 +25,26 @@ const maxRedirects = 10
 // at RetryWaitMax, an attempt timeout, redirects only within the origin,
 // and no retry of what the client itself refused.
 func newRetryClient(cfg Config, transport http.RoundTripper) *retryablehttp.Client {
-	rc := retryablehttp.NewClient()
-	rc.HTTPClient = &http.Client{
-		Transport:     transport,
-		Timeout:       cfg.AttemptTimeout, // 0: none
-		CheckRedirect: checkRedirect,
+	// Built field by field: retryablehttp.NewClient would build an
+	// http.Client with a transport of its own, replaced at once, for
+	// every client (a probe builds one).
+	return &retryablehttp.Client{
+		HTTPClient: &http.Client{
+			Transport:     transport,
+			Timeout:       cfg.AttemptTimeout, // 0: none
+			CheckRedirect: checkRedirect,
+		},
+		RetryMax:     cfg.RetryMax,
+		RetryWaitMin: cfg.RetryWaitMin,
+		RetryWaitMax: cfg.RetryWaitMax,
+		Backoff:      cappedBackoff,
+		CheckRetry:   checkRetry,
+		// Hand back the last answer or error so that do can report it
+		// with the attempt count, as a typed error, without
+		// retryablehttp's formatting.
+		ErrorHandler:   retryablehttp.PassthroughErrorHandler,
+		RequestLogHook: countAttempt,
 	}
-	rc.RetryMax = cfg.RetryMax
-	rc.RetryWaitMin = cfg.RetryWaitMin
-	rc.RetryWaitMax = cfg.RetryWaitMax
-	rc.Backoff = cappedBackoff
-	rc.CheckRetry = checkRetry
-	rc.Logger = nil
-	// Hand back the last answer or error so that do can report it with the
-	// attempt count, as a typed error, without retryablehttp's formatting.
-	rc.ErrorHandler = retryablehttp.PassthroughErrorHandler
-	rc.RequestLogHook = countAttempt
-	return rc
 }
 
 // cappedBackoff is go-retryablehttp's DefaultBackoff (min * 2^n, capped at
