@@ -78,6 +78,10 @@ type options struct {
 	// clientDial connects the default state and COS clients, through the
 	// address policy.
 	clientDial netguard.DialFunc
+	// tlsCache keeps the TLS material of the default state clients parsed:
+	// each probe builds a client, and a backend's CA and client key
+	// need not be parsed again at each.
+	tlsCache *stateclient.TLSCache
 	// metrics are the series the reconcilers record: SetupAll's, which it
 	// registers, or (newOptions makes them when none are given) a set of
 	// the reconciler's own.
@@ -199,6 +203,12 @@ func (o options) watches(namespace string) bool {
 // done well within it, a hanging one holds a worker no longer.
 const defaultProbeGrace = 100 * time.Millisecond
 
+// tlsCacheSize bounds the TLS materials (CA bundles, client certificates
+// and keys) a reconciler keeps parsed: those of the backends probed
+// lately; a manager whose backends use more parses each again at each
+// probe, as without the cache.
+const tlsCacheSize = 64
+
 // DefaultLockReleaseWait is how long a deleted StateLock keeps trying to
 // release its lock before its finalizer is removed all the same.
 const DefaultLockReleaseWait = 2 * time.Minute
@@ -259,6 +269,7 @@ func newOptions(opts []Option) options {
 	if o.circuits == nil {
 		o.circuits = circuit.New(o.clock)
 	}
+	o.tlsCache = stateclient.NewTLSCache(tlsCacheSize)
 	// The clients connect only where the address policy allows, checked on
 	// the resolved address at connection time.
 	o.clientDial = (&netguard.Dialer{Policy: o.addressPolicy, Resolver: o.resolver, Dial: o.dial}).DialContext
@@ -275,7 +286,7 @@ func (o options) stateClientsIn(namespace string) stateClientFactory {
 	circuits := o.circuitsOf(namespace)
 	return func(cfg stateclient.Config, log logr.Logger) (stateClient, error) {
 		return stateclient.New(cfg, stateclient.WithLogger(log), stateclient.WithDialContext(logRefusals(log, o.clientDial)),
-			stateclient.WithWrapTransport(circuits))
+			stateclient.WithWrapTransport(circuits), stateclient.WithTLSCache(o.tlsCache))
 	}
 }
 

@@ -39,6 +39,8 @@ type options struct {
 	transport *http.Transport
 	dial      netguard.DialFunc
 	wrap      func(http.RoundTripper) http.RoundTripper
+	// tlsCache, when set, keeps TLS material parsed (see WithTLSCache).
+	tlsCache *TLSCache
 }
 
 // WithLogger routes the client's request and retry logs to l at V(1) and
@@ -104,7 +106,12 @@ func New(cfg Config, opts ...Option) (*Client, error) {
 		base = o.transport
 	}
 	transport := base.Clone()
-	if transport.TLSClientConfig, err = configureTLS(transport.TLSClientConfig, cfg); err != nil {
+	if o.tlsCache != nil {
+		transport.TLSClientConfig, err = o.tlsCache.configure(transport.TLSClientConfig, cfg)
+	} else {
+		transport.TLSClientConfig, err = configureTLS(transport.TLSClientConfig, cfg)
+	}
+	if err != nil {
 		return nil, err
 	}
 	if o.dial != nil {
