@@ -239,13 +239,14 @@ func (r *backendReconciler) setupWithManager(mgr ctrl.Manager) error {
 }
 
 // backendReferences is the related.ReferencesIndex extractor of a backend kind:
-// the Secrets and ConfigMaps an object references, and those it renders.
+// the Secrets and ConfigMaps an object references, and those it renders,
+// but those named after it (see indexedReferences).
 func backendReferences(kind backendKind) client.IndexerFunc {
 	return func(obj client.Object) []string {
 		backend, ok := obj.(backendObject)
 		if !ok {
 			return nil
 		}
-		return append(renderedReferences(backend.GetName(), kind.configMapName(backend)), kind.references(backend)...)
+		return indexedReferences(backend.GetName(), allReferences(kind, backend))
 	}
 }

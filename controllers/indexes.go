@@ -3,7 +3,9 @@ package controllers
 import (
 	"context"
 	"slices"
+	"strings"
 
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/apimachinery/pkg/types"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/reconcile"
@@ -44,19 +46,76 @@ func enqueueWriters(c client.Reader, kind backendKind, reference func(string) st
 	}
 }
 
-// writersAndReferrers enqueues, for kind, both the backends that name the
-// event object in related.ReferencesIndex and the one that renders it under a
+// writersAndReferrers enqueues, for kind, the backends that name the event
+// object in related.ReferencesIndex, those that reference it under their
+// own name (see ownReferrers), and the one that renders it under a
 // default name.
 func writersAndReferrers(c client.Reader, kind backendKind, reference func(string) string) func(context.Context, client.Object) []reconcile.Request {
 	referrers, writers := enqueueReferrers(c, kind.newList, reference), enqueueWriters(c, kind, reference)
 	return func(ctx context.Context, obj client.Object) []reconcile.Request {
 		requests := referrers(ctx, obj)
-		for _, w := range writers(ctx, obj) {
+		owners, _ := ownReferrers(ctx, c, kind, obj.GetNamespace(), obj.GetName(), reference)
+		for _, w := range append(owners, writers(ctx, obj)...) {
 			if !slices.Contains(requests, w) {
 				requests = append(requests, w)
 			}
 		}
 		return requests
+	}
+}
+
+// allReferences are the Secrets and ConfigMaps a backend of kind
+// references or renders under names of the spec's choosing, as
+// related.ReferencesIndex values; backendReferences indexes those not
+// named after the backend.
+func allReferences(kind backendKind, backend backendObject) []string {
+	return append(renderedReferences(backend.GetName(), kind.configMapName(backend)), kind.references(backend)...)
+}
+
+// indexedReferences are the related.ReferencesIndex values of a backend
+// called name, whose references are all: those named after the backend
+// (see related.OwnReference) are left out, and found by ownReferrers.
+func indexedReferences(name string, all []string) []string {
+	return slices.DeleteFunc(all, func(ref string) bool {
+		_, refName, _ := strings.Cut(ref, "/")
+		return related.OwnReference(name, refName)
+	})
+}
+
+// ownReferrers returns a request for each backend of kind in namespace
+// that the Secret or ConfigMap name (reference making its
+// related.ReferencesIndex value) is named after and that references it,
+// which its index values leave out (see indexedReferences). It reads the
+// cache once per backend name may be named after (see
+// related.OwnerNames), a couple of times. failed is true when a read
+// failed otherwise than for a missing backend.
+func ownReferrers(ctx context.Context, c client.Reader, kind backendKind, namespace, name string, reference func(string) string) (requests []reconcile.Request, failed bool) {
+	want := reference(name)
+	for _, owner := range related.OwnerNames(name) {
+		key := types.NamespacedName{Namespace: namespace, Name: owner}
+		obj := kind.newObject()
+		if err := c.Get(ctx, key, obj); err != nil {
+			failed = failed || !apierrors.IsNotFound(err)
+			continue
+		}
+		if slices.Contains(allReferences(kind, obj), want) {
+			requests = append(requests, reconcile.Request{NamespacedName: key})
+		}
+	}
+	return requests, failed
+}
+
+// ownReferrersOf is related.OwnReferrers over the backend kinds, reading
+// c: whether a backend of one of them references a Secret or ConfigMap
+// named after it.
+func ownReferrersOf(c client.Reader, kinds []backendKind) related.OwnReferrers {
+	return func(ctx context.Context, namespace, name string, reference func(string) string) bool {
+		for _, kind := range kinds {
+			if requests, failed := ownReferrers(ctx, c, kind, namespace, name, reference); failed || len(requests) > 0 {
+				return true
+			}
+		}
+		return false
 	}
 }
 

@@ -28,6 +28,9 @@ func TestReconcileWatchesFindReferrers(t *testing.T) {
 		newWebBackend(func(b *builders.HttpBackendWrapper) { b.CAFromConfigMap("state-ca") }),
 		stored(builders.MakeHttpBackend("other", harnessNamespace, harnessAddress).Obj()),
 		stored(builders.MakeHttpBackend("custom", harnessNamespace, harnessAddress).ConfigMapName("custom-files").Obj()),
+		stored(builders.MakeHttpBackend("own", harnessNamespace, harnessAddress).BasicAuth("user", "own-password", "password").
+			CAFromConfigMap("own-ca").ConfigMapName("own-files").Obj()),
+		stored(builders.MakeHttpBackend("own-password", harnessNamespace, harnessAddress).Obj()),
 		newNetworkState(),
 		stored(builders.MakeRemoteState("unrelated", harnessNamespace, backendsv1alpha1.HttpBackendKind, "other").Obj()),
 		stored(builders.MakeRemoteState("elsewhere", "team-b", backendsv1alpha1.HttpBackendKind, webBackend.name).Obj()),
@@ -78,6 +81,30 @@ func TestReconcileWatchesFindReferrers(t *testing.T) {
 			mapper: writersAndReferrers(c, httpKind{}, related.ConfigMapReference),
 			event:  secret("custom-files"), want: requests("custom"),
 		},
+		"a Secret named after its backend reconciles it": {
+			mapper: writersAndReferrers(c, httpKind{}, related.SecretReference),
+			event:  secret("own-password"), want: requests("own"),
+		},
+		"a ConfigMap named after its backend reconciles it": {
+			mapper: writersAndReferrers(c, httpKind{}, related.ConfigMapReference),
+			event:  secret("own-ca"), want: requests("own"),
+		},
+		"a configMapName named after its backend reconciles it": {
+			mapper: writersAndReferrers(c, httpKind{}, related.ConfigMapReference),
+			event:  secret("own-files"), want: requests("own"),
+		},
+		"a Secret named after a backend that does not reference it reconciles nothing": {
+			mapper: writersAndReferrers(c, httpKind{}, related.SecretReference),
+			event:  secret("own-other"),
+		},
+		"a ConfigMap named as a Secret a backend references reconciles nothing": {
+			mapper: writersAndReferrers(c, httpKind{}, related.ConfigMapReference),
+			event:  secret("own-password"),
+		},
+		"a Secret named after a backend of another kind reconciles nothing": {
+			mapper: writersAndReferrers(c, cosKind{}, related.SecretReference),
+			event:  secret("own-password"),
+		},
 		"a Secret of the same name as a ConfigMap reconciles nothing": {
 			mapper: enqueueReferrers(c, httpBackends, related.SecretReference),
 			event:  secret("state-ca"),
@@ -107,6 +134,38 @@ func TestReconcileWatchesFindReferrers(t *testing.T) {
 				t.Errorf("requests (-want +got):\n%s", diff)
 			}
 		})
+	}
+}
+
+// TestBackendReferencesIndex checks the related.ReferencesIndex values of
+// a backend: what it references and renders under names of its spec's
+// choosing, but the names taken after its own (see indexedReferences), and
+// that ownReferrersOf finds those.
+func TestBackendReferencesIndex(t *testing.T) {
+	own := stored(builders.MakeHttpBackend("web", harnessNamespace, harnessAddress).BasicAuth("user", "web-password", "password").
+		CAFromConfigMap("shared-ca").ClientCertificate("web-tls").ConfigMapName("files").Obj())
+	want := []string{related.ConfigMapReference("files"), related.ConfigMapReference("shared-ca")}
+	if diff := cmp.Diff(want, backendReferences(httpKind{})(own), cmpopts.SortSlices(func(a, b string) bool { return a < b })); diff != "" {
+		t.Errorf("index values (-want +got):\n%s", diff)
+	}
+
+	c := newReconcileEnv(t, []client.Object{own}, stateScript{}, nil).client
+	named := ownReferrersOf(c, backendKinds)
+	for _, tc := range []struct {
+		name      string
+		reference func(string) string
+		want      bool
+	}{
+		{"web-password", related.SecretReference, true},
+		{"web-tls", related.SecretReference, true},
+		{"web-tls", related.ConfigMapReference, false},
+		{"web-other", related.SecretReference, false},
+		{"shared-ca", related.ConfigMapReference, false}, // indexed, not named after the backend
+		{"other-password", related.SecretReference, false},
+	} {
+		if got := named(t.Context(), harnessNamespace, tc.name, tc.reference); got != tc.want {
+			t.Errorf("%s named after a backend that references it: %v, want %v", tc.reference(tc.name), got, tc.want)
+		}
 	}
 }
 

@@ -39,12 +39,13 @@ type ContentKey struct {
 	types.NamespacedName
 }
 
-// reference is the ReferencesIndex value of the object key names.
-func (k ContentKey) reference() string {
+// referenceOf is the ReferencesIndex value of the object of key's kind
+// called name.
+func (k ContentKey) referenceOf(name string) string {
 	if k.Kind == "ConfigMap" {
-		return ConfigMapReference(k.Name)
+		return ConfigMapReference(name)
 	}
-	return SecretReference(k.Name)
+	return SecretReference(name)
 }
 
 // content is what Contents keeps of one object: a handful of keys in

@@ -12,7 +12,9 @@ import (
 // the deletion of a foreign object that took a name an object writes
 // (NameConflict) lets that object write it at once. The names a backend
 // renders by default, derived from its own name, are not indexed (see
-// WriterOf).
+// WriterOf), nor the names a backend's references take after its own (see
+// OwnReference): a value that one object alone holds costs the cache a
+// map of its own, twice, about 700 bytes per backend.
 const ReferencesIndex = ".spec.references"
 
 // SecretReference is the ReferencesIndex value of the Secret name.
@@ -34,4 +36,27 @@ func WriterOf(reference func(string) string, name string) string {
 		return ""
 	}
 	return backend
+}
+
+// OwnReference reports whether the Secret or ConfigMap name is named after
+// the object owner: its name is owner's, a dash and more ("web-password"
+// for the backend "web"), as a backend's own password or certificate
+// Secret often is. The backends' ReferencesIndex values leave such
+// references out: OwnerNames finds, from a name, the objects it may be
+// named after, whose references then tell.
+func OwnReference(owner, name string) bool {
+	return len(name) > len(owner)+1 && name[len(owner)] == '-' && strings.HasPrefix(name, owner)
+}
+
+// OwnerNames are the names of the objects that name may be named after
+// (see OwnReference): each of its prefixes that a dash follows, the
+// shortest first.
+func OwnerNames(name string) []string {
+	var owners []string
+	for i := 1; i < len(name)-1; i++ {
+		if name[i] == '-' {
+			owners = append(owners, name[:i])
+		}
+	}
+	return owners
 }

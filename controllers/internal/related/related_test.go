@@ -195,3 +195,39 @@ func TestRelatedStoreTransformer(t *testing.T) {
 		t.Errorf("transformed (-want +got):\n%s", diff)
 	}
 }
+
+// TestOwnReference checks which names are named after an object, and
+// which objects a name may be named after.
+func TestOwnReference(t *testing.T) {
+	cases := map[string]struct {
+		name   string
+		owners []string
+	}{
+		"a backend's password":     {name: "web-password", owners: []string{"web"}},
+		"a dashed backend's":       {name: "hb-00001-password", owners: []string{"hb", "hb-00001"}},
+		"no dash":                  {name: "password"},
+		"a leading dash":           {name: "-password"},
+		"a trailing dash":          {name: "web-"},
+		"two dashes side by side":  {name: "web--x", owners: []string{"web", "web-"}},
+		"a single letter and dash": {name: "a-b", owners: []string{"a"}},
+	}
+	for name, tc := range cases {
+		t.Run(name, func(t *testing.T) {
+			if diff := cmp.Diff(tc.owners, OwnerNames(tc.name), cmpopts.EquateEmpty()); diff != "" {
+				t.Errorf("OwnerNames(%q) (-want +got):\n%s", tc.name, diff)
+			}
+			for _, owner := range tc.owners {
+				if !OwnReference(owner, tc.name) {
+					t.Errorf("OwnReference(%q, %q) = false, want true", owner, tc.name)
+				}
+			}
+		})
+	}
+	for _, tc := range []struct{ owner, name string }{
+		{"web", "web"}, {"web", "web-"}, {"web", "webx-password"}, {"web", "other-web-password"}, {"web-password", "web"},
+	} {
+		if OwnReference(tc.owner, tc.name) {
+			t.Errorf("OwnReference(%q, %q) = true, want false", tc.owner, tc.name)
+		}
+	}
+}

@@ -39,7 +39,22 @@ type Watches struct {
 	// Secrets and ConfigMaps, by kind (see HoldOwnedBy); nil holds every
 	// object one of them controls.
 	owners map[string]func() client.Object
+	// ownReferrers, when set, finds the objects that reference a Secret
+	// or ConfigMap named after them, which ReferencesIndex leaves out (see
+	// OwnReference).
+	ownReferrers OwnReferrers
 }
+
+// OwnReferrers reports whether an object of this API named after the
+// Secret or ConfigMap name of namespace (see OwnerNames) references it,
+// reference making its ReferencesIndex value. An error reading the cache
+// counts as named, so that nothing is dropped by mistake.
+type OwnReferrers func(ctx context.Context, namespace, name string, reference func(string) string) bool
+
+// SetOwnReferrers has the watches find the objects that reference a
+// Secret or ConfigMap named after them with f as well as with
+// ReferencesIndex. Call it before Start.
+func (w *Watches) SetOwnReferrers(f OwnReferrers) { w.ownReferrers = f }
 
 // relatedSweepInterval is how often the watches drop the objects, and the
 // contents, that no object of this API names or writes any longer.
@@ -64,7 +79,7 @@ func (w *Watches) related(reference func(string) string) func(context.Context, *
 		if owner := ControllerOfThisAPI(obj); owner != nil {
 			return w.ownerHeld(ctx, obj.Namespace, owner)
 		}
-		return namedByAny(ctx, w.cache, w.lists, obj.Namespace, reference(obj.Name)) ||
+		return w.namedByAny(ctx, obj.Namespace, obj.Name, reference) ||
 			renderedByAny(ctx, w.cache, w.renderers, obj.Namespace, WriterOf(reference, obj.Name))
 	}
 }
@@ -86,10 +101,20 @@ func renderedByAny(ctx context.Context, c client.Reader, renderers []func() clie
 	return false
 }
 
-// namedByAny reports whether an object of one of the kinds of lists in
+// namedByAny reports whether an object of one of the watches' kinds in
+// namespace names the Secret or ConfigMap name (reference making its
+// ReferencesIndex value): has it in its ReferencesIndex, or references it
+// under its own name (see SetOwnReferrers). An error reading the cache
+// counts as named, so that nothing is dropped by mistake.
+func (w *Watches) namedByAny(ctx context.Context, namespace, name string, reference func(string) string) bool {
+	return namedByIndex(ctx, w.cache, w.lists, namespace, reference(name)) ||
+		(w.ownReferrers != nil && w.ownReferrers(ctx, namespace, name, reference))
+}
+
+// namedByIndex reports whether an object of one of the kinds of lists in
 // namespace has reference in its ReferencesIndex; an error reading the
-// cache counts as named, so that nothing is dropped by mistake.
-func namedByAny(ctx context.Context, c client.Reader, lists []func() client.ObjectList, namespace, reference string) bool {
+// cache counts as named.
+func namedByIndex(ctx context.Context, c client.Reader, lists []func() client.ObjectList, namespace, reference string) bool {
 	for _, newList := range lists {
 		list := newList()
 		err := c.List(ctx, list, client.InNamespace(namespace), client.MatchingFields{ReferencesIndex: reference},
@@ -131,7 +156,7 @@ func (w *Watches) Start(ctx context.Context) error {
 			w.secrets.sweep(ctx)
 			w.configMaps.sweep(ctx)
 			w.contents.sweepUnreferenced(func(key ContentKey) bool {
-				return namedByAny(ctx, w.cache, w.lists, key.Namespace, key.reference())
+				return w.namedByAny(ctx, key.Namespace, key.Name, key.referenceOf)
 			})
 		}
 	}
