@@ -15,19 +15,21 @@ import (
 // heldObject is what relatedObjects keeps of a Secret or ConfigMap, its
 // name and namespace being the key it is held under: what trimMetadata
 // keeps, in fewer and smaller allocations. The content hash and the stored
-// size are strings rather than an annotation map, the labels a slice
+// size are fields rather than an annotation map, the labels a slice
 // rather than a map (a map of the two labels of a rendered object weighs
-// five times their strings), the controller reference alone, and the
-// label keys and values, API versions and kinds the operator writes are
-// its own constants rather than copies decoded for each object (see
-// knownString): the manager holds three of these for each backend.
+// five times their strings), the controller reference alone, the UIDs and
+// the content hash packed in bytes rather than text (see packedUID,
+// packedHash), and the label keys and values, API versions and kinds the
+// operator writes are its own constants rather than copies decoded for
+// each object (see knownString): the manager holds three of these for
+// each backend.
 type heldObject struct {
-	uid             types.UID
+	uid             packedUID
 	resourceVersion string
 	// labels are the object's labels as key, value pairs sorted by key.
 	labels      []string
 	controller  *heldController
-	contentHash string
+	contentHash packedHash
 	storedBytes string
 	hashed      bool
 	sized       bool
@@ -36,7 +38,7 @@ type heldObject struct {
 // heldController is the controller reference of a held object.
 type heldController struct {
 	apiVersion, kind, name string
-	uid                    types.UID
+	uid                    packedUID
 	// blockOwnerDeletion is the reference's: unset, true or false.
 	blockOwnerDeletion optionalBool
 }
@@ -71,14 +73,15 @@ func (o optionalBool) pointer() *bool {
 
 // holdObject is what relatedObjects keeps of obj.
 func holdObject(obj metav1.Object) *heldObject {
-	h := &heldObject{uid: obj.GetUID(), resourceVersion: obj.GetResourceVersion(), labels: labelPairs(obj.GetLabels())}
+	h := &heldObject{uid: packUID(obj.GetUID()), resourceVersion: obj.GetResourceVersion(), labels: labelPairs(obj.GetLabels())}
 	if ref := metav1.GetControllerOfNoCopy(obj); ref != nil {
 		h.controller = &heldController{
-			apiVersion: knownString(ref.APIVersion), kind: knownString(ref.Kind), name: ref.Name, uid: ref.UID,
+			apiVersion: knownString(ref.APIVersion), kind: knownString(ref.Kind), name: ref.Name, uid: packUID(ref.UID),
 			blockOwnerDeletion: optionalBoolOf(ref.BlockOwnerDeletion),
 		}
 	}
-	h.contentHash, h.hashed = obj.GetAnnotations()[contenthash.Annotation]
+	hash, hashed := obj.GetAnnotations()[contenthash.Annotation]
+	h.contentHash, h.hashed = packHash(hash), hashed
 	h.storedBytes, h.sized = obj.GetAnnotations()[contenthash.StoredBytesAnnotation]
 	return h
 }
@@ -89,13 +92,13 @@ func (h *heldObject) metadata(kind string, key types.NamespacedName) *metav1.Par
 	m := &metav1.PartialObjectMetadata{
 		TypeMeta: metav1.TypeMeta{APIVersion: "v1", Kind: kind},
 		ObjectMeta: metav1.ObjectMeta{
-			Namespace: key.Namespace, Name: key.Name, UID: h.uid, ResourceVersion: h.resourceVersion,
+			Namespace: key.Namespace, Name: key.Name, UID: h.uid.unpack(), ResourceVersion: h.resourceVersion,
 			Labels: labelMap(h.labels),
 		},
 	}
 	if c := h.controller; c != nil {
 		m.OwnerReferences = []metav1.OwnerReference{{
-			APIVersion: c.apiVersion, Kind: c.kind, Name: c.name, UID: c.uid,
+			APIVersion: c.apiVersion, Kind: c.kind, Name: c.name, UID: c.uid.unpack(),
 			Controller: new(true), BlockOwnerDeletion: c.blockOwnerDeletion.pointer(),
 		}}
 	}
@@ -103,7 +106,7 @@ func (h *heldObject) metadata(kind string, key types.NamespacedName) *metav1.Par
 		m.Annotations = make(map[string]string, 2)
 	}
 	if h.hashed {
-		m.Annotations[contenthash.Annotation] = h.contentHash
+		m.Annotations[contenthash.Annotation] = h.contentHash.unpack()
 	}
 	if h.sized {
 		m.Annotations[contenthash.StoredBytesAnnotation] = h.storedBytes

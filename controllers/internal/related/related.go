@@ -13,6 +13,8 @@ import (
 	"k8s.io/apimachinery/pkg/watch"
 	"k8s.io/client-go/metadata"
 	toolscache "k8s.io/client-go/tools/cache"
+
+	"github.com/infrastate/backend-operator/controllers/internal/intern"
 )
 
 // relatedObjects watches the metadata of every Secret, or of every
@@ -41,6 +43,10 @@ type relatedObjects struct {
 	// related reports whether an object of this API names or writes the
 	// object.
 	related func(context.Context, *metav1.PartialObjectMetadata) bool
+
+	// spaces keeps one copy of each namespace the keys of objects name,
+	// rather than one decoded for each object.
+	spaces *intern.Table
 
 	mu       sync.RWMutex
 	objects  map[types.NamespacedName]*heldObject
@@ -75,11 +81,25 @@ func newRelatedObjects(kind string, namespaces []string, related func(context.Co
 		kind:       kind,
 		resource:   schema.GroupVersionResource{Version: "v1", Resource: resourceOf(kind)},
 		related:    related,
+		spaces:     intern.New(heldNamespacesLimit, heldNamespaceMaxLen),
 		objects:    map[types.NamespacedName]*heldObject{},
 		listed:     map[string]bool{},
 		synced:     make(chan struct{}),
 		namespaces: namespaces,
 	}
+}
+
+// Bounds of the namespaces a relatedObjects keeps one copy of: the
+// namespaces of the objects it held lately (a namespace name is at most 63
+// bytes).
+const (
+	heldNamespacesLimit = 1024
+	heldNamespaceMaxLen = 63
+)
+
+// key is the key obj is held under, its namespace the copy spaces holds.
+func (w *relatedObjects) key(obj metav1.Object) types.NamespacedName {
+	return types.NamespacedName{Namespace: w.spaces.String(obj.GetNamespace()), Name: obj.GetName()}
 }
 
 // resourceOf is the API resource of a core kind the operator watches.
@@ -132,9 +152,9 @@ func (w *relatedObjects) get(key types.NamespacedName) (*metav1.PartialObjectMet
 // watch is never older than what it replaces.
 func (w *relatedObjects) remember(obj metav1.Object) {
 	held := holdObject(obj)
+	key := w.key(obj)
 	w.mu.Lock()
 	defer w.mu.Unlock()
-	key := types.NamespacedName{Namespace: obj.GetNamespace(), Name: obj.GetName()}
 	if _, ok := w.objects[key]; !ok {
 		w.objects[key] = held
 	}
@@ -205,7 +225,7 @@ func (w *relatedObjects) fire(ctx context.Context, event relatedEvent, obj *meta
 // metadata it replaces (nil when none). It holds obj when it was held or
 // is related.
 func (w *relatedObjects) observe(ctx context.Context, obj *metav1.PartialObjectMetadata) (previous *heldObject) {
-	key := types.NamespacedName{Namespace: obj.Namespace, Name: obj.Name}
+	key := w.key(obj)
 	w.mu.RLock()
 	previous = w.objects[key]
 	w.mu.RUnlock()
