@@ -91,9 +91,12 @@ func indexedReferences(name string, all []string) []string {
 // failed otherwise than for a missing backend.
 func ownReferrers(ctx context.Context, c client.Reader, kind backendKind, namespace, name string, reference func(string) string) (requests []reconcile.Request, failed bool) {
 	want := reference(name)
+	var obj backendObject // one for every read: most find nothing
 	for _, owner := range related.OwnerNames(name) {
 		key := types.NamespacedName{Namespace: namespace, Name: owner}
-		obj := kind.newObject()
+		if obj == nil {
+			obj = kind.newObject()
+		}
 		if err := c.Get(ctx, key, obj); err != nil {
 			failed = failed || !apierrors.IsNotFound(err)
 			continue
@@ -101,6 +104,7 @@ func ownReferrers(ctx context.Context, c client.Reader, kind backendKind, namesp
 		if slices.Contains(allReferences(kind, obj), want) {
 			requests = append(requests, reconcile.Request{NamespacedName: key})
 		}
+		obj = nil // read into: the next read starts from an empty object
 	}
 	return requests, failed
 }

@@ -79,8 +79,11 @@ func (w *Watches) related(reference func(string) string) func(context.Context, *
 		if owner := ControllerOfThisAPI(obj); owner != nil {
 			return w.ownerHeld(ctx, obj.Namespace, owner)
 		}
-		return w.namedByAny(ctx, obj.Namespace, obj.Name, reference) ||
-			renderedByAny(ctx, w.cache, w.renderers, obj.Namespace, WriterOf(reference, obj.Name))
+		// The reads of the objects named after it last: they are the
+		// most, one per dash of its name and kind.
+		return namedByIndex(ctx, w.cache, w.lists, obj.Namespace, reference(obj.Name)) ||
+			renderedByAny(ctx, w.cache, w.renderers, obj.Namespace, WriterOf(reference, obj.Name)) ||
+			w.namedByOwner(ctx, obj.Namespace, obj.Name, reference)
 	}
 }
 
@@ -107,8 +110,13 @@ func renderedByAny(ctx context.Context, c client.Reader, renderers []func() clie
 // under its own name (see SetOwnReferrers). An error reading the cache
 // counts as named, so that nothing is dropped by mistake.
 func (w *Watches) namedByAny(ctx context.Context, namespace, name string, reference func(string) string) bool {
-	return namedByIndex(ctx, w.cache, w.lists, namespace, reference(name)) ||
-		(w.ownReferrers != nil && w.ownReferrers(ctx, namespace, name, reference))
+	return namedByIndex(ctx, w.cache, w.lists, namespace, reference(name)) || w.namedByOwner(ctx, namespace, name, reference)
+}
+
+// namedByOwner reports whether an object named after the Secret or
+// ConfigMap name of namespace references it (see SetOwnReferrers).
+func (w *Watches) namedByOwner(ctx context.Context, namespace, name string, reference func(string) string) bool {
+	return w.ownReferrers != nil && w.ownReferrers(ctx, namespace, name, reference)
 }
 
 // namedByIndex reports whether an object of one of the kinds of lists in
