@@ -2,10 +2,15 @@ package owned
 
 import (
 	"context"
+	"crypto/sha256"
+	"encoding/hex"
+	"strings"
 	"sync"
 
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/types"
+
+	"github.com/infrastate/backend-operator/internal/render"
 )
 
 // Memo is what a backend's last render wrote: the fingerprint of
@@ -13,9 +18,9 @@ import (
 // resolved inputs and its configMapName), the names of its two objects
 // and their content hashes. With it, a reconcile of the same inputs (every
 // periodic probe's) checks the objects' watched metadata instead of
-// rendering and formatting the files again only to find the same hash: a
-// few hundred bytes per backend instead of the CPU and garbage of a
-// render at every probe.
+// rendering and formatting the files again only to find the same hash:
+// about a hundred bytes per backend as Memos keep it (see packedMemo)
+// instead of the CPU and garbage of a render at every probe.
 type Memo struct {
 	Inputs                    string
 	ConfigMapName, SecretName string
@@ -25,25 +30,74 @@ type Memo struct {
 // Memos are the memos of a reconciler's backends.
 type Memos struct {
 	mu    sync.Mutex
-	memos map[WriterKey]Memo
+	memos map[WriterKey]*packedMemo
+}
+
+// packedMemo is a Memo as Memos keep it: the fingerprint and the content
+// hashes as bytes rather than 64- and 71-character strings, and the
+// default names of the backend's objects not at all (they derive from its
+// name), about 110 bytes rather than 400; a memo of another form is kept
+// as it is (other).
+type packedMemo struct {
+	inputs, configMapHash, secretHash [sha256.Size]byte
+	other                             *Memo
 }
 
 // NewMemos returns memos of no backend.
-func NewMemos() *Memos { return &Memos{memos: map[WriterKey]Memo{}} }
+func NewMemos() *Memos { return &Memos{memos: map[WriterKey]*packedMemo{}} }
 
 // Get returns writer's memo.
 func (m *Memos) Get(writer WriterKey) (Memo, bool) {
 	m.mu.Lock()
-	defer m.mu.Unlock()
-	memo, ok := m.memos[writer]
-	return memo, ok
+	p, ok := m.memos[writer]
+	m.mu.Unlock()
+	switch {
+	case !ok:
+		return Memo{}, false
+	case p.other != nil:
+		return *p.other, true
+	}
+	return Memo{
+		Inputs:        hex.EncodeToString(p.inputs[:]),
+		ConfigMapName: render.DefaultConfigMapName(writer.Name), SecretName: render.CredentialsSecretName(writer.Name),
+		ConfigMapHash: contentHashPrefix + hex.EncodeToString(p.configMapHash[:]),
+		SecretHash:    contentHashPrefix + hex.EncodeToString(p.secretHash[:]),
+	}, true
 }
 
 // Set records writer's memo.
 func (m *Memos) Set(writer WriterKey, memo Memo) {
+	p := packMemo(writer, memo)
 	m.mu.Lock()
 	defer m.mu.Unlock()
-	m.memos[writer] = memo
+	m.memos[writer] = p
+}
+
+// contentHashPrefix starts a content hash (see contenthash.Secret).
+const contentHashPrefix = "sha256:"
+
+// packMemo packs writer's memo: its fingerprint and hashes as the
+// operator makes them (lowercase hex, the hashes after "sha256:"), its
+// names the defaults; any other memo is kept as it is.
+func packMemo(writer WriterKey, memo Memo) *packedMemo {
+	var p packedMemo
+	cmHash, cmOK := strings.CutPrefix(memo.ConfigMapHash, contentHashPrefix)
+	secretHash, secretOK := strings.CutPrefix(memo.SecretHash, contentHashPrefix)
+	if cmOK && secretOK && memo.ConfigMapName == render.DefaultConfigMapName(writer.Name) && memo.SecretName == render.CredentialsSecretName(writer.Name) &&
+		decodeSum(p.inputs[:], memo.Inputs) && decodeSum(p.configMapHash[:], cmHash) && decodeSum(p.secretHash[:], secretHash) {
+		return &p
+	}
+	return &packedMemo{other: &memo}
+}
+
+// decodeSum decodes digits, lowercase hex of len(dst) bytes, into dst, and
+// reports whether they were.
+func decodeSum(dst []byte, digits string) bool {
+	if len(digits) != 2*len(dst) || strings.ToLower(digits) != digits {
+		return false
+	}
+	_, err := hex.Decode(dst, []byte(digits))
+	return err == nil
 }
 
 // Forget drops writer's memo: it is gone, or its last render did not
