@@ -123,13 +123,12 @@ func (r *reconciler) advanceProbe(ctx context.Context, t probeTask, apply func(*
 		if err != nil {
 			return step, err
 		}
-		r.submitProbe(t, run) // the probe outlives this reconcile and runs under the manager's context; see prober
 		step.pending = true
-		if grace := r.probeGrace(t); grace > 0 {
-			key := probes.Key{Kind: t.kind, NamespacedName: client.ObjectKeyFromObject(t.obj)}
-			if r.probes.Await(ctx, key, t.inputs, grace) {
-				return r.advanceProbe(ctx, t, apply, start) // writes the result it finds
-			}
+		// The probe outlives this reconcile and runs under the manager's
+		// context (see prober); one that ends within the grace is written
+		// by this reconcile.
+		if r.submitProbe(ctx, t, run, r.probeGrace(t)) {
+			return r.advanceProbe(ctx, t, apply, start) // writes the result it finds
 		}
 	}
 	return step, nil
@@ -153,15 +152,17 @@ func (r *reconciler) probeGrace(t probeTask) time.Duration {
 	return r.opts.probeGrace
 }
 
-// submitProbe hands run to the prober; when it ends, the object is
-// reconciled again to write its result.
-func (r *reconciler) submitProbe(t probeTask, run probes.Func) {
+// submitProbe hands run to the prober and waits up to grace for it to
+// end, reporting whether it did: its result is then the caller's to
+// write. Otherwise, when it ends, the object is reconciled again to write
+// its result.
+func (r *reconciler) submitProbe(ctx context.Context, t probeTask, run probes.Func, grace time.Duration) bool {
 	key := probes.Key{Kind: t.kind, NamespacedName: client.ObjectKeyFromObject(t.obj)}
 	reserve := t.reserve
 	if reserve == 0 {
 		reserve = probeReservation
 	}
-	r.probes.Submit(key, t.inputs, reserve, run, func(ctx context.Context) {
+	notify := func(ctx context.Context) {
 		wake := ctrlevent.GenericEvent{Object: &metav1.PartialObjectMetadata{ObjectMeta: metav1.ObjectMeta{
 			Namespace: key.Namespace, Name: key.Name,
 		}}}
@@ -169,5 +170,10 @@ func (r *reconciler) submitProbe(t probeTask, run probes.Func) {
 		case r.wake <- wake:
 		case <-ctx.Done():
 		}
-	})
+	}
+	if grace <= 0 {
+		r.probes.Submit(key, t.inputs, reserve, run, notify)
+		return false
+	}
+	return r.probes.SubmitAndAwait(ctx, key, t.inputs, reserve, run, notify, grace)
 }

@@ -26,7 +26,7 @@ func TestPanickingProbeIsContained(t *testing.T) {
 	if step := r.probeStep(ctx, task); !step.submit {
 		t.Fatalf("probeStep() = %+v, want a probe submitted", step)
 	}
-	r.submitProbe(task, func(context.Context) any { panic("index out of range") })
+	r.submitProbe(t.Context(), task, func(context.Context) any { panic("index out of range") }, 0)
 	select {
 	case <-r.wake:
 	case <-time.After(10 * time.Second):

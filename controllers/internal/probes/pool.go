@@ -196,6 +196,25 @@ func (p *Pool) Poll(key Key, inputs string) (result *Result, pending bool) {
 func (p *Pool) Submit(key Key, inputs string, reserve int64, run Func, notify func(ctx context.Context)) {
 	p.mu.Lock()
 	defer p.mu.Unlock()
+	p.submitLocked(key, inputs, reserve, run, notify)
+}
+
+// SubmitAndAwait submits a probe as Submit does and waits up to grace for
+// it to end, as Await does. The wait is registered before the probe can
+// start, so a probe that ends at once is handed to the caller too, with
+// no notification: Submit followed by Await would miss one that ended in
+// between, and notify it.
+func (p *Pool) SubmitAndAwait(ctx context.Context, key Key, inputs string, reserve int64, run Func, notify func(ctx context.Context), grace time.Duration) bool {
+	p.mu.Lock()
+	job := p.submitLocked(key, inputs, reserve, run, notify)
+	finished := make(chan struct{})
+	job.finished = finished // the probe's goroutine finishes under p.mu: not before this
+	p.mu.Unlock()
+	return p.await(ctx, job, finished, grace)
+}
+
+// submitLocked queues and returns a probe of key (see Submit).
+func (p *Pool) submitLocked(key Key, inputs string, reserve int64, run Func, notify func(ctx context.Context)) *probeJob {
 	p.dropLocked(key)
 	job := &probeJob{key: key, inputs: inputs, reserve: reserve, run: run, notify: notify}
 	p.jobs[key] = job
@@ -205,6 +224,7 @@ func (p *Pool) Submit(key Key, inputs string, reserve int64, run Func, notify fu
 	}
 	p.queues[ns] = append(p.queues[ns], job)
 	p.dispatchLocked(p.base)
+	return job
 }
 
 // Await waits up to grace for the probe of key with inputs to end, and
@@ -222,7 +242,12 @@ func (p *Pool) Await(ctx context.Context, key Key, inputs string, grace time.Dur
 	finished := make(chan struct{})
 	job.finished = finished
 	p.mu.Unlock()
+	return p.await(ctx, job, finished, grace)
+}
 
+// await waits up to grace, or until ctx ends, for job, whose finished
+// channel is finished, to end (see Await).
+func (p *Pool) await(ctx context.Context, job *probeJob, finished chan struct{}, grace time.Duration) bool {
 	timer := time.NewTimer(grace)
 	defer timer.Stop()
 	select {

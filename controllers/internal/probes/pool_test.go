@@ -307,6 +307,43 @@ func TestProberAwait(t *testing.T) {
 		}
 	})
 
+	t.Run("submitted and awaited: one that ends at once is handed to the waiter, no notification", func(t *testing.T) {
+		for range 50 { // the probe ends while SubmitAndAwait returns: a race Submit then Await loses
+			h := newProbeHarness(t, 2, 2)
+			ended := h.p.SubmitAndAwait(t.Context(), k, "v1", 0,
+				func(context.Context) any { return "at once" },
+				func(context.Context) { h.notified <- "ns/obj" }, long)
+			if !ended {
+				t.Fatal("SubmitAndAwait() = false, want the probe to end within the grace")
+			}
+			if res, _ := h.p.Poll(k, "v1"); res == nil || res.Value != "at once" {
+				t.Fatalf("poll() after SubmitAndAwait = %v, want the result", res)
+			}
+			h.settle()
+			select {
+			case id := <-h.notified:
+				t.Fatalf("%s was notified, although its waiter took the result", id)
+			default:
+			}
+		}
+	})
+
+	t.Run("submitted and awaited: outlasts the grace, notifies when it ends", func(t *testing.T) {
+		h := newProbeHarness(t, 2, 2)
+		release := make(chan any)
+		if h.p.SubmitAndAwait(t.Context(), k, "v1", 0,
+			func(context.Context) any { return <-release },
+			func(context.Context) { h.notified <- "ns/obj" }, short) {
+			t.Fatal("SubmitAndAwait() = true, want false: the probe is still running")
+		}
+		release <- "late"
+		select {
+		case <-h.notified:
+		case <-time.After(long):
+			t.Fatal("the probe that outlasted the grace never notified")
+		}
+	})
+
 	t.Run("outlasts the grace: left to run, and notifies when it ends", func(t *testing.T) {
 		h := newProbeHarness(t, 2, 2)
 		h.submit("ns", "obj", "v1")
