@@ -156,7 +156,7 @@ func (h *harness) burstScenario(ctx context.Context) error {
 	if err := <-profileDone; err != nil {
 		return err
 	}
-	return h.saveHeapProfiles(ctx, m)
+	return h.saveHeapProfiles(ctx, m, "burst")
 }
 
 // atRestScenario: N Ready backends and the running manager, for three
@@ -179,6 +179,10 @@ func (h *harness) atRestScenario(ctx context.Context) error {
 	}
 	requests, probeCounts, usage, err := h.endMeasuring(ctx, m, start)
 	if err != nil {
+		return err
+	}
+	// After the RSS is read: what the manager holds at rest.
+	if err := h.saveHeapProfiles(ctx, m, scenarioAtRest); err != nil {
 		return err
 	}
 	probes := probeCounts.total()
@@ -236,13 +240,13 @@ func (h *harness) startCPUProfile(ctx context.Context, m *managerProcess) <-chan
 }
 
 // saveHeapProfiles saves, when -pprof is set, the manager's heap and
-// allocs profiles.
-func (h *harness) saveHeapProfiles(ctx context.Context, m *managerProcess) error {
+// allocs profiles, named after the scenario (burst, at-rest).
+func (h *harness) saveHeapProfiles(ctx context.Context, m *managerProcess, scenario string) error {
 	if h.opts.pprofDir == "" {
 		return nil
 	}
 	for _, p := range []struct{ name, index string }{{"heap", "inuse_space"}, {"allocs", "alloc_space"}} {
-		file := filepath.Join(h.opts.pprofDir, "burst-"+p.name+".pprof")
+		file := filepath.Join(h.opts.pprofDir, scenario+"-"+p.name+".pprof")
 		if err := m.saveProfile(ctx, "/debug/pprof/"+p.name, file); err != nil {
 			return err
 		}
