@@ -172,11 +172,17 @@ func (h *harness) atRestScenario(ctx context.Context) error {
 		return err
 	}
 	log.Printf("at rest for %s", window)
+	windowStart := time.Now()
+	sampling, stopSampling := context.WithCancel(ctx)
+	peak := sampleRSSPeak(sampling, m.pid(), time.Second)
 	select {
 	case <-ctx.Done():
+		stopSampling()
 		return ctx.Err()
 	case <-time.After(window):
 	}
+	stopSampling()
+	peakNote := rssPeakNote(<-peak, m.started, windowStart)
 	requests, probeCounts, usage, err := h.endMeasuring(ctx, m, start)
 	if err != nil {
 		return err
@@ -198,6 +204,7 @@ func (h *harness) atRestScenario(ctx context.Context) error {
 		notes: append([]string{
 			fmt.Sprintf("writes %d (target 0), reads %d, reads/probe %s, probes/backend/interval %.2f",
 				writes, reads, perProbe, float64(probes)/float64(backends)/restIntervals),
+			peakNote,
 		}, h.probeFailures()...),
 	})
 	return nil
