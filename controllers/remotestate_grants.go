@@ -130,6 +130,7 @@ func (r *remoteStateReconciler) revoke(ctx context.Context, remote *backendsv1al
 	}
 	owner := ownerOf(remote, backendsv1alpha1.RemoteStateKind)
 	w := r.ownedWriter()
+	w.WrittenBefore = r.opts.sharded()
 	secret := &corev1.Secret{}
 	switch found, err := r.readPublished(ctx, remote, rendered.SecretName, secret); {
 	case err != nil:

@@ -23,7 +23,9 @@ import (
 func (r *reconciler) writeRendered(ctx context.Context, obj backendObject, kind, configMapName, inputs string,
 	files render.Files, credentials map[string][]byte) (string, error) {
 	status := obj.SharedStatus()
-	written, err := writeRenderedObjects(ctx, r.ownedWriter(), renderedObjects{
+	w := r.ownedWriter()
+	w.WrittenBefore = r.opts.sharded() && status.Rendered != nil
+	written, err := writeRenderedObjects(ctx, w, renderedObjects{
 		owner:         ownerOf(obj, kind),
 		configMapName: configMapName,
 		files:         files,

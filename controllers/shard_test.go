@@ -165,6 +165,10 @@ var _ = Describe("Shards (--watch-label-selector)", func() {
 		Expect(writesNaming(a, fromA, "freeze")).To(BeEmpty())
 		Expect(writesNaming(b, fromB, "freeze")).To(BeEmpty(), "shard b rewrote the StateLock")
 		Expect(writesNaming(b, fromB, "app")).To(BeEmpty(), "shard b rewrote the backend")
+		// Its watches held none of the backend's rendered objects while
+		// shard a had it: shard b reads them, and creates none again.
+		Expect(b.since(fromB)).NotTo(ContainElement(MatchRegexp(`^POST .*/(configmaps|secrets)$`)),
+			"shard b created the backend's rendered objects again")
 
 		By("shard b releasing the lock when the StateLock is deleted")
 		Expect(k8sClient.Delete(ctx, sl)).To(Succeed())

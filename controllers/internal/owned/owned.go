@@ -48,6 +48,13 @@ type Writer struct {
 	// Ledger counts the bytes of the objects written, against the API
 	// storage budget; nil counts nothing.
 	Ledger *Ledger
+	// WrittenBefore says that the owner's status names objects written
+	// before, perhaps by another manager: a shard's watches hold only
+	// the objects of the owners in its cache, so an owner that just
+	// moved in from another shard finds its objects not held. One the
+	// watches do not hold is then read from the API server before it is
+	// created, instead of created straight away and refused as existing.
+	WrittenBefore bool
 }
 
 // FieldOwner is the field manager of every write of the operator.
@@ -145,7 +152,7 @@ func (w Writer) apply(ctx context.Context, kind string, desired, current client.
 		return false, nameConflict(kind, key, owner)
 	case err == nil && asLeft(meta, owner.UID, recorded, want) && labelsInclude(meta.GetLabels(), desired.GetLabels()):
 		return false, nil // as the operator left it, and as desired
-	case apierrors.IsNotFound(err) && recorded == "":
+	case apierrors.IsNotFound(err) && recorded == "" && !w.WrittenBefore:
 		if err := reserve(); err != nil {
 			return false, err
 		}

@@ -168,6 +168,7 @@ func TestApplyConfigMap(t *testing.T) {
 	cases := map[string]struct {
 		existing       *corev1.ConfigMap
 		hideFromCache  bool
+		writtenBefore  bool   // Writer.WrittenBefore
 		recorded       string // the version the writer checked last: recordStored for the existing one's
 		createErr      error
 		patchErr       error
@@ -220,6 +221,22 @@ func TestApplyConfigMap(t *testing.T) {
 			wantVerbs:     []string{"create"},
 			wantReason:    backendsv1alpha1.NameConflictReason,
 			wantData:      old,
+		},
+		"absent from the cache, as desired, its owner's status naming it (moved in from another shard): read, not created": {
+			existing:      ownedConfigMap(&ownedTestOwner, desired, contenthash.ConfigMap(desired, nil), ownedTestLabels),
+			hideFromCache: true, writtenBefore: true,
+			wantReads: 1, wantData: desired, wantAnnotation: contenthash.ConfigMap(desired, nil),
+		},
+		"absent, its owner's status naming it: read, then created": {
+			writtenBefore: true,
+			wantWrote:     true, wantVerbs: []string{"create"}, wantReads: 1,
+			wantData: desired, wantAnnotation: contenthash.ConfigMap(desired, nil),
+		},
+		"absent from the cache, someone else's, its owner's status naming it: NameConflict, nothing created": {
+			existing:      ownedConfigMap(nil, old, "", nil),
+			hideFromCache: true, writtenBefore: true,
+			wantReason: backendsv1alpha1.NameConflictReason,
+			wantData:   old,
 		},
 		"as desired but the annotation removed: no write": {
 			existing:  ownedConfigMap(&ownedTestOwner, desired, "", ownedTestLabels),
@@ -278,6 +295,7 @@ func TestApplyConfigMap(t *testing.T) {
 			}
 			h := newOwnedHarness(t, objs...)
 			h.createErr, h.patchErr = tc.createErr, tc.patchErr
+			h.writer.WrittenBefore = tc.writtenBefore
 			if tc.hideFromCache {
 				h.metaFilter = func(client.ObjectKey) bool { return true }
 			}
