@@ -199,11 +199,13 @@ func (p *Pool) Submit(key Key, inputs string, reserve int64, run Func, notify fu
 	p.submitLocked(key, inputs, reserve, run, notify)
 }
 
-// SubmitAndAwait submits a probe as Submit does and waits up to grace for
-// it to end, as Await does. The wait is registered before the probe can
-// start, so a probe that ends at once is handed to the caller too, with
-// no notification: Submit followed by Await would miss one that ended in
-// between, and notify it.
+// SubmitAndAwait submits a probe as Submit does and waits up to grace (or
+// until ctx ends) for it to end, and reports whether it did: its result
+// can then be polled, and notify is not called, since the caller writes
+// the result itself; otherwise notify is called when it ends. The wait is
+// registered before the probe can start, so a probe that ends at once is
+// handed to the caller too: a wait begun after the submission would miss
+// one that ended in between, and notify it.
 func (p *Pool) SubmitAndAwait(ctx context.Context, key Key, inputs string, reserve int64, run Func, notify func(ctx context.Context), grace time.Duration) bool {
 	p.mu.Lock()
 	job := p.submitLocked(key, inputs, reserve, run, notify)
@@ -227,26 +229,8 @@ func (p *Pool) submitLocked(key Key, inputs string, reserve int64, run Func, not
 	return job
 }
 
-// Await waits up to grace for the probe of key with inputs to end, and
-// reports whether it did: its result can then be polled, and notify is
-// not called, since the caller writes the result itself. It returns false
-// at once when no such probe is queued or running, and after grace (or
-// when ctx ends) otherwise, notify then being called when it ends.
-func (p *Pool) Await(ctx context.Context, key Key, inputs string, grace time.Duration) bool {
-	p.mu.Lock()
-	job, ok := p.jobs[key]
-	if !ok || job.inputs != inputs || job.finished != nil {
-		p.mu.Unlock()
-		return false
-	}
-	finished := make(chan struct{})
-	job.finished = finished
-	p.mu.Unlock()
-	return p.await(ctx, job, finished, grace)
-}
-
 // await waits up to grace, or until ctx ends, for job, whose finished
-// channel is finished, to end (see Await).
+// channel is finished, to end (see SubmitAndAwait).
 func (p *Pool) await(ctx context.Context, job *probeJob, finished chan struct{}, grace time.Duration) bool {
 	timer := time.NewTimer(grace)
 	defer timer.Stop()

@@ -73,12 +73,25 @@ func key(ns, name string) Key {
 // cancelled, and returns what it is released with.
 
 func (h *probeHarness) submit(ns, name, inputs string) {
+	run, notify := h.probe(ns, name)
+	h.p.Submit(key(ns, name), inputs, h.reserve, run, notify)
+}
+
+// submitAndAwait submits the probe submit does with SubmitAndAwait, and
+// returns what SubmitAndAwait returns.
+func (h *probeHarness) submitAndAwait(ns, name, inputs string, grace time.Duration) bool {
+	run, notify := h.probe(ns, name)
+	return h.p.SubmitAndAwait(h.t.Context(), key(ns, name), inputs, h.reserve, run, notify, grace)
+}
+
+// probe is the probe named ns/name of submit, and its notification.
+func (h *probeHarness) probe(ns, name string) (Func, func(context.Context)) {
 	id := ns + "/" + name
 	ch := make(chan any, 1)
 	h.mu.Lock()
 	h.release[id] = ch
 	h.mu.Unlock()
-	h.p.Submit(key(ns, name), inputs, h.reserve, func(ctx context.Context) any {
+	return func(ctx context.Context) any {
 		h.mu.Lock()
 		h.started = append(h.started, id)
 		h.ctxs[id] = ctx
@@ -89,7 +102,7 @@ func (h *probeHarness) submit(ns, name, inputs string) {
 		case <-ctx.Done():
 			return "cancelled"
 		}
-	}, func(context.Context) { h.notified <- id })
+	}, func(context.Context) { h.notified <- id }
 }
 
 // finish releases ns/name with value and waits for its notification.
@@ -265,50 +278,55 @@ func TestProberStopsWithTheManager(t *testing.T) {
 
 // TestProberAwait checks the wait of a reconcile for the probe it
 
-// submitted: a probe that ends within the grace is handed to the waiter,
+// submitted: a probe that ends within the grace, even at once, is handed
 
-// without the notification that would reconcile the object again; one
+// to the waiter without the notification that would reconcile the object
 
-// that does not is left to run and notifies when it ends; and there is
-
-// nothing to wait for without a probe of those inputs.
+// again; one that does not is left to run and notifies when it ends.
 
 func TestProberAwait(t *testing.T) {
 	const long = 10 * time.Second
 	const short = 20 * time.Millisecond
 	k := key("ns", "obj")
 
-	t.Run("ends within the grace: handed to the waiter, no notification", func(t *testing.T) {
-		h := newProbeHarness(t, 2, 2)
-		h.submit("ns", "obj", "v1")
-		h.waitStarted("ns/obj")
-		h.mu.Lock()
-		release := h.release["ns/obj"]
-		h.mu.Unlock()
-		go func() {
-			// Once the waiter waits: a probe that ended before Await was
-			// called is not waited for (Await returns false at once).
-			for !h.awaited(k) {
-				time.Sleep(time.Millisecond)
-			}
-			release <- "learned"
-		}()
-		if !h.p.Await(t.Context(), k, "v1", long) {
-			t.Fatal("await() = false, want the probe to end within the grace")
-		}
-		if res, _ := h.p.Poll(k, "v1"); res == nil || res.Value != "learned" {
-			t.Errorf("poll() after await = %v, want the result", res)
-		}
+	// noNotification fails when h notified a probe: its waiter took the
+	// result.
+	noNotification := func(t *testing.T, h *probeHarness) {
+		t.Helper()
 		h.settle()
 		select {
 		case id := <-h.notified:
-			t.Errorf("%s was notified, although its waiter took the result", id)
+			t.Fatalf("%s was notified, although its waiter took the result", id)
 		default:
 		}
+	}
+
+	t.Run("ends within the grace: handed to the waiter, no notification", func(t *testing.T) {
+		h := newProbeHarness(t, 2, 2)
+		go func() {
+			// Once the probe runs, while its submitter waits.
+			for {
+				h.mu.Lock()
+				release, started := h.release["ns/obj"], len(h.started) > 0
+				h.mu.Unlock()
+				if started {
+					release <- "learned"
+					return
+				}
+				time.Sleep(time.Millisecond)
+			}
+		}()
+		if !h.submitAndAwait("ns", "obj", "v1", long) {
+			t.Fatal("SubmitAndAwait() = false, want the probe to end within the grace")
+		}
+		if res, _ := h.p.Poll(k, "v1"); res == nil || res.Value != "learned" {
+			t.Errorf("poll() after SubmitAndAwait = %v, want the result", res)
+		}
+		noNotification(t, h)
 	})
 
-	t.Run("submitted and awaited: one that ends at once is handed to the waiter, no notification", func(t *testing.T) {
-		for range 50 { // the probe ends while SubmitAndAwait returns: a race Submit then Await loses
+	t.Run("ends at once: handed to the waiter, no notification", func(t *testing.T) {
+		for range 50 { // the probe ends while SubmitAndAwait returns: a race Submit then a wait loses
 			h := newProbeHarness(t, 2, 2)
 			ended := h.p.SubmitAndAwait(t.Context(), k, "v1", 0,
 				func(context.Context) any { return "at once" },
@@ -319,50 +337,16 @@ func TestProberAwait(t *testing.T) {
 			if res, _ := h.p.Poll(k, "v1"); res == nil || res.Value != "at once" {
 				t.Fatalf("poll() after SubmitAndAwait = %v, want the result", res)
 			}
-			h.settle()
-			select {
-			case id := <-h.notified:
-				t.Fatalf("%s was notified, although its waiter took the result", id)
-			default:
-			}
-		}
-	})
-
-	t.Run("submitted and awaited: outlasts the grace, notifies when it ends", func(t *testing.T) {
-		h := newProbeHarness(t, 2, 2)
-		release := make(chan any)
-		if h.p.SubmitAndAwait(t.Context(), k, "v1", 0,
-			func(context.Context) any { return <-release },
-			func(context.Context) { h.notified <- "ns/obj" }, short) {
-			t.Fatal("SubmitAndAwait() = true, want false: the probe is still running")
-		}
-		release <- "late"
-		select {
-		case <-h.notified:
-		case <-time.After(long):
-			t.Fatal("the probe that outlasted the grace never notified")
+			noNotification(t, h)
 		}
 	})
 
 	t.Run("outlasts the grace: left to run, and notifies when it ends", func(t *testing.T) {
 		h := newProbeHarness(t, 2, 2)
-		h.submit("ns", "obj", "v1")
-		h.waitStarted("ns/obj")
-		if h.p.Await(t.Context(), k, "v1", short) {
-			t.Fatal("await() = true, want false: the probe is still running")
+		if h.submitAndAwait("ns", "obj", "v1", short) {
+			t.Fatal("SubmitAndAwait() = true, want false: the probe is still running")
 		}
 		h.finish("ns", "obj", "late") // fails unless notified
-	})
-
-	t.Run("nothing to wait for", func(t *testing.T) {
-		h := newProbeHarness(t, 2, 2)
-		if h.p.Await(t.Context(), k, "v1", long) {
-			t.Error("await() without a probe = true")
-		}
-		h.submit("ns", "obj", "v1")
-		if h.p.Await(t.Context(), k, "v2", long) {
-			t.Error("await() of other inputs = true")
-		}
 	})
 }
 
@@ -373,15 +357,6 @@ func TestProberAwait(t *testing.T) {
 // has once the result is written, not with the one it had before: a lock
 
 // taken is checked an interval later, not retried two seconds later.
-
-// awaited reports whether a waiter waits for the probe of k (see
-// Pool.Await).
-func (h *probeHarness) awaited(k Key) bool {
-	h.p.mu.Lock()
-	defer h.p.mu.Unlock()
-	job, ok := h.p.jobs[k]
-	return ok && job.finished != nil
-}
 
 func TestProberKeepsSlotsForIdleNamespaces(t *testing.T) {
 	// 8 slots, 4 per namespace: 2 are kept for namespaces running none.
