@@ -117,6 +117,17 @@ func (r *reconciler) ownedWriter() owned.Writer {
 	return owned.Writer{Client: r.client, Reader: r.apiReader, Metadata: r.metadata, Versions: r.written, Ledger: r.opts.tenantBudgets.stored}
 }
 
+// rewriter is ownedWriter for an owner whose status says whether it
+// wrote its objects before (writtenBefore): a shard's watches hold the
+// objects of the owners in its cache only, so that an owner that moved in
+// from another shard has them read before they are created (see
+// owned.Writer.WrittenBefore).
+func (r *reconciler) rewriter(writtenBefore bool) owned.Writer {
+	w := r.ownedWriter()
+	w.WrittenBefore = r.opts.sharded() && writtenBefore
+	return w
+}
+
 // outcome is how a reconciliation's phases ended: what Ready, Reconciling
 // and Stalled are summarized from (see conditions.Summarize), and the probe
 // result the phases wrote to status.

@@ -129,8 +129,7 @@ func (r *remoteStateReconciler) revoke(ctx context.Context, remote *backendsv1al
 		return nil
 	}
 	owner := ownerOf(remote, backendsv1alpha1.RemoteStateKind)
-	w := r.ownedWriter()
-	w.WrittenBefore = r.opts.sharded()
+	w := r.rewriter(true) // it published before: status.rendered names its objects
 	secret := &corev1.Secret{}
 	switch found, err := r.readPublished(ctx, remote, rendered.SecretName, secret); {
 	case err != nil:

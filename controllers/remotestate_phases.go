@@ -194,8 +194,7 @@ func (r *remoteStateReconciler) publish(ctx context.Context, remote *backendsv1a
 	plain, sensitive := outputs.Split(read.values)
 	owner := ownerOf(remote, backendsv1alpha1.RemoteStateKind)
 	cmName, secretName := remoteStateTargets(remote)
-	w := r.ownedWriter()
-	w.WrittenBefore = r.opts.sharded() && remote.Status.Rendered != nil
+	w := r.rewriter(remote.Status.Rendered != nil)
 	secret, cm := outputs.Secret(owner, secretName, sensitive), outputs.ConfigMap(owner, cmName, plain)
 	if err := w.Fit(ctx, secret, cm); err != nil {
 		return budgetRefusal(err)

@@ -23,9 +23,7 @@ import (
 func (r *reconciler) writeRendered(ctx context.Context, obj backendObject, kind, configMapName, inputs string,
 	files render.Files, credentials map[string][]byte) (string, error) {
 	status := obj.SharedStatus()
-	w := r.ownedWriter()
-	w.WrittenBefore = r.opts.sharded() && status.Rendered != nil
-	written, err := writeRenderedObjects(ctx, w, renderedObjects{
+	written, err := writeRenderedObjects(ctx, r.rewriter(status.Rendered != nil), renderedObjects{
 		owner:         ownerOf(obj, kind),
 		configMapName: configMapName,
 		files:         files,
