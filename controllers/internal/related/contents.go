@@ -57,19 +57,19 @@ type content struct {
 	secret     bool
 	secretType corev1.SecretType
 	// data are a Secret's data, or a ConfigMap's binaryData.
-	data []binaryEntry
+	data []entry[[]byte]
 	// text are a ConfigMap's data.
-	text []textEntry
+	text []entry[string]
 }
 
-type binaryEntry struct {
+// entry is one key of a Secret's or ConfigMap's data.
+type entry[V any] struct {
 	key   string
-	value []byte
+	value V
 }
 
-type textEntry struct {
-	key, value string
-}
+// sameString is a string's copy: itself, since a string cannot change.
+func sameString(s string) string { return s }
 
 // NewContents returns no content.
 func NewContents() *Contents {
@@ -93,13 +93,13 @@ func (c *Contents) Get(key ContentKey, version string, obj client.Object) bool {
 		if !kept.secret {
 			return false
 		}
-		*dst = corev1.Secret{ObjectMeta: meta, Type: kept.secretType, Data: binaryMap(kept.data)}
+		*dst = corev1.Secret{ObjectMeta: meta, Type: kept.secretType, Data: entryMap(kept.data, bytes.Clone)}
 		return true
 	case *corev1.ConfigMap:
 		if kept.secret {
 			return false
 		}
-		*dst = corev1.ConfigMap{ObjectMeta: meta, Data: textMap(kept.text), BinaryData: binaryMap(kept.data)}
+		*dst = corev1.ConfigMap{ObjectMeta: meta, Data: entryMap(kept.text, sameString), BinaryData: entryMap(kept.data, bytes.Clone)}
 		return true
 	}
 	return false
@@ -112,9 +112,9 @@ func (c *Contents) Put(key ContentKey, obj client.Object) {
 	kept := content{version: obj.GetResourceVersion()}
 	switch src := obj.(type) {
 	case *corev1.Secret:
-		kept.secret, kept.secretType, kept.data = true, src.Type, binaryEntries(src.Data)
+		kept.secret, kept.secretType, kept.data = true, src.Type, sortedEntries(src.Data, bytes.Clone)
 	case *corev1.ConfigMap:
-		kept.text, kept.data = textEntries(src.Data), binaryEntries(src.BinaryData)
+		kept.text, kept.data = sortedEntries(src.Data, sameString), sortedEntries(src.BinaryData, bytes.Clone)
 	default:
 		return
 	}
@@ -123,53 +123,29 @@ func (c *Contents) Put(key ContentKey, obj client.Object) {
 	c.entries[key] = kept
 }
 
-// binaryEntries copies m, sorted by key; nil for nil.
-func binaryEntries(m map[string][]byte) []binaryEntry {
+// sortedEntries copies m, each value with clone, sorted by key; nil for
+// nil.
+func sortedEntries[V any](m map[string]V, clone func(V) V) []entry[V] {
 	if m == nil {
 		return nil
 	}
-	out := make([]binaryEntry, 0, len(m))
+	out := make([]entry[V], 0, len(m))
 	for k, v := range m {
-		out = append(out, binaryEntry{key: k, value: bytes.Clone(v)})
+		out = append(out, entry[V]{key: k, value: clone(v)})
 	}
-	slices.SortFunc(out, func(a, b binaryEntry) int { return strings.Compare(a.key, b.key) })
+	slices.SortFunc(out, func(a, b entry[V]) int { return strings.Compare(a.key, b.key) })
 	return out
 }
 
-// textEntries copies m, sorted by key; nil for nil.
-func textEntries(m map[string]string) []textEntry {
-	if m == nil {
-		return nil
-	}
-	out := make([]textEntry, 0, len(m))
-	for k, v := range m {
-		out = append(out, textEntry{key: k, value: v})
-	}
-	slices.SortFunc(out, func(a, b textEntry) int { return strings.Compare(a.key, b.key) })
-	return out
-}
-
-// binaryMap is a copy of entries as a map, nil for nil: the caller may
-// change it.
-func binaryMap(entries []binaryEntry) map[string][]byte {
+// entryMap is a copy of entries as a map, each value copied with clone,
+// nil for nil: the caller may change it.
+func entryMap[V any](entries []entry[V], clone func(V) V) map[string]V {
 	if entries == nil {
 		return nil
 	}
-	m := make(map[string][]byte, len(entries))
+	m := make(map[string]V, len(entries))
 	for _, e := range entries {
-		m[e.key] = bytes.Clone(e.value)
-	}
-	return m
-}
-
-// textMap is entries as a map, nil for nil.
-func textMap(entries []textEntry) map[string]string {
-	if entries == nil {
-		return nil
-	}
-	m := make(map[string]string, len(entries))
-	for _, e := range entries {
-		m[e.key] = e.value
+		m[e.key] = clone(e.value)
 	}
 	return m
 }
