@@ -13,6 +13,7 @@ import (
 	"fmt"
 	"maps"
 	"slices"
+	"strings"
 )
 
 // Annotation holds the hash of the data the operator last wrote into a
@@ -25,6 +26,9 @@ const Annotation = "backends.infrastate.io/content-hash"
 // budget adds these up per namespace, and learns them again from the
 // watched metadata after a restart.
 const StoredBytesAnnotation = "backends.infrastate.io/stored-bytes"
+
+// Prefix starts a content hash: its algorithm, before the hex Sum.
+const Prefix = "sha256:"
 
 // Sum is the hex SHA-256 of parts, each prefixed with its length, so that
 // no two different lists of parts have the same input.
@@ -46,7 +50,7 @@ func ConfigMap(data map[string]string, binary map[string][]byte) string {
 	for _, k := range slices.Sorted(maps.Keys(binary)) {
 		parts = append(parts, []byte("binaryData/"+k), binary[k])
 	}
-	return "sha256:" + Sum(parts...)
+	return Prefix + Sum(parts...)
 }
 
 // Secret hashes the data of a Secret, its keys in order.
@@ -55,5 +59,38 @@ func Secret(data map[string][]byte) string {
 	for _, k := range slices.Sorted(maps.Keys(data)) {
 		parts = append(parts, []byte(k), data[k])
 	}
-	return "sha256:" + Sum(parts...)
+	return Prefix + Sum(parts...)
 }
+
+// Digest is a Sum in its 32 bytes rather than its 64 hex digits.
+type Digest [sha256.Size]byte
+
+// ParseSum reads digits as Sum writes them, 64 lowercase hex digits, and
+// reports whether they were: any other text would not be given back by
+// Sum as it was.
+func ParseSum(digits string) (Digest, bool) {
+	var d Digest
+	if len(digits) != hex.EncodedLen(len(d)) || strings.ToLower(digits) != digits {
+		return d, false
+	}
+	if _, err := hex.Decode(d[:], []byte(digits)); err != nil {
+		return d, false
+	}
+	return d, true
+}
+
+// ParseHash reads a content hash as ConfigMap and Secret write it, Prefix
+// and a Sum, and reports whether value was one.
+func ParseHash(value string) (Digest, bool) {
+	digits, ok := strings.CutPrefix(value, Prefix)
+	if !ok {
+		return Digest{}, false
+	}
+	return ParseSum(digits)
+}
+
+// Sum is d as Sum writes it.
+func (d Digest) Sum() string { return hex.EncodeToString(d[:]) }
+
+// Hash is d as a content hash, as ConfigMap and Secret write it.
+func (d Digest) Hash() string { return Prefix + d.Sum() }

@@ -3,6 +3,7 @@ package contenthash
 import (
 	"crypto/sha256"
 	"encoding/hex"
+	"strings"
 	"testing"
 )
 
@@ -29,6 +30,42 @@ func TestHashes(t *testing.T) {
 		t.Run(name, func(t *testing.T) {
 			if tc.got != tc.want {
 				t.Errorf("hash = %s, want %s", tc.got, tc.want)
+			}
+		})
+	}
+}
+
+// TestParse checks that a Sum and a content hash are read back as they
+// were written, and that any text they would not give back is refused.
+func TestParse(t *testing.T) {
+	sum := Sum([]byte("a"))
+	upper := strings.ToUpper(sum)
+	cases := map[string]struct {
+		value     string
+		parse     func(string) (Digest, bool)
+		format    func(Digest) string
+		wantValid bool
+	}{
+		"a Sum":                           {value: sum, parse: ParseSum, format: Digest.Sum, wantValid: true},
+		"a Sum in upper case":             {value: upper, parse: ParseSum},
+		"a Sum too short":                 {value: sum[1:], parse: ParseSum},
+		"not hex":                         {value: strings.Repeat("g", 64), parse: ParseSum},
+		"a content hash":                  {value: Secret(nil), parse: ParseHash, format: Digest.Hash, wantValid: true},
+		"a content hash without a prefix": {value: sum, parse: ParseHash},
+		"another algorithm":               {value: "sha512:" + sum, parse: ParseHash},
+		"a content hash in upper case":    {value: Prefix + upper, parse: ParseHash},
+		"none":                            {value: "", parse: ParseHash},
+	}
+	for name, tc := range cases {
+		t.Run(name, func(t *testing.T) {
+			d, ok := tc.parse(tc.value)
+			if ok != tc.wantValid {
+				t.Fatalf("parsing %q: valid = %t, want %t", tc.value, ok, tc.wantValid)
+			}
+			if ok {
+				if got := tc.format(d); got != tc.value {
+					t.Errorf("written back as %q, want %q", got, tc.value)
+				}
 			}
 		})
 	}

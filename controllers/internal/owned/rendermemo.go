@@ -2,14 +2,12 @@ package owned
 
 import (
 	"context"
-	"crypto/sha256"
-	"encoding/hex"
-	"strings"
 	"sync"
 
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/types"
 
+	"github.com/infrastate/backend-operator/internal/contenthash"
 	"github.com/infrastate/backend-operator/internal/render"
 )
 
@@ -39,7 +37,7 @@ type Memos struct {
 // name), about 110 bytes rather than 400; a memo of another form is kept
 // as it is (other).
 type packedMemo struct {
-	inputs, configMapHash, secretHash [sha256.Size]byte
+	inputs, configMapHash, secretHash contenthash.Digest
 	other                             *Memo
 }
 
@@ -58,10 +56,10 @@ func (m *Memos) Get(writer WriterKey) (Memo, bool) {
 		return *p.other, true
 	}
 	return Memo{
-		Inputs:        hex.EncodeToString(p.inputs[:]),
+		Inputs:        p.inputs.Sum(),
 		ConfigMapName: render.DefaultConfigMapName(writer.Name), SecretName: render.CredentialsSecretName(writer.Name),
-		ConfigMapHash: contentHashPrefix + hex.EncodeToString(p.configMapHash[:]),
-		SecretHash:    contentHashPrefix + hex.EncodeToString(p.secretHash[:]),
+		ConfigMapHash: p.configMapHash.Hash(),
+		SecretHash:    p.secretHash.Hash(),
 	}, true
 }
 
@@ -73,31 +71,18 @@ func (m *Memos) Set(writer WriterKey, memo Memo) {
 	m.memos[writer] = p
 }
 
-// contentHashPrefix starts a content hash (see contenthash.Secret).
-const contentHashPrefix = "sha256:"
-
 // packMemo packs writer's memo: its fingerprint and hashes as the
-// operator makes them (lowercase hex, the hashes after "sha256:"), its
-// names the defaults; any other memo is kept as it is.
+// operator makes them (see contenthash.ParseSum, contenthash.ParseHash),
+// its names the defaults; any other memo is kept as it is.
 func packMemo(writer WriterKey, memo Memo) *packedMemo {
-	var p packedMemo
-	cmHash, cmOK := strings.CutPrefix(memo.ConfigMapHash, contentHashPrefix)
-	secretHash, secretOK := strings.CutPrefix(memo.SecretHash, contentHashPrefix)
-	if cmOK && secretOK && memo.ConfigMapName == render.DefaultConfigMapName(writer.Name) && memo.SecretName == render.CredentialsSecretName(writer.Name) &&
-		decodeSum(p.inputs[:], memo.Inputs) && decodeSum(p.configMapHash[:], cmHash) && decodeSum(p.secretHash[:], secretHash) {
-		return &p
+	inputs, inputsOK := contenthash.ParseSum(memo.Inputs)
+	cmHash, cmOK := contenthash.ParseHash(memo.ConfigMapHash)
+	secretHash, secretOK := contenthash.ParseHash(memo.SecretHash)
+	if inputsOK && cmOK && secretOK &&
+		memo.ConfigMapName == render.DefaultConfigMapName(writer.Name) && memo.SecretName == render.CredentialsSecretName(writer.Name) {
+		return &packedMemo{inputs: inputs, configMapHash: cmHash, secretHash: secretHash}
 	}
 	return &packedMemo{other: &memo}
-}
-
-// decodeSum decodes digits, lowercase hex of len(dst) bytes, into dst, and
-// reports whether they were.
-func decodeSum(dst []byte, digits string) bool {
-	if len(digits) != 2*len(dst) || strings.ToLower(digits) != digits {
-		return false
-	}
-	_, err := hex.Decode(dst, []byte(digits))
-	return err == nil
 }
 
 // Forget drops writer's memo: it is gone, or its last render did not

@@ -1,11 +1,10 @@
 package related
 
 import (
-	"encoding/hex"
-	"strings"
-
 	"github.com/google/uuid"
 	"k8s.io/apimachinery/pkg/types"
+
+	"github.com/infrastate/backend-operator/internal/contenthash"
 )
 
 // packedUID is a UID as the API server makes them, a UUID in its
@@ -34,34 +33,27 @@ func (p packedUID) unpack() types.UID {
 	return types.UID(uuid.UUID(p.uuid).String())
 }
 
-// hashPrefix starts a content hash (see contenthash.Secret).
-const hashPrefix = "sha256:"
-
 // packedHash is a content hash as the operator writes them, "sha256:" and
 // 64 lowercase hex digits, in 32 bytes rather than a string of 71; any
 // other value is kept as it is.
 type packedHash struct {
-	sum   [32]byte // the hash, zero when other holds the value
-	other string   // a value that is no such hash, or ""
+	sum   contenthash.Digest // the hash, zero when other holds the value
+	other string             // a value that is no such hash, or ""
 }
 
 // packHash packs a content hash annotation's value.
 func packHash(value string) packedHash {
-	digits, ok := strings.CutPrefix(value, hashPrefix)
-	var p packedHash
-	if !ok || len(digits) != 2*len(p.sum) || strings.ToLower(digits) != digits {
+	sum, ok := contenthash.ParseHash(value)
+	if !ok || sum == (contenthash.Digest{}) {
 		return packedHash{other: value}
 	}
-	if _, err := hex.Decode(p.sum[:], []byte(digits)); err != nil || p.sum == [32]byte{} {
-		return packedHash{other: value}
-	}
-	return p
+	return packedHash{sum: sum}
 }
 
 // unpack is the value packed.
 func (p packedHash) unpack() string {
-	if p.sum == [32]byte{} {
+	if p.sum == (contenthash.Digest{}) {
 		return p.other
 	}
-	return hashPrefix + hex.EncodeToString(p.sum[:])
+	return p.sum.Hash()
 }
