@@ -16,7 +16,6 @@ import (
 )
 
 // probeHarness runs a prober with probes that block until released, and
-
 // records which started.
 
 type probeHarness struct {
@@ -49,6 +48,7 @@ func newProbeHarness(t *testing.T, limit, perNamespace int, opts ...PoolOption) 
 		defer close(h.stopped)
 		_ = h.p.Start(ctx)
 	}()
+	h.waitPoolStarted()
 	t.Cleanup(func() {
 		h.mu.Lock()
 		for _, ch := range h.release {
@@ -64,12 +64,31 @@ func newProbeHarness(t *testing.T, limit, perNamespace int, opts ...PoolOption) 
 	return h
 }
 
+// waitPoolStarted waits until the pool's Start has run, so that every
+// submission dispatches at once: a test that submitted before it would
+// see its probes dispatched together, in turn order, instead.
+func (h *probeHarness) waitPoolStarted() {
+	h.t.Helper()
+	deadline := time.Now().Add(10 * time.Second)
+	for {
+		h.p.mu.Lock()
+		started := h.p.base != nil
+		h.p.mu.Unlock()
+		if started {
+			return
+		}
+		if time.Now().After(deadline) {
+			h.t.Fatal("the pool never started")
+		}
+		time.Sleep(time.Millisecond)
+	}
+}
+
 func key(ns, name string) Key {
 	return Key{Kind: "Test", NamespacedName: types.NamespacedName{Namespace: ns, Name: name}}
 }
 
 // submit queues a probe named ns/name that blocks until released or
-
 // cancelled, and returns what it is released with.
 
 func (h *probeHarness) submit(ns, name, inputs string) {
@@ -125,7 +144,6 @@ func (h *probeHarness) finish(ns, name string, value any) {
 }
 
 // waitStarted waits until exactly want have started, in any order:
-
 // probes started together run in goroutines of their own.
 
 func (h *probeHarness) waitStarted(want ...string) {
@@ -146,7 +164,6 @@ func (h *probeHarness) waitStarted(want ...string) {
 }
 
 // settle gives started goroutines a moment to show up before a test
-
 // asserts that nothing more started.
 
 func (h *probeHarness) settle() { time.Sleep(50 * time.Millisecond) }
@@ -271,15 +288,12 @@ func TestProberStopsWithTheManager(t *testing.T) {
 }
 
 // TestPanickingProbeIsContained checks that a probe that panics (a parser
-
 // meeting an answer it did not expect) neither crashes the manager nor
 
 // leaves the object in progress: its condition reads Unknown, ProbeFailed.
-
 // TestProberAwait checks the wait of a reconcile for the probe it
 
 // submitted: a probe that ends within the grace, even at once, is handed
-
 // to the waiter without the notification that would reconcile the object
 
 // again; one that does not is left to run and notifies when it ends.
@@ -351,11 +365,9 @@ func TestProberAwait(t *testing.T) {
 }
 
 // TestAdvanceProbeIntervalAfter checks that a task whose next probe
-
 // depends on what the last one learned is scheduled with the interval it
 
 // has once the result is written, not with the one it had before: a lock
-
 // taken is checked an interval later, not retried two seconds later.
 
 func TestProberKeepsSlotsForIdleNamespaces(t *testing.T) {
@@ -366,20 +378,35 @@ func TestProberKeepsSlotsForIdleNamespaces(t *testing.T) {
 			h.submit(ns, name, "in")
 		}
 	}
-	// a and b, whose servers hang, fill the 6 slots not kept.
-	h.waitStarted("a/1", "a/2", "a/3", "b/1", "b/2", "b/3")
+	// a, whose server hangs, runs up to its bound (4); b, idle until its
+	// first probe, starts that one and then fills the 6 slots not kept.
+	want := []string{"a/1", "a/2", "a/3", "a/4", "b/1", "b/2"}
+	h.waitStarted(want...)
 	h.settle()
-	h.waitStarted("a/1", "a/2", "a/3", "b/1", "b/2", "b/3")
+	h.waitStarted(want...)
 
 	// Two more namespaces start a probe each at once, the first of their
-	// queue; their second waits like a's and b's.
+	// queue, in the 2 kept slots; their second waits like b's.
 	for _, ns := range []string{"c", "d"} {
 		h.submit(ns, "1", "in")
 		h.submit(ns, "2", "in")
 	}
-	h.waitStarted("a/1", "a/2", "a/3", "b/1", "b/2", "b/3", "c/1", "d/1")
+	want = append(want, "c/1", "d/1")
+	h.waitStarted(want...)
 	h.settle()
-	h.waitStarted("a/1", "a/2", "a/3", "b/1", "b/2", "b/3", "c/1", "d/1")
+	h.waitStarted(want...)
+
+	// A probe of a ends: 7 run, so the freed slot is one of the kept
+	// ones, and no waiting probe of b, c or d takes it; a namespace
+	// that runs none does.
+	h.finish("a", "1", "done")
+	h.settle()
+	h.waitStarted(want...)
+	h.submit("e", "1", "in")
+	want = append(want, "e/1")
+	h.waitStarted(want...)
+	h.settle()
+	h.waitStarted(want...)
 }
 
 // heldResult is a probe result that holds n bytes.
