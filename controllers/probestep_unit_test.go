@@ -16,6 +16,9 @@ import (
 	"github.com/infrastate/backend-operator/internal/testing/builders"
 )
 
+// TestPanickingProbeIsContained checks that a probe that panics (a parser
+// meeting an answer it did not expect) neither crashes the manager nor
+// leaves the object in progress: its condition reads Unknown, ProbeFailed.
 func TestPanickingProbeIsContained(t *testing.T) {
 	backend := builders.MakeHttpBackend("b", "ns", "").Generation(1).Obj()
 	r := newReconciler(nil, nil, nil, []Option{withClock(clocktesting.NewFakePassiveClock(time.Unix(1000, 0)))})
@@ -42,6 +45,10 @@ func TestPanickingProbeIsContained(t *testing.T) {
 	}
 }
 
+// TestAdvanceProbeIntervalAfter checks that a task whose next probe
+// depends on what the last one learned is scheduled with the interval it
+// has once the result is written, not with the one it had before: a lock
+// taken is checked an interval later, not retried two seconds later.
 func TestAdvanceProbeIntervalAfter(t *testing.T) {
 	backend := builders.MakeHttpBackend("b", "ns", "").Generation(1).Obj()
 	clk := clocktesting.NewFakePassiveClock(time.Unix(1000, 0))

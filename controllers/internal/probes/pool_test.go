@@ -17,7 +17,6 @@ import (
 
 // probeHarness runs a prober with probes that block until released, and
 // records which started.
-
 type probeHarness struct {
 	t        *testing.T
 	p        *Pool
@@ -90,7 +89,6 @@ func key(ns, name string) Key {
 
 // submit queues a probe named ns/name that blocks until released or
 // cancelled, and returns what it is released with.
-
 func (h *probeHarness) submit(ns, name, inputs string) {
 	run, notify := h.probe(ns, name)
 	h.p.Submit(key(ns, name), inputs, h.reserve, run, notify)
@@ -125,7 +123,6 @@ func (h *probeHarness) probe(ns, name string) (Func, func(context.Context)) {
 }
 
 // finish releases ns/name with value and waits for its notification.
-
 func (h *probeHarness) finish(ns, name string, value any) {
 	h.t.Helper()
 	id := ns + "/" + name
@@ -145,7 +142,6 @@ func (h *probeHarness) finish(ns, name string, value any) {
 
 // waitStarted waits until exactly want have started, in any order:
 // probes started together run in goroutines of their own.
-
 func (h *probeHarness) waitStarted(want ...string) {
 	h.t.Helper()
 	deadline := time.Now().Add(10 * time.Second)
@@ -165,7 +161,6 @@ func (h *probeHarness) waitStarted(want ...string) {
 
 // settle gives started goroutines a moment to show up before a test
 // asserts that nothing more started.
-
 func (h *probeHarness) settle() { time.Sleep(50 * time.Millisecond) }
 
 func TestProberBoundsAndFairness(t *testing.T) {
@@ -287,17 +282,10 @@ func TestProberStopsWithTheManager(t *testing.T) {
 	}
 }
 
-// TestPanickingProbeIsContained checks that a probe that panics (a parser
-// meeting an answer it did not expect) neither crashes the manager nor
-
-// leaves the object in progress: its condition reads Unknown, ProbeFailed.
 // TestProberAwait checks the wait of a reconcile for the probe it
-
 // submitted: a probe that ends within the grace, even at once, is handed
 // to the waiter without the notification that would reconcile the object
-
 // again; one that does not is left to run and notifies when it ends.
-
 func TestProberAwait(t *testing.T) {
 	const long = 10 * time.Second
 	const short = 20 * time.Millisecond
@@ -364,12 +352,8 @@ func TestProberAwait(t *testing.T) {
 	})
 }
 
-// TestAdvanceProbeIntervalAfter checks that a task whose next probe
-// depends on what the last one learned is scheduled with the interval it
-
-// has once the result is written, not with the one it had before: a lock
-// taken is checked an interval later, not retried two seconds later.
-
+// TestProberKeepsSlotsForIdleNamespaces checks that namespaces whose
+// servers hang leave the idle reserve to namespaces that run no probe.
 func TestProberKeepsSlotsForIdleNamespaces(t *testing.T) {
 	// 8 slots, 4 per namespace: 2 are kept for namespaces running none.
 	h := newProbeHarness(t, 8, 4)
