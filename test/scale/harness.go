@@ -296,6 +296,8 @@ func since(before, after snapshot) (requestCounts, probeCounts) {
 type measureStart struct {
 	before snapshot
 	cpu    time.Duration
+	// durations are the manager's reconcile and probe durations so far.
+	durations durations
 }
 
 // startMeasuring records the counters and m's CPU time.
@@ -308,7 +310,11 @@ func (h *harness) startMeasuring(ctx context.Context, m *managerProcess) (measur
 	if err != nil {
 		return measureStart{}, err
 	}
-	return measureStart{before: before, cpu: cpu}, nil
+	d, err := m.durations(ctx)
+	if err != nil {
+		return measureStart{}, err
+	}
+	return measureStart{before: before, cpu: cpu, durations: d}, nil
 }
 
 // managedBatch starts the manager when it is stopped, creates the

@@ -52,17 +52,30 @@ func parseFamilies(r io.Reader, names ...string) (map[string]*dto.MetricFamily, 
 }
 
 // keepLine reports whether a line of the text format belongs to one of
-// the families named: its sample ("name{...} v" or "name v") or its
-// HELP and TYPE comments.
+// the families named: its sample ("name{...} v" or "name v"; a
+// histogram's "name_bucket", "name_sum" and "name_count") or its HELP and
+// TYPE comments.
 func keepLine(line string, names []string) bool {
-	rest := line
+	rest, comment := line, false
 	if c, ok := strings.CutPrefix(line, "# HELP "); ok {
-		rest = c
+		rest, comment = c, true
 	} else if c, ok := strings.CutPrefix(line, "# TYPE "); ok {
-		rest = c
+		rest, comment = c, true
 	}
 	for _, n := range names {
-		if after, ok := strings.CutPrefix(rest, n); ok && (after == "" || after[0] == '{' || after[0] == ' ') {
+		after, ok := strings.CutPrefix(rest, n)
+		if !ok {
+			continue
+		}
+		if !comment {
+			for _, suffix := range []string{"_bucket", "_sum", "_count"} {
+				if a, ok := strings.CutPrefix(after, suffix); ok {
+					after = a
+					break
+				}
+			}
+		}
+		if after == "" || after[0] == '{' || after[0] == ' ' {
 			return true
 		}
 	}

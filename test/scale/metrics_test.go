@@ -82,6 +82,11 @@ func TestKeepLine(t *testing.T) {
 		`workqueue_depth_total{name="a"} 1`:     false,
 		`# TYPE workqueue_depth_total counter`:  false,
 		`other_metric 1`:                        false,
+		`workqueue_depth_bucket{le="1"} 1`:      true,
+		`workqueue_depth_sum 3`:                 true,
+		`workqueue_depth_count{name="a"} 2`:     true,
+		`# TYPE workqueue_depth_count counter`:  false,
+		`workqueue_depth_countx 2`:              false,
 		``:                                      false,
 	}
 	for line, want := range cases {

@@ -151,7 +151,7 @@ func (h *harness) burstScenario(ctx context.Context) error {
 	h.results = append(h.results, result{
 		scenario: scenarioBurst, backends: len(b.backends), elapsed: last.Sub(first), floor: h.floorBurst,
 		requests: requests, probes: probes[prefixBurst], allProbes: probes.total(), usage: usage,
-		notes: append([]string{createdNote(createdIn)}, h.probeFailures()...),
+		notes: append([]string{createdNote(createdIn), durationsSince(ctx, m, start.durations)}, h.probeFailures()...),
 	})
 	if err := <-profileDone; err != nil {
 		return err

@@ -90,7 +90,8 @@ func (h *harness) coldStartScenario(ctx context.Context) error {
 	h.results = append(h.results, result{
 		scenario: scenarioColdStart, backends: len(b.backends), elapsed: last.Sub(m.started), floor: h.floorCold,
 		requests: requests, probes: probes[prefixCold], allProbes: probes.total(), usage: usage,
-		notes: append([]string{fmt.Sprintf("%d other backends present; time from the process's start", already)}, h.probeFailures()...),
+		notes: append([]string{fmt.Sprintf("%d other backends present; time from the process's start", already),
+			workersNote(m), durationsSince(ctx, m, durations{})}, h.probeFailures()...),
 	})
 	return nil
 }
