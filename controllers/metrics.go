@@ -7,6 +7,8 @@ import (
 
 	"github.com/prometheus/client_golang/prometheus"
 	"k8s.io/utils/clock"
+
+	"github.com/infrastate/backend-operator/controllers/internal/probes"
 )
 
 // operatorMetrics are the series one manager serves beside
@@ -59,7 +61,32 @@ func newOperatorMetrics(clk clock.PassiveClock) *operatorMetrics {
 // same names (an earlier manager of the same process, as the tests start
 // one per spec) is replaced.
 func (m *operatorMetrics) register(reg prometheus.Registerer) error {
-	for _, c := range m.collectors() {
+	return registerReplacing(reg, m.collectors()...)
+}
+
+// probeCounts are the series of pool's probes queued and running: a
+// queue that grows says that the probes due outnumber what
+// --max-concurrent-probes runs, and each waiting probe holds its settings
+// until it runs.
+func probeCounts(pool *probes.Pool) []prometheus.Collector {
+	count := func(name, help string, pick func(queued, running int) int) prometheus.Collector {
+		return prometheus.NewGaugeFunc(prometheus.GaugeOpts{Name: name, Help: help}, func() float64 {
+			return float64(pick(pool.Counts()))
+		})
+	}
+	return []prometheus.Collector{
+		count("infrastate_probes_queued", "Probes of every kind waiting for a slot, their namespace's bound or its read memory share.",
+			func(queued, _ int) int { return queued }),
+		count("infrastate_probes_running", "Probes of every kind running, at most --max-concurrent-probes.",
+			func(_, running int) int { return running }),
+	}
+}
+
+// registerReplacing has reg serve collectors, replacing any registered
+// before under the same names (an earlier manager of the same process, as
+// the tests start one per spec).
+func registerReplacing(reg prometheus.Registerer, collectors ...prometheus.Collector) error {
+	for _, c := range collectors {
 		reg.Unregister(c)
 		if err := reg.Register(c); err != nil {
 			return fmt.Errorf("registering the operator's metrics: %w", err)

@@ -1,6 +1,7 @@
 package controllers
 
 import (
+	"context"
 	"os"
 	"path/filepath"
 	"regexp"
@@ -18,6 +19,7 @@ import (
 
 	backendsv1alpha1 "github.com/infrastate/backend-operator/api/v1alpha1"
 	"github.com/infrastate/backend-operator/controllers/internal/conditions"
+	"github.com/infrastate/backend-operator/controllers/internal/probes"
 	"github.com/infrastate/backend-operator/internal/testing/builders"
 )
 
@@ -243,7 +245,8 @@ func TestMetricsAreDocumented(t *testing.T) {
 		t.Fatalf("reading docs/monitoring.md: %v", err)
 	}
 	descs := make(chan *prometheus.Desc, 64)
-	for _, c := range newOperatorMetrics(clock.RealClock{}).collectors() {
+	pool := probes.NewPool(1, 1, clock.RealClock{})
+	for _, c := range append(newOperatorMetrics(clock.RealClock{}).collectors(), probeCounts(pool)...) {
 		c.Describe(descs)
 	}
 	close(descs)
@@ -261,12 +264,55 @@ func TestMetricsAreDocumented(t *testing.T) {
 			continue
 		}
 		for label := range strings.SplitSeq(m[2], ",") {
+			if label == "" {
+				continue // a series without labels
+			}
 			if !strings.Contains(string(row), "`"+label+"`") {
 				t.Errorf("the row of %s in docs/monitoring.md does not name its label %s: %s", m[1], label, row)
 			}
 		}
 	}
-	if count != 11 {
-		t.Errorf("described %d metrics, want 11", count)
+	if count != 13 {
+		t.Errorf("described %d metrics, want 13", count)
+	}
+}
+
+// TestProbeCounts checks that the probe queue's series read the pool at
+// each scrape.
+func TestProbeCounts(t *testing.T) {
+	pool := probes.NewPool(2, 2, clock.RealClock{}) // not started: what is submitted waits
+	reg := prometheus.NewPedanticRegistry()
+	if err := registerReplacing(reg, probeCounts(pool)...); err != nil {
+		t.Fatal(err)
+	}
+	read := func() map[string]float64 {
+		t.Helper()
+		families, err := reg.Gather()
+		if err != nil {
+			t.Fatal(err)
+		}
+		got := map[string]float64{}
+		for _, f := range families {
+			got[f.GetName()] = f.GetMetric()[0].GetGauge().GetValue()
+		}
+		return got
+	}
+	if diff := cmp.Diff(map[string]float64{"infrastate_probes_queued": 0, "infrastate_probes_running": 0}, read()); diff != "" {
+		t.Errorf("series with no probe (-want +got):\n%s", diff)
+	}
+	for _, name := range []string{"a", "b", "c"} {
+		key := probes.Key{Kind: backendsv1alpha1.HttpBackendKind, NamespacedName: types.NamespacedName{Namespace: "ns", Name: name}}
+		pool.Submit(key, "in", 0, func(context.Context) any { return nil }, func(context.Context) {})
+	}
+	if diff := cmp.Diff(map[string]float64{"infrastate_probes_queued": 3, "infrastate_probes_running": 0}, read()); diff != "" {
+		t.Errorf("series with three probes queued (-want +got):\n%s", diff)
+	}
+	// Registering again, as the next manager of the process does, replaces
+	// the series rather than failing.
+	if err := registerReplacing(reg, probeCounts(probes.NewPool(2, 2, clock.RealClock{}))...); err != nil {
+		t.Fatalf("registering the series again: %v", err)
+	}
+	if diff := cmp.Diff(map[string]float64{"infrastate_probes_queued": 0, "infrastate_probes_running": 0}, read()); diff != "" {
+		t.Errorf("series after registering another pool's (-want +got):\n%s", diff)
 	}
 }

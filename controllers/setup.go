@@ -78,10 +78,9 @@ func SetupAll(ctx context.Context, mgr ctrl.Manager, opts ...Option) error {
 	if err := o.metrics.register(ctrlmetrics.Registry); err != nil {
 		return err
 	}
-	budgets := o.tenantBudgets.collector()
-	ctrlmetrics.Registry.Unregister(budgets)
-	if err := ctrlmetrics.Registry.Register(budgets); err != nil {
-		return fmt.Errorf("registering the budgets' metrics: %w", err)
+	// The queue of probes and the budgets' use, read at each scrape.
+	if err := registerReplacing(ctrlmetrics.Registry, append(probeCounts(pool), o.tenantBudgets.collector())...); err != nil {
+		return err
 	}
 	// One set of circuits: a server that left one of a namespace's
 	// requests unanswered is paused for every kind's probes, reads and

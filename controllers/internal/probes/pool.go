@@ -258,6 +258,18 @@ func (p *Pool) Pending() int {
 	return len(p.jobs)
 }
 
+// Counts is how many probes wait for a slot (or for their namespace's
+// bound or memory share) and how many run, superseded ones included until
+// they end.
+func (p *Pool) Counts() (queued, running int) {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	for _, q := range p.queues {
+		queued += len(q)
+	}
+	return queued, len(p.running)
+}
+
 // Ack drops the result res of key once its status is written, unless a
 // newer result replaced it.
 func (p *Pool) Ack(key Key, res *Result) {

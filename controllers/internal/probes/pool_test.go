@@ -181,6 +181,7 @@ func TestProberBoundsAndFairness(t *testing.T) {
 	h.submit("c", "1", "in")
 	h.settle()
 	h.waitStarted("a/1", "a/2", "b/1")
+	h.wantCounts(3, 3) // a/3, a/4 and c/1 wait
 
 	// When a probe of a ends, the slot goes to c, which runs none, before
 	// a's queued
@@ -188,6 +189,16 @@ func TestProberBoundsAndFairness(t *testing.T) {
 	h.waitStarted("a/1", "a/2", "b/1", "c/1")
 	h.finish("b", "1", "done")
 	h.waitStarted("a/1", "a/2", "b/1", "c/1", "a/3")
+	h.wantCounts(1, 3) // a/4 waits; a/2, c/1 and a/3 run
+}
+
+// wantCounts fails unless the pool counts queued probes waiting and
+// running ones running.
+func (h *probeHarness) wantCounts(queued, running int) {
+	h.t.Helper()
+	if q, r := h.p.Counts(); q != queued || r != running {
+		h.t.Errorf("Counts() = %d queued, %d running; want %d, %d", q, r, queued, running)
+	}
 }
 
 func TestProberResults(t *testing.T) {
