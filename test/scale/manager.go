@@ -12,6 +12,8 @@ import (
 	"os"
 	"strconv"
 	"time"
+
+	dto "github.com/prometheus/client_model/go"
 )
 
 // httpBackendController is the name of the manager's HttpBackend
@@ -154,11 +156,7 @@ func (m *managerProcess) liveHeap(ctx context.Context) (int64, error) {
 	if _, err := m.get(ctx, m.ports.pprof, "/debug/pprof/heap?gc=1"); err != nil {
 		return 0, err
 	}
-	body, err := m.get(ctx, m.ports.metrics, "/metrics")
-	if err != nil {
-		return 0, err
-	}
-	families, err := parseFamilies(bytes.NewReader(body), heapMetric)
+	families, err := m.metrics(ctx, heapMetric)
 	if err != nil {
 		return 0, err
 	}
@@ -168,17 +166,23 @@ func (m *managerProcess) liveHeap(ctx context.Context) (int64, error) {
 	return int64(sumWhere(families, heapMetric, nil)), nil
 }
 
+// metrics reads the families named from the manager's metrics (see
+// parseFamilies).
+func (m *managerProcess) metrics(ctx context.Context, names ...string) (map[string]*dto.MetricFamily, error) {
+	body, err := m.get(ctx, m.ports.metrics, "/metrics")
+	if err != nil {
+		return nil, err
+	}
+	return parseFamilies(bytes.NewReader(body), names...)
+}
+
 // heapMetric is the Go heap allocated and not yet freed, in bytes.
 const heapMetric = "go_memstats_alloc_bytes"
 
 // progress reads the HttpBackend controller's reconcile count and queue
 // depth from the manager's metrics.
 func (m *managerProcess) progress(ctx context.Context) (reconcileProgress, error) {
-	body, err := m.get(ctx, m.ports.metrics, "/metrics")
-	if err != nil {
-		return reconcileProgress{}, err
-	}
-	families, err := parseFamilies(bytes.NewReader(body), reconcileMetric, queueDepthMetric)
+	families, err := m.metrics(ctx, reconcileMetric, queueDepthMetric)
 	if err != nil {
 		return reconcileProgress{}, err
 	}

@@ -1,7 +1,6 @@
 package main
 
 import (
-	"bytes"
 	"context"
 	"fmt"
 	"log"
@@ -67,11 +66,7 @@ func (h *harness) stopShards() {
 
 // scrape reads the shard manager's metrics.
 func (m *shardManager) scrape(ctx context.Context) (shardScrape, error) {
-	body, err := m.get(ctx, m.ports.metrics, "/metrics")
-	if err != nil {
-		return shardScrape{}, fmt.Errorf("shard %s: %w", m.shard, err)
-	}
-	families, err := parseFamilies(bytes.NewReader(body), shardScrapeFamilies()...)
+	families, err := m.metrics(ctx, shardScrapeFamilies()...)
 	if err != nil {
 		return shardScrape{}, fmt.Errorf("shard %s: %w", m.shard, err)
 	}

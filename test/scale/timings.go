@@ -74,11 +74,7 @@ func histogramWhere(families map[string]*dto.MetricFamily, name, label, value st
 
 // durations reads the manager's reconcile and probe durations.
 func (m *managerProcess) durations(ctx context.Context) (durations, error) {
-	body, err := m.get(ctx, m.ports.metrics, "/metrics")
-	if err != nil {
-		return durations{}, err
-	}
-	families, err := parseFamilies(bytes.NewReader(body), reconcileTimeMetric, probeDurationMetric)
+	families, err := m.metrics(ctx, reconcileTimeMetric, probeDurationMetric)
 	if err != nil {
 		return durations{}, err
 	}
