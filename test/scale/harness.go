@@ -296,8 +296,6 @@ func since(before, after snapshot) (requestCounts, probeCounts) {
 type measureStart struct {
 	before snapshot
 	cpu    time.Duration
-	// durations are the manager's reconcile and probe durations so far.
-	durations durations
 }
 
 // startMeasuring records the counters and m's CPU time.
@@ -310,11 +308,7 @@ func (h *harness) startMeasuring(ctx context.Context, m *managerProcess) (measur
 	if err != nil {
 		return measureStart{}, err
 	}
-	d, err := m.durations(ctx)
-	if err != nil {
-		return measureStart{}, err
-	}
-	return measureStart{before: before, cpu: cpu, durations: d}, nil
+	return measureStart{before: before, cpu: cpu}, nil
 }
 
 // managedBatch starts the manager when it is stopped, creates the

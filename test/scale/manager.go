@@ -98,6 +98,17 @@ func startManager(bin, logPath string, args []string, ports managerPorts) (*mana
 // controller's caches synced and its workers started.
 var startingWorkers = [][]byte{[]byte(`"Starting workers"`), []byte(`"controller":"` + httpBackendController + `"`)}
 
+// workersLine is the manager's log line saying that the HttpBackend
+// controller's workers started (see startingWorkers), if logText has it.
+func workersLine(logText []byte) ([]byte, bool) {
+	for line := range bytes.SplitSeq(logText, []byte("\n")) {
+		if bytes.Contains(line, startingWorkers[0]) && bytes.Contains(line, startingWorkers[1]) {
+			return line, true
+		}
+	}
+	return nil, false
+}
+
 // waitWorkers waits until the manager logs that the HttpBackend
 // controller's workers started.
 func (m *managerProcess) waitWorkers(ctx context.Context, timeout time.Duration) error {
@@ -107,10 +118,8 @@ func (m *managerProcess) waitWorkers(ctx context.Context, timeout time.Duration)
 		if err != nil {
 			return fmt.Errorf("reading the manager's log: %w", err)
 		}
-		for line := range bytes.SplitSeq(b, []byte("\n")) {
-			if bytes.Contains(line, startingWorkers[0]) && bytes.Contains(line, startingWorkers[1]) {
-				return nil
-			}
+		if _, ok := workersLine(b); ok {
+			return nil
 		}
 		if !m.running() {
 			return fmt.Errorf("the manager exited before starting its workers, see %s: %w", m.logPath, exitError(m.err))

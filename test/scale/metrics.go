@@ -109,19 +109,22 @@ func sampleValue(m *dto.Metric) float64 {
 func sumWhere(families map[string]*dto.MetricFamily, name string, match map[string]string) float64 {
 	var sum float64
 	for _, m := range families[name].GetMetric() {
-		labels := labelsOf(m)
-		ok := true
-		for k, v := range match {
-			if labels[k] != v {
-				ok = false
-				break
-			}
-		}
-		if ok {
+		if labelsMatch(m, match) {
 			sum += sampleValue(m)
 		}
 	}
 	return sum
+}
+
+// labelsMatch reports whether m's labels include every label of match.
+func labelsMatch(m *dto.Metric, match map[string]string) bool {
+	labels := labelsOf(m)
+	for k, v := range match {
+		if labels[k] != v {
+			return false
+		}
+	}
+	return true
 }
 
 // requestCountsFrom reads the API server's apiserver_request_total

@@ -138,6 +138,10 @@ func (h *harness) burstScenario(ctx context.Context) error {
 	if err != nil {
 		return err
 	}
+	durationsBefore, err := m.durations(ctx)
+	if err != nil {
+		return err
+	}
 	profileDone := h.startCPUProfile(ctx, m)
 	first, createdIn, last, err := h.burstOf(ctx, scenarioBurst, b)
 	if err != nil {
@@ -151,7 +155,7 @@ func (h *harness) burstScenario(ctx context.Context) error {
 	h.results = append(h.results, result{
 		scenario: scenarioBurst, backends: len(b.backends), elapsed: last.Sub(first), floor: h.floorBurst,
 		requests: requests, probes: probes[prefixBurst], allProbes: probes.total(), usage: usage,
-		notes: append([]string{createdNote(createdIn), durationsSince(ctx, m, start.durations)}, h.probeFailures()...),
+		notes: append([]string{createdNote(createdIn), durationsSince(ctx, m, durationsBefore)}, h.probeFailures()...),
 	})
 	if err := <-profileDone; err != nil {
 		return err

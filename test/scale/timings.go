@@ -1,7 +1,6 @@
 package main
 
 import (
-	"bytes"
 	"context"
 	"encoding/json"
 	"fmt"
@@ -53,17 +52,17 @@ type durations struct {
 // durations (every result) from the manager's metrics.
 func durationsFrom(families map[string]*dto.MetricFamily, controller, kind string) durations {
 	return durations{
-		reconcile: histogramWhere(families, reconcileTimeMetric, "controller", controller),
-		probe:     histogramWhere(families, probeDurationMetric, "kind", kind),
+		reconcile: histogramWhere(families, reconcileTimeMetric, map[string]string{"controller": controller}),
+		probe:     histogramWhere(families, probeDurationMetric, map[string]string{"kind": kind}),
 	}
 }
 
-// histogramWhere sums the histograms of family name whose label has
-// value.
-func histogramWhere(families map[string]*dto.MetricFamily, name, label, value string) histogramTotal {
+// histogramWhere sums the histograms of family name whose labels include
+// every label of match, as sumWhere sums counters and gauges.
+func histogramWhere(families map[string]*dto.MetricFamily, name string, match map[string]string) histogramTotal {
 	var total histogramTotal
 	for _, m := range families[name].GetMetric() {
-		if labelsOf(m)[label] != value || m.GetHistogram() == nil {
+		if !labelsMatch(m, match) || m.GetHistogram() == nil {
 			continue
 		}
 		total.sum += m.GetHistogram().GetSampleSum()
@@ -118,18 +117,17 @@ func workersNote(m *managerProcess) string {
 }
 
 // workersStartedAt is the time of the manager's log line saying that the
-// HttpBackend workers started (see startingWorkers).
+// HttpBackend workers started (see workersLine).
 func workersStartedAt(logText []byte) (time.Time, bool) {
-	for line := range bytes.SplitSeq(logText, []byte("\n")) {
-		if !bytes.Contains(line, startingWorkers[0]) || !bytes.Contains(line, startingWorkers[1]) {
-			continue
-		}
-		var entry struct {
-			TS time.Time `json:"ts"`
-		}
-		if json.Unmarshal(line, &entry) == nil && !entry.TS.IsZero() {
-			return entry.TS, true
-		}
+	line, ok := workersLine(logText)
+	if !ok {
+		return time.Time{}, false
 	}
-	return time.Time{}, false
+	var entry struct {
+		TS time.Time `json:"ts"`
+	}
+	if json.Unmarshal(line, &entry) != nil || entry.TS.IsZero() {
+		return time.Time{}, false
+	}
+	return entry.TS, true
 }
