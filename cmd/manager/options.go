@@ -13,12 +13,12 @@ import (
 	"k8s.io/apimachinery/pkg/util/validation"
 	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/healthz"
-	metricsfilters "sigs.k8s.io/controller-runtime/pkg/metrics/filters"
 	metricsserver "sigs.k8s.io/controller-runtime/pkg/metrics/server"
 
 	backendsv1alpha1 "github.com/infrastate/backend-operator/api/v1alpha1"
 	"github.com/infrastate/backend-operator/controllers"
 	"github.com/infrastate/backend-operator/internal/cos"
+	"github.com/infrastate/backend-operator/internal/metricsauth"
 	"github.com/infrastate/backend-operator/internal/netguard"
 	"github.com/infrastate/backend-operator/internal/statefile"
 )
@@ -333,7 +333,7 @@ func parseShardSelector(value string) (labels.Selector, error) {
 func managerOptions(o options) ctrl.Options {
 	metrics := metricsserver.Options{BindAddress: o.metricsAddr, SecureServing: o.secureMetrics}
 	if o.secureMetrics {
-		metrics.FilterProvider = metricsfilters.WithAuthenticationAndAuthorization
+		metrics.FilterProvider = metricsauth.FilterProvider
 	}
 
 	return ctrl.Options{

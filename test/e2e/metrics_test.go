@@ -112,8 +112,9 @@ subjects:
 			g.Expect(reason).To(Equal(backendsv1alpha1.DestinationRefusedReason))
 		}).WithTimeout(probeTimeout).Should(Succeed())
 
-		By("refusing a scrape without a token, and one whose ServiceAccount may not GET /metrics")
+		By("refusing a scrape without a token, one with a token the API server did not issue, and one whose ServiceAccount may not GET /metrics")
 		Expect(scrapeStatus(ctx, metricsAddress, "")).To(Equal(http.StatusUnauthorized))
+		Expect(scrapeStatus(ctx, metricsAddress, forgedToken(scraper))).To(Equal(http.StatusUnauthorized))
 		Expect(scrapeStatus(ctx, metricsAddress, stranger)).To(Equal(http.StatusForbidden))
 
 		By("logging, as JSON, the TLS handshake a plain HTTP scrape fails")
@@ -211,6 +212,19 @@ func serviceAccountToken(ctx context.Context, namespace, name, path string) stri
 	auth, ok := config.AuthInfos[name]
 	Expect(ok).To(BeTrue(), "the kubeconfig of %s has no user %s", path, name)
 	return auth.Token
+}
+
+// forgedToken is token with one character of its signature changed (the
+// tenth from the end: the last ones may be padding bits a decoder
+// ignores): a token of the same issuer and subject that the API server
+// does not authenticate.
+func forgedToken(token string) string {
+	i := len(token) - 10
+	swapped := byte('A')
+	if token[i] == 'A' {
+		swapped = 'B'
+	}
+	return token[:i] + string(swapped) + token[i+1:]
 }
 
 // getMetrics sends GET /metrics to the manager's endpoint at address,
