@@ -178,7 +178,7 @@ func (h *harness) atRestScenario(ctx context.Context) error {
 	log.Printf("at rest for %s", window)
 	windowStart := time.Now()
 	sampling, stopSampling := context.WithCancel(ctx)
-	peak := sampleRSSPeak(sampling, m.pid(), time.Second)
+	rss := sampleRSS(sampling, m.pid(), time.Second)
 	select {
 	case <-ctx.Done():
 		stopSampling()
@@ -186,7 +186,7 @@ func (h *harness) atRestScenario(ctx context.Context) error {
 	case <-time.After(window):
 	}
 	stopSampling()
-	peakNote := rssPeakNote(<-peak, m.started, windowStart)
+	rssNote := rssWindowNote(<-rss, m.started, windowStart)
 	requests, probeCounts, usage, err := h.endMeasuring(ctx, m, start)
 	if err != nil {
 		return err
@@ -208,7 +208,7 @@ func (h *harness) atRestScenario(ctx context.Context) error {
 		notes: append([]string{
 			fmt.Sprintf("writes %d (target 0), reads %d, reads/probe %s, probes/backend/interval %.2f",
 				writes, reads, perProbe, float64(probes)/float64(backends)/restIntervals),
-			peakNote,
+			rssNote,
 		}, h.probeFailures()...),
 	})
 	return nil
