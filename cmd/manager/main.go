@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"log/slog"
 	"os"
+	"runtime/debug"
 
 	"github.com/go-logr/logr"
 
@@ -33,6 +34,9 @@ func init() {
 }
 
 func main() {
+	if percent, ok := gcPercent(os.Getenv); ok {
+		debug.SetGCPercent(percent)
+	}
 	zapOpts := zap.Options{Development: false}
 	zapOpts.BindFlags(flag.CommandLine)
 	opts, err := parseOptions(flag.CommandLine, os.Args[1:], os.Getenv)
