@@ -7,9 +7,9 @@ import (
 )
 
 // expiringCache holds at most size values, each until its expiry. When it
-// is full of values that have not expired, a new value is not kept: what
-// cannot be cached is reviewed again, and the cache's memory stays bounded
-// whatever tokens the requests carry.
+// is full of values that have not expired, the one that expires first
+// makes room: the cache's memory stays bounded whatever tokens the
+// requests carry, and what it dropped is reviewed again.
 type expiringCache[V any] struct {
 	mu      sync.Mutex
 	size    int
@@ -37,19 +37,27 @@ func (c *expiringCache[V]) get(key [sha256.Size]byte, now time.Time) (V, bool) {
 	return entry.value, true
 }
 
-// put keeps value for key until expires, dropping the entries expired at
-// now first when the cache is full.
+// put keeps value for key until expires. When the cache is full, the
+// entries expired at now go first, else the one that expires first.
 func (c *expiringCache[V]) put(key [sha256.Size]byte, value V, expires, now time.Time) {
 	c.mu.Lock()
 	defer c.mu.Unlock()
 	if _, ok := c.entries[key]; !ok && len(c.entries) >= c.size {
+		var (
+			first      [sha256.Size]byte
+			firstAt    time.Time
+			firstFound bool
+		)
 		for k, entry := range c.entries {
-			if !now.Before(entry.expires) {
+			switch {
+			case !now.Before(entry.expires):
 				delete(c.entries, k)
+			case !firstFound || entry.expires.Before(firstAt):
+				first, firstAt, firstFound = k, entry.expires, true
 			}
 		}
-		if len(c.entries) >= c.size {
-			return
+		if len(c.entries) >= c.size && firstFound {
+			delete(c.entries, first)
 		}
 	}
 	c.entries[key] = expiringEntry[V]{value: value, expires: expires}

@@ -2,6 +2,8 @@ package metricsauth
 
 import (
 	"crypto/sha256"
+	"fmt"
+	"net/http"
 	"testing"
 	"time"
 )
@@ -23,12 +25,13 @@ func TestExpiringCache(t *testing.T) {
 			{get: "a", at: time.Minute - time.Nanosecond, wantHit: true, wantLen: 1},
 			{get: "a", at: time.Minute, wantHit: false, wantLen: 1},
 		},
-		"full of live values: the new one is not kept": {
+		"full of live values: the one that expires first makes room": {
 			{put: "a", at: 0, wantLen: 1},
-			{put: "b", at: 0, wantLen: 2},
-			{put: "c", at: time.Second, wantLen: 2},
-			{get: "c", at: time.Second, wantHit: false, wantLen: 2},
-			{get: "a", at: time.Second, wantHit: true, wantLen: 2},
+			{put: "b", at: time.Second, wantLen: 2},
+			{put: "c", at: 2 * time.Second, wantLen: 2},
+			{get: "a", at: 2 * time.Second, wantHit: false, wantLen: 2},
+			{get: "b", at: 2 * time.Second, wantHit: true, wantLen: 2},
+			{get: "c", at: 2 * time.Second, wantHit: true, wantLen: 2},
 		},
 		"full: the expired values make room": {
 			{put: "a", at: 0, wantLen: 1},
@@ -66,16 +69,30 @@ func TestExpiringCache(t *testing.T) {
 	}
 }
 
-func TestGuardCachesStayBoundedUnderForgedTokens(t *testing.T) {
+func TestGuardKeepsWhatItGrantedThroughAFloodOfRefusals(t *testing.T) {
 	reviewer := newFakeReviewer()
 	guard := NewGuard(reviewer)
+	if code, _ := serve(t, guard, http.MethodGet, "/metrics", "Bearer scraper-token"); code != http.StatusOK {
+		t.Fatalf("the scraper: got %d, want 200", code)
+	}
 	for i := range 3 * maxCached {
-		serve(t, guard, "GET", "/metrics", "Bearer forged-"+string(rune('a'+i%26))+string(rune(i)))
+		serve(t, guard, http.MethodGet, "/metrics", fmt.Sprintf("Bearer forged-%d", i))
+		serve(t, guard, fmt.Sprintf("M%d", i), "/metrics", "Bearer scraper-token")
 	}
-	if n := guard.tokens.len(); n > maxCached {
-		t.Errorf("token cache holds %d entries, more than %d", n, maxCached)
+	for name, n := range map[string]int{
+		"authenticated": guard.authenticated.len(), "rejected": guard.rejected.len(),
+		"allowed": guard.allowed.len(), "denied": guard.denied.len(),
+	} {
+		if n > maxCached {
+			t.Errorf("the %s cache holds %d entries, more than %d", name, n, maxCached)
+		}
 	}
-	if code, _ := serve(t, guard, "GET", "/metrics", "Bearer scraper-token"); code != 200 {
-		t.Errorf("the scraper, with the cache full: got %d, want 200", code)
+	tokenCalls, accessCalls := reviewer.calls()
+	if code, _ := serve(t, guard, http.MethodGet, "/metrics", "Bearer scraper-token"); code != http.StatusOK {
+		t.Errorf("the scraper after the flood: got %d, want 200", code)
+	}
+	if gotToken, gotAccess := reviewer.calls(); gotToken != tokenCalls || gotAccess != accessCalls {
+		t.Errorf("the scraper after the flood was reviewed again (%d TokenReviews, %d SubjectAccessReviews more): "+
+			"the refusals pushed out what it was granted", gotToken-tokenCalls, gotAccess-accessCalls)
 	}
 }

@@ -7,12 +7,19 @@
 // It does what controller-runtime's metrics filter does with the
 // kube-apiserver's libraries, which link the API server's CEL, gRPC and
 // OpenTelemetry packages into the manager and cost every manager about
-// 17 MiB of resident memory (docs/performance.md). The answers are cached
-// for the same times as that filter's, in caches of bounded size.
+// 17 MiB of resident memory (docs/performance.md). The answers are reused
+// as that filter reuses them (an authenticated token for a minute, an
+// allowed request for five, a refused one for 30 seconds), and a token
+// the API server does not authenticate for 30 seconds too, in caches of
+// bounded size: what a scraper was granted is kept apart from what
+// forged tokens and requests were refused, so that a flood of those
+// cannot push it out.
 package metricsauth
 
 import (
 	"context"
+	"crypto/rand"
+	"crypto/sha256"
 	"fmt"
 	"net/http"
 	"strings"
@@ -28,15 +35,19 @@ import (
 )
 
 const (
-	// tokenTTL is how long a token's review is reused, authenticated or not.
-	tokenTTL = time.Minute
+	// authenticatedTTL is how long a token the API server authenticated
+	// is taken for its user; rejectedTTL how long one it did not is
+	// refused without asking again.
+	authenticatedTTL = time.Minute
+	rejectedTTL      = 30 * time.Second
 	// allowTTL and denyTTL are how long an access review is reused.
 	allowTTL = 5 * time.Minute
 	denyTTL  = 30 * time.Second
-	// reviewTimeout bounds one review, its retries included.
-	reviewTimeout = 10 * time.Second
-	// maxCached bounds each cache: a scraper holds one entry in each, and
-	// requests with tokens nobody issued must not grow the manager.
+	// defaultReviewTimeout bounds a request's reviews, retries included.
+	defaultReviewTimeout = 10 * time.Second
+	// maxCached bounds each cache: a scraper holds one entry in two of
+	// them, and requests with tokens nobody issued must not grow the
+	// manager.
 	maxCached = 1024
 )
 
@@ -47,11 +58,20 @@ var retryBackoff = wait.Backoff{Duration: 500 * time.Millisecond, Factor: 1.5, J
 // Guard authenticates and authorizes requests with a Reviewer, caching its
 // answers.
 type Guard struct {
-	reviewer  Reviewer
-	now       func() time.Time
-	backoff   wait.Backoff
-	tokens    *expiringCache[tokenReview]
-	decisions *expiringCache[accessReview]
+	reviewer Reviewer
+	now      func() time.Time
+	backoff  wait.Backoff
+	timeout  time.Duration
+	// secret keys the token cache (see tokenKey).
+	secret []byte
+	// authenticated holds the users of the tokens the API server
+	// authenticated, rejected the tokens it did not.
+	authenticated *expiringCache[authenticationv1.UserInfo]
+	rejected      *expiringCache[struct{}]
+	// allowed holds the requests allowed, denied those refused with the
+	// reason.
+	allowed *expiringCache[struct{}]
+	denied  *expiringCache[string]
 }
 
 // Option configures a Guard.
@@ -63,15 +83,23 @@ func WithClock(now func() time.Time) Option { return func(g *Guard) { g.now = no
 // WithBackoff replaces the retries of a review that failed.
 func WithBackoff(b wait.Backoff) Option { return func(g *Guard) { g.backoff = b } }
 
+// WithReviewTimeout replaces the bound of a request's reviews.
+func WithReviewTimeout(d time.Duration) Option { return func(g *Guard) { g.timeout = d } }
+
 // NewGuard returns a Guard that asks reviewer.
 func NewGuard(reviewer Reviewer, opts ...Option) *Guard {
 	g := &Guard{
-		reviewer:  reviewer,
-		now:       time.Now,
-		backoff:   retryBackoff,
-		tokens:    newExpiringCache[tokenReview](maxCached),
-		decisions: newExpiringCache[accessReview](maxCached),
+		reviewer:      reviewer,
+		now:           time.Now,
+		backoff:       retryBackoff,
+		timeout:       defaultReviewTimeout,
+		secret:        make([]byte, sha256.Size),
+		authenticated: newExpiringCache[authenticationv1.UserInfo](maxCached),
+		rejected:      newExpiringCache[struct{}](maxCached),
+		allowed:       newExpiringCache[struct{}](maxCached),
+		denied:        newExpiringCache[string](maxCached),
 	}
+	_, _ = rand.Read(g.secret) // never fails (crypto/rand)
 	for _, opt := range opts {
 		opt(g)
 	}
@@ -98,8 +126,8 @@ func FilterProvider(config *rest.Config, httpClient *http.Client) (metricsserver
 // Wrap returns a handler that serves next only to requests the API server
 // authenticates and authorizes: 401 without a token or with one it does not
 // authenticate, 403 when the user may not make the request, 500 when a
-// review could not be made. The token is removed before next sees the
-// request.
+// review could not be made within the review timeout. The token is removed
+// before next sees the request.
 func (g *Guard) Wrap(log logr.Logger, next http.Handler) http.Handler {
 	return http.HandlerFunc(func(w http.ResponseWriter, req *http.Request) {
 		token, ok := bearerToken(req.Header.Get("Authorization"))
@@ -107,7 +135,9 @@ func (g *Guard) Wrap(log logr.Logger, next http.Handler) http.Handler {
 			http.Error(w, "Unauthorized", http.StatusUnauthorized)
 			return
 		}
-		user, authenticated, err := g.authenticate(req.Context(), token)
+		ctx, cancel := context.WithTimeout(req.Context(), g.timeout)
+		defer cancel()
+		user, authenticated, err := g.authenticate(ctx, token)
 		if err != nil {
 			log.Error(err, "Could not review a scrape's token")
 			http.Error(w, "Authentication failed", http.StatusInternalServerError)
@@ -119,14 +149,14 @@ func (g *Guard) Wrap(log logr.Logger, next http.Handler) http.Handler {
 			return
 		}
 		verb := strings.ToLower(req.Method)
-		allowed, err := g.authorize(req.Context(), user, verb, req.URL.Path)
+		review, err := g.authorize(ctx, user, verb, req.URL.Path)
 		if err != nil {
 			log.Error(err, "Could not review a scrape's access", "user", user.Username, "verb", verb, "path", req.URL.Path)
 			http.Error(w, "Authorization failed for user "+user.Username, http.StatusInternalServerError)
 			return
 		}
-		if !allowed.allowed {
-			log.V(1).Info("Refused a scrape", "user", user.Username, "verb", verb, "path", req.URL.Path, "reason", allowed.reason)
+		if !review.allowed {
+			log.V(1).Info("Refused a scrape", "user", user.Username, "verb", verb, "path", req.URL.Path, "reason", review.reason)
 			http.Error(w, "Authorization denied for user "+user.Username, http.StatusForbidden)
 			return
 		}
@@ -149,10 +179,13 @@ func bearerToken(header string) (string, bool) {
 
 // authenticate returns the user the API server says token belongs to.
 func (g *Guard) authenticate(ctx context.Context, token string) (authenticationv1.UserInfo, bool, error) {
-	key := tokenKey(token)
+	key := tokenKey(g.secret, token)
 	now := g.now()
-	if cached, ok := g.tokens.get(key, now); ok {
-		return cached.user, cached.authenticated, nil
+	if user, ok := g.authenticated.get(key, now); ok {
+		return user, true, nil
+	}
+	if _, ok := g.rejected.get(key, now); ok {
+		return authenticationv1.UserInfo{}, false, nil
 	}
 	var status authenticationv1.TokenReviewStatus
 	err := g.retry(ctx, func(ctx context.Context) (err error) {
@@ -162,9 +195,18 @@ func (g *Guard) authenticate(ctx context.Context, token string) (authenticationv
 	if err != nil {
 		return authenticationv1.UserInfo{}, false, err
 	}
-	review := tokenReview{user: status.User, authenticated: status.Authenticated}
-	g.tokens.put(key, review, now.Add(tokenTTL), now)
-	return review.user, review.authenticated, nil
+	if !status.Authenticated {
+		g.rejected.put(key, struct{}{}, now.Add(rejectedTTL), now)
+		return authenticationv1.UserInfo{}, false, nil
+	}
+	g.authenticated.put(key, status.User, now.Add(authenticatedTTL), now)
+	return status.User, true, nil
+}
+
+// accessReview is the answer to an access review.
+type accessReview struct {
+	allowed bool
+	reason  string
 }
 
 // authorize says whether user may make the request verb on the
@@ -173,8 +215,11 @@ func (g *Guard) authorize(ctx context.Context, user authenticationv1.UserInfo, v
 	spec := accessSpec(user, verb, path)
 	key := accessKey(spec)
 	now := g.now()
-	if cached, ok := g.decisions.get(key, now); ok {
-		return cached, nil
+	if _, ok := g.allowed.get(key, now); ok {
+		return accessReview{allowed: true}, nil
+	}
+	if reason, ok := g.denied.get(key, now); ok {
+		return accessReview{reason: reason}, nil
 	}
 	var review accessReview
 	err := g.retry(ctx, func(ctx context.Context) error {
@@ -185,19 +230,17 @@ func (g *Guard) authorize(ctx context.Context, user authenticationv1.UserInfo, v
 	if err != nil {
 		return accessReview{}, err
 	}
-	ttl := denyTTL
 	if review.allowed {
-		ttl = allowTTL
+		g.allowed.put(key, struct{}{}, now.Add(allowTTL), now)
+	} else {
+		g.denied.put(key, review.reason, now.Add(denyTTL), now)
 	}
-	g.decisions.put(key, review, now.Add(ttl), now)
 	return review, nil
 }
 
-// retry runs review within reviewTimeout, again after g.backoff while it
-// fails with an error worth retrying.
+// retry runs review, again after g.backoff while it fails with an error
+// worth retrying and ctx lasts.
 func (g *Guard) retry(ctx context.Context, review func(context.Context) error) error {
-	ctx, cancel := context.WithTimeout(ctx, reviewTimeout)
-	defer cancel()
 	var last error
 	err := wait.ExponentialBackoffWithContext(ctx, g.backoff, func(ctx context.Context) (bool, error) {
 		last = review(ctx)

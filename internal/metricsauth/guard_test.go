@@ -2,11 +2,15 @@ package metricsauth
 
 import (
 	"context"
+	"crypto/x509"
 	"errors"
+	"fmt"
 	"net/http"
 	"net/http/httptest"
+	"net/url"
 	"strings"
 	"sync"
+	"syscall"
 	"testing"
 	"time"
 
@@ -24,6 +28,7 @@ type fakeReviewer struct {
 	mu                      sync.Mutex
 	users                   map[string]authenticationv1.UserInfo // token -> user; absent: not authenticated
 	allow                   map[string]bool                      // "user verb path" -> allowed
+	deny                    map[string]bool                      // "user verb path" -> denied too, by another authorizer
 	tokenErrs, accessErrs   []error                              // returned, in order, before the tables answer
 	tokenCalls, accessCalls int
 	lastSpec                authorizationv1.SubjectAccessReviewSpec
@@ -55,8 +60,9 @@ func (f *fakeReviewer) ReviewAccess(_ context.Context, spec authorizationv1.Subj
 		f.accessErrs = f.accessErrs[1:]
 		return authorizationv1.SubjectAccessReviewStatus{}, err
 	}
-	if f.allow[spec.User+" "+spec.NonResourceAttributes.Verb+" "+spec.NonResourceAttributes.Path] {
-		return authorizationv1.SubjectAccessReviewStatus{Allowed: true}, nil
+	request := spec.User + " " + spec.NonResourceAttributes.Verb + " " + spec.NonResourceAttributes.Path
+	if f.allow[request] {
+		return authorizationv1.SubjectAccessReviewStatus{Allowed: true, Denied: f.deny[request]}, nil
 	}
 	return authorizationv1.SubjectAccessReviewStatus{Reason: "no RBAC policy matched"}, nil
 }
@@ -97,7 +103,7 @@ func serve(t *testing.T, guard *Guard, method, path, authorization string) (int,
 }
 
 func TestGuardAnswers(t *testing.T) {
-	unavailable := apierrors.NewServiceUnavailable("etcd is down")
+	transient := apierrors.NewInternalError(errors.New("etcd leader changed"))
 	forbidden := apierrors.NewForbidden(schema.GroupResource{Group: "authentication.k8s.io", Resource: "tokenreviews"}, "", errors.New("RBAC"))
 	cases := map[string]struct {
 		method, path, authorization string
@@ -145,20 +151,30 @@ func TestGuardAnswers(t *testing.T) {
 			wantCode: http.StatusForbidden, wantBody: "Authorization denied for user system:serviceaccount:monitoring:prometheus",
 			wantTokenCalls: 1, wantAccess: 1,
 		},
+		"a request both allowed and denied by the authorizers": {
+			method: http.MethodGet, path: "/metrics/denied", authorization: "Bearer scraper-token",
+			wantCode: http.StatusForbidden, wantBody: "Authorization denied for user system:serviceaccount:monitoring:prometheus",
+			wantTokenCalls: 1, wantAccess: 1,
+		},
 		"a TokenReview that fails, then succeeds": {
 			method: http.MethodGet, path: "/metrics", authorization: "Bearer scraper-token",
-			tokenErrs: []error{unavailable, unavailable},
+			tokenErrs: []error{transient, transient},
 			wantCode:  http.StatusOK, wantBody: "served, Authorization=", wantTokenCalls: 3, wantAccess: 1,
 		},
 		"a TokenReview that always fails": {
 			method: http.MethodGet, path: "/metrics", authorization: "Bearer scraper-token",
-			tokenErrs: []error{unavailable, unavailable, unavailable, unavailable, unavailable, unavailable},
+			tokenErrs: []error{transient, transient, transient, transient, transient, transient},
 			wantCode:  http.StatusInternalServerError, wantBody: "Authentication failed", wantTokenCalls: retryBackoff.Steps,
 		},
 		"a TokenReview refused is not retried": {
 			method: http.MethodGet, path: "/metrics", authorization: "Bearer scraper-token",
 			tokenErrs: []error{forbidden},
 			wantCode:  http.StatusInternalServerError, wantBody: "Authentication failed", wantTokenCalls: 1,
+		},
+		"a SubjectAccessReview that fails, then succeeds": {
+			method: http.MethodGet, path: "/metrics", authorization: "Bearer scraper-token",
+			accessErrs: []error{apierrors.NewTooManyRequests("slow down", 1)},
+			wantCode:   http.StatusOK, wantBody: "served, Authorization=", wantTokenCalls: 1, wantAccess: 2,
 		},
 		"a SubjectAccessReview that fails": {
 			method: http.MethodGet, path: "/metrics", authorization: "Bearer scraper-token",
@@ -170,6 +186,8 @@ func TestGuardAnswers(t *testing.T) {
 	for name, tc := range cases {
 		t.Run(name, func(t *testing.T) {
 			reviewer := newFakeReviewer()
+			reviewer.deny = map[string]bool{"system:serviceaccount:monitoring:prometheus get /metrics/denied": true}
+			reviewer.allow["system:serviceaccount:monitoring:prometheus get /metrics/denied"] = true
 			reviewer.tokenErrs, reviewer.accessErrs = tc.tokenErrs, tc.accessErrs
 			code, body := serve(t, NewGuard(reviewer, WithBackoff(noWait)), tc.method, tc.path, tc.authorization)
 			if code != tc.wantCode || body != tc.wantBody {
@@ -223,9 +241,9 @@ func TestGuardReusesReviewsUntilTheyExpire(t *testing.T) {
 			{29 * time.Second, "Bearer stranger-token", http.StatusForbidden, 1, 1},
 			{time.Second, "Bearer stranger-token", http.StatusForbidden, 1, 2},
 		},
-		"a token not authenticated: for a minute": {
+		"a token not authenticated: for 30 seconds": {
 			{0, "Bearer forged", http.StatusUnauthorized, 1, 0},
-			{59 * time.Second, "Bearer forged", http.StatusUnauthorized, 1, 0},
+			{29 * time.Second, "Bearer forged", http.StatusUnauthorized, 1, 0},
 			{time.Second, "Bearer forged", http.StatusUnauthorized, 2, 0},
 		},
 		"each token is reviewed on its own": {
@@ -255,8 +273,8 @@ func TestGuardReusesReviewsUntilTheyExpire(t *testing.T) {
 
 func TestGuardDoesNotCacheFailedReviews(t *testing.T) {
 	reviewer := newFakeReviewer()
-	unavailable := apierrors.NewServiceUnavailable("etcd is down")
-	reviewer.tokenErrs = []error{unavailable, unavailable, unavailable, unavailable, unavailable}
+	transient := apierrors.NewInternalError(errors.New("etcd leader changed"))
+	reviewer.tokenErrs = []error{transient, transient, transient, transient, transient}
 	guard := NewGuard(reviewer, WithBackoff(noWait))
 	if code, _ := serve(t, guard, http.MethodGet, "/metrics", "Bearer scraper-token"); code != http.StatusInternalServerError {
 		t.Fatalf("while the API server is down: got %d, want 500", code)
@@ -328,5 +346,102 @@ func TestAccessKeyTellsSpecsApart(t *testing.T) {
 	again := base()
 	if accessKey(again) != accessKey(base()) {
 		t.Error("the same spec gives two keys")
+	}
+}
+
+func TestGuardReviewsEachRequestOfAUserOnItsOwn(t *testing.T) {
+	reviewer := newFakeReviewer()
+	guard := NewGuard(reviewer)
+	requests := []struct {
+		method, path string
+		wantCode     int
+		wantAccess   int
+	}{
+		{http.MethodGet, "/metrics", http.StatusOK, 1},
+		{http.MethodPost, "/metrics", http.StatusForbidden, 2},
+		{http.MethodGet, "/debug/pprof/", http.StatusForbidden, 3},
+		{http.MethodHead, "/metrics", http.StatusForbidden, 4},
+		{http.MethodGet, "/metrics", http.StatusOK, 4},
+		{http.MethodPost, "/metrics", http.StatusForbidden, 4},
+	}
+	for i, r := range requests {
+		code, _ := serve(t, guard, r.method, r.path, "Bearer scraper-token")
+		if _, accessCalls := reviewer.calls(); code != r.wantCode || accessCalls != r.wantAccess {
+			t.Errorf("request %d, %s %s: got %d after %d SubjectAccessReviews; want %d after %d",
+				i, r.method, r.path, code, accessCalls, r.wantCode, r.wantAccess)
+		}
+	}
+}
+
+// hangingReviewer answers no review until its context ends.
+type hangingReviewer struct{}
+
+func (hangingReviewer) ReviewToken(ctx context.Context, _ string) (authenticationv1.TokenReviewStatus, error) {
+	<-ctx.Done()
+	return authenticationv1.TokenReviewStatus{}, ctx.Err()
+}
+
+func (hangingReviewer) ReviewAccess(ctx context.Context, _ authorizationv1.SubjectAccessReviewSpec) (authorizationv1.SubjectAccessReviewStatus, error) {
+	<-ctx.Done()
+	return authorizationv1.SubjectAccessReviewStatus{}, ctx.Err()
+}
+
+func TestGuardGivesUpAtTheReviewTimeout(t *testing.T) {
+	done := make(chan int, 1)
+	go func() {
+		code, _ := serve(t, NewGuard(hangingReviewer{}, WithReviewTimeout(50*time.Millisecond)), http.MethodGet, "/metrics", "Bearer scraper-token")
+		done <- code
+	}()
+	select {
+	case code := <-done:
+		if code != http.StatusInternalServerError {
+			t.Errorf("got %d, want 500", code)
+		}
+	case <-time.After(time.Minute):
+		t.Fatal("the request still waits for its review a minute later")
+	}
+}
+
+func TestAccessKeyIgnoresTheOrderOfExtra(t *testing.T) {
+	keys := []string{"a", "b", "c", "d", "e", "f", "g", "h"}
+	var first [32]byte
+	for i := range 20 {
+		extra := map[string]authenticationv1.ExtraValue{}
+		for j := range keys {
+			k := keys[(i+j)%len(keys)]
+			extra[k] = authenticationv1.ExtraValue{"v-" + k}
+		}
+		key := accessKey(accessSpec(authenticationv1.UserInfo{Username: "u", Extra: extra}, "get", "/metrics"))
+		if i == 0 {
+			first = key
+		} else if key != first {
+			t.Fatalf("the same extra, inserted in another order (%d), gives another key", i)
+		}
+	}
+}
+
+func TestRetriable(t *testing.T) {
+	gr := schema.GroupResource{Group: "authentication.k8s.io", Resource: "tokenreviews"}
+	cases := map[string]struct {
+		err  error
+		want bool
+	}{
+		"500":                                  {err: apierrors.NewInternalError(errors.New("boom")), want: true},
+		"504":                                  {err: apierrors.NewTimeoutError("slow", 0), want: true},
+		"429":                                  {err: apierrors.NewTooManyRequests("slow down", 1), want: true},
+		"a connection reset":                   {err: fmt.Errorf("post: %w", syscall.ECONNRESET), want: true},
+		"a server timeout asking to come back": {err: apierrors.NewServerTimeout(gr, "create", 2), want: true},
+		"403":                                  {err: apierrors.NewForbidden(gr, "", errors.New("RBAC")), want: false},
+		"401":                                  {err: apierrors.NewUnauthorized("expired token"), want: false},
+		"a certificate not trusted":            {err: &url.Error{Op: "Post", URL: "https://api", Err: x509.UnknownAuthorityError{}}, want: false},
+		"a context cancelled":                  {err: context.Canceled, want: false},
+		"a 503 without a Retry-After":          {err: apierrors.NewServiceUnavailable("etcd is down"), want: false},
+	}
+	for name, tc := range cases {
+		t.Run(name, func(t *testing.T) {
+			if got := retriable(tc.err); got != tc.want {
+				t.Errorf("retriable(%v) = %v, want %v", tc.err, got, tc.want)
+			}
+		})
 	}
 }

@@ -2,12 +2,11 @@ package metricsauth
 
 import (
 	"context"
+	"crypto/hmac"
 	"crypto/sha256"
 	"encoding/binary"
-	"errors"
 	"fmt"
 	"hash"
-	"net"
 	"slices"
 
 	authenticationv1 "k8s.io/api/authentication/v1"
@@ -56,18 +55,6 @@ func (r APIReviewer) ReviewAccess(ctx context.Context, spec authorizationv1.Subj
 	return review.Status, nil
 }
 
-// tokenReview is what the cache keeps of a TokenReview.
-type tokenReview struct {
-	user          authenticationv1.UserInfo
-	authenticated bool
-}
-
-// accessReview is what the cache keeps of a SubjectAccessReview.
-type accessReview struct {
-	allowed bool
-	reason  string
-}
-
 // accessSpec is the SubjectAccessReview of user's request verb on the
 // non-resource URL path.
 func accessSpec(user authenticationv1.UserInfo, verb, path string) authorizationv1.SubjectAccessReviewSpec {
@@ -87,9 +74,16 @@ func accessSpec(user authenticationv1.UserInfo, verb, path string) authorization
 	}
 }
 
-// tokenKey is the cache key of a token: its SHA-256, so the cache holds no
-// token.
-func tokenKey(token string) [sha256.Size]byte { return sha256.Sum256([]byte(token)) }
+// tokenKey is the cache key of a token: its HMAC-SHA256 under secret, a
+// key of the process's own, so that the cache holds nothing a token can be
+// guessed from.
+func tokenKey(secret []byte, token string) [sha256.Size]byte {
+	mac := hmac.New(sha256.New, secret)
+	mac.Write([]byte(token))
+	var key [sha256.Size]byte
+	mac.Sum(key[:0])
+	return key
+}
 
 // accessKey is the cache key of an access review: a hash of every field of
 // spec, each length-prefixed so that no two specs share an encoding.
@@ -133,17 +127,15 @@ func writeLength(h hash.Hash, n int) {
 }
 
 // retriable says whether a review that failed with err may succeed if
-// made again: the API server was unreachable, overloaded or timed out.
+// made again, as the kube-apiserver decides for its webhooks: a connection
+// reset or lost, a 500, a timeout, a 429, or any answer that asks the
+// client to come back later. A certificate, a name or a permission that is
+// wrong fails at once.
 func retriable(err error) bool {
-	if apierrors.IsTooManyRequests(err) || apierrors.IsServerTimeout(err) || apierrors.IsTimeout(err) ||
-		apierrors.IsInternalError(err) || apierrors.IsServiceUnavailable(err) {
+	if utilnet.IsConnectionReset(err) || utilnet.IsHTTP2ConnectionLost(err) ||
+		apierrors.IsInternalError(err) || apierrors.IsTimeout(err) || apierrors.IsTooManyRequests(err) {
 		return true
 	}
-	if utilnet.IsConnectionReset(err) || utilnet.IsConnectionRefused(err) || utilnet.IsProbableEOF(err) {
-		return true
-	}
-	if _, ok := errors.AsType[net.Error](err); ok {
-		return true
-	}
-	return false
+	_, delay := apierrors.SuggestsClientDelay(err)
+	return delay
 }
