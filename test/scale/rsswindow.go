@@ -3,7 +3,6 @@ package main
 import (
 	"context"
 	"fmt"
-	"slices"
 	"time"
 )
 
@@ -38,7 +37,7 @@ func sampleRSS(ctx context.Context, pid int, interval time.Duration) <-chan rssW
 			}
 			select {
 			case <-ctx.Done():
-				w.median = median(samples)
+				w.median = percentile(samples, 50)
 				done <- w
 				return
 			case <-ticker.C:
@@ -46,17 +45,6 @@ func sampleRSS(ctx context.Context, pid int, interval time.Duration) <-chan rssW
 		}
 	}()
 	return done
-}
-
-// median returns the middle of samples (the lower of the two middle ones
-// when they are even), 0 for none.
-func median(samples []int64) int64 {
-	if len(samples) == 0 {
-		return 0
-	}
-	sorted := slices.Clone(samples)
-	slices.Sort(sorted)
-	return sorted[(len(sorted)-1)/2]
 }
 
 // rssWindowNote says how large a window's RSS was: its median, and its

@@ -28,7 +28,7 @@ func TestRSSWindowNote(t *testing.T) {
 	}
 }
 
-func TestMedian(t *testing.T) {
+func TestMedianOfRSSSamples(t *testing.T) {
 	cases := map[string]struct {
 		samples []int64
 		want    int64
@@ -41,8 +41,8 @@ func TestMedian(t *testing.T) {
 	}
 	for name, tc := range cases {
 		t.Run(name, func(t *testing.T) {
-			if got := median(tc.samples); got != tc.want {
-				t.Errorf("median(%v) = %d, want %d", tc.samples, got, tc.want)
+			if got := percentile(tc.samples, 50); got != tc.want {
+				t.Errorf("percentile(%v, 50) = %d, want %d", tc.samples, got, tc.want)
 			}
 		})
 	}
