@@ -23,6 +23,13 @@ import (
 	"k8s.io/apimachinery/pkg/util/wait"
 )
 
+// scraperUser is the user of "scraper-token", which may get /metrics;
+// deniedScraper the answer to its other requests.
+const (
+	scraperUser   = "system:serviceaccount:monitoring:prometheus"
+	deniedScraper = "Authorization denied for user " + scraperUser
+)
+
 // fakeReviewer answers reviews from its tables and records them.
 type fakeReviewer struct {
 	mu                      sync.Mutex
@@ -76,10 +83,10 @@ func (f *fakeReviewer) calls() (int, int) {
 func newFakeReviewer() *fakeReviewer {
 	return &fakeReviewer{
 		users: map[string]authenticationv1.UserInfo{
-			"scraper-token":  {Username: "system:serviceaccount:monitoring:prometheus", UID: "u1", Groups: []string{"system:serviceaccounts"}},
+			"scraper-token":  {Username: scraperUser, UID: "u1", Groups: []string{"system:serviceaccounts"}},
 			"stranger-token": {Username: "system:serviceaccount:apps:stranger", UID: "u2"},
 		},
-		allow: map[string]bool{"system:serviceaccount:monitoring:prometheus get /metrics": true},
+		allow: map[string]bool{scraperUser + " get /metrics": true},
 	}
 }
 
@@ -143,17 +150,17 @@ func TestGuardAnswers(t *testing.T) {
 		},
 		"the metrics reader posting": {
 			method: http.MethodPost, path: "/metrics", authorization: "Bearer scraper-token",
-			wantCode: http.StatusForbidden, wantBody: "Authorization denied for user system:serviceaccount:monitoring:prometheus",
+			wantCode: http.StatusForbidden, wantBody: deniedScraper,
 			wantTokenCalls: 1, wantAccess: 1,
 		},
 		"the metrics reader on another path": {
 			method: http.MethodGet, path: "/debug/pprof/", authorization: "Bearer scraper-token",
-			wantCode: http.StatusForbidden, wantBody: "Authorization denied for user system:serviceaccount:monitoring:prometheus",
+			wantCode: http.StatusForbidden, wantBody: deniedScraper,
 			wantTokenCalls: 1, wantAccess: 1,
 		},
 		"a request both allowed and denied by the authorizers": {
 			method: http.MethodGet, path: "/metrics/denied", authorization: "Bearer scraper-token",
-			wantCode: http.StatusForbidden, wantBody: "Authorization denied for user system:serviceaccount:monitoring:prometheus",
+			wantCode: http.StatusForbidden, wantBody: deniedScraper,
 			wantTokenCalls: 1, wantAccess: 1,
 		},
 		"a TokenReview that fails, then succeeds": {
@@ -179,15 +186,15 @@ func TestGuardAnswers(t *testing.T) {
 		"a SubjectAccessReview that fails": {
 			method: http.MethodGet, path: "/metrics", authorization: "Bearer scraper-token",
 			accessErrs: []error{forbidden},
-			wantCode:   http.StatusInternalServerError, wantBody: "Authorization failed for user system:serviceaccount:monitoring:prometheus",
+			wantCode:   http.StatusInternalServerError, wantBody: "Authorization failed for user " + scraperUser,
 			wantTokenCalls: 1, wantAccess: 1,
 		},
 	}
 	for name, tc := range cases {
 		t.Run(name, func(t *testing.T) {
 			reviewer := newFakeReviewer()
-			reviewer.deny = map[string]bool{"system:serviceaccount:monitoring:prometheus get /metrics/denied": true}
-			reviewer.allow["system:serviceaccount:monitoring:prometheus get /metrics/denied"] = true
+			reviewer.deny = map[string]bool{scraperUser + " get /metrics/denied": true}
+			reviewer.allow[scraperUser+" get /metrics/denied"] = true
 			reviewer.tokenErrs, reviewer.accessErrs = tc.tokenErrs, tc.accessErrs
 			code, body := serve(t, NewGuard(reviewer, WithBackoff(noWait)), tc.method, tc.path, tc.authorization)
 			if code != tc.wantCode || body != tc.wantBody {
@@ -204,14 +211,14 @@ func TestGuardAnswers(t *testing.T) {
 func TestGuardAsksForTheUsersAccess(t *testing.T) {
 	reviewer := newFakeReviewer()
 	reviewer.users["scraper-token"] = authenticationv1.UserInfo{
-		Username: "system:serviceaccount:monitoring:prometheus", UID: "u1", Groups: []string{"system:serviceaccounts", "system:authenticated"},
+		Username: scraperUser, UID: "u1", Groups: []string{"system:serviceaccounts", "system:authenticated"},
 		Extra: map[string]authenticationv1.ExtraValue{"authentication.kubernetes.io/pod-name": {"prometheus-0"}},
 	}
 	if code, _ := serve(t, NewGuard(reviewer), http.MethodGet, "/metrics", "Bearer scraper-token"); code != http.StatusOK {
 		t.Fatalf("got %d, want 200", code)
 	}
 	want := authorizationv1.SubjectAccessReviewSpec{
-		User: "system:serviceaccount:monitoring:prometheus", UID: "u1", Groups: []string{"system:serviceaccounts", "system:authenticated"},
+		User: scraperUser, UID: "u1", Groups: []string{"system:serviceaccounts", "system:authenticated"},
 		Extra:                 map[string]authorizationv1.ExtraValue{"authentication.kubernetes.io/pod-name": {"prometheus-0"}},
 		NonResourceAttributes: &authorizationv1.NonResourceAttributes{Path: "/metrics", Verb: "get"},
 	}
