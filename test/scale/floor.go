@@ -2,9 +2,9 @@ package main
 
 import (
 	"context"
-	"encoding/json"
 	"fmt"
 	"log"
+	"net/http"
 	"sync"
 	"time"
 
@@ -28,12 +28,15 @@ import (
 // on HttpBackends, a rate-limited work queue and as many workers as the
 // manager has, each reading a backend's password Secret from the API
 // server, creating its ConfigMap and credentials Secret with the content
-// the operator renders, and patching its status once (Ready=True,
-// observedGeneration, status.rendered). It never probes the state server,
-// never reads what it wrote and never retries a write that succeeded.
+// the operator renders, reading the state once as the operator's probe
+// does (one GET, over one keep-alive HTTP client shared by every
+// backend), and patching its status once with what the API says a new
+// backend's status holds (see floorStatusPatch). It never reads what it
+// wrote and never retries a write that succeeded.
 type floor struct {
 	cache  cache.Cache
 	client client.Client
+	http   *http.Client
 	queue  workqueue.TypedRateLimitingInterface[types.NamespacedName]
 	cancel context.CancelFunc
 	wg     sync.WaitGroup
@@ -53,7 +56,7 @@ func startFloor(ctx context.Context, cfg *rest.Config, workers int) (*floor, err
 	}
 	ctx, cancel := context.WithCancel(ctx)
 	f := &floor{
-		cache: c, client: cl, cancel: cancel,
+		cache: c, client: cl, cancel: cancel, http: &http.Client{Timeout: 30 * time.Second},
 		queue: workqueue.NewTypedRateLimitingQueue(workqueue.DefaultTypedControllerRateLimiter[types.NamespacedName]()),
 	}
 	inf, err := c.GetInformer(ctx, &backendsv1alpha1.HttpBackend{})
@@ -134,7 +137,7 @@ func (f *floor) reconcile(ctx context.Context, key types.NamespacedName) error {
 	if err := f.client.Get(ctx, types.NamespacedName{Namespace: key.Namespace, Name: ref.Name}, password); err != nil {
 		return fmt.Errorf("reading the password Secret: %w", err)
 	}
-	cm, secret, err := floorObjects(b, password.Data[ref.Key])
+	cm, secret, runners, err := floorObjects(b, password.Data[ref.Key])
 	if err != nil {
 		return err
 	}
@@ -143,7 +146,12 @@ func (f *floor) reconcile(ctx context.Context, key types.NamespacedName) error {
 			return fmt.Errorf("creating %T %s: %w", obj, obj.GetName(), err)
 		}
 	}
-	patch, err := floorStatusPatch(b, cm.Name, secret.Name, metav1.NewTime(time.Now().Truncate(time.Second)))
+	state, err := floorProbe(ctx, f.http, b, password.Data[ref.Key])
+	if err != nil {
+		return err
+	}
+	rendered := backendsv1alpha1.RenderedObjects{CompatibleRunners: runners, ConfigMapName: cm.Name, SecretName: secret.Name}
+	patch, err := floorStatusPatch(b, rendered, state, metav1.NewTime(time.Now().Truncate(time.Second)))
 	if err != nil {
 		return err
 	}
@@ -157,11 +165,12 @@ func (f *floor) reconcile(ctx context.Context, key types.NamespacedName) error {
 // the operator does: internal/render's files, credentials, names, labels
 // and controller reference, and the content-hash annotation the operator
 // adds (controllers/owned.go), computed the same way so that the objects
-// are byte for byte the operator's.
-func floorObjects(b *backendsv1alpha1.HttpBackend, password []byte) (*corev1.ConfigMap, *corev1.Secret, error) {
+// are byte for byte the operator's. It also returns the runners that read
+// the files, for status.rendered.
+func floorObjects(b *backendsv1alpha1.HttpBackend, password []byte) (*corev1.ConfigMap, *corev1.Secret, []backendsv1alpha1.CompatibleRunner, error) {
 	files, err := render.HTTPFiles(b.Spec)
 	if err != nil {
-		return nil, nil, fmt.Errorf("rendering HttpBackend %s/%s: %w", b.Namespace, b.Name, err)
+		return nil, nil, nil, fmt.Errorf("rendering HttpBackend %s/%s: %w", b.Namespace, b.Name, err)
 	}
 	owner := render.Owner{
 		APIVersion: backendsv1alpha1.GroupVersion.String(), Kind: "HttpBackend",
@@ -175,38 +184,5 @@ func floorObjects(b *backendsv1alpha1.HttpBackend, password []byte) (*corev1.Con
 	secret := render.CredentialsSecret(owner, render.CredentialsSecretName(b.Name), render.HTTPCredentials(render.HTTPSecrets{Password: password}))
 	cm.Annotations = map[string]string{contenthash.Annotation: contenthash.ConfigMap(cm.Data, nil)}
 	secret.Annotations = map[string]string{contenthash.Annotation: contenthash.Secret(secret.Data)}
-	return cm, secret, nil
-}
-
-// floorStatus is the part of an HttpBackend's status the floor writes.
-type floorStatus struct {
-	ObservedGeneration int64                             `json:"observedGeneration"`
-	Conditions         []metav1.Condition                `json:"conditions"`
-	Rendered           *backendsv1alpha1.RenderedObjects `json:"rendered"`
-}
-
-// floorStatusPatch returns the floor's JSON merge patch of b's status:
-// Ready and StateReachable True at b's generation, observedGeneration and
-// the names of the rendered objects.
-func floorStatusPatch(b *backendsv1alpha1.HttpBackend, configMapName, secretName string, now metav1.Time) ([]byte, error) {
-	gen := b.Generation
-	status := floorStatus{
-		ObservedGeneration: gen,
-		Conditions: []metav1.Condition{
-			{
-				Type: backendsv1alpha1.ReadyCondition, Status: metav1.ConditionTrue, Reason: backendsv1alpha1.SucceededReason,
-				Message: "Rendered ConfigMap " + configMapName + " and Secret " + secretName, ObservedGeneration: gen, LastTransitionTime: now,
-			},
-			{
-				Type: backendsv1alpha1.StateReachableCondition, Status: metav1.ConditionTrue, Reason: backendsv1alpha1.ReachableReason,
-				Message: "Not probed: the floor never probes", ObservedGeneration: gen, LastTransitionTime: now,
-			},
-		},
-		Rendered: &backendsv1alpha1.RenderedObjects{ConfigMapName: configMapName, SecretName: secretName},
-	}
-	patch, err := json.Marshal(map[string]floorStatus{"status": status})
-	if err != nil {
-		return nil, fmt.Errorf("encoding the status patch: %w", err)
-	}
-	return patch, nil
+	return cm, secret, render.Compatible(files.Needs), nil
 }

@@ -20,7 +20,7 @@ import (
 func TestFloorObjects(t *testing.T) {
 	b := newBackend(types.NamespacedName{Namespace: "ns", Name: "hb-00001"}, "http://127.0.0.1:9")
 	b.UID = "uid-1"
-	cm, secret, err := floorObjects(b, []byte("pw"))
+	cm, secret, runners, err := floorObjects(b, []byte("pw"))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -50,6 +50,9 @@ func TestFloorObjects(t *testing.T) {
 	if diff := cmp.Diff(files.Data(), cm.Data); diff != "" {
 		t.Errorf("ConfigMap data mismatch (-want +got):\n%s", diff)
 	}
+	if diff := cmp.Diff(render.Compatible(files.Needs), runners); diff != "" || len(runners) == 0 {
+		t.Errorf("compatible runners mismatch (-want +got):\n%s", diff)
+	}
 	if cm.Name != "hb-00001-backend" || cm.Namespace != "ns" {
 		t.Errorf("ConfigMap is %s/%s, want ns/hb-00001-backend", cm.Namespace, cm.Name)
 	}
@@ -61,33 +64,100 @@ func TestFloorObjects(t *testing.T) {
 	}
 }
 
+// operatorStatus is the status the operator stored for a new HttpBackend
+// without probe.lockCheck whose state is absent (read from a scale run's
+// API server at generation 1, names replaced): the floor writes the same.
+const operatorStatus = `{
+ "conditions": [
+  {"lastTransitionTime": "2026-01-02T03:04:05Z", "message": "The lock is not checked, and no StateLock holds it: spec.probe.lockCheck is off, and the REST protocol shows a lock's holder only to a lock attempt. Set probe.lockCheck to true (with lockAddress and unlockAddress) to see every holder.", "observedGeneration": 3, "reason": "LockNotChecked", "status": "Unknown", "type": "Locked"},
+  {"lastTransitionTime": "2026-01-02T03:04:05Z", "message": "The backend answers; it holds no state yet", "observedGeneration": 3, "reason": "Reachable", "status": "True", "type": "StateReachable"},
+  {"lastTransitionTime": "2026-01-02T03:04:05Z", "message": "Rendered ConfigMap b-backend and Secret b-backend-credentials", "observedGeneration": 3, "reason": "Succeeded", "status": "True", "type": "Ready"}
+ ],
+ "locked": "Unchecked",
+ "observedGeneration": 3,
+ "rendered": {
+  "compatibleRunners": [{"flavor": "terraform", "versions": ">= 1.0.0"}, {"flavor": "opentofu", "versions": ">= 1.6.0"}],
+  "configMapName": "b-backend",
+  "secretName": "b-backend-credentials"
+ },
+ "state": {"present": false}
+}`
+
 func TestFloorStatusPatch(t *testing.T) {
-	b := &backendsv1alpha1.HttpBackend{ObjectMeta: metav1.ObjectMeta{Name: "b", Generation: 3}}
 	now := metav1.NewTime(time.Date(2026, 1, 2, 3, 4, 5, 0, time.UTC))
-	patch, err := floorStatusPatch(b, "b-backend", "b-backend-credentials", now)
-	if err != nil {
+	runners := []backendsv1alpha1.CompatibleRunner{{Flavor: "terraform", Versions: ">= 1.0.0"}, {Flavor: "opentofu", Versions: ">= 1.6.0"}}
+	rendered := backendsv1alpha1.RenderedObjects{CompatibleRunners: runners, ConfigMapName: "b-backend", SecretName: "b-backend-credentials"}
+	var absent map[string]any
+	if err := json.Unmarshal([]byte(operatorStatus), &absent); err != nil {
 		t.Fatal(err)
 	}
-	var got map[string]any
-	if err := json.Unmarshal(patch, &got); err != nil {
+	present := map[string]any{}
+	if err := json.Unmarshal([]byte(operatorStatus), &present); err != nil {
 		t.Fatal(err)
 	}
-	want := map[string]any{"status": map[string]any{
-		"observedGeneration": 3.0,
-		"conditions": []any{
-			map[string]any{
-				"type": "Ready", "status": "True", "reason": "Succeeded", "observedGeneration": 3.0,
-				"message": "Rendered ConfigMap b-backend and Secret b-backend-credentials", "lastTransitionTime": "2026-01-02T03:04:05Z",
-			},
-			map[string]any{
-				"type": "StateReachable", "status": "True", "reason": "Reachable", "observedGeneration": 3.0,
-				"message": "Not probed: the floor never probes", "lastTransitionTime": "2026-01-02T03:04:05Z",
-			},
+	present["state"] = map[string]any{"present": true, "serial": 7.0, "lineage": "l-1", "terraformVersion": "1.9.0", "sizeBytes": 120.0, "outputCount": 2.0}
+	present["conditions"].([]any)[1].(map[string]any)["message"] = "The backend answers; state serial 7, lineage l-1"
+
+	cases := []struct {
+		name  string
+		state *backendsv1alpha1.StateSummary
+		want  map[string]any
+	}{
+		{name: "no state: the operator's status, byte for byte", state: &backendsv1alpha1.StateSummary{}, want: absent},
+		{
+			name:  "a state: its summary and serial",
+			state: &backendsv1alpha1.StateSummary{Present: true, Serial: 7, Lineage: "l-1", TerraformVersion: "1.9.0", SizeBytes: 120, OutputCount: 2},
+			want:  present,
 		},
-		"rendered": map[string]any{"configMapName": "b-backend", "secretName": "b-backend-credentials"},
-	}}
-	if diff := cmp.Diff(want, got); diff != "" {
-		t.Errorf("floorStatusPatch mismatch (-want +got):\n%s", diff)
+	}
+	for _, tc := range cases {
+		t.Run(tc.name, func(t *testing.T) {
+			b := &backendsv1alpha1.HttpBackend{ObjectMeta: metav1.ObjectMeta{Name: "b", Generation: 3}}
+			patch, err := floorStatusPatch(b, rendered, tc.state, now)
+			if err != nil {
+				t.Fatal(err)
+			}
+			var got map[string]map[string]any
+			if err := json.Unmarshal(patch, &got); err != nil {
+				t.Fatal(err)
+			}
+			if diff := cmp.Diff(tc.want, got["status"]); diff != "" {
+				t.Errorf("floorStatusPatch mismatch (-want +got):\n%s", diff)
+			}
+		})
+	}
+}
+
+func TestFloorState(t *testing.T) {
+	state := []byte(`{"version":4,"terraform_version":"1.9.0","serial":7,"lineage":"l-1","outputs":{"a":{"value":1,"type":"number"},"b":{"value":"x","type":"string"}},"resources":[]}`)
+	cases := []struct {
+		name    string
+		code    int
+		body    []byte
+		want    *backendsv1alpha1.StateSummary
+		wantErr bool
+	}{
+		{name: "404 is no state", code: 404, want: &backendsv1alpha1.StateSummary{}},
+		{name: "204 is no state", code: 204, want: &backendsv1alpha1.StateSummary{}},
+		{name: "an empty 200 is no state", code: 200, want: &backendsv1alpha1.StateSummary{}},
+		{
+			name: "a 200 with a state is its summary", code: 200, body: state,
+			want: &backendsv1alpha1.StateSummary{Present: true, Serial: 7, Lineage: "l-1", TerraformVersion: "1.9.0", SizeBytes: int64(len(state)), OutputCount: 2},
+		},
+		{name: "a 200 that is no state is an error", code: 200, body: []byte("<html>"), wantErr: true},
+		{name: "401 is an error", code: 401, wantErr: true},
+		{name: "500 is an error", code: 500, body: []byte("boom"), wantErr: true},
+	}
+	for _, tc := range cases {
+		t.Run(tc.name, func(t *testing.T) {
+			got, err := floorState(tc.code, tc.body)
+			if (err != nil) != tc.wantErr {
+				t.Fatalf("floorState error = %v, want an error: %v", err, tc.wantErr)
+			}
+			if diff := cmp.Diff(tc.want, got); diff != "" {
+				t.Errorf("floorState mismatch (-want +got):\n%s", diff)
+			}
+		})
 	}
 }
 

@@ -5,8 +5,9 @@
 // of creates, rest, restarts, cold starts, memory with unrelated objects,
 // a crash in the middle of a burst, single-create latency, and two
 // sharded managers with a relabel of locked backends between them), each
-// measured against an in-process "floor" controller that does only the
-// writes the operator must do. It prints one Markdown table with a legend;
+// measured against an in-process "floor" controller that does only what
+// the operator must do for a backend: its writes, one read of the state
+// and the status the API gives a new backend. It prints one Markdown table with a legend;
 // see docs/performance.md.
 //
 // It is not a test: `make test` runs only the unit tests of its pure

@@ -103,7 +103,7 @@ func (h *harness) floorBurstScenario(ctx context.Context) error {
 	h.results = append(h.results, result{
 		scenario: scenarioFloorBurst, backends: len(b.backends), elapsed: h.floorBurst,
 		requests: requests, probes: probes[prefixFloorBurst], allProbes: probes.total(),
-		notes: []string{createdNote(createdIn)},
+		notes: []string{createdNote(createdIn), h.storedSizeNote(ctx, b.backends)},
 	})
 	return h.deleteFloorBatch(ctx, b)
 }
@@ -155,7 +155,7 @@ func (h *harness) burstScenario(ctx context.Context) error {
 	h.results = append(h.results, result{
 		scenario: scenarioBurst, backends: len(b.backends), elapsed: last.Sub(first), floor: h.floorBurst,
 		requests: requests, probes: probes[prefixBurst], allProbes: probes.total(), usage: usage,
-		notes: append([]string{createdNote(createdIn), durationsSince(ctx, m, durationsBefore)}, h.probeFailures()...),
+		notes: append([]string{createdNote(createdIn), durationsSince(ctx, m, durationsBefore), h.storedSizeNote(ctx, b.backends)}, h.probeFailures()...),
 	})
 	if err := <-profileDone; err != nil {
 		return err

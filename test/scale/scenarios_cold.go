@@ -55,7 +55,7 @@ func (h *harness) floorColdScenario(ctx context.Context) error {
 	h.results = append(h.results, result{
 		scenario: scenarioFloorCold, backends: len(b.backends), elapsed: h.floorCold,
 		requests: requests, probes: probes[prefixFloorCold], allProbes: probes.total(),
-		notes: []string{fmt.Sprintf("%d other backends present", already)},
+		notes: []string{fmt.Sprintf("%d other backends present", already), h.storedSizeNote(ctx, b.backends)},
 	})
 	return h.deleteFloorBatch(ctx, b)
 }
@@ -91,7 +91,7 @@ func (h *harness) coldStartScenario(ctx context.Context) error {
 		scenario: scenarioColdStart, backends: len(b.backends), elapsed: last.Sub(m.started), floor: h.floorCold,
 		requests: requests, probes: probes[prefixCold], allProbes: probes.total(), usage: usage,
 		notes: append([]string{fmt.Sprintf("%d other backends present; time from the process's start", already),
-			workersNote(m), durationsSince(ctx, m, durations{})}, h.probeFailures()...),
+			workersNote(m), durationsSince(ctx, m, durations{}), h.storedSizeNote(ctx, b.backends)}, h.probeFailures()...),
 	})
 	return nil
 }

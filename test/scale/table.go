@@ -168,7 +168,9 @@ const legend = `Legend:
   Writes by manager come from the API server's audit log (each manager has an API user of its own). shards-relabel: time
   from the first relabel patch to shard b holding every moved backend and StateLock; its requests run from that patch to
   the end of the window after it; probes are the state server's requests on the moved states (all: on every state).
-- floor: an in-process controller with the manager's concurrency doing only the writes the operator must do per backend (create
-  the ConfigMap and the credentials Secret it renders, one merge patch of status) after reading the password Secret; it
-  never probes.
+- floor: an in-process controller with the manager's concurrency doing only what the operator must do per backend: read the
+  password Secret, create the ConfigMap and the credentials Secret it renders, read the state once (one GET, over one
+  keep-alive HTTP client for all backends) and send one merge patch of the status the API gives a new backend (the
+  operator's, byte for byte: Ready, StateReachable, Locked LockNotChecked, locked, rendered with compatibleRunners, state).
+  "stored object" in the notes is the last backend's size as JSON once Ready.
 `
