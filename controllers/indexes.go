@@ -39,7 +39,8 @@ func enqueueWriters(c client.Reader, kind backendKind, reference func(string) st
 			return nil
 		}
 		key := types.NamespacedName{Namespace: obj.GetNamespace(), Name: name}
-		if err := c.Get(ctx, key, kind.newObject()); err != nil {
+		// Only whether it exists is read: the cache's object needs no copy.
+		if err := c.Get(ctx, key, kind.newObject(), client.UnsafeDisableDeepCopy); err != nil {
 			return nil
 		}
 		return []reconcile.Request{{NamespacedName: key}}
@@ -97,7 +98,10 @@ func ownReferrers(ctx context.Context, c client.Reader, kind backendKind, namesp
 		if obj == nil {
 			obj = kind.newObject()
 		}
-		if err := c.Get(ctx, key, obj); err != nil {
+		// Only the references are read: the cache's object needs no
+		// copy (every watch event of a Secret or ConfigMap comes here,
+		// for each kind and each controller that watches them).
+		if err := c.Get(ctx, key, obj, client.UnsafeDisableDeepCopy); err != nil {
 			failed = failed || !apierrors.IsNotFound(err)
 			continue
 		}
