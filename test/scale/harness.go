@@ -31,6 +31,9 @@ type harness struct {
 	dir string
 	// logDir holds the processes' logs.
 	logDir string
+	// keepLogs has close keep logDir when it is inside the work
+	// directory (no -log-dir), as after a failed run.
+	keepLogs bool
 
 	env *envtest.Environment
 	// admin is the control plane's admin config, unthrottled and not
@@ -214,7 +217,8 @@ func (h *harness) configureAudit() error {
 }
 
 // close stops everything newHarness started and removes the work
-// directory (the logs stay when -log-dir is set).
+// directory (the logs stay when -log-dir is set, or move out of it when
+// keepLogs is set).
 func (h *harness) close() {
 	h.stopShards()
 	if h.manager != nil && h.manager.running() {
@@ -235,9 +239,27 @@ func (h *harness) close() {
 			log.Printf("stopping the control plane: %v", err)
 		}
 	}
+	if h.keepLogs && h.opts.logDir == "" {
+		h.saveLogs()
+	}
 	if err := os.RemoveAll(h.dir); err != nil {
 		log.Printf("removing %s: %v", h.dir, err)
 	}
+}
+
+// saveLogs moves the logs out of the work directory, which close removes,
+// and says where they went.
+func (h *harness) saveLogs() {
+	kept, err := os.MkdirTemp("", "backend-operator-scale-logs-")
+	if err != nil {
+		log.Printf("keeping the logs: %v", err)
+		return
+	}
+	if err := os.Rename(h.logDir, filepath.Join(kept, "logs")); err != nil {
+		log.Printf("keeping the logs: %v", err)
+		return
+	}
+	log.Printf("the manager's and the state server's logs are in %s", filepath.Join(kept, "logs"))
 }
 
 // startManager starts the manager and waits until its HttpBackend workers

@@ -84,9 +84,9 @@ func run(ctx context.Context, opts options, out io.Writer) int {
 	}
 	report(out, opts, machine, apiVersion, time.Since(started), h.results, h.profiles)
 	if runErr != nil || h.failed {
-		if opts.logDir == "" {
-			log.Printf("set -log-dir to keep the manager's and the state server's logs")
-		}
+		// A failure's logs are what tells why: they outlive the work
+		// directory (see close).
+		h.keepLogs = true
 		return 1
 	}
 	return 0
