@@ -29,14 +29,16 @@ import (
 // manager has, each reading a backend's password Secret from the API
 // server, creating its ConfigMap and credentials Secret with the content
 // the operator renders, reading the state once as the operator's probe
-// does (one GET, over one keep-alive HTTP client shared by every
-// backend), and patching its status once with what the API says a new
+// does (one GET through internal/stateclient, over one keep-alive
+// transport shared by every backend), and patching its status once with what the API says a new
 // backend's status holds (see floorStatusPatch). It never reads what it
 // wrote and never retries a write that succeeded.
 type floor struct {
 	cache  cache.Cache
 	client client.Client
-	http   *http.Client
+	// states carries every backend's state read, kept alive across
+	// backends (see floorProbe).
+	states http.RoundTripper
 	queue  workqueue.TypedRateLimitingInterface[types.NamespacedName]
 	cancel context.CancelFunc
 	wg     sync.WaitGroup
@@ -56,7 +58,7 @@ func startFloor(ctx context.Context, cfg *rest.Config, workers int) (*floor, err
 	}
 	ctx, cancel := context.WithCancel(ctx)
 	f := &floor{
-		cache: c, client: cl, cancel: cancel, http: &http.Client{Timeout: 30 * time.Second},
+		cache: c, client: cl, cancel: cancel, states: http.DefaultTransport.(*http.Transport).Clone(),
 		queue: workqueue.NewTypedRateLimitingQueue(workqueue.DefaultTypedControllerRateLimiter[types.NamespacedName]()),
 	}
 	inf, err := c.GetInformer(ctx, &backendsv1alpha1.HttpBackend{})
@@ -146,7 +148,7 @@ func (f *floor) reconcile(ctx context.Context, key types.NamespacedName) error {
 			return fmt.Errorf("creating %T %s: %w", obj, obj.GetName(), err)
 		}
 	}
-	state, err := floorProbe(ctx, f.http, b, password.Data[ref.Key])
+	state, err := floorProbe(ctx, f.states, b, password.Data[ref.Key])
 	if err != nil {
 		return err
 	}

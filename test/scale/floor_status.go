@@ -1,18 +1,17 @@
 package main
 
 import (
-	"bytes"
 	"context"
 	"encoding/json"
 	"fmt"
-	"io"
 	"math"
 	"net/http"
+	"time"
 
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
 	backendsv1alpha1 "github.com/infrastate/backend-operator/api/v1alpha1"
-	"github.com/infrastate/backend-operator/internal/statefile"
+	"github.com/infrastate/backend-operator/internal/stateclient"
 )
 
 // floorLockMessage is the operator's Locked message for a backend whose
@@ -24,45 +23,36 @@ const floorLockMessage = "The lock is not checked, and no StateLock holds it: " 
 	"spec.probe.lockCheck is off, and the REST protocol shows a lock's holder only to a lock attempt. " +
 	"Set probe.lockCheck to true (with lockAddress and unlockAddress) to see every holder."
 
-// floorProbe reads a backend's state as the operator's probe does (one GET
-// of the address, with its username and password) and returns
-// status.state for it. It shares one HTTP client, with keep-alive, across
-// every backend.
-func floorProbe(ctx context.Context, hc *http.Client, b *backendsv1alpha1.HttpBackend, password []byte) (*backendsv1alpha1.StateSummary, error) {
-	req, err := http.NewRequestWithContext(ctx, http.MethodGet, b.Spec.Address, http.NoBody)
+// floorProbe reads a backend's state as the operator's probe does, with
+// internal/stateclient (one GET of the address, with its username and
+// password, the answer read by the protocol's rules and summarized as it
+// streams), and returns status.state for it. Every backend's client sends
+// through shared, so that the floor keeps its connections alive across
+// backends; a failed read is not retried but requeued.
+func floorProbe(ctx context.Context, shared http.RoundTripper, b *backendsv1alpha1.HttpBackend, password []byte) (*backendsv1alpha1.StateSummary, error) {
+	cfg := stateclient.DefaultConfig(b.Spec.Address)
+	cfg.Username, cfg.Password = b.Spec.Username, string(password)
+	cfg.RetryMax, cfg.AttemptTimeout = 0, 30*time.Second
+	sc, err := stateclient.New(cfg, stateclient.WithWrapTransport(func(http.RoundTripper) http.RoundTripper { return shared }))
 	if err != nil {
-		return nil, fmt.Errorf("building the probe of %s/%s: %w", b.Namespace, b.Name, err)
+		return nil, fmt.Errorf("the state client of %s/%s: %w", b.Namespace, b.Name, err)
 	}
-	req.SetBasicAuth(b.Spec.Username, string(password))
-	resp, err := hc.Do(req)
+	summary, err := sc.FetchSummary(ctx, nil)
 	if err != nil {
 		return nil, fmt.Errorf("probing %s/%s: %w", b.Namespace, b.Name, err)
 	}
-	defer func() { _ = resp.Body.Close() }()
-	body, err := io.ReadAll(resp.Body)
-	if err != nil {
-		return nil, fmt.Errorf("reading the state of %s/%s: %w", b.Namespace, b.Name, err)
-	}
-	return floorState(resp.StatusCode, body)
+	return floorState(summary), nil
 }
 
-// floorState is status.state for a GET's answer, as the protocol reads it:
-// 404, 204 or an empty 200 is no state; a 200 with a body is a state.
-func floorState(code int, body []byte) (*backendsv1alpha1.StateSummary, error) {
-	switch {
-	case code == http.StatusNotFound || code == http.StatusNoContent || (code == http.StatusOK && len(body) == 0):
-		return &backendsv1alpha1.StateSummary{Present: false}, nil
-	case code != http.StatusOK:
-		return nil, fmt.Errorf("the state server answered %d", code)
-	}
-	summary, err := statefile.ReadSummary(bytes.NewReader(body), nil)
-	if err != nil {
-		return nil, fmt.Errorf("reading the state: %w", err)
+// floorState is status.state for what the probe read.
+func floorState(s *stateclient.StateSummary) *backendsv1alpha1.StateSummary {
+	if !s.Present {
+		return &backendsv1alpha1.StateSummary{Present: false}
 	}
 	return &backendsv1alpha1.StateSummary{
-		Present: true, Serial: int64(min(summary.Serial, math.MaxInt64)), Lineage: summary.Lineage, TerraformVersion: summary.TerraformVersion,
-		SizeBytes: int64(len(body)), OutputCount: int32(min(summary.OutputCount, math.MaxInt32)),
-	}, nil
+		Present: true, Serial: int64(min(s.Serial, math.MaxInt64)), Lineage: s.Lineage, TerraformVersion: s.TerraformVersion,
+		SizeBytes: s.SizeBytes, OutputCount: int32(min(s.OutputCount, math.MaxInt32)),
+	}
 }
 
 // floorStatus is the status the floor writes: what the operator writes

@@ -4,6 +4,9 @@ import (
 	"crypto/sha256"
 	"encoding/hex"
 	"encoding/json"
+	"net/http"
+	"net/http/httptest"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -128,7 +131,7 @@ func TestFloorStatusPatch(t *testing.T) {
 	}
 }
 
-func TestFloorState(t *testing.T) {
+func TestFloorProbe(t *testing.T) {
 	state := []byte(`{"version":4,"terraform_version":"1.9.0","serial":7,"lineage":"l-1","outputs":{"a":{"value":1,"type":"number"},"b":{"value":"x","type":"string"}},"resources":[]}`)
 	cases := []struct {
 		name    string
@@ -137,25 +140,40 @@ func TestFloorState(t *testing.T) {
 		want    *backendsv1alpha1.StateSummary
 		wantErr bool
 	}{
-		{name: "404 is no state", code: 404, want: &backendsv1alpha1.StateSummary{}},
-		{name: "204 is no state", code: 204, want: &backendsv1alpha1.StateSummary{}},
-		{name: "an empty 200 is no state", code: 200, want: &backendsv1alpha1.StateSummary{}},
+		{name: "404 is no state", code: http.StatusNotFound, want: &backendsv1alpha1.StateSummary{}},
+		{name: "204 is no state", code: http.StatusNoContent, want: &backendsv1alpha1.StateSummary{}},
+		{name: "an empty 200 is no state", code: http.StatusOK, want: &backendsv1alpha1.StateSummary{}},
 		{
-			name: "a 200 with a state is its summary", code: 200, body: state,
+			name: "a 200 with a state is its summary", code: http.StatusOK, body: state,
 			want: &backendsv1alpha1.StateSummary{Present: true, Serial: 7, Lineage: "l-1", TerraformVersion: "1.9.0", SizeBytes: int64(len(state)), OutputCount: 2},
 		},
-		{name: "a 200 that is no state is an error", code: 200, body: []byte("<html>"), wantErr: true},
-		{name: "401 is an error", code: 401, wantErr: true},
-		{name: "500 is an error", code: 500, body: []byte("boom"), wantErr: true},
+		{name: "a 200 that is no state is an error", code: http.StatusOK, body: []byte("<html>"), wantErr: true},
+		{name: "401 is an error", code: http.StatusUnauthorized, wantErr: true},
+		{name: "500 is an error, not retried", code: http.StatusInternalServerError, body: []byte("boom"), wantErr: true},
 	}
 	for _, tc := range cases {
 		t.Run(tc.name, func(t *testing.T) {
-			got, err := floorState(tc.code, tc.body)
+			var requests atomic.Int32
+			server := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+				requests.Add(1)
+				if user, password, ok := r.BasicAuth(); r.Method != http.MethodGet || !ok || user != stateUser || password != "pw" {
+					http.Error(w, "want a GET with the backend's credentials", http.StatusBadRequest)
+					return
+				}
+				w.WriteHeader(tc.code)
+				_, _ = w.Write(tc.body)
+			}))
+			defer server.Close()
+			b := newBackend(types.NamespacedName{Namespace: "ns", Name: "hb-00001"}, server.URL+"/state/ns-hb-00001")
+			got, err := floorProbe(t.Context(), http.DefaultTransport.(*http.Transport).Clone(), b, []byte("pw"))
 			if (err != nil) != tc.wantErr {
-				t.Fatalf("floorState error = %v, want an error: %v", err, tc.wantErr)
+				t.Fatalf("floorProbe error = %v, want an error: %v", err, tc.wantErr)
 			}
 			if diff := cmp.Diff(tc.want, got); diff != "" {
-				t.Errorf("floorState mismatch (-want +got):\n%s", diff)
+				t.Errorf("floorProbe mismatch (-want +got):\n%s", diff)
+			}
+			if n := requests.Load(); n != 1 {
+				t.Errorf("the state server got %d requests, want 1", n)
 			}
 		})
 	}

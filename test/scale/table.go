@@ -169,8 +169,9 @@ const legend = `Legend:
   from the first relabel patch to shard b holding every moved backend and StateLock; its requests run from that patch to
   the end of the window after it; probes are the state server's requests on the moved states (all: on every state).
 - floor: an in-process controller with the manager's concurrency doing only what the operator must do per backend: read the
-  password Secret, create the ConfigMap and the credentials Secret it renders, read the state once (one GET, over one
-  keep-alive HTTP client for all backends) and send one merge patch of the status the API gives a new backend (the
-  operator's, byte for byte: Ready, StateReachable, Locked LockNotChecked, locked, rendered with compatibleRunners, state).
+  password Secret, create the ConfigMap and the credentials Secret it renders, read the state once (one GET through
+  internal/stateclient, over one keep-alive transport for all backends) and send one merge patch of the status the API
+  gives a new backend (the operator's, byte for byte: Ready, StateReachable, Locked LockNotChecked, locked, rendered with
+  compatibleRunners, state).
   "stored object" in the notes is the last backend's size as JSON once Ready.
 `
