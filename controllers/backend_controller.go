@@ -224,12 +224,12 @@ func (r *backendReconciler) setupWithManager(mgr ctrl.Manager) error {
 		return err
 	}
 	referrers := func(reference func(string) string) handler.EventHandler {
-		return referrersOf(r.kind.name(), writersAndReferrers(mgr.GetClient(), r.kind, reference))
+		return referrersOf(r.kind.name(), writersAndReferrers(watchReader(mgr), r.kind, reference))
 	}
 	return b.
 		Watches(&backendsv1alpha1.StateLock{}, handler.EnqueueRequestsFromMapFunc(lockedBackend(r.kind.name())),
 			builder.WithPredicates(stateLockHoldingChanged())).
-		Watches(&backendsv1alpha1.StateRestore{}, handler.EnqueueRequestsFromMapFunc(restoredBackend(mgr.GetClient(), r.kind.name())),
+		Watches(&backendsv1alpha1.StateRestore{}, handler.EnqueueRequestsFromMapFunc(restoredBackend(watchReader(mgr), r.kind.name())),
 			builder.WithPredicates(restoreFinishedChanged())).
 		WatchesRawSource(r.opts.related.Source("Secret", referrers(related.SecretReference))).
 		WatchesRawSource(r.opts.related.Source("ConfigMap", referrers(related.ConfigMapReference))).

@@ -6,6 +6,7 @@ import (
 	"strings"
 
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	"k8s.io/apimachinery/pkg/runtime/schema"
 	"k8s.io/apimachinery/pkg/types"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/reconcile"
@@ -39,6 +40,14 @@ func enqueueWriters(c client.Reader, kind backendKind, reference func(string) st
 			return nil
 		}
 		key := types.NamespacedName{Namespace: obj.GetNamespace(), Name: name}
+		if sr, ok := c.(*storeReader); ok {
+			if cached, ok := sr.cached(ctx, kind.newObject(), key); ok {
+				if cached == nil {
+					return nil
+				}
+				return []reconcile.Request{{NamespacedName: key}}
+			}
+		}
 		// Only whether it exists is read: the cache's object needs no copy.
 		if err := c.Get(ctx, key, kind.newObject(), client.UnsafeDisableDeepCopy); err != nil {
 			return nil
@@ -92,26 +101,44 @@ func indexedReferences(name string, all []string) []string {
 // failed otherwise than for a missing backend.
 func ownReferrers(ctx context.Context, c client.Reader, kind backendKind, namespace, name string, reference func(string) string) (requests []reconcile.Request, failed bool) {
 	want := reference(name)
-	var obj backendObject // one for every read: most find nothing
 	for _, owner := range related.OwnerNames(name) {
 		key := types.NamespacedName{Namespace: namespace, Name: owner}
-		if obj == nil {
-			obj = kind.newObject()
-		}
-		// Only the references are read: the cache's object needs no
-		// copy (every watch event of a Secret or ConfigMap comes here,
-		// for each kind and each controller that watches them).
-		if err := c.Get(ctx, key, obj, client.UnsafeDisableDeepCopy); err != nil {
+		obj, err := cachedBackend(ctx, c, kind, key)
+		if err != nil {
 			failed = failed || !apierrors.IsNotFound(err)
 			continue
 		}
 		if slices.Contains(allReferences(kind, obj), want) {
 			requests = append(requests, reconcile.Request{NamespacedName: key})
 		}
-		obj = nil // read into: the next read starts from an empty object
 	}
 	return requests, failed
 }
+
+// cachedBackend returns the cache's backend of kind under key, to be read
+// and never changed: the store's own object when c is a storeReader (which
+// formats no error for a miss, the common case), else one read without a
+// copy. Every watch event of a Secret or ConfigMap comes here, for each
+// kind and each controller that watches them, a couple of times.
+func cachedBackend(ctx context.Context, c client.Reader, kind backendKind, key types.NamespacedName) (backendObject, error) {
+	obj := kind.newObject()
+	if sr, ok := c.(*storeReader); ok {
+		if cached, ok := sr.cached(ctx, obj, key); ok {
+			if b, ok := cached.(backendObject); ok {
+				return b, nil
+			}
+			return nil, errNotCached
+		}
+	}
+	if err := c.Get(ctx, key, obj, client.UnsafeDisableDeepCopy); err != nil {
+		return nil, err
+	}
+	return obj, nil
+}
+
+// errNotCached is cachedBackend's answer for a backend the cache's store
+// does not hold: a NotFound error made once.
+var errNotCached = apierrors.NewNotFound(schema.GroupResource{Group: backendsv1alpha1.GroupVersion.Group}, "")
 
 // ownReferrersOf is related.OwnReferrers over the backend kinds, reading
 // c: whether a backend of one of them references a Secret or ConfigMap
@@ -163,6 +190,15 @@ func enqueueBackendReferrers(c client.Reader, newList func() client.ObjectList, 
 // list fails.
 func indexedRequests(ctx context.Context, c client.Reader, newList func() client.ObjectList, namespace, field, value string) []reconcile.Request {
 	list := newList()
+	if sr, ok := c.(*storeReader); ok {
+		if keys, ok := sr.indexKeys(ctx, list, namespace, field, value); ok {
+			requests := make([]reconcile.Request, 0, len(keys))
+			for _, k := range keys {
+				requests = append(requests, reconcile.Request{NamespacedName: k})
+			}
+			return requests
+		}
+	}
 	// Only the names are read: the cache's objects need no copy.
 	if err := c.List(ctx, list, client.InNamespace(namespace), client.MatchingFields{field: value}, client.UnsafeDisableDeepCopy); err != nil {
 		return nil

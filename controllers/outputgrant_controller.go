@@ -114,7 +114,7 @@ func (r *outputGrantReconciler) reconcileSelectors(_ context.Context, s *ograntS
 // publishes other outputs, and, for a grant with a namespace selector,
 // when a namespace's labels change.
 func (r *outputGrantReconciler) setupWithManager(mgr ctrl.Manager) error {
-	c := mgr.GetClient()
+	c := watchReader(mgr)
 	b, err := controllerFor(mgr, &backendsv1alpha1.OutputGrant{}, predicate.GenerationChangedPredicate{})
 	if err != nil {
 		return err

@@ -115,7 +115,7 @@ var remoteStateGates = []string{backendsv1alpha1.OutputsReadyCondition}
 // manager reads them, decide again what the RemoteStates reading another
 // namespace may publish.
 func (r *remoteStateReconciler) setupWithManager(mgr ctrl.Manager) error {
-	c := mgr.GetClient()
+	c := watchReader(mgr)
 	own, err := controllerFor(mgr, &backendsv1alpha1.RemoteState{}, predicate.GenerationChangedPredicate{})
 	if err != nil {
 		return err

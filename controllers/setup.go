@@ -59,7 +59,7 @@ func SetupAll(ctx context.Context, mgr ctrl.Manager, opts ...Option) error {
 		owners[kind.name()] = func() client.Object { return kind.newObject() }
 	}
 	watches.HoldOwnedBy(owners)
-	watches.SetOwnReferrers(ownReferrersOf(mgr.GetCache(), backendKinds))
+	watches.SetOwnReferrers(ownReferrersOf(watchReader(mgr), backendKinds))
 	// The watches count the objects the operator wrote, from their first
 	// lists on: the API storage each namespace uses is known before any
 	// write, and every deletion gives its bytes back.

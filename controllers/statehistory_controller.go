@@ -88,7 +88,7 @@ func (r *stateHistoryReconciler) Reconcile(ctx context.Context, req ctrl.Request
 // saw (which makes a read due at once); Secrets for metadata only, mapped
 // to the histories whose source or destination references them.
 func (r *stateHistoryReconciler) setupWithManager(mgr ctrl.Manager) error {
-	c := mgr.GetClient()
+	c := watchReader(mgr)
 	own, err := controllerFor(mgr, &backendsv1alpha1.StateHistory{}, predicate.GenerationChangedPredicate{})
 	if err != nil {
 		return err

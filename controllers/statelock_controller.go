@@ -424,7 +424,7 @@ var stateLockBackend = backendRefOf(func(sl *backendsv1alpha1.StateLock) backend
 // value of its reacquire annotation, on its deletion, when its backend's
 // spec, Ready or lock holder changes, and when its lock operation ends.
 func (r *stateLockReconciler) setupWithManager(mgr ctrl.Manager) error {
-	c := mgr.GetClient()
+	c := watchReader(mgr)
 	own, err := controllerFor(mgr, &backendsv1alpha1.StateLock{},
 		predicate.Or[client.Object](predicate.GenerationChangedPredicate{}, reacquireRequested(), deletionStarted()))
 	if err != nil {

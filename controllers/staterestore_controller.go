@@ -107,7 +107,7 @@ func stateRestoreEnd(sr *backendsv1alpha1.StateRestore, waiting *conditions.Obse
 // setupWithManager registers the reconciler with mgr; histories and
 // backends are watched for changes that let a waiting restore go on.
 func (r *stateRestoreReconciler) setupWithManager(mgr ctrl.Manager) error {
-	c := mgr.GetClient()
+	c := watchReader(mgr)
 	own, err := controllerFor(mgr, &backendsv1alpha1.StateRestore{}, predicate.GenerationChangedPredicate{})
 	if err != nil {
 		return err
