@@ -55,11 +55,10 @@ func (r *backendReconciler) finalize(ctx context.Context, obj backendObject, loc
 	before := obj.DeepCopyObject().(backendObject)
 	status := obj.SharedStatus()
 	conditions.Set(&status.Conditions, obj.GetGeneration(), backendsv1alpha1.ReadyCondition, inUseObservation(blockers))
-	if apiequality.Semantic.DeepEqual(obj, before) {
+	if apiequality.Semantic.DeepEqual(obj.StatusValue(), before.StatusValue()) {
 		return ctrl.Result{}, nil
 	}
-	patch := client.MergeFromWithOptions(before, client.MergeFromWithOptimisticLock{})
-	if err := client.IgnoreNotFound(r.client.Status().Patch(ctx, obj, patch, owned.FieldOwner)); err != nil {
+	if err := client.IgnoreNotFound(patchStatus(ctx, r.client, obj, before)); err != nil {
 		if apierrors.IsConflict(err) {
 			return ctrl.Result{RequeueAfter: conflictRetryAfter}, nil
 		}

@@ -31,12 +31,11 @@ func finishReconcile[T statusObject](ctx context.Context, c client.Client, recor
 	conds := obj.StatusConditions()
 	*obj.StatusObservedGeneration() = conditions.Summarize(conds, obj.GetGeneration(), *before.StatusObservedGeneration(), out)
 
-	if !apiequality.Semantic.DeepEqual(obj, before) {
+	if !apiequality.Semantic.DeepEqual(obj.StatusValue(), before.StatusValue()) {
 		// The optimistic lock makes a patch computed from a stale cached
 		// object fail with a conflict instead of overwriting newer
 		// conditions; the retry reads the object again.
-		patch := client.MergeFromWithOptions(before, client.MergeFromWithOptimisticLock{})
-		if patchErr := c.Status().Patch(ctx, obj, patch, owned.FieldOwner); patchErr != nil {
+		if patchErr := patchStatus(ctx, c, obj, before); patchErr != nil {
 			if apierrors.IsInvalid(patchErr) || apierrors.IsRequestEntityTooLargeError(patchErr) {
 				return patchRejectedStatus(ctx, c, recorder, transitions, before, patchErr)
 			}
@@ -70,8 +69,7 @@ func patchRejectedStatus[T statusObject](ctx context.Context, c client.Client, r
 	out := conditions.Outcome{Stall: &conditions.StallError{Reason: backendsv1alpha1.StatusRejectedReason,
 		Message: "The API server refused the status the operator computed: " + owned.APIMessage(rejected)}}
 	*obj.StatusObservedGeneration() = conditions.Summarize(obj.StatusConditions(), obj.GetGeneration(), *before.StatusObservedGeneration(), out)
-	patch := client.MergeFromWithOptions(before, client.MergeFromWithOptimisticLock{})
-	if err := c.Status().Patch(ctx, obj, patch, owned.FieldOwner); err != nil {
+	if err := patchStatus(ctx, c, obj, before); err != nil {
 		return fmt.Errorf("patching status after the API server refused it (%w): %w", rejected, err)
 	}
 	emitTransitions(recorder, transitions, obj, before)

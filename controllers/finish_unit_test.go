@@ -32,7 +32,11 @@ func TestFinishReconcileStatusRejected(t *testing.T) {
 		WithObjects(before.DeepCopy()).WithStatusSubresource(&backendsv1alpha1.HttpBackend{}).
 		WithInterceptorFuncs(interceptor.Funcs{
 			SubResourcePatch: func(ctx context.Context, c client.Client, sub string, obj client.Object, patch client.Patch, opts ...client.SubResourcePatchOption) error {
-				if b := obj.(*backendsv1alpha1.HttpBackend); b.Status.State != nil && b.Status.State.Lineage != "old" {
+				b, err := patchedHttpBackend(ctx, c, obj, patch)
+				if err != nil {
+					return err
+				}
+				if b.Status.State != nil && b.Status.State.Lineage != "old" {
 					refusals++
 					return apierrors.NewInvalid(schema.GroupKind{Group: "backends.infrastate.io", Kind: "HttpBackend"}, "b",
 						field.ErrorList{field.TooLong(field.NewPath("status", "state", "lineage"), "", 128)})

@@ -13,6 +13,8 @@ type statusObject interface {
 	client.Object
 	StatusConditions() *[]metav1.Condition
 	StatusObservedGeneration() *int64
+	// StatusValue is the status, as a status patch marshals it.
+	StatusValue() any
 }
 
 // backendObject is an object of a backend kind.

@@ -20,8 +20,11 @@ import (
 func conflictingStatusPatches(n int) *interceptor.Funcs {
 	return &interceptor.Funcs{
 		SubResourcePatch: func(ctx context.Context, c client.Client, sub string, obj client.Object, patch client.Patch, opts ...client.SubResourcePatchOption) error {
-			if b, ok := obj.(*backendsv1alpha1.HttpBackend); ok && n > 0 &&
-				meta.FindStatusCondition(b.Status.Conditions, backendsv1alpha1.StateReachableCondition) != nil {
+			b, err := patchedHttpBackend(ctx, c, obj, patch)
+			if err != nil {
+				return err
+			}
+			if n > 0 && meta.FindStatusCondition(b.Status.Conditions, backendsv1alpha1.StateReachableCondition) != nil {
 				n--
 				return apierrors.NewConflict(schema.GroupResource{Group: backendsv1alpha1.GroupVersion.Group, Resource: "httpbackends"},
 					b.Name, errObjectModified)

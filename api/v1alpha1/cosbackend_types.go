@@ -244,6 +244,9 @@ type CosBackendList struct {
 // SharedStatus returns the status every backend kind shares.
 func (in *CosBackend) SharedStatus() *BackendStatus { return &in.Status.BackendStatus }
 
+// StatusValue returns the status, for status patches.
+func (in *CosBackend) StatusValue() any { return &in.Status }
+
 // StatusConditions returns the conditions, for condition helpers.
 func (in *CosBackend) StatusConditions() *[]metav1.Condition { return &in.Status.Conditions }
 

@@ -376,6 +376,9 @@ type HttpBackendList struct {
 // SharedStatus returns the status every backend kind shares.
 func (in *HttpBackend) SharedStatus() *BackendStatus { return &in.Status.BackendStatus }
 
+// StatusValue returns the status, for status patches.
+func (in *HttpBackend) StatusValue() any { return &in.Status }
+
 // StatusConditions returns the conditions, for condition helpers.
 func (in *HttpBackend) StatusConditions() *[]metav1.Condition { return &in.Status.Conditions }
 

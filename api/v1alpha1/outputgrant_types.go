@@ -163,6 +163,9 @@ type OutputGrantList struct {
 	Items []OutputGrant `json:"items"`
 }
 
+// StatusValue returns the status, for status patches.
+func (in *OutputGrant) StatusValue() any { return &in.Status }
+
 // StatusConditions returns the conditions, for condition helpers.
 func (in *OutputGrant) StatusConditions() *[]metav1.Condition { return &in.Status.Conditions }
 

@@ -238,6 +238,9 @@ type RemoteStateList struct {
 	Items []RemoteState `json:"items"`
 }
 
+// StatusValue returns the status, for status patches.
+func (in *RemoteState) StatusValue() any { return &in.Status }
+
 // StatusConditions returns the conditions, for condition helpers.
 func (in *RemoteState) StatusConditions() *[]metav1.Condition { return &in.Status.Conditions }
 

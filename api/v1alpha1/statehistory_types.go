@@ -211,6 +211,9 @@ type StateHistoryList struct {
 	Items []StateHistory `json:"items"`
 }
 
+// StatusValue returns the status, for status patches.
+func (in *StateHistory) StatusValue() any { return &in.Status }
+
 // StatusConditions returns the conditions, for condition helpers.
 func (in *StateHistory) StatusConditions() *[]metav1.Condition { return &in.Status.Conditions }
 

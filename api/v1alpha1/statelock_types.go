@@ -151,6 +151,9 @@ type StateLockList struct {
 	Items []StateLock `json:"items"`
 }
 
+// StatusValue returns the status, for status patches.
+func (in *StateLock) StatusValue() any { return &in.Status }
+
 // StatusConditions returns the conditions, for condition helpers.
 func (in *StateLock) StatusConditions() *[]metav1.Condition { return &in.Status.Conditions }
 

@@ -124,6 +124,9 @@ type StateRestoreList struct {
 	Items []StateRestore `json:"items"`
 }
 
+// StatusValue returns the status, for status patches.
+func (in *StateRestore) StatusValue() any { return &in.Status }
+
 // StatusConditions returns the conditions, for condition helpers.
 func (in *StateRestore) StatusConditions() *[]metav1.Condition { return &in.Status.Conditions }
 

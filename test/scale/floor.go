@@ -157,7 +157,13 @@ func (f *floor) reconcile(ctx context.Context, key types.NamespacedName) error {
 	if err != nil {
 		return err
 	}
-	if err := f.client.Status().Patch(ctx, b, client.RawPatch(types.MergePatchType, patch)); err != nil {
+	// The answer is read as metadata, as the operator reads it (the
+	// API server sends it as protobuf): the floor needs none of it.
+	answer := &metav1.PartialObjectMetadata{}
+	answer.SetGroupVersionKind(backendsv1alpha1.GroupVersion.WithKind(backendsv1alpha1.HttpBackendKind))
+	answer.SetNamespace(b.Namespace)
+	answer.SetName(b.Name)
+	if err := f.client.Status().Patch(ctx, answer, client.RawPatch(types.MergePatchType, patch)); err != nil {
 		return fmt.Errorf("patching the status: %w", err)
 	}
 	return nil
