@@ -2,16 +2,15 @@ package main
 
 import "testing"
 
-func TestGCPercent(t *testing.T) {
+func TestPaceCollector(t *testing.T) {
 	cases := map[string]struct {
-		gogc        string
-		wantPercent int
-		wantSet     bool
+		gogc string
+		want bool
 	}{
-		"GOGC unset: the manager's default":   {gogc: "", wantPercent: defaultGCPercent, wantSet: true},
-		"GOGC=100: the runtime's, as read":    {gogc: "100", wantSet: false},
-		"GOGC=off: the runtime's, as read":    {gogc: "off", wantSet: false},
-		"GOGC=200: the operator of the Pod's": {gogc: "200", wantSet: false},
+		"GOGC unset: the manager paces the collector": {gogc: "", want: true},
+		"GOGC=100: the runtime's, as read":            {gogc: "100", want: false},
+		"GOGC=off: the runtime's, as read":            {gogc: "off", want: false},
+		"GOGC=50: the operator of the Pod's":          {gogc: "50", want: false},
 	}
 	for name, tc := range cases {
 		t.Run(name, func(t *testing.T) {
@@ -21,9 +20,8 @@ func TestGCPercent(t *testing.T) {
 				}
 				return ""
 			}
-			percent, set := gcPercent(getenv)
-			if percent != tc.wantPercent || set != tc.wantSet {
-				t.Errorf("gcPercent() = %d, %v; want %d, %v", percent, set, tc.wantPercent, tc.wantSet)
+			if got := paceCollector(getenv); got != tc.want {
+				t.Errorf("paceCollector() = %v, want %v", got, tc.want)
 			}
 		})
 	}

@@ -33,6 +33,8 @@ func ownerIn(ctx context.Context, c client.Reader, owners map[string]func() clie
 	if !ok {
 		return true
 	}
-	err := c.Get(ctx, types.NamespacedName{Namespace: namespace, Name: owner.Name}, newObject())
+	// Only whether it exists is read: the cache's object needs no copy
+	// (every Secret and ConfigMap the operator writes comes here).
+	err := c.Get(ctx, types.NamespacedName{Namespace: namespace, Name: owner.Name}, newObject(), client.UnsafeDisableDeepCopy)
 	return err == nil || !apierrors.IsNotFound(err)
 }

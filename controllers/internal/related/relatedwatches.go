@@ -96,7 +96,8 @@ func renderedByAny(ctx context.Context, c client.Reader, renderers []func() clie
 		return false
 	}
 	for _, newObject := range renderers {
-		err := c.Get(ctx, types.NamespacedName{Namespace: namespace, Name: name}, newObject())
+		// Only whether it exists is read: the cache's object needs no copy.
+		err := c.Get(ctx, types.NamespacedName{Namespace: namespace, Name: name}, newObject(), client.UnsafeDisableDeepCopy)
 		if err == nil || !apierrors.IsNotFound(err) {
 			return true
 		}
