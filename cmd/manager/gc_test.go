@@ -2,15 +2,16 @@ package main
 
 import "testing"
 
-func TestPaceCollector(t *testing.T) {
+func TestGCPercent(t *testing.T) {
 	cases := map[string]struct {
-		gogc string
-		want bool
+		gogc        string
+		wantPercent int
+		wantSet     bool
 	}{
-		"GOGC unset: the manager paces the collector": {gogc: "", want: true},
-		"GOGC=100: the runtime's, as read":            {gogc: "100", want: false},
-		"GOGC=off: the runtime's, as read":            {gogc: "off", want: false},
-		"GOGC=50: the operator of the Pod's":          {gogc: "50", want: false},
+		"GOGC unset: the manager's default":   {gogc: "", wantPercent: defaultGCPercent, wantSet: true},
+		"GOGC=100: the runtime's, as read":    {gogc: "100", wantSet: false},
+		"GOGC=off: the runtime's, as read":    {gogc: "off", wantSet: false},
+		"GOGC=200: the operator of the Pod's": {gogc: "200", wantSet: false},
 	}
 	for name, tc := range cases {
 		t.Run(name, func(t *testing.T) {
@@ -20,8 +21,9 @@ func TestPaceCollector(t *testing.T) {
 				}
 				return ""
 			}
-			if got := paceCollector(getenv); got != tc.want {
-				t.Errorf("paceCollector() = %v, want %v", got, tc.want)
+			percent, set := gcPercent(getenv)
+			if percent != tc.wantPercent || set != tc.wantSet {
+				t.Errorf("gcPercent() = %d, %v; want %d, %v", percent, set, tc.wantPercent, tc.wantSet)
 			}
 		})
 	}

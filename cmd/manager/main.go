@@ -21,7 +21,6 @@ import (
 
 	backendsv1alpha1 "github.com/infrastate/backend-operator/api/v1alpha1"
 	"github.com/infrastate/backend-operator/controllers"
-	"github.com/infrastate/backend-operator/internal/gcpace"
 	"github.com/infrastate/backend-operator/internal/logging"
 	"github.com/infrastate/backend-operator/internal/netguard"
 )
@@ -35,10 +34,8 @@ func init() {
 }
 
 func main() {
-	pace := paceCollector(os.Getenv)
-	if pace {
-		// Busy from the start: the manager lists every object it watches.
-		debug.SetGCPercent(gcpace.BusyPercent)
+	if percent, ok := gcPercent(os.Getenv); ok {
+		debug.SetGCPercent(percent)
 	}
 	zapOpts := zap.Options{Development: false}
 	zapOpts.BindFlags(flag.CommandLine)
@@ -49,7 +46,7 @@ func main() {
 		os.Exit(2)
 	}
 	log := setUpLogging(zapOpts).WithName("setup")
-	if err := run(opts, log, pace); err != nil {
+	if err := run(opts, log); err != nil {
 		log.Error(err, "The manager stopped")
 		os.Exit(1)
 	}
@@ -71,28 +68,16 @@ func setUpLogging(zapOpts zap.Options) logr.Logger {
 	return logger
 }
 
-// run starts the manager with opts and runs it until a signal stops it;
-// pace has it set the collector's target by its writes (see
-// internal/gcpace).
-func run(opts options, log logr.Logger, pace bool) error {
+// run starts the manager with opts and runs it until a signal stops it.
+func run(opts options, log logr.Logger) error {
 	ctx := ctrl.SetupSignalHandler()
 	cfg, err := ctrl.GetConfig()
 	if err != nil {
 		return fmt.Errorf("loading kubeconfig: %w", err)
 	}
-	var pacer *gcpace.Pacer
-	if pace {
-		pacer = gcpace.New(log.WithName("gcpace"))
-		cfg.Wrap(pacer.Wrap)
-	}
 	mgr, err := ctrl.NewManager(cfg, managerOptions(opts))
 	if err != nil {
 		return fmt.Errorf("creating manager: %w", err)
-	}
-	if pacer != nil {
-		if err := mgr.Add(pacer); err != nil {
-			return fmt.Errorf("adding the collector's pacer: %w", err)
-		}
 	}
 	if err := addHealthChecks(mgr); err != nil {
 		return err
