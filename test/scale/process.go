@@ -17,7 +17,18 @@ type process struct {
 	started time.Time
 	exited  chan struct{}
 	err     error // set when exited is closed
+	// stopTimeout and quitGrace are stop's waits (the constants when
+	// zero).
+	stopTimeout, quitGrace time.Duration
 }
+
+// stopTimeout is how long a process may take to exit after a signal:
+// Kubernetes' default grace period.
+const stopTimeout = 30 * time.Second
+
+// quitGrace is how long a process that did not exit in time gets to
+// print its goroutines after SIGQUIT, before SIGKILL.
+const quitGrace = 5 * time.Second
 
 // startProcess starts path with args and exactly env (plus PATH), its
 // output going to out. The child gets SIGKILL if the harness dies.
@@ -60,12 +71,22 @@ func (p *process) running() bool {
 	}
 }
 
-// stop sends sig and waits for the process to exit, at most 30 seconds
-// (then it is killed), and returns how long it took. After SIGTERM the
-// process must exit cleanly; after SIGKILL it is dead by definition.
+// stop sends sig and waits for the process to exit, at most stopTimeout,
+// and returns how long it took. After SIGTERM the process must exit
+// cleanly; after SIGKILL it is dead by definition. One still running
+// then gets SIGQUIT, on which a Go program prints the stack of every
+// goroutine to its output (the log the harness keeps: what it waits for),
+// and SIGKILL after quitGrace.
 func (p *process) stop(sig syscall.Signal) (time.Duration, error) {
 	if !p.running() {
 		return 0, fmt.Errorf("%s had already exited: %w", p.name, p.err)
+	}
+	timeout, grace := p.stopTimeout, p.quitGrace
+	if timeout == 0 {
+		timeout = stopTimeout
+	}
+	if grace == 0 {
+		grace = quitGrace
 	}
 	start := time.Now()
 	if err := p.cmd.Process.Signal(sig); err != nil {
@@ -73,10 +94,15 @@ func (p *process) stop(sig syscall.Signal) (time.Duration, error) {
 	}
 	select {
 	case <-p.exited:
-	case <-time.After(30 * time.Second):
-		_ = p.cmd.Process.Kill()
-		<-p.exited
-		return time.Since(start), fmt.Errorf("%s still running 30s after %s", p.name, sig)
+	case <-time.After(timeout):
+		_ = p.cmd.Process.Signal(syscall.SIGQUIT)
+		select {
+		case <-p.exited:
+		case <-time.After(grace):
+			_ = p.cmd.Process.Kill()
+			<-p.exited
+		}
+		return time.Since(start), fmt.Errorf("%s still running %s after %s (its goroutines, printed on SIGQUIT, end its log)", p.name, formatSeconds(timeout), sig)
 	}
 	took := time.Since(start)
 	if sig == syscall.SIGKILL {
