@@ -223,13 +223,14 @@ func (r *backendReconciler) setupWithManager(mgr ctrl.Manager) error {
 	if err != nil {
 		return err
 	}
+	c := watchReader(mgr)
 	referrers := func(reference func(string) string) handler.EventHandler {
-		return referrersOf(r.kind.name(), writersAndReferrers(watchReader(mgr), r.kind, reference))
+		return referrersOf(r.kind.name(), writersAndReferrers(c, r.kind, reference))
 	}
 	return b.
 		Watches(&backendsv1alpha1.StateLock{}, handler.EnqueueRequestsFromMapFunc(lockedBackend(r.kind.name())),
 			builder.WithPredicates(stateLockHoldingChanged())).
-		Watches(&backendsv1alpha1.StateRestore{}, handler.EnqueueRequestsFromMapFunc(restoredBackend(watchReader(mgr), r.kind.name())),
+		Watches(&backendsv1alpha1.StateRestore{}, handler.EnqueueRequestsFromMapFunc(restoredBackend(c, r.kind.name())),
 			builder.WithPredicates(restoreFinishedChanged())).
 		WatchesRawSource(r.opts.related.Source("Secret", referrers(related.SecretReference))).
 		WatchesRawSource(r.opts.related.Source("ConfigMap", referrers(related.ConfigMapReference))).

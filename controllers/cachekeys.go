@@ -34,7 +34,7 @@ type storeReader struct {
 	cache  cache.Cache
 	scheme *runtime.Scheme
 	// stores maps the reflect.Type of an object or a list to the
-	// toolscache.Indexer of its kind's informer, nil when there is none.
+	// storeInformer of its kind, once found.
 	stores sync.Map
 }
 

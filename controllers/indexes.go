@@ -40,16 +40,8 @@ func enqueueWriters(c client.Reader, kind backendKind, reference func(string) st
 			return nil
 		}
 		key := types.NamespacedName{Namespace: obj.GetNamespace(), Name: name}
-		if sr, ok := c.(*storeReader); ok {
-			if cached, ok := sr.cached(ctx, kind.newObject(), key); ok {
-				if cached == nil {
-					return nil
-				}
-				return []reconcile.Request{{NamespacedName: key}}
-			}
-		}
-		// Only whether it exists is read: the cache's object needs no copy.
-		if err := c.Get(ctx, key, kind.newObject(), client.UnsafeDisableDeepCopy); err != nil {
+		// Only whether it exists is read.
+		if _, err := cachedBackend(ctx, c, kind, key); err != nil {
 			return nil
 		}
 		return []reconcile.Request{{NamespacedName: key}}

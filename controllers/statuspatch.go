@@ -1,6 +1,7 @@
 package controllers
 
 import (
+	"bytes"
 	"context"
 	"encoding/json"
 	"fmt"
@@ -57,11 +58,11 @@ func statusMergePatch(before, after statusObject) ([]byte, error) {
 	if version == "" {
 		return nil, fmt.Errorf("cannot lock a status patch of %s/%s: it was read without a resourceVersion", before.GetNamespace(), before.GetName())
 	}
-	from, err := json.Marshal(statusOnly{Status: before.StatusValue()})
+	from, err := json.Marshal(before.StatusValue())
 	if err != nil {
 		return nil, fmt.Errorf("marshalling the status read: %w", err)
 	}
-	to, err := json.Marshal(statusOnly{Status: after.StatusValue()})
+	to, err := json.Marshal(after.StatusValue())
 	if err != nil {
 		return nil, fmt.Errorf("marshalling the status computed: %w", err)
 	}
@@ -69,18 +70,11 @@ func statusMergePatch(before, after statusObject) ([]byte, error) {
 	if err != nil {
 		return nil, fmt.Errorf("computing the status patch: %w", err)
 	}
-	var status struct {
-		Status json.RawMessage `json:"status,omitempty"`
+	patch := lockedStatusPatch{Metadata: lockedVersion{ResourceVersion: version}}
+	if !bytes.Equal(diff, []byte("{}")) { // unchanged: MergeFrom leaves the status out
+		patch.Status = diff
 	}
-	if err := json.Unmarshal(diff, &status); err != nil {
-		return nil, fmt.Errorf("reading the status patch: %w", err)
-	}
-	return json.Marshal(lockedStatusPatch{Metadata: lockedVersion{ResourceVersion: version}, Status: status.Status})
-}
-
-// statusOnly is an object with its status alone, as marshalled to diff.
-type statusOnly struct {
-	Status any `json:"status"`
+	return json.Marshal(patch)
 }
 
 // lockedStatusPatch is a status patch locked to a resourceVersion.
